@@ -1,0 +1,39 @@
+#!/bin/sh
+# make bench: toolgate next to the peers a user would pick instead, measured
+# in this one run on the same generated corpus, reported as ratios (absolute
+# times on a shared machine mean little; ratios measured together do).
+# Called by `make bench` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set.
+set -eu
+BUILD=${BUILD:-build}
+LUA=${LUA:-lua5.4}
+LUAJIT=${LUAJIT:-luajit}
+SECONDS_PER=${BENCH_SECONDS:-2}
+out=bench/out
+mkdir -p "$out"
+
+if [ ! -f bench/node_modules/canonicalize/package.json ]; then
+  npm ci --prefix bench --no-audit --no-fund >"$out/npm.log" 2>&1 ||
+    { echo "bench: npm ci --prefix bench failed (see $out/npm.log)"; exit 1; }
+fi
+python3 bench/gen_corpus.py --seed 1 --count 3000 >"$out/corpus.jsonl"
+
+echo "== canonicalize + hash, from JSON text ($(python3 bench/gen_corpus.py --stats <"$out/corpus.jsonl"))"
+results="$out/canon.txt"
+{
+  "$BUILD/bench/canon_bench" "$out/corpus.jsonl" "$SECONDS_PER" 2>/dev/null
+  "$LUA" bench/canon_bench.lua "$out/corpus.jsonl" "$SECONDS_PER"
+  "$LUAJIT" bench/canon_bench.lua "$out/corpus.jsonl" "$SECONDS_PER"
+  node bench/peers/canon_node.js "$out/corpus.jsonl" --min-seconds "$SECONDS_PER"
+} >"$results"
+
+# One row per measurement; the ratio is node-canonicalize's ns/doc over ours.
+awk '
+  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++n] = name }
+  END {
+    base = v["node-canonicalize", "ns_per_doc"]
+    printf "%-28s %10s %10s %14s\n", "", "MB/s", "ns/doc", "vs node-canon"
+    for (i = 1; i <= n; i++) {
+      nm = names[i]
+      printf "%-28s %10.1f %10.0f %13.1fx\n", nm, v[nm, "MB_per_s"], v[nm, "ns_per_doc"], base / v[nm, "ns_per_doc"]
+    }
+  }' "$results"

@@ -1,0 +1,238 @@
+/*
+ * tg_engine.c -- the engine (allocator + limits + C locale), status code
+ * names, error filling, and the output buffer.
+ */
+#include "tg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const code_names[TG_E_CODE_COUNT] = {
+    [TG_OK] = "OK",
+    [TG_E_NOMEM] = "NOMEM",
+    [TG_E_ARG] = "BAD_ARGUMENT",
+    [TG_E_INPUT_TOO_LARGE] = "INPUT_TOO_LARGE",
+    [TG_E_TOO_DEEP] = "TOO_DEEP",
+    [TG_E_STRING_TOO_LONG] = "STRING_TOO_LONG",
+    [TG_E_TOO_MANY_MEMBERS] = "TOO_MANY_MEMBERS",
+    [TG_E_TOO_MANY_ITEMS] = "TOO_MANY_ITEMS",
+    [TG_E_EMPTY] = "EMPTY",
+    [TG_E_SYNTAX] = "SYNTAX",
+    [TG_E_EOF] = "UNEXPECTED_END",
+    [TG_E_TRAILING] = "TRAILING_GARBAGE",
+    [TG_E_DUPLICATE_KEY] = "DUPLICATE_KEY",
+    [TG_E_UTF8] = "INVALID_UTF8",
+    [TG_E_SURROGATE] = "LONE_SURROGATE",
+    [TG_E_CONTROL_CHAR] = "CONTROL_CHARACTER",
+    [TG_E_ESCAPE] = "INVALID_ESCAPE",
+    [TG_E_LEADING_ZERO] = "LEADING_ZERO",
+    [TG_E_NUMBER] = "INVALID_NUMBER",
+    [TG_E_NONFINITE] = "NONFINITE_NUMBER",
+    [TG_E_NUMBER_RANGE] = "NUMBER_OUT_OF_RANGE",
+};
+
+const char *tg_code_name(int code)
+{
+    if (code < 0 || code >= TG_E_CODE_COUNT || !code_names[code])
+        return "UNKNOWN";
+    return code_names[code];
+}
+
+void tg_error_clear(tg_error_t *err)
+{
+    if (!err)
+        return;
+    err->code = TG_OK;
+    err->offset = TG_NO_OFFSET;
+    err->pointer[0] = '\0';
+    err->message[0] = '\0';
+}
+
+int tg_fail(tg_error_t *err, int code, size_t offset, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->code = code;
+        err->offset = offset;
+        err->pointer[0] = '\0';
+        va_start(ap, fmt);
+        /* Only %s/%zu/%u/%c of ASCII data are used: locale cannot matter. */
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* ---- allocator --------------------------------------------------------- */
+
+static void *default_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    (void)ud;
+    (void)osize;
+    if (nsize == 0) {
+        free(ptr);
+        return NULL;
+    }
+    return realloc(ptr, nsize);
+}
+
+void *tg_mem_realloc(tg_engine_t *e, void *p, size_t osize, size_t nsize)
+{
+    return e->alloc(e->alloc_ud, p, osize, nsize);
+}
+
+void tg_mem_free(tg_engine_t *e, void *p, size_t size)
+{
+    if (p)
+        e->alloc(e->alloc_ud, p, size, 0);
+}
+
+/* ---- limits ------------------------------------------------------------ */
+
+void tg_limits_default(tg_limits_t *out)
+{
+    out->max_input_bytes = TG_DEFAULT_MAX_INPUT_BYTES;
+    out->max_depth = TG_DEFAULT_MAX_DEPTH;
+    out->max_string_bytes = TG_DEFAULT_MAX_STRING_BYTES;
+    out->max_members = TG_DEFAULT_MAX_MEMBERS;
+    out->max_items = TG_DEFAULT_MAX_ITEMS;
+}
+
+/* Lengths and counts are stored in 32 bits in the DOM; input size bounds
+ * them all, so every limit shares the input's ceiling. */
+static int check_limits(const tg_limits_t *l, tg_error_t *err)
+{
+    struct {
+        const char *name;
+        size_t value, max;
+    } f[] = {
+        {"max_input_bytes", l->max_input_bytes, TG_LIMIT_MAX_INPUT_BYTES},
+        {"max_depth", l->max_depth, TG_LIMIT_MAX_DEPTH},
+        {"max_string_bytes", l->max_string_bytes, TG_LIMIT_MAX_INPUT_BYTES},
+        {"max_members", l->max_members, TG_LIMIT_MAX_INPUT_BYTES},
+        {"max_items", l->max_items, TG_LIMIT_MAX_INPUT_BYTES},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].value < 1 || f[i].value > f[i].max)
+            return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                           "limit %s = %zu is outside 1..%zu", f[i].name,
+                           f[i].value, f[i].max);
+    return TG_OK;
+}
+
+tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
+                           void *alloc_ud, tg_error_t *err)
+{
+    tg_limits_t lim;
+    tg_engine_t *e;
+
+    tg_error_clear(err);
+    if (limits)
+        lim = *limits;
+    else
+        tg_limits_default(&lim);
+    if (check_limits(&lim, err) != TG_OK)
+        return NULL;
+    if (!alloc)
+        alloc = default_alloc;
+    e = alloc(alloc_ud, NULL, 0, sizeof *e);
+    if (!e) {
+        tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        return NULL;
+    }
+    e->alloc = alloc;
+    e->alloc_ud = alloc_ud;
+    e->limits = lim;
+    e->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (e->c_locale == (locale_t)0) {
+        alloc(alloc_ud, e, sizeof *e, 0);
+        tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "cannot create the C locale");
+        return NULL;
+    }
+    return e;
+}
+
+void tg_engine_free(tg_engine_t *e)
+{
+    if (!e)
+        return;
+    freelocale(e->c_locale);
+    e->alloc(e->alloc_ud, e, sizeof *e, 0);
+}
+
+void tg_engine_limits(const tg_engine_t *e, tg_limits_t *out)
+{
+    *out = e->limits;
+}
+
+int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits,
+                         tg_error_t *err)
+{
+    tg_error_clear(err);
+    if (!limits)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "limits is NULL");
+    if (check_limits(limits, err) != TG_OK)
+        return err ? err->code : TG_E_ARG;
+    e->limits = *limits;
+    return TG_OK;
+}
+
+/* ---- output buffer ----------------------------------------------------- */
+
+void tg_buf_init(tg_buf_t *b, tg_engine_t *e)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->engine = e;
+}
+
+void tg_buf_free(tg_buf_t *b)
+{
+    tg_mem_free(b->engine, b->data, b->cap);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void tg_buf_reset(tg_buf_t *b)
+{
+    b->len = 0;
+}
+
+int tg_buf_reserve(tg_buf_t *b, size_t extra, tg_error_t *err)
+{
+    size_t need, cap;
+    char *p;
+
+    if (extra <= b->cap - b->len)
+        return TG_OK;
+    if (extra > SIZE_MAX - b->len)
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "buffer size overflow");
+    need = b->len + extra;
+    cap = b->cap ? b->cap : 256;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    p = tg_mem_realloc(b->engine, b->data, b->cap, cap);
+    if (!p)
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    b->data = p;
+    b->cap = cap;
+    return TG_OK;
+}
+
+int tg_buf_append(tg_buf_t *b, const void *data, size_t n, tg_error_t *err)
+{
+    int rc = tg_buf_reserve(b, n, err);
+    if (rc != TG_OK)
+        return rc;
+    if (n)
+        memcpy(b->data + b->len, data, n);
+    b->len += n;
+    return TG_OK;
+}

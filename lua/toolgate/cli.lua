@@ -1,0 +1,172 @@
+-- toolgate.cli: the toolgate command.  Dispatches to one module per command
+-- (toolgate.cli.<name>) and holds what they share: option parsing, input
+-- reading, diagnostics and exit codes.
+--
+-- Exit codes: 0 the job was done; 1 some input failed (or --fail-on matched);
+-- 2 bad usage or unreadable input.
+
+local M = {}
+
+M.EXIT_OK, M.EXIT_FAILED, M.EXIT_USAGE = 0, 1, 2
+
+local COMMANDS = {
+  { name = "canon", summary = "RFC 8785 canonical form (or its XXH3-128 hash) of JSON documents" },
+}
+
+local function command_module(name)
+  for _, c in ipairs(COMMANDS) do
+    if c.name == name then return require("toolgate.cli." .. name) end
+  end
+end
+
+-- A usage error carries its message up to main(), which prints it with the
+-- command's usage line and exits 2.
+local UsageError = {}
+UsageError.__index = UsageError
+function M.usage_error(msg) error(setmetatable({ msg = msg }, UsageError), 0) end
+
+-- parse(argv, spec) -> opts, positionals
+-- spec.flags: set of boolean flags; spec.options: set of flags taking a value;
+-- spec.multi: options that may repeat (their values collect in a list).
+-- "--" ends options; "-" alone is a positional (standard input).
+function M.parse(argv, spec)
+  local opts, pos = {}, {}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--" then
+      for j = i + 1, #argv do pos[#pos + 1] = argv[j] end
+      break
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([^=]+)=(.*)$")
+      name = name or a:sub(3)
+      if spec.flags and spec.flags[name] then
+        if value then M.usage_error("--" .. name .. " takes no value") end
+        opts[name] = true
+      elseif (spec.options and spec.options[name]) or (spec.multi and spec.multi[name]) then
+        if not value then
+          i = i + 1
+          value = argv[i]
+          if value == nil then M.usage_error("--" .. name .. " needs a value") end
+        end
+        if spec.multi and spec.multi[name] then
+          opts[name] = opts[name] or {}
+          table.insert(opts[name], value)
+        else
+          opts[name] = value
+        end
+      else
+        M.usage_error("unknown option --" .. name)
+      end
+    elseif a:sub(1, 1) == "-" and a ~= "-" then
+      M.usage_error("unknown option " .. a)
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, pos
+end
+
+function M.diag(cmd, msg)
+  io.stderr:write("toolgate ", cmd, ": ", msg, "\n")
+end
+
+-- open_input(cmd, path) -> file handle, display name | nil (after a diagnostic)
+function M.open_input(cmd, path)
+  if path == nil or path == "-" then return io.stdin, "<stdin>" end
+  local f, err = io.open(path, "rb")
+  if not f then
+    M.diag(cmd, "cannot read " .. tostring(err))
+    return nil
+  end
+  return f, path
+end
+
+-- read_all(cmd, path) -> content, display name | nil
+function M.read_all(cmd, path)
+  local f, name = M.open_input(cmd, path)
+  if not f then return nil end
+  local data, err = f:read("*a")
+  if f ~= io.stdin then f:close() end
+  if not data then
+    M.diag(cmd, "cannot read " .. name .. ": " .. tostring(err))
+    return nil
+  end
+  return data, name
+end
+
+-- each_line(f, fn): calls fn(line, number) for every line that is not blank
+-- (JSON Lines readers skip blank lines); the number counts all lines from 1.
+function M.each_line(f, fn)
+  local n = 0
+  for line in f:lines() do
+    n = n + 1
+    if line:find("%S") then fn(line, n) end
+  end
+end
+
+-- "CODE at byte N: message" for an error from the core.
+function M.describe(err, code, offset)
+  local where = offset and (" at byte " .. offset) or ""
+  return (code or "ERROR") .. where .. ": " .. tostring(err)
+end
+
+local function global_usage()
+  local lines = {
+    "usage: toolgate <command> [options] [FILE]",
+    "",
+    "toolgate decides, before an LLM agent's tool call runs, whether it should run.",
+    "Reads FILE (or standard input), writes JSON Lines to standard output and",
+    "diagnostics to standard error.",
+    "",
+    "commands:",
+  }
+  for _, c in ipairs(COMMANDS) do
+    lines[#lines + 1] = string.format("  %-10s %s", c.name, c.summary)
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "toolgate <command> --help     options of one command"
+  lines[#lines + 1] = "toolgate --version            version and binding"
+  return table.concat(lines, "\n") .. "\n"
+end
+
+function M.main(argv)
+  argv = argv or {}
+  local cmd = argv[1]
+  if cmd == nil or cmd == "--help" or cmd == "-h" or cmd == "help" then
+    local sub = cmd == "help" and argv[2] and command_module(argv[2])
+    io.stdout:write(sub and sub.usage or global_usage())
+    return cmd == nil and M.EXIT_USAGE or M.EXIT_OK
+  end
+  if cmd == "--version" then
+    local core = require "toolgate.core"
+    io.stdout:write("toolgate ", core.VERSION, " (", core.BINDING, " binding, ", _VERSION,
+                    rawget(_G, "jit") and (" " .. jit.version) or "", ")\n")
+    return M.EXIT_OK
+  end
+  local mod = command_module(cmd)
+  if not mod then
+    io.stderr:write("toolgate: unknown command '", cmd, "'\n\n", global_usage())
+    return M.EXIT_USAGE
+  end
+  local args = {}
+  for i = 2, #argv do args[#args + 1] = argv[i] end
+  for _, a in ipairs(args) do
+    if a == "--help" or a == "-h" then
+      io.stdout:write(mod.usage)
+      return M.EXIT_OK
+    end
+  end
+  io.stdout:setvbuf("full")
+  local ok, result = pcall(mod.run, args)
+  io.stdout:flush()
+  if ok then return result end
+  if getmetatable(result) == UsageError then
+    io.stderr:write("toolgate ", cmd, ": ", result.msg, "\n", mod.usage)
+    return M.EXIT_USAGE
+  end
+  error(result, 0)
+end
+
+return M

@@ -1,0 +1,133 @@
+-- toolgate.value: Lua values to JSON text.
+--
+-- How a Lua value maps to JSON (the same under Lua 5.4 and LuaJIT):
+--   nil, toolgate.null (= cjson.null, a NULL light userdata) -> null
+--   booleans -> true / false
+--   numbers  -> ECMAScript form of the double; NaN and infinities are errors.
+--               Lua 5.4 integers are written exactly and then, like every
+--               JSON number, read as the nearest double (RFC 8785).
+--   strings  -> JSON strings; they must be valid UTF-8
+--   tables   -> an array when the table's metatable is toolgate.array_mt (or
+--               lua-cjson's array_mt / empty_array_mt where that cjson has
+--               them), or when its keys are exactly 1..n for some n >= 1;
+--               an object when all its keys are strings.  An empty table is
+--               an object {} (as in cjson) unless marked as an array;
+--               toolgate.empty_array (or cjson.empty_array) is [].
+--               Mixed or sparse keys are errors.
+-- Errors are returned as nil, message, "BAD_VALUE".
+
+local core = require "toolgate.core"
+local has_cjson, cjson = pcall(require, "cjson")
+
+local M = {}
+
+M.null = has_cjson and cjson.null or nil
+M.array_mt = { __name = "toolgate.array" }
+M.empty_array = setmetatable({}, M.array_mt)
+
+local cjson_array_mts = {}
+local cjson_empty_array
+if has_cjson then
+  if cjson.array_mt then cjson_array_mts[cjson.array_mt] = true end
+  if cjson.empty_array_mt then cjson_array_mts[cjson.empty_array_mt] = true end
+  cjson_empty_array = cjson.empty_array
+end
+
+local MAX_DEPTH = 1000
+local math_type = math.type -- nil under LuaJIT: every number is a double there
+
+local escapes = {
+  ['"'] = '\\"', ["\\"] = "\\\\", ["\b"] = "\\b", ["\f"] = "\\f",
+  ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t",
+}
+for b = 0, 31 do
+  local c = string.char(b)
+  if not escapes[c] then escapes[c] = string.format("\\u%04x", b) end
+end
+
+local function quote(s)
+  return '"' .. s:gsub('[%c"\\]', function(c) return escapes[c] or c end) .. '"'
+end
+
+local function is_array(t)
+  local mt = getmetatable(t)
+  if mt == M.array_mt or cjson_array_mts[mt] then return true, #t end
+  local n, max = 0, 0
+  for k in pairs(t) do
+    if type(k) ~= "number" or k < 1 or k ~= math.floor(k) then return false end
+    n = n + 1
+    if k > max then max = k end
+  end
+  if n == 0 then return false end
+  if max ~= n then return nil, "sparse array (keys 1.." .. max .. " with " .. n .. " values)" end
+  return true, n
+end
+
+local encode_value
+
+local function encode_table(t, out, depth)
+  local arr, n = is_array(t)
+  if arr == nil then return nil, n end
+  if arr then
+    out[#out + 1] = "["
+    for i = 1, n do
+      if i > 1 then out[#out + 1] = "," end
+      local ok, err = encode_value(t[i], out, depth + 1)
+      if not ok then return nil, err end
+    end
+    out[#out + 1] = "]"
+    return true
+  end
+  out[#out + 1] = "{"
+  local first = true
+  for k, v in pairs(t) do
+    if type(k) ~= "string" then
+      return nil, "object key of type " .. type(k) .. " (keys must all be strings, or exactly 1..n)"
+    end
+    if not first then out[#out + 1] = "," end
+    first = false
+    out[#out + 1] = quote(k)
+    out[#out + 1] = ":"
+    local ok, err = encode_value(v, out, depth + 1)
+    if not ok then return nil, err end
+  end
+  out[#out + 1] = "}"
+  return true
+end
+
+encode_value = function(v, out, depth)
+  if depth > MAX_DEPTH then return nil, "nested deeper than " .. MAX_DEPTH .. " (a cycle?)" end
+  local tv = type(v)
+  if v == nil or (M.null ~= nil and v == M.null) then
+    out[#out + 1] = "null"
+  elseif v == cjson_empty_array and v ~= nil then
+    out[#out + 1] = "[]"
+  elseif tv == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif tv == "number" then
+    if math_type and math_type(v) == "integer" then
+      out[#out + 1] = string.format("%d", v)
+    else
+      local s, err = core.format_number(v)
+      if not s then return nil, err end
+      out[#out + 1] = s
+    end
+  elseif tv == "string" then
+    out[#out + 1] = quote(v)
+  elseif tv == "table" then
+    return encode_table(v, out, depth)
+  else
+    return nil, "cannot encode a " .. tv .. " as JSON"
+  end
+  return true
+end
+
+-- encode(v) -> JSON text | nil, message, "BAD_VALUE"
+function M.encode(v)
+  local out = {}
+  local ok, err = encode_value(v, out, 0)
+  if not ok then return nil, err, "BAD_VALUE" end
+  return table.concat(out)
+end
+
+return M

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Installs the Debian packages toolgate needs to build, test, demo and bench,
+# and only those that are missing (a no-op, and offline, once all are there).
+# Usage: mk/deps.sh [build|test|bench]   (each set includes the previous)
+set -eu
+set_name=${1:-build}
+
+build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev"
+test="$build lua-busted xxhash locales python3 nodejs npm"
+bench="$test"
+
+case "$set_name" in
+  build) want=$build ;;
+  test) want=$test ;;
+  bench) want=$bench ;;
+  *) echo "mk/deps.sh: unknown package set '$set_name'" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+  # nodejs/npm: any working node and npm will do (e.g. a newer one from elsewhere)
+  case "$p" in
+    nodejs) command -v node >/dev/null 2>&1 && continue ;;
+    npm) command -v npm >/dev/null 2>&1 && continue ;;
+  esac
+  st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$st" = installed ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "toolgate needs these Debian packages:$missing" >&2
+  echo "install them as root: apt-get install$missing" >&2
+  exit 1
+fi
+echo "mk/deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists yet; refresh them once if install fails.
+apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1 || {
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends $missing
+}

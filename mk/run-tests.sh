@@ -1,0 +1,62 @@
+#!/bin/sh
+# Runs every test suite and ends with one line: "N passed, N failed".
+# Every suite speaks TAP; a suite that dies without reporting a failure
+# counts as one failed test, so a crash can never read as a pass.
+# Called by `make test` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set.
+set -u
+BUILD=${BUILD:-build}
+LUA=${LUA:-lua5.4}
+LUAJIT=${LUAJIT:-luajit}
+logs="$BUILD/test-logs"
+mkdir -p "$logs"
+passed=0
+failed=0
+
+# run_suite NAME COMMAND...
+run_suite() {
+  name=$1
+  shift
+  log="$logs/$(echo "$name" | tr '/' '_').tap"
+  "$@" >"$log" 2>&1
+  rc=$?
+  p=$(grep -c '^ok ' "$log" 2>/dev/null) || p=0
+  f=$(grep -c '^not ok ' "$log" 2>/dev/null) || f=0
+  if { [ "$rc" != 0 ] || [ "$p" = 0 ]; } && [ "$f" = 0 ]; then
+    f=1
+    echo "not ok - suite $name exited with status $rc after $p passing tests" >>"$log"
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  printf '%-28s %5d passed %5d failed\n' "$name" "$p" "$f"
+  if [ "$f" != 0 ]; then
+    # show what failed, with the diagnostics that follow each failure
+    awk '/^not ok /{show=1} /^ok /{show=0} show' "$log" | head -80
+  fi
+}
+
+# ---- set-up the suites rely on ----------------------------------------------
+# A decimal-comma locale, so the C tests can prove numbers ignore LC_NUMERIC.
+export LOCPATH="$PWD/$BUILD/locale"
+if [ ! -d "$LOCPATH/de_DE.UTF-8" ]; then
+  mkdir -p "$LOCPATH"
+  localedef -i de_DE -f UTF-8 "$LOCPATH/de_DE.UTF-8" >"$logs/localedef.log" 2>&1 ||
+    echo "warning: localedef de_DE.UTF-8 failed (see $logs/localedef.log)"
+fi
+# The npm peers the differential specs compare against (pinned in bench/).
+if [ ! -f bench/node_modules/canonicalize/package.json ]; then
+  npm ci --prefix bench --no-audit --no-fund >"$logs/npm-bench.log" 2>&1 ||
+    echo "warning: npm ci --prefix bench failed (see $logs/npm-bench.log)"
+fi
+export TOOLGATE_ROOT="$PWD" TG_SPEC_DATA="$PWD/spec/data"
+
+for t in "$BUILD"/spec/test_*; do
+  [ -x "$t" ] || continue
+  run_suite "c/$(basename "$t")" "$t"
+done
+
+busted=$(command -v busted)
+run_suite "busted/$LUA" "$LUA" "$busted" -o TAP spec
+run_suite "busted/$LUAJIT" "$LUAJIT" "$busted" -o TAP spec
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

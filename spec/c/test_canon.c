@@ -1,0 +1,190 @@
+/*
+ * test_canon.c -- RFC 8785 canonical form and XXH3 digests: the RFC's own
+ * examples, key order by UTF-16 code units (checked against a reference
+ * that really converts to UTF-16), string escaping, idempotence.
+ */
+#include "tap.h"
+#include "toolgate.h"
+
+#include <stdlib.h>
+
+static tg_engine_t *E;
+
+static void canon_is(const char *in, const char *want, const char *name)
+{
+    tg_buf_t b;
+    tg_error_t err;
+    tg_buf_init(&b, E);
+    if (tg_canon(E, in, strlen(in), &b, &err) != TG_OK) {
+        tap_ok(0, name);
+        printf("#   error %s: %s\n", tg_code_name(err.code), err.message);
+    } else {
+        tap_is_mem(b.data, b.len, want, name);
+    }
+    tg_buf_free(&b);
+}
+
+/* Reference order: decode UTF-8 to UTF-16 code units and compare those. */
+static size_t to_utf16(const unsigned char *s, size_t n, unsigned *out)
+{
+    size_t i = 0, k = 0;
+    while (i < n) {
+        unsigned c = s[i], cp;
+        int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        cp = len == 1 ? c : c & (0xFF >> (len + 1));
+        for (int j = 1; j < len; j++)
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        i += (size_t)len;
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            out[k++] = 0xD800 + (cp >> 10);
+            out[k++] = 0xDC00 + (cp & 0x3FF);
+        } else {
+            out[k++] = cp;
+        }
+    }
+    return k;
+}
+
+static int ref_compare(const char *a, size_t an, const char *b, size_t bn)
+{
+    unsigned ua[64], ub[64];
+    size_t na = to_utf16((const unsigned char *)a, an, ua);
+    size_t nb = to_utf16((const unsigned char *)b, bn, ub);
+    for (size_t i = 0; i < na && i < nb; i++)
+        if (ua[i] != ub[i])
+            return ua[i] < ub[i] ? -1 : 1;
+    return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* A random short UTF-8 string drawn from the ranges where UTF-8 and
+ * UTF-16 orders disagree. */
+static size_t random_key(char *out)
+{
+    static const unsigned picks[] = {0x41, 0x7A, 0xE9, 0x7FF, 0x20AC, 0xD7FF, 0xE000,
+                                     0xFB33, 0xFFFD, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF};
+    size_t len = 0, n = 1 + rnd() % 4;
+    for (size_t i = 0; i < n; i++) {
+        unsigned cp = picks[rnd() % (sizeof picks / sizeof picks[0])];
+        if (cp < 0x80) {
+            out[len++] = (char)cp;
+        } else if (cp < 0x800) {
+            out[len++] = (char)(0xC0 | (cp >> 6));
+            out[len++] = (char)(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            out[len++] = (char)(0xE0 | (cp >> 12));
+            out[len++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            out[len++] = (char)(0x80 | (cp & 0x3F));
+        } else {
+            out[len++] = (char)(0xF0 | (cp >> 18));
+            out[len++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+            out[len++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+            out[len++] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+    return len;
+}
+
+static int sign(int x)
+{
+    return (x > 0) - (x < 0);
+}
+
+int main(void)
+{
+    E = tg_engine_new(NULL, NULL, NULL, NULL);
+
+    /* RFC 8785 section 3.2.2 */
+    canon_is("{\n  \"numbers\": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],\n"
+             "  \"string\": \"\\u20ac$\\u000F\\u000aA'\\u0042\\u0022\\u005c\\\\\\\"\\/\",\n"
+             "  \"literals\": [null, true, false]\n}",
+             "{\"literals\":[null,true,false],\"numbers\":[333333333.3333333,1e+30,4.5,0.002,1e-27],"
+             "\"string\":\"\xe2\x82\xac$\\u000f\\nA'B\\\"\\\\\\\\\\\"/\"}",
+             "RFC 8785 3.2.2 example");
+    /* RFC 8785 section 3.2.3: sorting */
+    canon_is("{\n  \"\\u20ac\": \"Euro Sign\",\n  \"\\r\": \"Carriage Return\",\n"
+             "  \"\\ufb33\": \"Hebrew Letter Dalet With Dagesh\",\n  \"1\": \"One\",\n"
+             "  \"\\ud83d\\ude00\": \"Emoji: Grinning Face\",\n  \"\\u0080\": \"Control\",\n"
+             "  \"\\u00f6\": \"Latin Small Letter O With Diaeresis\"\n}",
+             "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\xc2\x80\":\"Control\","
+             "\"\xc3\xb6\":\"Latin Small Letter O With Diaeresis\",\"\xe2\x82\xac\":\"Euro Sign\","
+             "\"\xf0\x9f\x98\x80\":\"Emoji: Grinning Face\",\"\xef\xac\xb3\":\"Hebrew Letter Dalet With Dagesh\"}",
+             "RFC 8785 3.2.3 sorting example");
+
+    /* astral (surrogate pairs D83D..) sort before BMP characters above U+E000 */
+    canon_is("{\"\\uffff\":1,\"\\ud800\\udc00\":2,\"\\ue000\":3,\"\\ud7ff\":4}",
+             "{\"\xed\x9f\xbf\":4,\"\xf0\x90\x80\x80\":2,\"\xee\x80\x80\":3,\"\xef\xbf\xbf\":1}",
+             "U+D7FF < U+10000 < U+E000 < U+FFFF in UTF-16 order");
+    canon_is("{\"ab\":1,\"a\":2,\"\":3,\"b\":4,\"aa\":5}", "{\"\":3,\"a\":2,\"aa\":5,\"ab\":1,\"b\":4}",
+             "prefixes sort first");
+
+    /* strings: the minimal escapes */
+    canon_is("\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\\\/\\u007f\\u2028\\u2029\\u00e9\"",
+             "\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\/\x7f\xe2\x80\xa8\xe2\x80\xa9\xc3\xa9\"",
+             "string escapes as ECMAScript JSON.stringify writes them");
+    canon_is("[ ]", "[]", "empty array");
+    canon_is("{ }", "{}", "empty object");
+    canon_is("[{\"b\":[{\"d\":1,\"c\":2}],\"a\":{}}]", "[{\"a\":{},\"b\":[{\"c\":2,\"d\":1}]}]", "nested sorting");
+    canon_is("[-0, 0.0, -0.0, 1.0e0, 10, 1e1]", "[0,0,0,1,10,10]", "number forms");
+
+    /* key order: random keys from the tricky ranges against a real UTF-16 compare */
+    {
+        int bad = 0;
+        for (int i = 0; i < 200000; i++) {
+            char a[32], b[32];
+            size_t an = random_key(a), bn = random_key(b);
+            if (sign(tg_key_compare(a, an, b, bn)) != ref_compare(a, an, b, bn))
+                bad++;
+        }
+        tap_ok(bad == 0, "tg_key_compare agrees with a UTF-16 reference on 200,000 random pairs");
+    }
+
+    /* canonical output is a fixed point */
+    {
+        const char *in = "{\"z\":[1.5e-7,{\"\\u00e9\":\"\\ud83d\\ude00\"},1e21],\"a\":\"\\u001f\"}";
+        tg_buf_t b1, b2;
+        tg_buf_init(&b1, E);
+        tg_buf_init(&b2, E);
+        tg_canon(E, in, strlen(in), &b1, NULL);
+        tg_canon(E, b1.data, b1.len, &b2, NULL);
+        tap_ok(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0, "canon(canon(x)) == canon(x)");
+        tg_buf_free(&b1);
+        tg_buf_free(&b2);
+    }
+
+    /* hashing: XXH3-128 vectors (as printed by xxhsum -H2) */
+    {
+        char hex[TG_HASH_HEX];
+        tg_hash128_t h;
+        tg_hash128("", 0, &h);
+        tg_hash128_hex(&h, hex);
+        tap_is_mem(hex, 32, "99aa06d3014798d86001c324468d497f", "XXH3-128 of the empty string");
+        tg_hash128("{}", 2, &h);
+        tg_hash128_hex(&h, hex);
+        tap_is_mem(hex, 32, "dc7048f8f8747f561349cde127705c16", "XXH3-128 of {}");
+        tap_ok(tg_hash64("abc", 3) == 0x78af5f94892f3950ull, "XXH3-64 of abc");
+    }
+    {
+        tg_doc_t *d1, *d2;
+        tg_hash128_t h1, h2;
+        tg_parse(E, "{\"b\":1,\"a\":[1.0,2]}", 19, &d1, NULL);
+        tg_parse(E, " { \"a\" : [ 1 , 2e0 ] , \"b\" : 1 } ", 33, &d2, NULL);
+        tg_hash_value(E, tg_doc_root(d1), &h1, NULL);
+        tg_hash_value(E, tg_doc_root(d2), &h2, NULL);
+        tap_ok(h1.hi == h2.hi && h1.lo == h2.lo, "equal documents in different spellings hash equal");
+        tg_doc_free(d1);
+        tg_doc_free(d2);
+    }
+
+    tg_engine_free(E);
+    return tap_done();
+}

@@ -1,0 +1,130 @@
+-- toolgate.core: the binding for this interpreter, and its twin.
+local core = require "toolgate.core"
+local h = require "helpers"
+
+describe("toolgate.core", function()
+  it("is the FFI binding under LuaJIT and the C-API module under Lua 5.4", function()
+    assert.equal(h.is_luajit and "ffi" or "capi", core.BINDING)
+    assert.equal("0.1.0", core.VERSION)
+  end)
+
+  it("canonicalizes and hashes through an engine", function()
+    local e = assert(core.new_engine())
+    assert.equal('{"a":2,"b":[1,1e+21]}', e:canon('{"b":[1.0,1e21],"a":2}'))
+    assert.equal("dc7048f8f8747f561349cde127705c16", e:hash("{ }"))
+  end)
+
+  it("returns nil, message, CODE, offset for bad input", function()
+    local e = assert(core.new_engine())
+    local ok, msg, code, offset = e:canon('{"a":1,"a":2}')
+    assert.is_nil(ok)
+    assert.equal("DUPLICATE_KEY", code)
+    assert.equal(7, offset)
+    assert.matches("duplicate", msg)
+    ok, msg, code, offset = e:hash("[1,]")
+    assert.is_nil(ok)
+    assert.equal("SYNTAX", code)
+    assert.equal(3, offset)
+  end)
+
+  it("raises on misuse", function()
+    local e = assert(core.new_engine())
+    assert.has_error(function() e:canon(42) end)
+    assert.has_error(function() e:canon() end)
+    assert.has_error(function() core.new_engine({ max_depth = "deep" }) end)
+    assert.has_error(function() core.new_engine({ no_such_limit = 1 }) end)
+    assert.has_error(function() core.new_engine({ max_depth = 1.5 }) end)
+    assert.has_error(function() core.format_number("1") end)
+  end)
+
+  it("keeps per-engine limits and refuses out-of-range ones", function()
+    local defaults = core.default_limits()
+    assert.same({ max_input_bytes = 1048576, max_depth = 64, max_string_bytes = 262144,
+                  max_members = 4096, max_items = 65536 }, defaults)
+    local e = assert(core.new_engine({ max_depth = 2 }))
+    assert.equal(2, e:limits().max_depth)
+    assert.equal(1048576, e:limits().max_input_bytes)
+    local _, _, code = e:canon("[[[]]]")
+    assert.equal("TOO_DEEP", code)
+    local other = assert(core.new_engine())
+    assert.equal('[[[]]]', other:canon("[[[]]]")) -- engines do not share limits
+    local ok, msg, c = e:set_limits({ max_items = 0 })
+    assert.is_nil(ok)
+    assert.equal("BAD_ARGUMENT", c)
+    assert.matches("max_items", msg)
+    assert.equal(65536, e:limits().max_items)
+    assert.is_true(e:set_limits({ max_depth = 3 }))
+    assert.equal("[[[]]]", e:canon("[[[]]]"))
+    local none, msg2, c2 = core.new_engine({ max_depth = 1001 })
+    assert.is_nil(none)
+    assert.equal("BAD_ARGUMENT", c2)
+    assert.matches("1000", msg2)
+  end)
+
+  it("formats numbers as ECMAScript does, NaN and infinities excepted", function()
+    assert.equal("0.1", core.format_number(0.1))
+    assert.equal("1e+21", core.format_number(1e21))
+    assert.equal("0", core.format_number(-0.0))
+    local s, _, code = core.format_number(0 / 0)
+    assert.is_nil(s)
+    assert.equal("NONFINITE_NUMBER", code)
+    assert.is_nil(core.format_number(math.huge))
+  end)
+
+  it("hashes raw bytes with XXH3-128", function()
+    assert.equal("99aa06d3014798d86001c324468d497f", core.hash_bytes(""))
+    assert.equal("dc7048f8f8747f561349cde127705c16", core.hash_bytes("{}"))
+  end)
+
+  it("declares in its FFI cdef exactly what core/toolgate.h declares", function()
+    local header = assert(h.read_file(h.root .. "/core/toolgate.h"))
+    local ffi_src = assert(h.read_file(h.root .. "/lua/toolgate/core_ffi.lua"))
+    local cdef = assert(ffi_src:match("ffi%.cdef %[%[(.-)%]%]"))
+    local function normalize(s)
+      return (s:gsub("/%*.-%*/", ""):gsub("TG_API%s+", ""):gsub("%s+", " ")
+               :gsub("%[TG_NUMBER_BUF%]", "[32]"):gsub("%[TG_HASH_HEX%]", "[33]")
+               :gsub("%[TG_ERROR_POINTER_MAX%]", "[256]"):gsub("%[TG_ERROR_MESSAGE_MAX%]", "[200]"))
+    end
+    local hnorm = normalize(header)
+    local count = 0
+    for decl in normalize(cdef):gmatch("[^;]+;") do
+      decl = decl:gsub("^%s+", "")
+      if decl:match("%S") then
+        count = count + 1
+        local found = hnorm:find(decl, 1, true)
+        assert(found, "cdef declaration not in toolgate.h: " .. decl)
+      end
+    end
+    assert.is_true(count > 10)
+  end)
+
+  it("gives the same bytes through both bindings", function()
+    local inputs = {
+      '{"b":[1.5,1e21,-0,0.30000000000000004,9007199254740993],"a":"\\u00e9\\ud83d\\ude00"}',
+      '{"\\uffff":1,"\\ud800\\udc00":2,"\\u0000":[null,true,false,{}]}',
+      '"\\u001f\\"\\\\/"', "[1e-7,123e-20,5e-324,1.7976931348623157e308]",
+      '{"a":1,"a":2}', "[01]", '"\\ud800"', " ",
+    }
+    local script = h.tmpname(".lua")
+    local data = h.tmpname(".txt")
+    h.write_file(data, table.concat(inputs, "\n"))
+    h.write_file(script, [[
+      local core = require "toolgate.core"
+      local e = core.new_engine()
+      for line in io.lines(arg[1]) do
+        local c, _, code, off = e:canon(line)
+        local hx = e:hash(line)
+        io.write(core.BINDING, "\t", tostring(c or code), "\t", tostring(hx), "\t", tostring(off), "\n")
+      end
+    ]])
+    local _, mine = h.run(h.lua .. " " .. script .. " " .. data)
+    local code, theirs, err = h.run(h.other_lua .. " " .. script .. " " .. data)
+    os.remove(script)
+    os.remove(data)
+    assert.equal(0, code, err)
+    local strip = function(s) return (s:gsub("%f[%w](capi)\t", "\t"):gsub("%f[%w](ffi)\t", "\t")) end
+    assert.equal(#inputs, select(2, mine:gsub("\n", "")))
+    assert.equal(strip(mine), strip(theirs))
+    assert.not_equal(mine, theirs) -- they really were the two bindings
+  end)
+end)

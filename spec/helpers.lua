@@ -1,0 +1,76 @@
+-- spec/helpers.lua: what several specs share -- where the tree is, which
+-- interpreter runs them, and a way to run a command and see everything it did.
+local M = {}
+
+local function cwd()
+  local p = io.popen("pwd")
+  local dir = p:read("*l")
+  p:close()
+  return dir
+end
+
+M.root = os.getenv("TOOLGATE_ROOT") or cwd()
+M.is_luajit = rawget(_G, "jit") ~= nil
+M.lua = M.is_luajit and (os.getenv("LUAJIT") or "luajit") or (os.getenv("LUA") or "lua5.4")
+M.other_lua = M.is_luajit and (os.getenv("LUA") or "lua5.4") or (os.getenv("LUAJIT") or "luajit")
+M.build = os.getenv("BUILD") or "build"
+
+local tmp_counter = 0
+function M.tmpname(suffix)
+  tmp_counter = tmp_counter + 1
+  local base = os.getenv("TMPDIR") or "/tmp"
+  return string.format("%s/toolgate-spec-%d-%d%s", base, math.random(1, 1e9), tmp_counter, suffix or "")
+end
+
+function M.write_file(path, data)
+  local f = assert(io.open(path, "wb"))
+  f:write(data)
+  f:close()
+end
+
+function M.read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+function M.shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+-- run(cmd, stdin) -> exit code, stdout, stderr
+function M.run(cmd, stdin)
+  local out, err = M.tmpname(".out"), M.tmpname(".err")
+  local full = cmd
+  local inp
+  if stdin then
+    inp = M.tmpname(".in")
+    M.write_file(inp, stdin)
+    full = full .. " < " .. M.shell_quote(inp)
+  else
+    full = full .. " < /dev/null"
+  end
+  full = full .. " > " .. M.shell_quote(out) .. " 2> " .. M.shell_quote(err) .. "; echo $?"
+  local p = assert(io.popen(full))
+  local code = tonumber(p:read("*a"):match("(%d+)%s*$"))
+  p:close()
+  local o, e = M.read_file(out) or "", M.read_file(err) or ""
+  os.remove(out)
+  os.remove(err)
+  if inp then os.remove(inp) end
+  return code, o, e
+end
+
+-- The toolgate command under the interpreter running the specs.
+function M.toolgate(args, stdin)
+  return M.run(M.lua .. " " .. M.root .. "/bin/toolgate " .. args, stdin)
+end
+
+function M.have(cmd)
+  local code = M.run("command -v " .. cmd)
+  return code == 0
+end
+
+return M

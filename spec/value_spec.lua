@@ -1,0 +1,78 @@
+-- toolgate.value: how Lua values become JSON.
+local toolgate = require "toolgate"
+local cjson = require "cjson"
+
+describe("toolgate Lua values", function()
+  it("maps scalars", function()
+    assert.equal("null", toolgate.canon_value(nil))
+    assert.equal("null", toolgate.canon_value(toolgate.null))
+    assert.equal("null", toolgate.canon_value(cjson.null))
+    assert.equal("true", toolgate.canon_value(true))
+    assert.equal("0.1", toolgate.canon_value(0.1))
+    assert.equal("1e+21", toolgate.canon_value(1e21))
+    assert.equal('"\\n\\u0000\\"\\\\é"', toolgate.canon_value('\n\0"\\é'))
+  end)
+
+  it("tells arrays, objects and empty tables apart", function()
+    assert.equal("[1,2,3]", toolgate.canon_value({ 1, 2, 3 }))
+    assert.equal('{"a":1,"b":2}', toolgate.canon_value({ b = 2, a = 1 }))
+    assert.equal("{}", toolgate.canon_value({}))
+    assert.equal("[]", toolgate.canon_value(toolgate.empty_array))
+    assert.equal("[]", toolgate.canon_value(setmetatable({}, toolgate.array_mt)))
+    assert.equal('[null,"x"]', toolgate.canon_value({ toolgate.null, "x" }))
+    assert.equal('{"a":[],"b":{}}', toolgate.canon_value({ a = toolgate.empty_array, b = {} }))
+  end)
+
+  it("refuses what has no JSON form", function()
+    local cases = {
+      { { [1] = 1, [3] = 3 }, "sparse" },
+      { { 1, 2, x = 3 }, "key" },
+      { { [true] = 1 }, "key" },
+      { function() end, "function" },
+      { 0 / 0, "NaN" },
+      { math.huge, "NaN" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, msg, code = toolgate.canon_value(c[1])
+      assert.is_nil(ok)
+      assert.equal("BAD_VALUE", code == "NONFINITE_NUMBER" and "BAD_VALUE" or code)
+      assert.is_string(msg)
+    end
+    local cyclic = {}
+    cyclic.self = cyclic
+    local ok, msg = toolgate.canon_value(cyclic)
+    assert.is_nil(ok)
+    assert.matches("cycle", msg)
+  end)
+
+  it("rejects invalid UTF-8 in strings like any JSON text", function()
+    local ok, _, code = toolgate.canon_value({ s = "\255" })
+    assert.is_nil(ok)
+    assert.equal("INVALID_UTF8", code)
+  end)
+
+  it("hashes equal values equally, whatever the table order", function()
+    local a = { x = { 1, 2, { y = "z" } }, n = 1.5, s = "é" }
+    local b = { s = "é", n = 1.5, x = { 1, 2, { y = "z" } } }
+    assert.equal(toolgate.hash_value(a), toolgate.hash_value(b))
+    assert.equal(toolgate.hash('{"n":1.5,"s":"é","x":[1,2,{"y":"z"}]}'), toolgate.hash_value(a))
+  end)
+
+  if math.type then
+    it("writes Lua 5.4 integers exactly, then reads them as doubles (RFC 8785)", function()
+      assert.equal("9007199254740992", toolgate.canon_value(9007199254740993))
+      assert.equal("9223372036854776000", toolgate.canon_value(math.maxinteger))
+      assert.equal("3", toolgate.canon_value(3))
+      assert.equal("3", toolgate.canon_value(3.0))
+    end)
+  end
+
+  it("gives module-level and codec results alike, with the codec's own limits", function()
+    local codec = assert(toolgate.codec({ max_depth = 1 }))
+    assert.equal("[1]", codec:canon_value({ 1 }))
+    local ok, _, code = codec:canon_value({ { 1 } })
+    assert.is_nil(ok)
+    assert.equal("TOO_DEEP", code)
+    assert.equal("[[1]]", toolgate.canon_value({ { 1 } }))
+  end)
+end)
