@@ -16,6 +16,9 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 
 LUA54_CFLAGS ?= $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
+# The core's regular expressions (pattern, patternProperties) are PCRE2's.
+PCRE2_LIBS ?= $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8)
+LIBS    = $(PCRE2_LIBS) -lm
 WARN    = -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes \
           -Wmissing-prototypes -Wformat=2 -Wcast-qual -Wvla
 ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -Icore
@@ -50,14 +53,14 @@ $(LIB_A): $(CORE_OBJ)
 	ar rcs $@ $(CORE_OBJ)
 
 $(LIB_SO): $(CORE_OBJ)
-	$(CC) -shared -Wl,-soname,libtoolgate.so.0 $(CFLAGS) $(CORE_OBJ) -o $@ -lm
+	$(CC) -shared -Wl,-soname,libtoolgate.so.0 $(CFLAGS) $(CORE_OBJ) -o $@ $(LIBS)
 
 # The Lua 5.4 module carries the core inside it (static), like any rock.
 $(LUA54_MOD): lua/toolgate/core_c.c $(LIB_A) core/toolgate.h | $(BUILD)/lua54/toolgate
-	$(CC) $(ALL_CFLAGS) $(LUA54_CFLAGS) -shared lua/toolgate/core_c.c $(LIB_A) -o $@ -lm
+	$(CC) $(ALL_CFLAGS) $(LUA54_CFLAGS) -shared lua/toolgate/core_c.c $(LIB_A) -o $@ $(LIBS)
 
 $(BUILD)/spec/%: spec/c/%.c spec/c/tap.h $(LIB_A) | $(BUILD)/spec
-	$(CC) $(ALL_CFLAGS) -Ispec/c $< $(LIB_A) -o $@ -lm
+	$(CC) $(ALL_CFLAGS) -Ispec/c $< $(LIB_A) -o $@ $(LIBS)
 
 $(BUILD)/core $(BUILD)/lua54/toolgate $(BUILD)/spec:
 	mkdir -p $@
@@ -83,7 +86,7 @@ bench:
 
 $(BUILD)/bench/canon_bench: bench/canon_bench.c $(LIB_A) core/toolgate.h
 	@mkdir -p $(BUILD)/bench
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ -lm
+	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
 
 clean:
 	rm -rf $(BUILD)

@@ -24,6 +24,7 @@ dependencies = {
 }
 external_dependencies = {
   XXHASH = { header = "xxhash.h" },
+  PCRE2 = { header = "pcre2.h", library = "pcre2-8" },
 }
 build = {
   type = "builtin",
@@ -33,21 +34,36 @@ build = {
     ["toolgate.core_ffi"] = "lua/toolgate/core_ffi.lua",
     ["toolgate.value"] = "lua/toolgate/value.lua",
     ["toolgate.cli"] = "lua/toolgate/cli.lua",
+    ["toolgate.json"] = "lua/toolgate/json.lua",
+    ["toolgate.registry"] = "lua/toolgate/registry.lua",
+    ["toolgate.rung"] = "lua/toolgate/rung.lua",
     ["toolgate.cli.canon"] = "lua/toolgate/cli/canon.lua",
+    ["toolgate.cli.check"] = "lua/toolgate/cli/check.lua",
+    ["toolgate.cli.validate"] = "lua/toolgate/cli/validate.lua",
+    ["toolgate.cli.registry"] = "lua/toolgate/cli/registry.lua",
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",
         "core/tg_arena.c",
+        "core/tg_call.c",
         "core/tg_canon.c",
+        "core/tg_decimal.c",
         "core/tg_dom.c",
         "core/tg_engine.c",
+        "core/tg_format.c",
         "core/tg_hash.c",
         "core/tg_json.c",
         "core/tg_number.c",
+        "core/tg_regex.c",
+        "core/tg_registry.c",
+        "core/tg_rung.c",
+        "core/tg_schema_compile.c",
+        "core/tg_schema_validate.c",
       },
-      incdirs = { "core", "$(XXHASH_INCDIR)" },
+      incdirs = { "core", "$(XXHASH_INCDIR)", "$(PCRE2_INCDIR)" },
+      libdirs = { "$(PCRE2_LIBDIR)" },
       defines = { "_GNU_SOURCE" },
-      libraries = { "m" },
+      libraries = { "pcre2-8", "m" },
     },
   },
   install = {

@@ -83,7 +83,7 @@ static uint64_t needs_escape8(uint64_t x)
     return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
 }
 
-static int write_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err)
+int tg_canon_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err)
 {
     static const char hex[] = "0123456789abcdef";
     const char *p = s, *end = s + len;
@@ -98,29 +98,24 @@ static int write_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *er
     for (;;) {
         const char *run = p;
         unsigned char c = 0;
-        /* Every string lives in a document's NUL-padded input copy, so
-         * reading 8 bytes at p never leaves the arena; hits past the end of
-         * this string are cut off below. */
-        for (;;) {
+        int exact = 0; /* p is already on the byte to escape */
+        while (end - p >= 8) {
             uint64_t x, m;
             memcpy(&x, p, 8);
             m = needs_escape8(x);
             if (m) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
                 p += __builtin_ctzll(m) >> 3;
-#else
-                while ((unsigned char)*p >= 0x20 && *p != '"' && *p != '\\')
-                    p++;
+                exact = 1;
 #endif
                 break;
             }
             p += 8;
-            if (p >= end)
-                break;
         }
-        if (p >= end)
-            p = end;
-        else
+        if (!exact)
+            while (p < end && (unsigned char)*p >= 0x20 && *p != '"' && *p != '\\')
+                p++;
+        if (p < end)
             c = (unsigned char)*p;
         if ((rc = tg_buf_put(out, run, (size_t)(p - run), err)) != TG_OK)
             return rc;
@@ -246,7 +241,7 @@ static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
     case TG_NUMBER:
         return write_number(out, v, err);
     case TG_STRING:
-        return write_string(out, v->p.str, v->len, err);
+        return tg_canon_string(out, v->p.str, v->len, err);
     case TG_ARRAY:
         if ((rc = tg_buf_put(out, "[", 1, err)) != TG_OK)
             return rc;
@@ -264,7 +259,7 @@ static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
             const tg_value_t *m = &v->p.items[i];
             if (i && (rc = tg_buf_put(out, ",", 1, err)) != TG_OK)
                 return rc;
-            if ((rc = write_string(out, m->key, m->key_len, err)) != TG_OK ||
+            if ((rc = tg_canon_string(out, m->key, m->key_len, err)) != TG_OK ||
                 (rc = tg_buf_put(out, ":", 1, err)) != TG_OK ||
                 (rc = write_value(m, out, err)) != TG_OK)
                 return rc;

@@ -30,6 +30,15 @@ static const char *const code_names[TG_E_CODE_COUNT] = {
     [TG_E_NUMBER] = "INVALID_NUMBER",
     [TG_E_NONFINITE] = "NONFINITE_NUMBER",
     [TG_E_NUMBER_RANGE] = "NUMBER_OUT_OF_RANGE",
+    [TG_E_SCHEMA_KEYWORD] = "UNSUPPORTED_KEYWORD",
+    [TG_E_SCHEMA] = "INVALID_SCHEMA",
+    [TG_E_SCHEMA_REF] = "UNRESOLVED_REF",
+    [TG_E_PATTERN] = "INVALID_PATTERN",
+    [TG_E_REGEX_LIMIT] = "REGEX_LIMIT",
+    [TG_E_VALIDATION_LIMIT] = "VALIDATION_LIMIT",
+    [TG_E_DUPLICATE_TOOL] = "DUPLICATE_TOOL",
+    [TG_E_BAD_CALL] = "BAD_CALL",
+    [TG_E_BAD_ARGUMENTS] = "BAD_ARGUMENTS",
 };
 
 const char *tg_code_name(int code)
@@ -97,10 +106,13 @@ void tg_limits_default(tg_limits_t *out)
     out->max_string_bytes = TG_DEFAULT_MAX_STRING_BYTES;
     out->max_members = TG_DEFAULT_MAX_MEMBERS;
     out->max_items = TG_DEFAULT_MAX_ITEMS;
+    out->regex_match_limit = TG_DEFAULT_REGEX_MATCH_LIMIT;
+    out->max_validation_steps = TG_DEFAULT_MAX_VALIDATION_STEPS;
 }
 
 /* Lengths and counts are stored in 32 bits in the DOM; input size bounds
- * them all, so every limit shares the input's ceiling. */
+ * them all, so the DOM limits share the input's ceiling.  The two budgets
+ * are counters of 32 bits (PCRE2's match limit is a uint32_t). */
 static int check_limits(const tg_limits_t *l, tg_error_t *err)
 {
     struct {
@@ -112,6 +124,8 @@ static int check_limits(const tg_limits_t *l, tg_error_t *err)
         {"max_string_bytes", l->max_string_bytes, TG_LIMIT_MAX_INPUT_BYTES},
         {"max_members", l->max_members, TG_LIMIT_MAX_INPUT_BYTES},
         {"max_items", l->max_items, TG_LIMIT_MAX_INPUT_BYTES},
+        {"regex_match_limit", l->regex_match_limit, (size_t)0xffffffff},
+        {"max_validation_steps", l->max_validation_steps, (size_t)0xffffffff},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].value < 1 || f[i].value > f[i].max)
@@ -143,6 +157,9 @@ tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
     }
     e->alloc = alloc;
     e->alloc_ud = alloc_ud;
+    e->children = 0;
+    e->freed = 0;
+    e->regex = NULL;
     e->limits = lim;
     e->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     if (e->c_locale == (locale_t)0) {
@@ -153,12 +170,33 @@ tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
     return e;
 }
 
+static void engine_destroy(tg_engine_t *e)
+{
+    tg_regex_cache_free(e);
+    freelocale(e->c_locale);
+    e->alloc(e->alloc_ud, e, sizeof *e, 0);
+}
+
 void tg_engine_free(tg_engine_t *e)
 {
     if (!e)
         return;
-    freelocale(e->c_locale);
-    e->alloc(e->alloc_ud, e, sizeof *e, 0);
+    if (e->children) {
+        e->freed = 1; /* the last child's release destroys it */
+        return;
+    }
+    engine_destroy(e);
+}
+
+void tg_engine_retain(tg_engine_t *e)
+{
+    e->children++;
+}
+
+void tg_engine_release(tg_engine_t *e)
+{
+    if (--e->children == 0 && e->freed)
+        engine_destroy(e);
 }
 
 void tg_engine_limits(const tg_engine_t *e, tg_limits_t *out)

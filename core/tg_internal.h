@@ -23,6 +23,9 @@ struct tg_engine_t {
     void *alloc_ud;
     tg_limits_t limits;
     locale_t c_locale; /* for strtod_l: number parsing must ignore LC_NUMERIC */
+    size_t children;   /* live documents, schemas and registries made by it */
+    int freed;         /* tg_engine_free was called while children lived */
+    struct tg_regex_cache *regex; /* PCRE2 contexts, made on first use (tg_regex.c) */
 };
 
 /* A DOM node.  Containers hold their children in one contiguous arena block
@@ -58,6 +61,12 @@ struct tg_doc_t {
     tg_arena arena;
     tg_value_t *root;
 };
+
+/* Every object that allocates through the engine holds it: tg_engine_free
+ * is then deferred until the last of them is freed, so a host (or a garbage
+ * collector) may free things in any order. */
+void tg_engine_retain(tg_engine_t *e);
+void tg_engine_release(tg_engine_t *e);
 
 /* Engine allocator shorthands. */
 void *tg_mem_realloc(tg_engine_t *e, void *p, size_t osize, size_t nsize);
@@ -97,5 +106,48 @@ int tg_number_parse(tg_engine_t *e, const char *text, size_t len, double *out);
 /* Sorts n sibling nodes by key in RFC 8785 order (stable merge sort using
  * tmp, which must hold n nodes). */
 void tg_sort_members(tg_value_t *items, size_t n, tg_value_t *tmp);
+
+/* Appends s (len bytes of UTF-8) as an RFC 8785 JSON string. */
+int tg_canon_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err);
+
+/* Frees the engine's PCRE2 contexts and match data (tg_regex.c); called
+ * when the engine itself goes. */
+void tg_regex_cache_free(tg_engine_t *e);
+
+/* ---- DOM helpers (tg_dom.c) -------------------------------------------- */
+
+/* JSON equality: same type and value, numbers compared as the decimals
+ * they spell (1 == 1.0 == 10e-1), objects regardless of member order. */
+int tg_value_equal(const tg_value_t *a, const tg_value_t *b);
+/* A hash consistent with tg_value_equal (equal values hash alike). */
+uint64_t tg_value_hash(const tg_value_t *v);
+/* Deep copy of src into *dst, every byte (keys, strings, number texts) in
+ * arena a, so the copy outlives src's document.  TG_OK or TG_E_NOMEM (then
+ * whatever was copied stays in the arena until it is freed). */
+int tg_value_copy(tg_arena *a, tg_value_t *dst, const tg_value_t *src);
+
+/* ---- exact decimals (tg_decimal.c) --------------------------------------- */
+
+/* A JSON number text read as the decimal it spells:
+ * value = (negative ? -1 : 1) x digits(first..last) x 10^exp, with no
+ * leading or trailing zeros in the digit run ('.' is skipped when reading
+ * it).  first is NULL when the value is zero.  Points into the text. */
+typedef struct tg_decimal {
+    const char *first;
+    const char *last;
+    size_t n_digits;
+    int64_t exp;
+    int negative;
+} tg_decimal;
+
+/* text must be a valid RFC 8259 number (what the parser accepted). */
+void tg_decimal_init(tg_decimal *d, const char *text, size_t len);
+int tg_decimal_is_integer(const tg_decimal *d);
+int tg_decimal_equal(const tg_decimal *a, const tg_decimal *b);
+/* 1 when x is an integer multiple of d (d > 0), 0 when it is not, -1 when
+ * d has more than TG_DECIMAL_EXACT_DIGITS significant digits and exact
+ * arithmetic cannot decide. */
+#define TG_DECIMAL_EXACT_DIGITS 18
+int tg_decimal_multiple(const tg_decimal *x, const tg_decimal *d);
 
 #endif /* TG_INTERNAL_H */

@@ -592,6 +592,7 @@ int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out,
         return rc;
     }
     doc->arena = arena;
+    tg_engine_retain(e);
     *out = doc;
     return TG_OK;
 }
@@ -602,5 +603,6 @@ void tg_doc_free(tg_doc_t *doc)
         /* The doc struct lives in its own arena: copy the handle out first. */
         tg_arena arena = doc->arena;
         tg_arena_free(&arena);
+        tg_engine_release(arena.engine);
     }
 }

@@ -71,6 +71,18 @@ enum tg_code {
     TG_E_NUMBER,           /* "INVALID_NUMBER": 1., .5, 1e, -, +1 and the like */
     TG_E_NONFINITE,        /* "NONFINITE_NUMBER": NaN, Infinity, -Infinity */
     TG_E_NUMBER_RANGE,     /* "NUMBER_OUT_OF_RANGE": magnitude beyond IEEE 754 double */
+    /* schemas (compile time: the registry fails to load) */
+    TG_E_SCHEMA_KEYWORD,   /* "UNSUPPORTED_KEYWORD": a keyword toolgate does not implement */
+    TG_E_SCHEMA,           /* "INVALID_SCHEMA": a keyword with a value of the wrong kind */
+    TG_E_SCHEMA_REF,       /* "UNRESOLVED_REF": $ref to something not in the document */
+    TG_E_PATTERN,          /* "INVALID_PATTERN": a pattern PCRE2 cannot compile */
+    /* schemas (validation time: the call is refused, never accepted) */
+    TG_E_REGEX_LIMIT,      /* "REGEX_LIMIT": a pattern match exceeded regex_match_limit */
+    TG_E_VALIDATION_LIMIT, /* "VALIDATION_LIMIT": more than max_validation_steps */
+    /* registries and calls */
+    TG_E_DUPLICATE_TOOL,   /* "DUPLICATE_TOOL": one (server, name) added twice */
+    TG_E_BAD_CALL,         /* "BAD_CALL": not a tool call in any known format */
+    TG_E_BAD_ARGUMENTS,    /* "BAD_ARGUMENTS": arguments that cannot be decoded to an object */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
 
@@ -110,6 +122,8 @@ typedef struct tg_limits_t {
     size_t max_string_bytes; /* decoded UTF-8 bytes of one string or key */
     size_t max_members;      /* members of one object */
     size_t max_items;        /* elements of one array */
+    size_t regex_match_limit;    /* PCRE2 match limit per pattern match */
+    size_t max_validation_steps; /* schema nodes evaluated per validation */
 } tg_limits_t;
 
 #define TG_DEFAULT_MAX_INPUT_BYTES  ((size_t)1 << 20) /* 1 MiB */
@@ -117,6 +131,8 @@ typedef struct tg_limits_t {
 #define TG_DEFAULT_MAX_STRING_BYTES ((size_t)1 << 18) /* 256 KiB */
 #define TG_DEFAULT_MAX_MEMBERS      4096
 #define TG_DEFAULT_MAX_ITEMS        65536
+#define TG_DEFAULT_REGEX_MATCH_LIMIT    100000
+#define TG_DEFAULT_MAX_VALIDATION_STEPS 1000000
 
 /* Ranges: every limit is at least 1.  Upper bounds keep offsets in 32 bits
  * and keep the recursive writers within a small, fixed C stack. */
@@ -125,12 +141,20 @@ typedef struct tg_limits_t {
 
 typedef struct tg_engine_t tg_engine_t;
 
+/* A 128-bit hash (XXH3-128), high half first: see "Hashing" below. */
+typedef struct tg_hash128_t {
+    uint64_t hi;
+    uint64_t lo;
+} tg_hash128_t;
+
 /* Fills *out with the defaults above. */
 TG_API void tg_limits_default(tg_limits_t *out);
 
 /* Makes an engine.  limits NULL means the defaults; alloc NULL means the C
  * library's realloc/free.  Returns NULL (and fills err) when the limits are
- * out of range or memory runs out.  Free with tg_engine_free(). */
+ * out of range or memory runs out.  Free with tg_engine_free(); documents,
+ * schemas and registries made from it keep it alive until they are freed
+ * too, so they may be freed before or after it. */
 TG_API tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
                            void *alloc_ud, tg_error_t *err);
 TG_API void tg_engine_free(tg_engine_t *e);
@@ -239,13 +263,211 @@ TG_API int tg_key_compare(const char *a, size_t alen, const char *b, size_t blen
 TG_API size_t tg_number_format(double d, char out[TG_NUMBER_BUF]);
 
 /* ------------------------------------------------------------------------ */
-/* Hashing (XXH3, seed 0)                                                    */
+/* JSON Schema                                                               */
 /* ------------------------------------------------------------------------ */
 
-typedef struct tg_hash128_t {
-    uint64_t hi;
-    uint64_t lo;
-} tg_hash128_t;
+/* A compiled schema: an immutable C structure built once (at registry load)
+ * and used for any number of validations.  It owns copies of everything it
+ * needs, so the document it was compiled from may be freed. */
+typedef struct tg_schema_t tg_schema_t;
+
+typedef struct tg_schema_options_t {
+    /* 1 (default): closed world.  An object schema that declares properties
+     * and says nothing of additionalProperties / patternProperties accepts no
+     * other key; the keys declared by its in-place subschemas (allOf, anyOf,
+     * oneOf, $ref, transitively; not `not`) count as declared.  0: standard
+     * JSON Schema 2020-12 semantics. */
+    int closed;
+    /* 1: `format` is asserted for date-time, date, time, email, uri, uuid,
+     * ipv4 and ipv6 (other formats stay annotations).  0 (default): every
+     * format is an annotation. */
+    int assert_formats;
+    /* Extra keywords to treat as annotations (ignored) instead of refusing
+     * the schema; NULL-terminated, may be NULL. */
+    const char *const *ignore_keywords;
+} tg_schema_options_t;
+
+/* Fills *o with the defaults: closed world, formats not asserted. */
+TG_API void tg_schema_options_default(tg_schema_options_t *o);
+
+/* Compiles the schema at v (an object or a boolean).  opt NULL means the
+ * defaults.  v's document may be freed afterwards.  Keywords: JSON Schema
+ * 2020-12's type, enum, const, the numeric, string, array and object
+ * assertions, properties, patternProperties, additionalProperties,
+ * propertyNames, dependentRequired, prefixItems, items, allOf, anyOf,
+ * oneOf, not, $ref (to "#" and any JSON Pointer fragment in the same
+ * document), $defs, format; the draft-07 spellings definitions and
+ * array-form items with additionalItems; annotations (title, description,
+ * default, examples, $schema, $id, $comment, deprecated, readOnly,
+ * writeOnly, contentMediaType, contentEncoding) and x-* keywords are
+ * ignored.  Every $defs entry is compiled, referenced or not.
+ * On failure returns, and fills err with (pointer: the JSON Pointer of the
+ * offending place in the schema; offset: its byte offset in the schema's
+ * text; message naming the keyword):
+ *   TG_E_SCHEMA_KEYWORD  any other keyword (pointer: the schema object
+ *                        holding it), unless listed in ignore_keywords;
+ *   TG_E_SCHEMA          a keyword value of the wrong kind, or a $ref cycle
+ *                        reachable from the root that never moves into the
+ *                        instance ({"$ref": "#"});
+ *   TG_E_SCHEMA_REF      a $ref outside the document, to an anchor, or to
+ *                        nothing;
+ *   TG_E_PATTERN         a pattern PCRE2 cannot compile;
+ *   TG_E_NOMEM.
+ * Free with tg_schema_free(). */
+TG_API int tg_schema_compile(tg_engine_t *e, const tg_value_t *v,
+                             const tg_schema_options_t *opt, tg_schema_t **out,
+                             tg_error_t *err);
+TG_API void tg_schema_free(tg_schema_t *s);
+
+/* Finding codes: which rung check a failed keyword belongs to. */
+enum tg_finding_code {
+    TG_H2 = 2, /* an undeclared key (closed world, additionalProperties:
+                * false) or a missing one (required, dependentRequired) */
+    TG_H3 = 3  /* a value fails its type / enum / const / range / length /
+                * pattern / format / combinator check */
+};
+
+#define TG_FINDING_POINTER_MAX 256
+#define TG_FINDING_MESSAGE_MAX 200
+
+/* One reason an instance fails its schema. */
+typedef struct tg_finding_t {
+    int code;             /* TG_H2 or TG_H3 */
+    const char *keyword;  /* static string: "required", "type", "closed", ... */
+    char pointer[TG_FINDING_POINTER_MAX];        /* instance location */
+    char schema_pointer[TG_FINDING_POINTER_MAX]; /* schema location */
+    char message[TG_FINDING_MESSAGE_MAX];        /* for a person */
+} tg_finding_t;
+
+/* Validates v against s.  Writes up to max findings into findings (all H2
+ * before all H3, each in the order validation met them; when there are
+ * more than max, the first ones in that order) and their number into
+ * *count; *count == 0 means valid, so max must be at least 1 (TG_E_ARG
+ * otherwise).  anyOf, oneOf and not report one finding each, not their
+ * branches'.  Returns TG_OK when validation ran to the end (valid or not),
+ * or TG_E_REGEX_LIMIT (a pattern match reached regex_match_limit),
+ * TG_E_VALIDATION_LIMIT (more than max_validation_steps schema nodes
+ * evaluated, or schemas nested past a fixed bound of 2048) or TG_E_NOMEM
+ * when it could not: then the instance must be treated as invalid (fail
+ * closed).  Nothing is allocated except for uniqueItems over arrays of
+ * more than 32 items and, once per engine, PCRE2's match data. */
+TG_API int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v,
+                       tg_finding_t *findings, size_t max, size_t *count,
+                       tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* Tool calls in the formats users have                                      */
+/* ------------------------------------------------------------------------ */
+
+enum tg_call_format {
+    TG_FORMAT_AUTO = 0,  /* detect: MCP, then Anthropic, then OpenAI, then native */
+    TG_FORMAT_NATIVE,    /* {"server": "fs", "name": "read", "arguments": {...}} (server optional) */
+    TG_FORMAT_OPENAI,    /* {"type": "function", "function": {"name", "arguments": "<JSON text>"}} */
+    TG_FORMAT_ANTHROPIC, /* {"type": "tool_use", "name", "input": {...}} */
+    TG_FORMAT_MCP        /* {"jsonrpc": "2.0", "method": "tools/call", "params": {"name", "arguments"}} */
+};
+
+/* A decoded call.  It owns the parsed envelope (and, for OpenAI, the parsed
+ * arguments string); the accessors' results live as long as the call. */
+typedef struct tg_call_t tg_call_t;
+
+/* Parses one call in the given format (or detects it) and finds its server,
+ * name and arguments.  Arguments must be a JSON object; absent arguments
+ * mean {} for native, Anthropic and MCP calls (MCP makes them optional), but
+ * an OpenAI call must carry its arguments string.  Errors: the JSON codes
+ * for a malformed envelope; TG_E_BAD_CALL when no format fits (err names
+ * what is missing); TG_E_BAD_ARGUMENTS when the arguments are not an object
+ * or the OpenAI arguments string is not valid JSON (err->message includes
+ * the inner code and offset).  Limits apply to both parses. */
+TG_API int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format,
+                          tg_call_t **out, tg_error_t *err);
+TG_API void tg_call_free(tg_call_t *c);
+/* The format the call was read as (never TG_FORMAT_AUTO). */
+TG_API int tg_call_format_of(const tg_call_t *c);
+/* Server named by the call, or NULL when it names none (OpenAI, Anthropic,
+ * MCP calls and native calls without "server"). */
+TG_API const char *tg_call_server(const tg_call_t *c, size_t *len);
+TG_API const char *tg_call_name(const tg_call_t *c, size_t *len);
+TG_API const tg_value_t *tg_call_arguments(const tg_call_t *c);
+/* The call's id (OpenAI/Anthropic "id", MCP JSON-RPC "id"), or NULL. */
+TG_API const tg_value_t *tg_call_id(const tg_call_t *c);
+
+/* ------------------------------------------------------------------------ */
+/* Registries and the Resolution Rung                                        */
+/* ------------------------------------------------------------------------ */
+
+/* A set of tools, each (server, name) once, with compiled schemas.  Built
+ * by tg_registry_add, then only read: lookups never change it. */
+typedef struct tg_registry_t tg_registry_t;
+
+TG_API tg_registry_t *tg_registry_new(tg_engine_t *e, tg_error_t *err);
+TG_API void tg_registry_free(tg_registry_t *r);
+
+/* Adds a tool.  server may be "" (a tool not tied to a server).  input is
+ * its input schema, or NULL for a tool that takes no arguments (then only
+ * {} is accepted in closed world); output its output schema or NULL.  Both
+ * are compiled with opt (NULL: defaults).  The tool's pin, XXH3-128 of the
+ * canonical {"description","inputSchema","name","outputSchema"} (absent ones
+ * as null), is computed here.  On success *index is the tool's index (0,
+ * 1, ... in order of addition).  Errors: TG_E_DUPLICATE_TOOL, the schema
+ * compile errors (err->pointer is inside the schema), TG_E_NOMEM; on error
+ * the registry is unchanged. */
+TG_API int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len,
+                           const char *name, size_t name_len, const char *description,
+                           size_t description_len, const tg_value_t *input,
+                           const tg_value_t *output, const tg_schema_options_t *opt,
+                           size_t *index, tg_error_t *err);
+
+TG_API size_t tg_registry_count(const tg_registry_t *r);
+/* Index of (server, name), or -1. */
+TG_API long tg_registry_find(const tg_registry_t *r, const char *server, size_t server_len,
+                             const char *name, size_t name_len);
+/* The tools named name on any server: writes up to max indexes (in order
+ * of addition) and returns how many there are in all. */
+TG_API size_t tg_registry_find_name(const tg_registry_t *r, const char *name, size_t name_len,
+                                    size_t *indexes, size_t max);
+/* About tool i (NULL / 0 when i is out of range). */
+TG_API const char *tg_registry_server(const tg_registry_t *r, size_t i, size_t *len);
+TG_API const char *tg_registry_name(const tg_registry_t *r, size_t i, size_t *len);
+TG_API const tg_hash128_t *tg_registry_pin(const tg_registry_t *r, size_t i);
+TG_API const tg_schema_t *tg_registry_input_schema(const tg_registry_t *r, size_t i);
+TG_API const tg_schema_t *tg_registry_output_schema(const tg_registry_t *r, size_t i);
+
+/* How a call's (server, name) resolved. */
+enum tg_resolution {
+    TG_RESOLVED = 0, /* exactly one tool */
+    TG_UNKNOWN,      /* H1: no such tool (on that server) */
+    TG_AMBIGUOUS     /* H1: a bare name that several servers expose */
+};
+
+#define TG_RUNG_MAX_FINDINGS 16
+
+typedef struct tg_rung_result_t {
+    int resolution;       /* enum tg_resolution */
+    size_t tool;          /* index of the resolved tool */
+    size_t n_candidates;  /* TG_AMBIGUOUS: tools with that name (all of them) */
+    size_t candidates[TG_RUNG_MAX_FINDINGS]; /* the first ones, in order of addition */
+    size_t n_findings;    /* H2/H3 findings written, most severe first */
+    tg_finding_t findings[TG_RUNG_MAX_FINDINGS];
+    size_t n_also;        /* H5: other tools whose input schemas accept the arguments */
+    size_t also[TG_RUNG_MAX_FINDINGS]; /* the first ones, in order of addition */
+} tg_rung_result_t;
+
+/* The Resolution Rung on one call: resolves (server, name) in r (server
+ * NULL: a bare name, resolved only when exactly one server has it), then
+ * validates args against the tool's input schema.  With report_also set and
+ * a valid call, also lists the other tools whose input schemas accept args
+ * (H5: a tool-selection signal, never a verdict).  Returns TG_OK when the
+ * check ran (read the verdict from *out), or an error (validation limits,
+ * NOMEM): then the call must be refused. */
+TG_API int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server,
+                         size_t server_len, const char *name, size_t name_len,
+                         const tg_value_t *args, int report_also, tg_rung_result_t *out,
+                         tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* Hashing (XXH3, seed 0)                                                    */
+/* ------------------------------------------------------------------------ */
 
 #define TG_HASH_HEX 33 /* 32 lowercase hex digits and a NUL */
 

@@ -15,3 +15,28 @@ echo
 echo "== one call per line: two spellings of one call hash alike; the duplicate key is refused"
 $tg canon --lines --hash examples/documents/calls.jsonl
 echo "(exit status $? : 1 means some line was refused, as line 3 must be)"
+
+echo
+echo "== the Resolution Rung: calls in four formats against three recorded MCP servers"
+echo "   (examples/calls/mcp-calls.jsonl; one decision per line)"
+$tg check \
+  --registry examples/registries/mcp-filesystem.json \
+  --registry examples/registries/mcp-everything.json \
+  --registry examples/registries/mcp-memory.json \
+  examples/calls/mcp-calls.jsonl |
+  $LUA -e 'local cjson = require "cjson"
+    for line in io.lines() do
+      local d = cjson.decode(line)
+      print(string.format("line %-2d %-6s %-13s %-28s %s", d.line, d.verdict, d.code or "",
+        (d.server or "?") .. "/" .. (d.tool or "?"), d.path or ""))
+    end'
+
+echo
+echo "== registry lint on registries that disagree (examples/registries are clean; these are not)"
+$tg registry lint web=spec/data/registries/openai.json spec/data/registries/anthropic.json \
+  spec/data/registries/bad_names.json | $LUA -e 'local cjson = require "cjson"
+    for line in io.lines() do
+      local f = cjson.decode(line)
+      if f.summary then print("summary: " .. line) else print(f.severity .. " " .. f.kind .. ": " .. f.message) end
+    end'
+exit 0

@@ -5,7 +5,7 @@
 set -eu
 set_name=${1:-build}
 
-build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev"
+build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev libpcre2-dev"
 test="$build lua-busted xxhash locales python3 nodejs npm"
 bench="$test"
 

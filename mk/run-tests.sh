@@ -44,10 +44,18 @@ if [ ! -d "$LOCPATH/de_DE.UTF-8" ]; then
 fi
 # The npm peers the differential specs compare against (pinned in bench/).
 if [ ! -f bench/node_modules/canonicalize/package.json ]; then
-  npm ci --prefix bench --no-audit --no-fund >"$logs/npm-bench.log" 2>&1 ||
-    echo "warning: npm ci --prefix bench failed (see $logs/npm-bench.log)"
+  npm ci --prefix bench --no-audit --no-fund >"$logs/npm-bench.log" 2>&1 || {
+    echo "warning: npm ci --prefix bench failed; the differential specs will fail:"
+    grep -m3 'ERR!' "$logs/npm-bench.log" | sed 's/^/  /'
+  }
 fi
 export TOOLGATE_ROOT="$PWD" TG_SPEC_DATA="$PWD/spec/data"
+# The official JSON Schema Test Suite is read from the shared data beside the
+# checkout (never copied in); test_schema_suite says so when it is absent.
+if [ -z "${JSON_SCHEMA_TEST_SUITE:-}" ] &&
+  [ -d "$PWD/../shared/data/json-schema-test-suite/draft2020-12" ]; then
+  export JSON_SCHEMA_TEST_SUITE="$PWD/../shared/data/json-schema-test-suite/draft2020-12"
+fi
 
 for t in "$BUILD"/spec/test_*; do
   [ -x "$t" ] || continue

@@ -70,3 +70,118 @@ describe("toolgate canon", function()
     assert.matches("^toolgate 0%.1%.0", out)
   end)
 end)
+
+describe("toolgate check", function()
+  local regs = "--registry examples/registries/mcp-filesystem.json --registry examples/registries/mcp-everything.json"
+    .. " --registry examples/registries/mcp-memory.json"
+
+  local function decisions(out)
+    local cjson = require "cjson"
+    local list = {}
+    for line in out:gmatch("[^\n]+") do list[#list + 1] = cjson.decode(line) end
+    return list
+  end
+
+  it("writes one decision per call line, in every call format", function()
+    local code, out, err = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check " .. regs ..
+      " examples/calls/mcp-calls.jsonl")
+    assert.equal(0, code, err)
+    local d = decisions(out)
+    assert.equal(11, #d)
+    local want = { "accept", "accept", "accept", "accept", "H1", "H2", "H2", "H3", "H3", "BAD_ARGUMENTS", "H2" }
+    for i, w in ipairs(want) do
+      assert.equal(w, d[i].code or d[i].verdict, "line " .. i)
+      assert.equal(i, d[i].line)
+    end
+    assert.equal("call_7", d[3].id)
+    assert.equal("/encoding", d[6].path)
+    assert.equal("/entities/0/observations", d[11].path)
+  end)
+
+  it("exits 1 with --fail-on reject when something is refused, 0 when nothing is", function()
+    local code = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --fail-on reject " .. regs ..
+      " examples/calls/mcp-calls.jsonl")
+    assert.equal(1, code)
+    code = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --fail-on reject " .. regs,
+      '{"server":"memory","name":"read_graph","arguments":{}}\n')
+    assert.equal(0, code)
+  end)
+
+  it("uses --server for calls that name none, and --also for H5", function()
+    local code, out = h.run("cd " .. h.root .. " && " .. h.lua ..
+      " bin/toolgate check --also --server filesystem " .. regs,
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_file_info","arguments":{"path":"/a"}}}\n')
+    assert.equal(0, code)
+    local d = decisions(out)[1]
+    assert.equal("accept", d.verdict)
+    assert.equal("filesystem", d.server)
+    assert.is_true(#d.also_accepted_by >= 3)
+  end)
+
+  it("exits 2 for a registry it cannot load, saying why", function()
+    local code, _, err = h.run("cd " .. h.root .. " && " .. h.lua ..
+      " bin/toolgate check --registry spec/data/registries/unsupported.json", "{}\n")
+    assert.equal(2, code)
+    assert.matches("UNSUPPORTED_KEYWORD", err, 1, true)
+    code, _, err = h.toolgate("check", "{}\n")
+    assert.equal(2, code)
+    assert.matches("--registry is required", err, 1, true)
+  end)
+end)
+
+describe("toolgate validate", function()
+  local schema = h.tmpname(".json")
+  h.write_file(schema, '{"type":"object","properties":{"a":{"type":"integer","minimum":1}},"required":["a"]}')
+
+  it("uses standard semantics unless --closed", function()
+    local code, out = h.toolgate("validate --schema " .. schema, '{"a":2,"b":1}')
+    assert.equal(0, code)
+    assert.equal('{"errors":[],"valid":true}\n', out)
+    code, out = h.toolgate("validate --closed --schema " .. schema, '{"a":2,"b":1}')
+    assert.equal(0, code)
+    assert.matches('"keyword":"closed"', out, 1, true)
+    assert.matches('"valid":false', out, 1, true)
+  end)
+
+  it("validates one instance per line with --lines", function()
+    local code, out, err = h.toolgate("validate --lines --schema " .. schema, '{"a":1}\n{"a":0}\n[\n{}\n')
+    assert.equal(1, code) -- line 3 is not JSON
+    assert.matches("<stdin>:3: UNEXPECTED_END", err, 1, true)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.equal(3, #lines)
+    assert.matches('"line":2', lines[2], 1, true)
+    assert.matches('"keyword":"minimum"', lines[2], 1, true)
+    assert.matches('"keyword":"required"', lines[3], 1, true)
+  end)
+
+  it("exits 2 for a schema it cannot compile", function()
+    local bad = h.tmpname(".json")
+    h.write_file(bad, '{"properties":{"a":{"if":{}}}}')
+    local code, _, err = h.toolgate("validate --schema " .. bad, "{}")
+    os.remove(bad)
+    assert.equal(2, code)
+    assert.matches("UNSUPPORTED_KEYWORD at /properties/a", err, 1, true)
+  end)
+end)
+
+describe("toolgate registry lint", function()
+  it("lists every finding and a summary; exit 1 on errors", function()
+    local code, out = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate registry lint" ..
+      " web=spec/data/registries/openai.json spec/data/registries/anthropic.json" ..
+      " spec/data/registries/bad_names.json spec/data/registries/unsupported.json")
+    assert.equal(1, code)
+    for _, kind in ipairs({ "schema", "bad_name", "collision", "shadowing", "confusable" }) do
+      assert.matches('"kind":"' .. kind .. '"', out, 1, true)
+    end
+    assert.matches('"summary":{"errors":1,', out, 1, true)
+  end)
+
+  it("exits 0 for the recorded MCP registries, with --strict too", function()
+    local code, out = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate registry lint --strict" ..
+      " examples/registries/mcp-filesystem.json examples/registries/mcp-everything.json" ..
+      " examples/registries/mcp-memory.json")
+    assert.equal(0, code, out)
+    assert.matches('"tools":36', out, 1, true)
+  end)
+end)

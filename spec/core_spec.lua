@@ -40,7 +40,8 @@ describe("toolgate.core", function()
   it("keeps per-engine limits and refuses out-of-range ones", function()
     local defaults = core.default_limits()
     assert.same({ max_input_bytes = 1048576, max_depth = 64, max_string_bytes = 262144,
-                  max_members = 4096, max_items = 65536 }, defaults)
+                  max_members = 4096, max_items = 65536, regex_match_limit = 100000,
+                  max_validation_steps = 1000000 }, defaults)
     local e = assert(core.new_engine({ max_depth = 2 }))
     assert.equal(2, e:limits().max_depth)
     assert.equal(1048576, e:limits().max_input_bytes)
@@ -83,7 +84,9 @@ describe("toolgate.core", function()
     local function normalize(s)
       return (s:gsub("/%*.-%*/", ""):gsub("TG_API%s+", ""):gsub("%s+", " ")
                :gsub("%[TG_NUMBER_BUF%]", "[32]"):gsub("%[TG_HASH_HEX%]", "[33]")
-               :gsub("%[TG_ERROR_POINTER_MAX%]", "[256]"):gsub("%[TG_ERROR_MESSAGE_MAX%]", "[200]"))
+               :gsub("%[TG_ERROR_POINTER_MAX%]", "[256]"):gsub("%[TG_ERROR_MESSAGE_MAX%]", "[200]")
+               :gsub("%[TG_FINDING_POINTER_MAX%]", "[256]"):gsub("%[TG_FINDING_MESSAGE_MAX%]", "[200]")
+               :gsub("%[TG_RUNG_MAX_FINDINGS%]", "[16]"))
     end
     local hnorm = normalize(header)
     local count = 0

@@ -5,12 +5,17 @@
 -- Exit codes: 0 the job was done; 1 some input failed (or --fail-on matched);
 -- 2 bad usage or unreadable input.
 
+local value = require "toolgate.value"
+
 local M = {}
 
 M.EXIT_OK, M.EXIT_FAILED, M.EXIT_USAGE = 0, 1, 2
 
 local COMMANDS = {
   { name = "canon", summary = "RFC 8785 canonical form (or its XXH3-128 hash) of JSON documents" },
+  { name = "check", summary = "the Resolution Rung on each tool call: one decision per line" },
+  { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
+  { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },
 }
 
 local function command_module(name)
@@ -104,6 +109,13 @@ function M.each_line(f, fn)
     n = n + 1
     if line:find("%S") then fn(line, n) end
   end
+end
+
+-- A decision (or any Lua value) as one line of canonical JSON: sorted keys,
+-- so output is stable for diffs and tests.
+function M.encode(engine, v)
+  local text = assert(value.encode(v))
+  return assert(engine:canon(text))
 end
 
 -- "CODE at byte N: message" for an error from the core.

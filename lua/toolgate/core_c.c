@@ -21,11 +21,37 @@
 #include "toolgate.h"
 
 #define ENGINE_MT "toolgate.core.engine"
+#define DOC_MT "toolgate.core.doc"
+#define NODE_MT "toolgate.core.node"
+#define CALL_MT "toolgate.core.call"
+#define SCHEMA_MT "toolgate.core.schema"
+#define REGISTRY_MT "toolgate.core.registry"
 
 typedef struct {
     tg_engine_t *e;
-    tg_buf_t out; /* reused by every call on this engine */
+    tg_buf_t out;           /* reused by every call on this engine */
+    tg_rung_result_t rung;  /* scratch for registry:check */
+    tg_finding_t findings[TG_RUNG_MAX_FINDINGS]; /* scratch for schema:validate */
 } engine_ud;
+
+/* Objects made from an engine are full userdata whose first user value is
+ * the engine userdata (so the engine and its scratch outlive them); a node's
+ * second user value is what owns its memory (a document or a call). */
+typedef struct {
+    tg_doc_t *d;
+} doc_ud;
+typedef struct {
+    const tg_value_t *v;
+} node_ud;
+typedef struct {
+    tg_call_t *c;
+} call_ud;
+typedef struct {
+    tg_schema_t *s;
+} schema_ud;
+typedef struct {
+    tg_registry_t *r;
+} registry_ud;
 
 static engine_ud *check_engine(lua_State *L, int i)
 {
@@ -62,13 +88,15 @@ static const char *check_string(lua_State *L, int i, size_t *len)
 /* ---- limits tables --------------------------------------------------------- */
 
 static const char *const limit_names[] = {
-    "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items", NULL,
+    "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
+    "regex_match_limit", "max_validation_steps", NULL,
 };
 
 static size_t *limit_field(tg_limits_t *l, int i)
 {
     size_t *f[] = {&l->max_input_bytes, &l->max_depth, &l->max_string_bytes,
-                   &l->max_members, &l->max_items};
+                   &l->max_members, &l->max_items, &l->regex_match_limit,
+                   &l->max_validation_steps};
     return f[i];
 }
 
@@ -99,7 +127,7 @@ static void read_limits(lua_State *L, int idx, tg_limits_t *l)
 static void push_limits(lua_State *L, const tg_limits_t *l)
 {
     tg_limits_t copy = *l;
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 7);
     for (int i = 0; limit_names[i]; i++) {
         lua_pushinteger(L, (lua_Integer)*limit_field(&copy, i));
         lua_setfield(L, -2, limit_names[i]);
@@ -120,6 +148,7 @@ static int l_new_engine(lua_State *L)
         read_limits(L, 1, &lim);
     u = lua_newuserdatauv(L, sizeof *u, 0);
     u->e = NULL;
+    u->out.data = NULL;
     luaL_setmetatable(L, ENGINE_MT);
     u->e = tg_engine_new(&lim, NULL, NULL, &err);
     if (!u->e)
@@ -194,6 +223,532 @@ static int l_engine_hash(lua_State *L)
     return 1;
 }
 
+
+/* ---- documents and nodes ------------------------------------------------------ */
+
+static const char *const type_names[] = {"null", "boolean", "boolean", "number",
+                                         "string", "array", "object"};
+static const char *const format_names[] = {"auto", "native", "openai", "anthropic", "mcp", NULL};
+static const char *const resolution_names[] = {"resolved", "unknown", "ambiguous"};
+
+/* Pushes a new userdata of size sz with metatable mt and the engine at
+ * index eng as its first user value (n user values in all). */
+static void *new_child(lua_State *L, size_t sz, const char *mt, int eng, int n)
+{
+    void *p;
+    eng = lua_absindex(L, eng);
+    p = lua_newuserdatauv(L, sz, n);
+    memset(p, 0, sz);
+    luaL_setmetatable(L, mt);
+    lua_pushvalue(L, eng);
+    lua_setiuservalue(L, -2, 1);
+    return p;
+}
+
+/* Pushes a node for v (or nil), owned by the object at index owner, whose
+ * first user value is the engine. */
+static int push_node(lua_State *L, const tg_value_t *v, int owner)
+{
+    node_ud *n;
+    owner = lua_absindex(L, owner);
+    if (!v) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_getiuservalue(L, owner, 1);
+    n = new_child(L, sizeof *n, NODE_MT, -1, 2);
+    lua_remove(L, -2);
+    n->v = v;
+    lua_pushvalue(L, owner);
+    lua_setiuservalue(L, -2, 2);
+    return 1;
+}
+
+static node_ud *check_node(lua_State *L, int i)
+{
+    return luaL_checkudata(L, i, NODE_MT);
+}
+
+static const tg_value_t *opt_node(lua_State *L, int i)
+{
+    if (lua_isnoneornil(L, i))
+        return NULL;
+    return check_node(L, i)->v;
+}
+
+/* The engine behind an object made from it. */
+static engine_ud *engine_of(lua_State *L, int i)
+{
+    engine_ud *u;
+    lua_getiuservalue(L, i, 1);
+    u = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return u;
+}
+
+/* engine:parse(text) -> doc | nil, message, code, offset */
+static int l_engine_parse(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    size_t len;
+    const char *s = check_string(L, 2, &len);
+    tg_error_t err;
+    doc_ud *d = new_child(L, sizeof *d, DOC_MT, 1, 1);
+    if (tg_parse(u->e, s, len, &d->d, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    return 1;
+}
+
+static int l_doc_gc(lua_State *L)
+{
+    doc_ud *d = luaL_checkudata(L, 1, DOC_MT);
+    tg_doc_free(d->d);
+    d->d = NULL;
+    return 0;
+}
+
+static int l_doc_root(lua_State *L)
+{
+    doc_ud *d = luaL_checkudata(L, 1, DOC_MT);
+    return push_node(L, tg_doc_root(d->d), 1);
+}
+
+static int l_node_type(lua_State *L)
+{
+    lua_pushstring(L, type_names[tg_type_of(check_node(L, 1)->v)]);
+    return 1;
+}
+
+static int l_node_len(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)tg_len(check_node(L, 1)->v));
+    return 1;
+}
+
+static int l_node_offset(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)tg_offset(check_node(L, 1)->v));
+    return 1;
+}
+
+/* node:at(i) -> the i-th element or member value (from 1), or nil */
+static int l_node_at(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    if (i < 1)
+        return lua_pushnil(L), 1;
+    lua_getiuservalue(L, 1, 2);
+    push_node(L, tg_at(n->v, (size_t)(i - 1)), -1);
+    return 1;
+}
+
+static int l_node_key(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    size_t len;
+    const char *k = i >= 1 ? tg_key_at(n->v, (size_t)(i - 1), &len) : NULL;
+    if (!k)
+        return lua_pushnil(L), 1;
+    lua_pushlstring(L, k, len);
+    return 1;
+}
+
+static int l_node_get(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    size_t len;
+    const char *k = check_string(L, 2, &len);
+    lua_getiuservalue(L, 1, 2);
+    push_node(L, tg_get(n->v, k, len), -1);
+    return 1;
+}
+
+/* node:value() -> the Lua value of a scalar; nil for null and containers */
+static int l_node_value(lua_State *L)
+{
+    const tg_value_t *v = check_node(L, 1)->v;
+    size_t len;
+    const char *str;
+    switch (tg_type_of(v)) {
+    case TG_FALSE: lua_pushboolean(L, 0); break;
+    case TG_TRUE: lua_pushboolean(L, 1); break;
+    case TG_NUMBER: lua_pushnumber(L, (lua_Number)tg_num(v)); break;
+    case TG_STRING:
+        str = tg_str(v, &len);
+        lua_pushlstring(L, str, len);
+        break;
+    default: lua_pushnil(L);
+    }
+    return 1;
+}
+
+static int l_node_text(lua_State *L)
+{
+    size_t len;
+    const char *t = tg_num_text(check_node(L, 1)->v, &len);
+    if (!t)
+        return lua_pushnil(L), 1;
+    lua_pushlstring(L, t, len);
+    return 1;
+}
+
+static int l_node_canon(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    engine_ud *u = engine_of(L, 1);
+    tg_error_t err;
+    tg_buf_reset(&u->out);
+    if (tg_canon_value(n->v, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    lua_pushlstring(L, u->out.data, u->out.len);
+    return 1;
+}
+
+static int l_node_hash(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    engine_ud *u = engine_of(L, 1);
+    tg_error_t err;
+    tg_hash128_t h;
+    char hex[TG_HASH_HEX];
+    tg_buf_reset(&u->out);
+    if (tg_canon_value(n->v, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    tg_hash128(u->out.data, u->out.len, &h);
+    tg_hash128_hex(&h, hex);
+    lua_pushlstring(L, hex, 32);
+    return 1;
+}
+
+/* ---- calls ------------------------------------------------------------------- */
+
+/* engine:decode_call(text[, format]) -> call | nil, message, code, offset */
+static int l_engine_decode_call(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    size_t len;
+    const char *s = check_string(L, 2, &len);
+    int format = luaL_checkoption(L, 3, "auto", format_names);
+    tg_error_t err;
+    call_ud *c = new_child(L, sizeof *c, CALL_MT, 1, 1);
+    if (tg_call_decode(u->e, s, len, format, &c->c, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    return 1;
+}
+
+static int l_call_gc(lua_State *L)
+{
+    call_ud *c = luaL_checkudata(L, 1, CALL_MT);
+    tg_call_free(c->c);
+    c->c = NULL;
+    return 0;
+}
+
+static tg_call_t *check_call(lua_State *L)
+{
+    call_ud *c = luaL_checkudata(L, 1, CALL_MT);
+    return c->c;
+}
+
+static int push_lstring_or_nil(lua_State *L, const char *s, size_t len)
+{
+    if (s)
+        lua_pushlstring(L, s, len);
+    else
+        lua_pushnil(L);
+    return 1;
+}
+
+static int l_call_format(lua_State *L)
+{
+    lua_pushstring(L, format_names[tg_call_format_of(check_call(L))]);
+    return 1;
+}
+
+static int l_call_server(lua_State *L)
+{
+    size_t len;
+    const char *s = tg_call_server(check_call(L), &len);
+    return push_lstring_or_nil(L, s, len);
+}
+
+static int l_call_name(lua_State *L)
+{
+    size_t len;
+    const char *s = tg_call_name(check_call(L), &len);
+    return push_lstring_or_nil(L, s, len);
+}
+
+static int l_call_arguments(lua_State *L)
+{
+    return push_node(L, tg_call_arguments(check_call(L)), 1);
+}
+
+static int l_call_id(lua_State *L)
+{
+    return push_node(L, tg_call_id(check_call(L)), 1);
+}
+
+/* ---- schemas ------------------------------------------------------------------ */
+
+/* Reads {closed =, assert_formats =, ignore_keywords = {...}} at index i into
+ * *o.  The keyword strings are anchored in a new table left on the stack
+ * (always one value pushed), so they live through the C call. */
+static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o,
+                                const char **keywords, int max_keywords)
+{
+    tg_schema_options_default(o);
+    i = lua_absindex(L, i);
+    lua_newtable(L);
+    if (lua_isnoneornil(L, i))
+        return;
+    luaL_checktype(L, i, LUA_TTABLE);
+    if (lua_getfield(L, i, "closed") != LUA_TNIL)
+        o->closed = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (lua_getfield(L, i, "assert_formats") != LUA_TNIL)
+        o->assert_formats = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (lua_getfield(L, i, "ignore_keywords") != LUA_TNIL) {
+        lua_Integer n;
+        if (!lua_istable(L, -1))
+            luaL_error(L, "schema options: ignore_keywords must be a list");
+        n = luaL_len(L, -1);
+        if (n >= max_keywords)
+            luaL_error(L, "schema options: at most %d ignore_keywords", max_keywords - 1);
+        for (lua_Integer k = 1; k <= n; k++) {
+            if (lua_geti(L, -1, k) != LUA_TSTRING)
+                luaL_error(L, "schema options: ignore_keywords must hold strings");
+            keywords[k - 1] = lua_tostring(L, -1);
+            lua_rawseti(L, -3, k); /* anchor it */
+        }
+        keywords[n] = NULL;
+        o->ignore_keywords = keywords;
+    }
+    lua_pop(L, 1);
+}
+
+#define MAX_IGNORED_KEYWORDS 64
+
+static void push_finding(lua_State *L, const tg_finding_t *f)
+{
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, f->code == TG_H2 ? "H2" : "H3");
+    lua_setfield(L, -2, "code");
+    lua_pushstring(L, f->keyword);
+    lua_setfield(L, -2, "keyword");
+    lua_pushstring(L, f->pointer);
+    lua_setfield(L, -2, "pointer");
+    lua_pushstring(L, f->schema_pointer);
+    lua_setfield(L, -2, "schema_pointer");
+    lua_pushstring(L, f->message);
+    lua_setfield(L, -2, "message");
+}
+
+/* Schema errors locate themselves by JSON Pointer, not byte offset. */
+static int push_schema_error(lua_State *L, const tg_error_t *err)
+{
+    lua_pushnil(L);
+    lua_pushstring(L, err->message);
+    lua_pushstring(L, tg_code_name(err->code));
+    lua_pushstring(L, err->pointer);
+    return 4;
+}
+
+/* engine:compile_schema(node[, opts]) -> schema | nil, message, code, pointer */
+static int l_engine_compile_schema(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    const tg_value_t *v = check_node(L, 2)->v;
+    tg_schema_options_t o;
+    const char *keywords[MAX_IGNORED_KEYWORDS];
+    tg_error_t err;
+    schema_ud *s;
+    read_schema_options(L, 3, &o, keywords, MAX_IGNORED_KEYWORDS);
+    s = new_child(L, sizeof *s, SCHEMA_MT, 1, 1);
+    if (tg_schema_compile(u->e, v, &o, &s->s, &err) != TG_OK)
+        return push_schema_error(L, &err);
+    return 1;
+}
+
+static int l_schema_gc(lua_State *L)
+{
+    schema_ud *s = luaL_checkudata(L, 1, SCHEMA_MT);
+    tg_schema_free(s->s);
+    s->s = NULL;
+    return 0;
+}
+
+/* schema:validate(node) -> findings (empty when valid) | nil, message, code */
+static int l_schema_validate(lua_State *L)
+{
+    schema_ud *s = luaL_checkudata(L, 1, SCHEMA_MT);
+    const tg_value_t *v = check_node(L, 2)->v;
+    engine_ud *u = engine_of(L, 1);
+    size_t count;
+    tg_error_t err;
+    if (tg_validate(u->e, s->s, v, u->findings, TG_RUNG_MAX_FINDINGS, &count, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_createtable(L, (int)count, 0);
+    for (size_t i = 0; i < count; i++) {
+        push_finding(L, &u->findings[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+/* ---- registries ---------------------------------------------------------------- */
+
+static int l_engine_registry(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    tg_error_t err;
+    registry_ud *r = new_child(L, sizeof *r, REGISTRY_MT, 1, 1);
+    if (!(r->r = tg_registry_new(u->e, &err)))
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_registry_gc(lua_State *L)
+{
+    registry_ud *r = luaL_checkudata(L, 1, REGISTRY_MT);
+    tg_registry_free(r->r);
+    r->r = NULL;
+    return 0;
+}
+
+static tg_registry_t *check_registry(lua_State *L)
+{
+    return ((registry_ud *)luaL_checkudata(L, 1, REGISTRY_MT))->r;
+}
+
+/* registry:add(server, name, description, input_node, output_node, opts)
+ *   -> index (from 1) | nil, message, code, pointer */
+static int l_registry_add(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    size_t slen, nlen, dlen = 0;
+    const char *server = check_string(L, 2, &slen), *name = check_string(L, 3, &nlen);
+    const char *desc = lua_isnoneornil(L, 4) ? NULL : check_string(L, 4, &dlen);
+    const tg_value_t *input = opt_node(L, 5), *output = opt_node(L, 6);
+    tg_schema_options_t o;
+    const char *keywords[MAX_IGNORED_KEYWORDS];
+    tg_error_t err;
+    size_t index;
+    read_schema_options(L, 7, &o, keywords, MAX_IGNORED_KEYWORDS);
+    if (tg_registry_add(r, server, slen, name, nlen, desc, dlen, input, output, &o, &index,
+                        &err) != TG_OK)
+        return push_schema_error(L, &err);
+    lua_pushinteger(L, (lua_Integer)index + 1);
+    return 1;
+}
+
+static int l_registry_count(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)tg_registry_count(check_registry(L)));
+    return 1;
+}
+
+static int l_registry_find(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    size_t slen, nlen;
+    const char *server = check_string(L, 2, &slen), *name = check_string(L, 3, &nlen);
+    long i = tg_registry_find(r, server, slen, name, nlen);
+    if (i < 0)
+        return lua_pushnil(L), 1;
+    lua_pushinteger(L, (lua_Integer)i + 1);
+    return 1;
+}
+
+static void push_index_list(lua_State *L, const size_t *idx, size_t n);
+
+/* registry:find_name(name) -> indexes (from 1) of the tools with that name */
+static int l_registry_find_name(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    size_t nlen, small[64], *idx = small;
+    const char *name = check_string(L, 2, &nlen);
+    size_t n = tg_registry_find_name(r, name, nlen, NULL, 0);
+    if (n > 64) /* rare: many servers share one name; the GC owns this buffer */
+        idx = lua_newuserdatauv(L, n * sizeof *idx, 0);
+    tg_registry_find_name(r, name, nlen, idx, n);
+    push_index_list(L, idx, n);
+    return 1;
+}
+
+/* registry:tool(i) -> {server =, name =, pin = hex} | nil */
+static int l_registry_tool(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    const tg_hash128_t *pin = i >= 1 ? tg_registry_pin(r, (size_t)(i - 1)) : NULL;
+    size_t len;
+    const char *s;
+    char hex[TG_HASH_HEX];
+    if (!pin)
+        return lua_pushnil(L), 1;
+    lua_createtable(L, 0, 3);
+    s = tg_registry_server(r, (size_t)(i - 1), &len);
+    lua_pushlstring(L, s, len);
+    lua_setfield(L, -2, "server");
+    s = tg_registry_name(r, (size_t)(i - 1), &len);
+    lua_pushlstring(L, s, len);
+    lua_setfield(L, -2, "name");
+    tg_hash128_hex(pin, hex);
+    lua_pushlstring(L, hex, 32);
+    lua_setfield(L, -2, "pin");
+    return 1;
+}
+
+static void push_index_list(lua_State *L, const size_t *idx, size_t n)
+{
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushinteger(L, (lua_Integer)idx[i] + 1);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+/* registry:check(server|nil, name, args_node, report_also) -> result | nil, message, code */
+static int l_registry_check(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    size_t slen = 0, nlen;
+    const char *server = lua_isnoneornil(L, 2) ? NULL : check_string(L, 2, &slen);
+    const char *name = check_string(L, 3, &nlen);
+    const tg_value_t *args = check_node(L, 4)->v;
+    int also = lua_toboolean(L, 5);
+    engine_ud *u = engine_of(L, 1);
+    tg_rung_result_t *res = &u->rung;
+    tg_error_t err;
+    if (tg_rung_check(u->e, r, server, slen, name, nlen, args, also, res, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_createtable(L, 0, 7);
+    lua_pushstring(L, resolution_names[res->resolution]);
+    lua_setfield(L, -2, "resolution");
+    if (res->resolution == TG_RESOLVED) {
+        lua_pushinteger(L, (lua_Integer)res->tool + 1);
+        lua_setfield(L, -2, "tool");
+    }
+    lua_pushinteger(L, (lua_Integer)res->n_candidates);
+    lua_setfield(L, -2, "n_candidates");
+    push_index_list(L, res->candidates,
+                    res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates : TG_RUNG_MAX_FINDINGS);
+    lua_setfield(L, -2, "candidates");
+    lua_createtable(L, (int)res->n_findings, 0);
+    for (size_t i = 0; i < res->n_findings; i++) {
+        push_finding(L, &res->findings[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "findings");
+    push_index_list(L, res->also, res->n_also);
+    lua_setfield(L, -2, "also");
+    return 1;
+}
+
 /* ---- plain functions ---------------------------------------------------------- */
 
 /* format_number(x) -> ECMAScript string | nil, message, code */
@@ -240,7 +795,33 @@ static const luaL_Reg engine_methods[] = {
     {"hash", l_engine_hash},
     {"limits", l_engine_limits},
     {"set_limits", l_engine_set_limits},
+    {"parse", l_engine_parse},
+    {"decode_call", l_engine_decode_call},
+    {"compile_schema", l_engine_compile_schema},
+    {"registry", l_engine_registry},
     {NULL, NULL},
+};
+
+static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {NULL, NULL}};
+
+static const luaL_Reg node_methods[] = {
+    {"type", l_node_type}, {"len", l_node_len},     {"offset", l_node_offset},
+    {"at", l_node_at},     {"key", l_node_key},     {"get", l_node_get},
+    {"value", l_node_value}, {"text", l_node_text}, {"canon", l_node_canon},
+    {"hash", l_node_hash}, {NULL, NULL},
+};
+
+static const luaL_Reg call_methods[] = {
+    {"format", l_call_format}, {"server", l_call_server}, {"name", l_call_name},
+    {"arguments", l_call_arguments}, {"id", l_call_id}, {NULL, NULL},
+};
+
+static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate}, {NULL, NULL}};
+
+static const luaL_Reg registry_methods[] = {
+    {"add", l_registry_add},   {"count", l_registry_count}, {"find", l_registry_find},
+    {"find_name", l_registry_find_name}, {"tool", l_registry_tool},
+    {"check", l_registry_check}, {NULL, NULL},
 };
 
 static const luaL_Reg functions[] = {
@@ -253,17 +834,28 @@ static const luaL_Reg functions[] = {
 
 LUAMOD_API int luaopen_toolgate_core_c(lua_State *L);
 
-LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
+static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc)
 {
-    if (luaL_newmetatable(L, ENGINE_MT)) {
-        luaL_newlib(L, engine_methods);
+    if (luaL_newmetatable(L, name)) {
+        lua_newtable(L);
+        luaL_setfuncs(L, methods, 0);
         lua_setfield(L, -2, "__index");
-        lua_pushcfunction(L, l_engine_gc);
-        lua_setfield(L, -2, "__gc");
-        lua_pushliteral(L, "toolgate.core.engine");
-        lua_setfield(L, -2, "__name");
+        if (gc) {
+            lua_pushcfunction(L, gc);
+            lua_setfield(L, -2, "__gc");
+        }
     }
     lua_pop(L, 1);
+}
+
+LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
+{
+    new_class(L, ENGINE_MT, engine_methods, l_engine_gc);
+    new_class(L, DOC_MT, doc_methods, l_doc_gc);
+    new_class(L, NODE_MT, node_methods, NULL);
+    new_class(L, CALL_MT, call_methods, l_call_gc);
+    new_class(L, SCHEMA_MT, schema_methods, l_schema_gc);
+    new_class(L, REGISTRY_MT, registry_methods, l_registry_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

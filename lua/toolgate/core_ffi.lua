@@ -7,7 +7,12 @@
 -- package.cpath (as libtoolgate.so), then by the system loader.
 --
 -- Errors: wrong argument types raise; bad data returns
--- nil, message, CODE, byte_offset (offset counts from 0).
+-- nil, message, CODE, byte_offset (offset counts from 0) or, for schema
+-- errors, nil, message, CODE, json_pointer.
+--
+-- Lifetimes: every object keeps what it was made from alive (a node its
+-- document, a document its engine), and the C engine itself outlives the
+-- last object made from it, so finalizers may run in any order.
 
 local ffi = require "ffi"
 
@@ -25,8 +30,12 @@ typedef struct tg_limits_t {
     size_t max_string_bytes;
     size_t max_members;
     size_t max_items;
+    size_t regex_match_limit;
+    size_t max_validation_steps;
 } tg_limits_t;
 typedef struct tg_engine_t tg_engine_t;
+typedef struct tg_doc_t tg_doc_t;
+typedef struct tg_value_t tg_value_t;
 typedef struct tg_buf_t {
     char *data;
     size_t len;
@@ -38,6 +47,31 @@ typedef struct tg_hash128_t {
     uint64_t lo;
 } tg_hash128_t;
 typedef void *(*tg_alloc_fn)(void *ud, void *ptr, size_t osize, size_t nsize);
+typedef struct tg_schema_t tg_schema_t;
+typedef struct tg_schema_options_t {
+    int closed;
+    int assert_formats;
+    const char *const *ignore_keywords;
+} tg_schema_options_t;
+typedef struct tg_finding_t {
+    int code;
+    const char *keyword;
+    char pointer[256];
+    char schema_pointer[256];
+    char message[200];
+} tg_finding_t;
+typedef struct tg_call_t tg_call_t;
+typedef struct tg_registry_t tg_registry_t;
+typedef struct tg_rung_result_t {
+    int resolution;
+    size_t tool;
+    size_t n_candidates;
+    size_t candidates[16];
+    size_t n_findings;
+    tg_finding_t findings[16];
+    size_t n_also;
+    size_t also[16];
+} tg_rung_result_t;
 
 const char *tg_code_name(int code);
 void tg_limits_default(tg_limits_t *out);
@@ -45,11 +79,45 @@ tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc, void *a
 void tg_engine_free(tg_engine_t *e);
 void tg_engine_limits(const tg_engine_t *e, tg_limits_t *out);
 int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits, tg_error_t *err);
+int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err);
+void tg_doc_free(tg_doc_t *doc);
+const tg_value_t *tg_doc_root(const tg_doc_t *doc);
+int tg_type_of(const tg_value_t *v);
+size_t tg_len(const tg_value_t *v);
+const tg_value_t *tg_at(const tg_value_t *v, size_t i);
+const char *tg_key_at(const tg_value_t *v, size_t i, size_t *len);
+const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len);
+const char *tg_str(const tg_value_t *v, size_t *len);
+double tg_num(const tg_value_t *v);
+const char *tg_num_text(const tg_value_t *v, size_t *len);
+size_t tg_offset(const tg_value_t *v);
 void tg_buf_init(tg_buf_t *b, tg_engine_t *e);
 void tg_buf_free(tg_buf_t *b);
 void tg_buf_reset(tg_buf_t *b);
+int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
 int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err);
 size_t tg_number_format(double d, char out[32]);
+void tg_schema_options_default(tg_schema_options_t *o);
+int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_options_t *opt, tg_schema_t **out, tg_error_t *err);
+void tg_schema_free(tg_schema_t *s);
+int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v, tg_finding_t *findings, size_t max, size_t *count, tg_error_t *err);
+int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format, tg_call_t **out, tg_error_t *err);
+void tg_call_free(tg_call_t *c);
+int tg_call_format_of(const tg_call_t *c);
+const char *tg_call_server(const tg_call_t *c, size_t *len);
+const char *tg_call_name(const tg_call_t *c, size_t *len);
+const tg_value_t *tg_call_arguments(const tg_call_t *c);
+const tg_value_t *tg_call_id(const tg_call_t *c);
+tg_registry_t *tg_registry_new(tg_engine_t *e, tg_error_t *err);
+void tg_registry_free(tg_registry_t *r);
+int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const char *description, size_t description_len, const tg_value_t *input, const tg_value_t *output, const tg_schema_options_t *opt, size_t *index, tg_error_t *err);
+size_t tg_registry_count(const tg_registry_t *r);
+long tg_registry_find(const tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len);
+size_t tg_registry_find_name(const tg_registry_t *r, const char *name, size_t name_len, size_t *indexes, size_t max);
+const char *tg_registry_server(const tg_registry_t *r, size_t i, size_t *len);
+const char *tg_registry_name(const tg_registry_t *r, size_t i, size_t *len);
+const tg_hash128_t *tg_registry_pin(const tg_registry_t *r, size_t i);
+int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const tg_value_t *args, int report_also, tg_rung_result_t *out, tg_error_t *err);
 void tg_hash128(const void *data, size_t len, tg_hash128_t *out);
 void tg_hash128_hex(const tg_hash128_t *h, char out[33]);
 ]]
@@ -82,17 +150,69 @@ end
 local C = load_library()
 
 local TG_NO_OFFSET = ffi.cast("size_t", -1)
-local LIMIT_NAMES = { "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items" }
+local LIMIT_NAMES = {
+  "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
+  "regex_match_limit", "max_validation_steps",
+}
 local IS_LIMIT = {}
 for _, name in ipairs(LIMIT_NAMES) do IS_LIMIT[name] = true end
+local TYPE_NAMES = { [0] = "null", "boolean", "boolean", "number", "string", "array", "object" }
+local FORMATS = { auto = 0, native = 1, openai = 2, anthropic = 3, mcp = 4 }
+local FORMAT_NAMES = { [1] = "native", [2] = "openai", [3] = "anthropic", [4] = "mcp" }
+local RESOLUTIONS = { [0] = "resolved", "unknown", "ambiguous" }
 
 local M = { VERSION = "0.1.0", BINDING = "ffi" }
+
+local size_box = ffi.new("size_t[1]")
+local hex_buf = ffi.new("char[33]")
+local hash_buf = ffi.new("tg_hash128_t")
+local number_buf = ffi.new("char[32]")
+
+-- Results and messages -------------------------------------------------------
 
 local function error_values(err, with_offset)
   local message, code = ffi.string(err.message), ffi.string(C.tg_code_name(err.code))
   if not with_offset then return nil, message, code end
   if err.offset == TG_NO_OFFSET then return nil, message, code, nil end
   return nil, message, code, tonumber(err.offset)
+end
+
+-- Schema errors locate themselves by JSON Pointer, not byte offset.
+local function schema_error_values(err)
+  local message, code = ffi.string(err.message), ffi.string(C.tg_code_name(err.code))
+  return nil, message, code, ffi.string(err.pointer)
+end
+
+local function lstring(ptr)
+  if ptr == nil then return nil end
+  return ffi.string(ptr, size_box[0])
+end
+
+local function hex_of(h)
+  C.tg_hash128_hex(h, hex_buf)
+  return ffi.string(hex_buf, 32)
+end
+
+local function finding_table(f)
+  return {
+    code = f.code == 2 and "H2" or "H3",
+    keyword = ffi.string(f.keyword),
+    pointer = ffi.string(f.pointer),
+    schema_pointer = ffi.string(f.schema_pointer),
+    message = ffi.string(f.message),
+  }
+end
+
+-- Argument checks (misuse raises, as luaL_check* does in core_c.c) ----------
+
+local function check_string(s, n)
+  if type(s) ~= "string" then
+    error("bad argument #" .. n .. " (string expected, got " .. type(s) .. ")", 3)
+  end
+end
+
+local function opt_string(s, n)
+  if s ~= nil then check_string(s, n) end
 end
 
 local function read_limits(t, lim)
@@ -113,17 +233,46 @@ local function limits_table(lim)
   return t
 end
 
-local Engine = {}
-Engine.__index = Engine
+-- Schema options: {closed = bool, assert_formats = bool, ignore_keywords = {...}}.
+-- Returns the struct and the C strings it points to (kept alive by the caller).
+local function schema_options(t)
+  local opt = ffi.new("tg_schema_options_t")
+  C.tg_schema_options_default(opt)
+  if t == nil then return opt end
+  if type(t) ~= "table" then error("schema options: table expected, got " .. type(t), 3) end
+  if t.closed ~= nil then opt.closed = t.closed and 1 or 0 end
+  if t.assert_formats ~= nil then opt.assert_formats = t.assert_formats and 1 or 0 end
+  local anchor
+  if t.ignore_keywords ~= nil then
+    local list = t.ignore_keywords
+    if type(list) ~= "table" then error("schema options: ignore_keywords must be a list", 3) end
+    anchor = ffi.new("const char *[?]", #list + 1)
+    for i, k in ipairs(list) do
+      if type(k) ~= "string" then error("schema options: ignore_keywords must hold strings", 3) end
+      anchor[i - 1] = k
+    end
+    anchor[#list] = nil
+    opt.ignore_keywords = anchor
+  end
+  return opt, anchor, t.ignore_keywords
+end
+
+-- Engine ---------------------------------------------------------------------
+
+local Engine, Doc, Node, Call, Registry, Schema = {}, {}, {}, {}, {}, {}
+Engine.__index, Doc.__index, Node.__index = Engine, Doc, Node
+Call.__index, Registry.__index, Schema.__index = Call, Registry, Schema
 
 -- One allocation holds the engine pointer, its reusable output buffer and
--- an error struct; the finalizer frees the C side.
+-- the scratch structs every call uses.
 local state_t = ffi.typeof [[
 struct {
     tg_engine_t *e;
     tg_buf_t out;
     tg_error_t err;
     tg_limits_t lim;
+    tg_rung_result_t rung;
+    tg_finding_t findings[16];
 }
 ]]
 
@@ -152,12 +301,6 @@ local function check_engine(self)
   return self.st
 end
 
-local function check_string(s, n)
-  if type(s) ~= "string" then
-    error("bad argument #" .. n .. " (string expected, got " .. type(s) .. ")", 3)
-  end
-end
-
 function Engine:limits()
   local st = check_engine(self)
   C.tg_engine_limits(st.e, st.lim)
@@ -180,20 +323,223 @@ function Engine:canon(text)
   return ffi.string(st.out.data, st.out.len)
 end
 
-local hex_buf = ffi.new("char[33]")
-local hash_buf = ffi.new("tg_hash128_t")
-
 function Engine:hash(text)
   local st = check_engine(self)
   check_string(text, 1)
   C.tg_buf_reset(st.out)
   if C.tg_canon(st.e, text, #text, st.out, st.err) ~= 0 then return error_values(st.err, true) end
   C.tg_hash128(st.out.data, st.out.len, hash_buf)
-  C.tg_hash128_hex(hash_buf, hex_buf)
-  return ffi.string(hex_buf, 32)
+  return hex_of(hash_buf)
 end
 
-local number_buf = ffi.new("char[32]")
+-- Documents and nodes --------------------------------------------------------
+
+local doc_box = ffi.new("tg_doc_t *[1]")
+
+function Engine:parse(text)
+  local st = check_engine(self)
+  check_string(text, 1)
+  if C.tg_parse(st.e, text, #text, doc_box, st.err) ~= 0 then return error_values(st.err, true) end
+  local d = ffi.gc(doc_box[0], C.tg_doc_free)
+  return setmetatable({ engine = self, d = d }, Doc)
+end
+
+local function node(owner, engine, ptr)
+  if ptr == nil then return nil end
+  return setmetatable({ owner = owner, engine = engine, p = ptr }, Node)
+end
+
+function Doc:root()
+  return node(self, self.engine, C.tg_doc_root(self.d))
+end
+
+function Node:type() return TYPE_NAMES[C.tg_type_of(self.p)] end
+function Node:len() return tonumber(C.tg_len(self.p)) end
+function Node:offset() return tonumber(C.tg_offset(self.p)) end
+
+function Node:at(i)
+  if type(i) ~= "number" then error("bad argument #1 to 'at' (number expected)", 2) end
+  if i < 1 then return nil end
+  return node(self.owner, self.engine, C.tg_at(self.p, i - 1))
+end
+
+function Node:key(i)
+  if type(i) ~= "number" then error("bad argument #1 to 'key' (number expected)", 2) end
+  if i < 1 then return nil end
+  return lstring(C.tg_key_at(self.p, i - 1, size_box))
+end
+
+function Node:get(key)
+  check_string(key, 1)
+  return node(self.owner, self.engine, C.tg_get(self.p, key, #key))
+end
+
+-- The Lua value of a scalar: nil for null and for containers.
+function Node:value()
+  local t = C.tg_type_of(self.p)
+  if t == 1 then return false end
+  if t == 2 then return true end
+  if t == 3 then return C.tg_num(self.p) end
+  if t == 4 then return lstring(C.tg_str(self.p, size_box)) end
+  return nil
+end
+
+function Node:text() return lstring(C.tg_num_text(self.p, size_box)) end
+
+function Node:canon()
+  local st = self.engine.st
+  C.tg_buf_reset(st.out)
+  if C.tg_canon_value(self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  return ffi.string(st.out.data, st.out.len)
+end
+
+function Node:hash()
+  local st = self.engine.st
+  C.tg_buf_reset(st.out)
+  if C.tg_canon_value(self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  C.tg_hash128(st.out.data, st.out.len, hash_buf)
+  return hex_of(hash_buf)
+end
+
+local function check_node(n, i)
+  if getmetatable(n) ~= Node then error("bad argument #" .. i .. " (toolgate node expected)", 3) end
+  return n.p
+end
+
+local function opt_node(n, i)
+  if n == nil then return nil end
+  return check_node(n, i)
+end
+
+-- Calls ------------------------------------------------------------------------
+
+local call_box = ffi.new("tg_call_t *[1]")
+
+function Engine:decode_call(text, format)
+  local st = check_engine(self)
+  check_string(text, 1)
+  local f = FORMATS[format or "auto"]
+  if not f then error("bad argument #2 (unknown call format '" .. tostring(format) .. "')", 2) end
+  if C.tg_call_decode(st.e, text, #text, f, call_box, st.err) ~= 0 then
+    return error_values(st.err, true)
+  end
+  return setmetatable({ engine = self, c = ffi.gc(call_box[0], C.tg_call_free) }, Call)
+end
+
+function Call:format() return FORMAT_NAMES[C.tg_call_format_of(self.c)] end
+function Call:server() return lstring(C.tg_call_server(self.c, size_box)) end
+function Call:name() return lstring(C.tg_call_name(self.c, size_box)) end
+function Call:arguments() return node(self, self.engine, C.tg_call_arguments(self.c)) end
+function Call:id() return node(self, self.engine, C.tg_call_id(self.c)) end
+
+-- Schemas ------------------------------------------------------------------------
+
+local schema_box = ffi.new("tg_schema_t *[1]")
+
+function Engine:compile_schema(n, opts)
+  local st = check_engine(self)
+  local p = check_node(n, 1)
+  local opt, anchor = schema_options(opts)
+  local rc = C.tg_schema_compile(st.e, p, opt, schema_box, st.err)
+  local _ = anchor -- the option strings must live through the compile
+  if rc ~= 0 then return schema_error_values(st.err) end
+  return setmetatable({ engine = self, s = ffi.gc(schema_box[0], C.tg_schema_free) }, Schema)
+end
+
+-- validate(node) -> list of findings (empty when valid) | nil, message, code
+function Schema:validate(n)
+  local st = self.engine.st
+  local p = check_node(n, 1)
+  if C.tg_validate(st.e, self.s, p, st.findings, 16, size_box, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  local out = {}
+  for i = 0, tonumber(size_box[0]) - 1 do out[#out + 1] = finding_table(st.findings[i]) end
+  return out
+end
+
+-- Registries ---------------------------------------------------------------------
+
+function Engine:registry()
+  local st = check_engine(self)
+  local r = C.tg_registry_new(st.e, st.err)
+  if r == nil then return error_values(st.err, false) end
+  return setmetatable({ engine = self, r = ffi.gc(r, C.tg_registry_free) }, Registry)
+end
+
+-- add(server, name, description, input_node, output_node, opts)
+--   -> index (from 1) | nil, message, code, json_pointer
+function Registry:add(server, name, description, input, output, opts)
+  local st = self.engine.st
+  check_string(server, 1)
+  check_string(name, 2)
+  opt_string(description, 3)
+  local ip, op = opt_node(input, 4), opt_node(output, 5)
+  local opt, anchor = schema_options(opts)
+  local rc = C.tg_registry_add(self.r, server, #server, name, #name, description,
+    description and #description or 0, ip, op, opt, size_box, st.err)
+  local _ = anchor
+  if rc ~= 0 then return schema_error_values(st.err) end
+  return tonumber(size_box[0]) + 1
+end
+
+function Registry:count() return tonumber(C.tg_registry_count(self.r)) end
+
+function Registry:find(server, name)
+  check_string(server, 1)
+  check_string(name, 2)
+  local i = C.tg_registry_find(self.r, server, #server, name, #name)
+  if i < 0 then return nil end
+  return tonumber(i) + 1
+end
+
+local index_buf = ffi.new("size_t[16]")
+
+-- find_name(name) -> list of indexes (from 1) of the tools with that name
+function Registry:find_name(name)
+  check_string(name, 1)
+  local n = tonumber(C.tg_registry_find_name(self.r, name, #name, nil, 0))
+  local out = {}
+  if n == 0 then return out end
+  local buf = n <= 16 and index_buf or ffi.new("size_t[?]", n)
+  C.tg_registry_find_name(self.r, name, #name, buf, n)
+  for i = 0, n - 1 do out[#out + 1] = tonumber(buf[i]) + 1 end
+  return out
+end
+
+-- tool(i) -> {server =, name =, pin = hex} | nil
+function Registry:tool(i)
+  if type(i) ~= "number" then error("bad argument #1 to 'tool' (number expected)", 2) end
+  local pin = i >= 1 and C.tg_registry_pin(self.r, i - 1) or nil
+  if pin == nil then return nil end
+  return {
+    server = lstring(C.tg_registry_server(self.r, i - 1, size_box)),
+    name = lstring(C.tg_registry_name(self.r, i - 1, size_box)),
+    pin = hex_of(pin),
+  }
+end
+
+-- check(server|nil, name, args_node, report_also) -> result | nil, message, code
+function Registry:check(server, name, args, report_also)
+  local st = self.engine.st
+  opt_string(server, 1)
+  check_string(name, 2)
+  local ap = check_node(args, 3)
+  local res = st.rung
+  if C.tg_rung_check(st.e, self.r, server, server and #server or 0, name, #name, ap,
+                     report_also and 1 or 0, res, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  local out = { resolution = RESOLUTIONS[res.resolution], findings = {}, candidates = {}, also = {} }
+  if res.resolution == 0 then out.tool = tonumber(res.tool) + 1 end
+  out.n_candidates = tonumber(res.n_candidates)
+  for i = 0, math.min(out.n_candidates, 16) - 1 do out.candidates[i + 1] = tonumber(res.candidates[i]) + 1 end
+  for i = 0, tonumber(res.n_findings) - 1 do out.findings[i + 1] = finding_table(res.findings[i]) end
+  for i = 0, tonumber(res.n_also) - 1 do out.also[i + 1] = tonumber(res.also[i]) + 1 end
+  return out
+end
+
+-- Plain functions ------------------------------------------------------------------
 
 function M.format_number(x)
   if type(x) ~= "number" then
@@ -207,8 +553,7 @@ end
 function M.hash_bytes(s)
   check_string(s, 1)
   C.tg_hash128(s, #s, hash_buf)
-  C.tg_hash128_hex(hash_buf, hex_buf)
-  return ffi.string(hex_buf, 32)
+  return hex_of(hash_buf)
 end
 
 function M.default_limits()

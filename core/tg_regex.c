@@ -1,0 +1,318 @@
+/*
+ * tg_regex.c -- the regular expressions of `pattern` and `patternProperties`,
+ * on PCRE2 (8-bit code units, UTF mode).
+ *
+ * JSON Schema says patterns are ECMA-262 regular expressions.  PCRE2 is
+ * compiled here with the options that bring it closest:
+ *   PCRE2_UTF                 match code points, not bytes
+ *   PCRE2_ALT_BSUX (+ EXTRA)  \uXXXX, \u{X...} and \xXX as in ECMA-262
+ *   PCRE2_DOLLAR_ENDONLY      `$` only at the very end, never before a final \n
+ *   PCRE2_ALLOW_EMPTY_CLASS   `[]` matches nothing and `[^]` any character
+ *   NEWLINE_ANYCRLF           `.` matches neither \n nor \r
+ * and long General_Category names (\p{Letter}, \p{gc=Lu}, \p{Assigned}),
+ * which ECMA-262 has and PCRE2 10.42 lacks, are rewritten to their short
+ * forms before compiling.  Patterns are unanchored searches.
+ *
+ * Where PCRE2, used this way, still differs from ECMA-262 (README material):
+ *   - Patterns are read as with ECMA-262's /u flag: code points, \p{...}
+ *     classes and \u{...} escapes always work, and a lone surrogate escape
+ *     (\uD83D) is an error rather than half of a UTF-16 pair.
+ *   - \d, \w and \b are ASCII-only in both.  \s is ASCII whitespace here,
+ *     while ECMA-262's \s also matches U+00A0, U+FEFF, U+2028 and other
+ *     Unicode spaces.
+ *   - `.` matches U+2028 and U+2029, which ECMA-262's `.` does not.
+ *   - Lookbehind must have a bounded length in PCRE2 10.42
+ *     ((?<=a+) is refused); ECMA-262 allows any lookbehind.
+ *   - Annex B leniencies of ECMA-262 are errors here: a range with a class
+ *     escape ([\d-z]), a backreference to a group that does not exist (\8),
+ *     an escape of a letter with no meaning.
+ *   - PCRE2 accepts syntax ECMA-262 does not: possessive quantifiers (a++),
+ *     atomic groups, inline flags ((?i)), \A \z \Q..\E, recursion,
+ *     callouts, backtracking verbs.  A schema using them compiles here and
+ *     would be refused by an ECMA-262 validator.
+ *   - Case-insensitive or multiline matching cannot be asked for (JSON
+ *     Schema patterns carry no flags), except with inline (?i) / (?m).
+ *
+ * Hostile patterns are bounded by regex_match_limit (PCRE2's match limit,
+ * which the JIT honours too); a match that reaches it is an error the
+ * caller must treat as a failed check, never as a non-match that passes.
+ *
+ * Memory: PCRE2 allocates through a general context whose malloc and free
+ * call the engine's allocator.  PCRE2's free gets no size, and the engine's
+ * allocator wants one, so every block carries its size in a header.  The
+ * contexts and the match data are made once per engine, on first use.
+ */
+#include "tg_schema.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+struct tg_regex_cache {
+    tg_engine_t *engine;
+    pcre2_general_context *general;
+    pcre2_compile_context *compile;
+    pcre2_match_context *match;
+    pcre2_match_data *match_data;
+    /* Set when the engine's allocator refused a block, so a JIT compile
+     * that fails for want of memory can be told from one that fails for
+     * want of executable pages (which only means: no JIT). */
+    int alloc_failed;
+};
+
+/* Room for the size, keeping the block's alignment. */
+#define HEADER (sizeof(max_align_t))
+
+static void *rx_malloc(size_t size, void *ud)
+{
+    struct tg_regex_cache *c = ud;
+    char *p = NULL;
+    if (size <= SIZE_MAX - HEADER)
+        p = tg_mem_realloc(c->engine, NULL, 0, size + HEADER);
+    if (!p) {
+        c->alloc_failed = 1;
+        return NULL;
+    }
+    memcpy(p, &size, sizeof size);
+    return p + HEADER;
+}
+
+static void rx_free(void *block, void *ud)
+{
+    struct tg_regex_cache *c = ud;
+    char *p = block;
+    size_t size;
+    if (!p)
+        return;
+    p -= HEADER;
+    memcpy(&size, p, sizeof size);
+    tg_mem_free(c->engine, p, size + HEADER);
+}
+
+void tg_regex_cache_free(tg_engine_t *e)
+{
+    struct tg_regex_cache *c = e->regex;
+    if (!c)
+        return;
+    pcre2_match_data_free(c->match_data);
+    pcre2_match_context_free(c->match);
+    pcre2_compile_context_free(c->compile);
+    pcre2_general_context_free(c->general);
+    tg_mem_free(e, c, sizeof *c);
+    e->regex = NULL;
+}
+
+static int cache_get(tg_engine_t *e, struct tg_regex_cache **out, tg_error_t *err)
+{
+    struct tg_regex_cache *c = e->regex;
+    if (!c) {
+        c = tg_mem_realloc(e, NULL, 0, sizeof *c);
+        if (!c)
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        memset(c, 0, sizeof *c);
+        c->engine = e;
+        e->regex = c;
+        c->general = pcre2_general_context_create(rx_malloc, rx_free, c);
+        if (c->general) {
+            c->compile = pcre2_compile_context_create(c->general);
+            c->match = pcre2_match_context_create(c->general);
+            /* One pair is enough: only whether it matched is asked. */
+            c->match_data = pcre2_match_data_create(1, c->general);
+        }
+        if (!c->compile || !c->match || !c->match_data) {
+            tg_regex_cache_free(e);
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        }
+        pcre2_set_newline(c->compile, PCRE2_NEWLINE_ANYCRLF);
+        pcre2_set_compile_extra_options(c->compile, PCRE2_EXTRA_ALT_BSUX);
+    }
+    *out = c;
+    return TG_OK;
+}
+
+/* ---- ECMA-262 property names ------------------------------------------- */
+
+/* General_Category long names (ECMA-262 table "Value aliases and canonical
+ * values for the Unicode property General_Category") and their short ones. */
+static const struct {
+    const char *lng, *shrt;
+} gc_names[] = {
+    {"Cased_Letter", "LC"},        {"Close_Punctuation", "Pe"},
+    {"Connector_Punctuation", "Pc"}, {"Control", "Cc"},
+    {"cntrl", "Cc"},               {"Currency_Symbol", "Sc"},
+    {"Dash_Punctuation", "Pd"},    {"Decimal_Number", "Nd"},
+    {"digit", "Nd"},               {"Enclosing_Mark", "Me"},
+    {"Final_Punctuation", "Pf"},   {"Format", "Cf"},
+    {"Initial_Punctuation", "Pi"}, {"Letter", "L"},
+    {"Letter_Number", "Nl"},       {"Line_Separator", "Zl"},
+    {"Lowercase_Letter", "Ll"},    {"Mark", "M"},
+    {"Combining_Mark", "M"},       {"Math_Symbol", "Sm"},
+    {"Modifier_Letter", "Lm"},     {"Modifier_Symbol", "Sk"},
+    {"Nonspacing_Mark", "Mn"},     {"Number", "N"},
+    {"Open_Punctuation", "Ps"},    {"Other", "C"},
+    {"Other_Letter", "Lo"},        {"Other_Number", "No"},
+    {"Other_Punctuation", "Po"},   {"Other_Symbol", "So"},
+    {"Paragraph_Separator", "Zp"}, {"Private_Use", "Co"},
+    {"Punctuation", "P"},          {"punct", "P"},
+    {"Separator", "Z"},            {"Space_Separator", "Zs"},
+    {"Spacing_Mark", "Mc"},        {"Surrogate", "Cs"},
+    {"Symbol", "S"},               {"Titlecase_Letter", "Lt"},
+    {"Unassigned", "Cn"},          {"Uppercase_Letter", "Lu"},
+};
+
+static int has_prefix(const char *s, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(s, prefix, k) == 0;
+}
+
+/* Writes the PCRE2 spelling of the \p / \P escape whose braces hold
+ * name[0..n) to out; returns the bytes written (never more than 5 + n). */
+static size_t rewrite_property(char pe, const char *name, size_t n, char *out)
+{
+    const char *val = name;
+    size_t vn = n, k = 0;
+    if (has_prefix(name, n, "General_Category=")) {
+        val = name + 17;
+        vn = n - 17;
+    } else if (has_prefix(name, n, "gc=")) {
+        val = name + 3;
+        vn = n - 3;
+    }
+    for (size_t i = 0; i < sizeof gc_names / sizeof gc_names[0]; i++)
+        if (strlen(gc_names[i].lng) == vn && memcmp(gc_names[i].lng, val, vn) == 0) {
+            val = gc_names[i].shrt;
+            vn = strlen(val);
+            break;
+        }
+    /* Assigned is "not Unassigned". */
+    if (vn == 8 && memcmp(val, "Assigned", 8) == 0) {
+        pe = pe == 'p' ? 'P' : 'p';
+        val = "Cn";
+        vn = 2;
+    }
+    out[k++] = '\\';
+    out[k++] = pe;
+    out[k++] = '{';
+    memcpy(out + k, val, vn);
+    k += vn;
+    out[k++] = '}';
+    return k;
+}
+
+/* The pattern with every \p{...} / \P{...} respelled, in out (which holds
+ * len bytes: a respelling is never longer); returns the new length. */
+static size_t rewrite_pattern(const char *pat, size_t len, char *out)
+{
+    size_t i = 0, k = 0;
+    while (i < len) {
+        if (pat[i] == '\\' && i + 2 < len && (pat[i + 1] == 'p' || pat[i + 1] == 'P') &&
+            pat[i + 2] == '{') {
+            const char *close = memchr(pat + i + 3, '}', len - i - 3);
+            if (close) {
+                size_t n = (size_t)(close - (pat + i + 3));
+                k += rewrite_property(pat[i + 1], pat + i + 3, n, out + k);
+                i += n + 4;
+                continue;
+            }
+        }
+        /* Any other escape is copied whole, so \\p{ stays a literal. */
+        if (pat[i] == '\\' && i + 1 < len)
+            out[k++] = pat[i++];
+        out[k++] = pat[i++];
+    }
+    return k;
+}
+
+static int needs_rewrite(const char *pat, size_t len)
+{
+    for (size_t i = 0; i + 2 < len; i++)
+        if (pat[i] == '\\' && (pat[i + 1] == 'p' || pat[i + 1] == 'P') && pat[i + 2] == '{')
+            return 1;
+    return 0;
+}
+
+/* ---- compile and match ------------------------------------------------- */
+
+int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out,
+                     tg_error_t *err)
+{
+    struct tg_regex_cache *c;
+    pcre2_code *code;
+    char *rewritten = NULL;
+    size_t rewritten_size = len;
+    int errcode, rc;
+    PCRE2_SIZE erroffset;
+    const uint32_t options = PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY |
+                             PCRE2_ALLOW_EMPTY_CLASS | PCRE2_NO_UTF_CHECK;
+
+    *out = NULL;
+    if ((rc = cache_get(e, &c, err)) != TG_OK)
+        return rc;
+    if (needs_rewrite(pat, len)) {
+        if (!(rewritten = tg_mem_realloc(e, NULL, 0, rewritten_size)))
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        len = rewrite_pattern(pat, len, rewritten);
+        pat = rewritten;
+    }
+    code = pcre2_compile((PCRE2_SPTR)pat, len, options, &errcode, &erroffset, c->compile);
+    if (rewritten)
+        tg_mem_free(e, rewritten, rewritten_size);
+    if (!code) {
+        PCRE2_UCHAR why[120];
+        if (errcode == PCRE2_ERROR_HEAP_FAILED)
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        pcre2_get_error_message(errcode, why, sizeof why);
+        return tg_fail(err, TG_E_PATTERN, TG_NO_OFFSET, "%s (at offset %zu)",
+                       (const char *)why, (size_t)erroffset);
+    }
+    c->alloc_failed = 0;
+    rc = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    if (rc == PCRE2_ERROR_NOMEMORY && c->alloc_failed) {
+        pcre2_code_free(code);
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    }
+    /* Any other JIT failure (no JIT in this build, no executable memory)
+     * leaves the interpreter, which gives the same answers. */
+    *out = (tg_regex *)(void *)code;
+    return TG_OK;
+}
+
+void tg_regex_free(tg_regex *re)
+{
+    pcre2_code_free((pcre2_code *)(void *)re);
+}
+
+int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len,
+                    int *matched, tg_error_t *err)
+{
+    struct tg_regex_cache *c;
+    const pcre2_code *code = (const pcre2_code *)(const void *)re;
+    int rc = cache_get(e, &c, err);
+    if (rc != TG_OK)
+        return rc;
+    pcre2_set_match_limit(c->match, (uint32_t)e->limits.regex_match_limit);
+    /* Strings come from the DOM, which holds only well-formed UTF-8. */
+    rc = pcre2_match(code, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, c->match_data, c->match);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+        /* The JIT's fixed stack is small; the interpreter keeps its frames
+         * on the heap and is bounded by the same match limit. */
+        rc = pcre2_match(code, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                         c->match_data, c->match);
+    if (rc >= 0) {
+        *matched = 1;
+        return TG_OK;
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) {
+        *matched = 0;
+        return TG_OK;
+    }
+    if (rc == PCRE2_ERROR_NOMEMORY)
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory in a pattern match");
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+        rc == PCRE2_ERROR_HEAPLIMIT)
+        return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
+                       "pattern match gave up after regex_match_limit (%zu) steps",
+                       e->limits.regex_match_limit);
+    return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
+                   "pattern match failed (PCRE2 error %d)", rc);
+}

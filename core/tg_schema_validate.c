@@ -1,0 +1,1059 @@
+/*
+ * tg_schema_validate.c -- a parsed instance against a compiled schema, with
+ * findings a person can act on.
+ *
+ * One recursive walk over the schema nodes and the instance together.  Each
+ * failed keyword becomes a finding (code, keyword, instance and schema
+ * pointers, message) unless the walk is "silent": the branches of anyOf and
+ * oneOf and the operand of not are evaluated for a yes/no only, stop at
+ * their first failure, and the combinator reports once for all of them.
+ * allOf and $ref are plain conjunctions, so their findings are the
+ * subschemas' own.
+ *
+ * Findings are kept H2 (a missing or undeclared key) before H3 (a bad
+ * value), each in the order the walk met them: an H2 is inserted after the
+ * last H2, pushing out the last H3 when the caller's array is full.  Once
+ * the array holds nothing but H2s, nothing later can change it, and the
+ * walk stops.
+ *
+ * Budgets: every node evaluated counts one step against
+ * max_validation_steps (nested anyOf/oneOf can otherwise multiply the work
+ * per instance), and nesting is capped at TG_SCHEMA_MAX_NESTING to bound
+ * the C stack.  Both, a regex over its match limit, and running out of
+ * memory end the walk with an error: the caller must then refuse.
+ *
+ * Nothing is allocated on this path except a sort table for uniqueItems
+ * over long arrays; pointers are built from a chain of stack frames, and
+ * messages are written straight into the caller's findings.
+ */
+#include "tg_schema.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- JSON Pointers ------------------------------------------------------ */
+
+/* Appends segments to a fixed buffer; when one no longer fits, the result
+ * is the longest whole-segment prefix that leaves room for "/...", then
+ * "/...". */
+typedef struct ptr_writer {
+    char *out;
+    size_t cap, len;
+    size_t keep; /* length of that prefix so far */
+    int cut;
+} ptr_writer;
+
+static void pw_init(ptr_writer *w, char *out, size_t cap)
+{
+    w->out = out;
+    w->cap = cap;
+    w->len = w->keep = 0;
+    w->cut = 0;
+}
+
+/* Appends "/" + seg; seg is escaped per RFC 6901 unless raw. */
+static void pw_seg(ptr_writer *w, const char *seg, size_t n, int raw)
+{
+    size_t need = 1 + n;
+    if (w->cut)
+        return;
+    if (!raw)
+        for (size_t i = 0; i < n; i++)
+            need += seg[i] == '~' || seg[i] == '/';
+    if (need > w->cap - 1 - w->len) {
+        w->cut = 1;
+        return;
+    }
+    w->out[w->len++] = '/';
+    for (size_t i = 0; i < n; i++) {
+        if (!raw && (seg[i] == '~' || seg[i] == '/')) {
+            w->out[w->len++] = '~';
+            w->out[w->len++] = seg[i] == '~' ? '0' : '1';
+        } else {
+            w->out[w->len++] = seg[i];
+        }
+    }
+    if (w->len + 4 <= w->cap - 1)
+        w->keep = w->len;
+}
+
+static void pw_index(ptr_writer *w, size_t i)
+{
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    pw_seg(w, digits + sizeof digits - n, n, 1);
+}
+
+/* Appends an already escaped pointer ("/a/b~1c"), segment by segment. */
+static void pw_escaped(ptr_writer *w, const char *ptr, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        size_t start = ++i; /* past the '/' */
+        while (i < len && ptr[i] != '/')
+            i++;
+        pw_seg(w, ptr + start, i - start, 1);
+    }
+}
+
+static void pw_end(ptr_writer *w)
+{
+    if (w->cut) {
+        w->len = w->keep;
+        memcpy(w->out + w->len, "/...", 4);
+        w->len += 4;
+    }
+    w->out[w->len] = '\0';
+}
+
+void tg_pointer_write(char *out, size_t cap, const char *ptr, size_t len, const char *seg,
+                      size_t seg_len)
+{
+    ptr_writer w;
+    pw_init(&w, out, cap);
+    pw_escaped(&w, ptr, len);
+    if (seg)
+        pw_seg(&w, seg, seg_len, 0);
+    pw_end(&w);
+}
+
+/* Where the walk is in the instance: a chain of frames on the C stack. */
+typedef struct vpath {
+    const struct vpath *up;
+    const char *key; /* member key, or NULL for an array element */
+    uint32_t key_len;
+    uint32_t index;
+} vpath;
+
+static void pw_instance(ptr_writer *w, const vpath *at)
+{
+    size_t depth = 0;
+    for (const vpath *p = at; p; p = p->up)
+        depth++;
+    /* Root first; a cut pointer stops early, so this stays short. */
+    for (size_t d = 0; d < depth && !w->cut; d++) {
+        const vpath *p = at;
+        for (size_t k = depth - 1 - d; k; k--)
+            p = p->up;
+        if (p->key)
+            pw_seg(w, p->key, p->key_len, 0);
+        else
+            pw_index(w, p->index);
+    }
+}
+
+/* ---- messages ------------------------------------------------------------- */
+
+#define MSG_POINTER_MAX 80 /* an instance pointer inside a message */
+#define MSG_EXCERPT 40     /* bytes of a string or number shown */
+
+typedef struct msg_writer {
+    char *out;
+    size_t cap, len;
+    int cut;
+} msg_writer;
+
+static void mw_put(msg_writer *w, const char *s, size_t n)
+{
+    if (w->cut)
+        return;
+    if (n > w->cap - 1 - w->len) {
+        memcpy(w->out + w->len, s, w->cap - 1 - w->len);
+        w->len = w->cap - 1;
+        w->cut = 1;
+        return;
+    }
+    memcpy(w->out + w->len, s, n);
+    w->len += n;
+}
+
+static void mw_str(msg_writer *w, const char *s)
+{
+    mw_put(w, s, strlen(s));
+}
+
+static void mw_u64(msg_writer *w, uint64_t x)
+{
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + x % 10);
+        x /= 10;
+    } while (x);
+    mw_put(w, digits + sizeof digits - n, n);
+}
+
+/* A cut message ends in "..." after its last whole UTF-8 character. */
+static void mw_end(msg_writer *w)
+{
+    if (w->cut) {
+        w->len = w->cap - 4;
+        while (w->len > 0 && ((unsigned char)w->out[w->len] & 0xC0) == 0x80)
+            w->len--;
+        memcpy(w->out + w->len, "...", 3);
+        w->len += 3;
+    }
+    w->out[w->len] = '\0';
+}
+
+/* s as a JSON string literal, at most MSG_EXCERPT bytes of it. */
+static void mw_quoted(msg_writer *w, const char *s, size_t n)
+{
+    size_t shown = n <= MSG_EXCERPT ? n : MSG_EXCERPT;
+    while (shown < n && shown > 0 && ((unsigned char)s[shown] & 0xC0) == 0x80)
+        shown--;
+    mw_put(w, "\"", 1);
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            mw_put(w, esc, 2);
+        } else if (c < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            mw_put(w, esc, 6);
+        } else {
+            mw_put(w, s + i, 1);
+        }
+    }
+    mw_put(w, shown < n ? "...\"" : "\"", shown < n ? 4 : 1);
+}
+
+static void mw_value(msg_writer *w, const tg_value_t *v)
+{
+    switch (v->type) {
+    case TG_NULL:
+        mw_str(w, "null");
+        break;
+    case TG_TRUE:
+        mw_str(w, "true");
+        break;
+    case TG_FALSE:
+        mw_str(w, "false");
+        break;
+    case TG_NUMBER:
+        if (v->len <= MSG_EXCERPT) {
+            mw_put(w, v->p.text, v->len);
+        } else {
+            mw_put(w, v->p.text, MSG_EXCERPT - 3);
+            mw_str(w, "...");
+        }
+        break;
+    case TG_STRING:
+        mw_quoted(w, v->p.str, v->len);
+        break;
+    case TG_ARRAY:
+        mw_str(w, "an array");
+        break;
+    default:
+        mw_str(w, "an object");
+        break;
+    }
+}
+
+/* The message's subject: "/a/b": or (root): */
+static void mw_where(msg_writer *w, const vpath *at)
+{
+    char ptr[MSG_POINTER_MAX + 1];
+    ptr_writer pw;
+    if (!at) {
+        mw_str(w, "(root): ");
+        return;
+    }
+    pw_init(&pw, ptr, sizeof ptr);
+    pw_instance(&pw, at);
+    pw_end(&pw);
+    mw_put(w, "\"", 1);
+    mw_str(w, ptr);
+    mw_put(w, "\": ", 3);
+}
+
+static const char *const type_names[] = {"null", "boolean", "object", "array",
+                                         "number", "string", "integer"};
+
+static const char *type_name(const tg_value_t *v)
+{
+    switch (v->type) {
+    case TG_NULL:
+        return "null";
+    case TG_TRUE:
+    case TG_FALSE:
+        return "a boolean";
+    case TG_NUMBER:
+        return "a number";
+    case TG_STRING:
+        return "a string";
+    case TG_ARRAY:
+        return "an array";
+    default:
+        return "an object";
+    }
+}
+
+/* ---- the walk's state and its findings ------------------------------------ */
+
+/* Reporting is the rare path: kept out of line so the walk stays small. */
+#if defined(__GNUC__)
+#define COLD __attribute__((cold, noinline))
+#else
+#define COLD
+#endif
+
+typedef struct vctx {
+    tg_engine_t *e;
+    const tg_snode *nodes;
+    tg_finding_t *out;
+    size_t max, n, n_h2;
+    size_t steps, max_steps;
+    unsigned silent;  /* > 0 inside anyOf / oneOf branches and not */
+    unsigned nesting;
+    int stop;         /* out is all H2: nothing later can change it */
+    tg_error_t *err;
+} vctx;
+
+/* The slot where a finding of this code goes, or NULL when it is not kept. */
+static tg_finding_t *slot(vctx *c, int code)
+{
+    size_t pos;
+    if (c->silent)
+        return NULL;
+    if (code == TG_H3) {
+        if (c->n == c->max)
+            return NULL;
+        return &c->out[c->n++];
+    }
+    if (c->n_h2 == c->max)
+        return NULL;
+    if (c->n == c->max)
+        c->n--; /* an H2 pushes out the last H3 */
+    pos = c->n_h2;
+    memmove(&c->out[pos + 1], &c->out[pos], (c->n - pos) * sizeof *c->out);
+    c->n++;
+    if (++c->n_h2 == c->max)
+        c->stop = 1;
+    return &c->out[pos];
+}
+
+/* Starts a finding: pointers filled, message begun with its subject.
+ * Returns NULL when it is not kept (then nothing is to be written). */
+COLD static tg_finding_t *begin(vctx *c, int code, const char *keyword, const vpath *at,
+                           const vpath *subject, const tg_snode *n, const char *seg,
+                           const char *seg2, size_t seg2_len, msg_writer *w)
+{
+    tg_finding_t *f = slot(c, code);
+    ptr_writer pw;
+    if (!f)
+        return NULL;
+    f->code = code;
+    f->keyword = keyword;
+    pw_init(&pw, f->pointer, sizeof f->pointer);
+    pw_instance(&pw, at);
+    pw_end(&pw);
+    pw_init(&pw, f->schema_pointer, sizeof f->schema_pointer);
+    pw_escaped(&pw, n->ptr, n->ptr_len);
+    if (seg)
+        pw_seg(&pw, seg, strlen(seg), 1);
+    if (seg2)
+        pw_seg(&pw, seg2, seg2_len, 0);
+    pw_end(&pw);
+    w->out = f->message;
+    w->cap = sizeof f->message;
+    w->len = 0;
+    w->cut = 0;
+    mw_where(w, subject);
+    return f;
+}
+
+/* Starts an H3 finding about the value at `at` for keyword kw of n. */
+static tg_finding_t *begin_h3(vctx *c, const char *kw, const vpath *at, const tg_snode *n,
+                              msg_writer *w)
+{
+    return begin(c, TG_H3, kw, at, at, n, kw, NULL, 0, w);
+}
+
+/* ---- keyword checks ---------------------------------------------------------- */
+
+static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry,
+                int *ok);
+
+/* After a failure: a silent walk needs no more, nor does a full one. */
+#define DECIDED(c, ok) (!*(ok) && ((c)->silent || (c)->stop))
+
+static int is_integer(const tg_value_t *v)
+{
+    tg_decimal d;
+    if (!memchr(v->p.text, '.', v->len) && !memchr(v->p.text, 'e', v->len) &&
+        !memchr(v->p.text, 'E', v->len))
+        return 1;
+    tg_decimal_init(&d, v->p.text, v->len);
+    return tg_decimal_is_integer(&d);
+}
+
+static int type_ok(uint8_t types, const tg_value_t *v)
+{
+    switch (v->type) {
+    case TG_NULL:
+        return types & TG_T_NULL;
+    case TG_TRUE:
+    case TG_FALSE:
+        return types & TG_T_BOOLEAN;
+    case TG_NUMBER:
+        return (types & TG_T_NUMBER) || ((types & TG_T_INTEGER) && is_integer(v));
+    case TG_STRING:
+        return types & TG_T_STRING;
+    case TG_ARRAY:
+        return types & TG_T_ARRAY;
+    default:
+        return types & TG_T_OBJECT;
+    }
+}
+
+static void check_type(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                       int *ok)
+{
+    msg_writer w;
+    size_t count = 0, shown = 0;
+    if (type_ok(n->types, v))
+        return;
+    *ok = 0;
+    if (!begin_h3(c, "type", at, n, &w))
+        return;
+    if (v->type == TG_ARRAY || v->type == TG_OBJECT) {
+        mw_str(&w, "got ");
+    } else {
+        mw_value(&w, v);
+        mw_str(&w, " is ");
+    }
+    mw_str(&w, type_name(v));
+    mw_str(&w, ", expected ");
+    for (size_t i = 0; i < 7; i++)
+        count += (n->types >> i) & 1;
+    for (size_t i = 0; i < 7; i++)
+        if (n->types & (1u << i)) {
+            if (shown)
+                mw_str(&w, shown + 1 == count ? " or " : ", ");
+            mw_str(&w, type_names[i]);
+            shown++;
+        }
+    mw_end(&w);
+}
+
+static void check_enum(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                       int *ok)
+{
+    const tg_value_t *list = n->enum_values;
+    msg_writer w;
+    for (uint32_t i = 0; i < list->len; i++)
+        if (tg_value_equal(v, &list->p.items[i]))
+            return;
+    *ok = 0;
+    if (!begin_h3(c, "enum", at, n, &w))
+        return;
+    mw_value(&w, v);
+    mw_str(&w, list->len ? " is not one of " : " is not allowed (enum is empty)");
+    for (uint32_t i = 0; i < list->len && !w.cut; i++) {
+        if (i)
+            mw_str(&w, ", ");
+        mw_value(&w, &list->p.items[i]);
+    }
+    mw_end(&w);
+}
+
+static void check_const(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                        int *ok)
+{
+    msg_writer w;
+    if (tg_value_equal(v, n->const_value))
+        return;
+    *ok = 0;
+    if (!begin_h3(c, "const", at, n, &w))
+        return;
+    mw_value(&w, v);
+    mw_str(&w, " is not the constant ");
+    mw_value(&w, n->const_value);
+    mw_end(&w);
+}
+
+/* One numeric bound: reports "<value> <relation> <bound>" when it fails. */
+static void number_bound(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                         int fails, const char *kw, const char *relation,
+                         const tg_sbound *b, int *ok)
+{
+    msg_writer w;
+    if (!fails)
+        return;
+    *ok = 0;
+    if (!begin_h3(c, kw, at, n, &w))
+        return;
+    mw_value(&w, v);
+    mw_str(&w, relation);
+    mw_str(&w, b->text);
+    mw_end(&w);
+}
+
+static int multiple_of(const tg_snode *n, const tg_value_t *v)
+{
+    tg_decimal x;
+    int r;
+    tg_decimal_init(&x, v->p.text, v->len);
+    r = tg_decimal_multiple(&x, &n->multiple_of_decimal);
+    if (r >= 0)
+        return r;
+    /* A divisor too long for exact arithmetic: an integral quotient in
+     * doubles, refused where doubles cannot tell (overflow, or a quotient
+     * past 2^53 where every double is integral). */
+    {
+        double q = v->num / n->multiple_of.value;
+        return isfinite(q) && fabs(q) < 9007199254740992.0 && q == floor(q);
+    }
+}
+
+static void check_number(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                         int *ok)
+{
+    double x = v->num;
+    if (n->has & TG_K_MINIMUM)
+        number_bound(c, n, v, at, x < n->minimum.value, "minimum",
+                     " is less than the minimum ", &n->minimum, ok);
+    if (n->has & TG_K_EXCLUSIVE_MINIMUM)
+        number_bound(c, n, v, at, x <= n->exclusive_minimum.value, "exclusiveMinimum",
+                     " is not greater than ", &n->exclusive_minimum, ok);
+    if (n->has & TG_K_MAXIMUM)
+        number_bound(c, n, v, at, x > n->maximum.value, "maximum",
+                     " is greater than the maximum ", &n->maximum, ok);
+    if (n->has & TG_K_EXCLUSIVE_MAXIMUM)
+        number_bound(c, n, v, at, x >= n->exclusive_maximum.value, "exclusiveMaximum",
+                     " is not less than ", &n->exclusive_maximum, ok);
+    if (n->has & TG_K_MULTIPLE_OF)
+        number_bound(c, n, v, at, !multiple_of(n, v), "multipleOf", " is not a multiple of ",
+                     &n->multiple_of, ok);
+}
+
+/* A count against its bound: "<subject> has N <unit>s, <limit> L". */
+COLD static void count_bound(vctx *c, const tg_snode *n, const vpath *at, const char *kw,
+                        const char *subject, uint64_t count, const char *unit,
+                        const char *limit, uint64_t bound, int *ok)
+{
+    msg_writer w;
+    *ok = 0;
+    if (!begin_h3(c, kw, at, n, &w))
+        return;
+    mw_str(&w, subject);
+    mw_str(&w, " has ");
+    mw_u64(&w, count);
+    mw_str(&w, " ");
+    mw_str(&w, unit);
+    if (count != 1)
+        mw_str(&w, "s");
+    mw_str(&w, limit);
+    mw_u64(&w, bound);
+    mw_end(&w);
+}
+
+static int check_string(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                        int *ok)
+{
+    msg_writer w;
+    if (n->has & (TG_K_MIN_LENGTH | TG_K_MAX_LENGTH)) {
+        uint64_t cps = 0;
+        /* Code points: every byte that does not continue a sequence. */
+        for (uint32_t i = 0; i < v->len; i++)
+            cps += ((unsigned char)v->p.str[i] & 0xC0) != 0x80;
+        if ((n->has & TG_K_MIN_LENGTH) && cps < n->min_length)
+            count_bound(c, n, at, "minLength", "the string", cps, "character",
+                        ", fewer than the minimum ", n->min_length, ok);
+        if ((n->has & TG_K_MAX_LENGTH) && cps > n->max_length)
+            count_bound(c, n, at, "maxLength", "the string", cps, "character",
+                        ", more than the maximum ", n->max_length, ok);
+        if (DECIDED(c, ok))
+            return TG_OK;
+    }
+    if (n->has & TG_K_PATTERN) {
+        int matched, rc = tg_regex_search(c->e, n->pattern.re, v->p.str, v->len, &matched, c->err);
+        if (rc != TG_OK)
+            return rc;
+        if (!matched) {
+            *ok = 0;
+            if (begin_h3(c, "pattern", at, n, &w)) {
+                mw_value(&w, v);
+                mw_str(&w, " does not match the pattern ");
+                mw_quoted(&w, n->pattern.source, strlen(n->pattern.source));
+                mw_end(&w);
+            }
+        }
+    }
+    if ((n->has & TG_K_FORMAT) && !tg_format_check(n->format, v->p.str, v->len)) {
+        *ok = 0;
+        if (begin_h3(c, "format", at, n, &w)) {
+            mw_value(&w, v);
+            mw_str(&w, " is not a valid ");
+            mw_str(&w, tg_format_name(n->format));
+            mw_end(&w);
+        }
+    }
+    return TG_OK;
+}
+
+/* ---- arrays -------------------------------------------------------------- */
+
+typedef struct hashed {
+    uint64_t hash;
+    uint32_t index;
+} hashed;
+
+static int hashed_cmp(const void *a, const void *b)
+{
+    const hashed *x = a, *y = b;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Finds two equal items (*i < *j): pairwise for short arrays, through a
+ * hash-sorted table for long ones.  Returns 1 when found, 0 when none,
+ * or -TG_E_NOMEM. */
+static int find_duplicate(vctx *c, const tg_value_t *v, uint32_t *i, uint32_t *j)
+{
+    const tg_value_t *items = v->p.items;
+    hashed *t;
+    int found = 0;
+    if (v->len <= 32) {
+        for (uint32_t a = 0; a < v->len; a++)
+            for (uint32_t b = a + 1; b < v->len; b++)
+                if (tg_value_equal(&items[a], &items[b])) {
+                    *i = a;
+                    *j = b;
+                    return 1;
+                }
+        return 0;
+    }
+    if (!(t = tg_mem_realloc(c->e, NULL, 0, v->len * sizeof *t)))
+        return -TG_E_NOMEM;
+    for (uint32_t a = 0; a < v->len; a++) {
+        t[a].hash = tg_value_hash(&items[a]);
+        t[a].index = a;
+    }
+    qsort(t, v->len, sizeof *t, hashed_cmp);
+    for (uint32_t a = 0; a + 1 < v->len; a++)
+        for (uint32_t b = a + 1; b < v->len && t[b].hash == t[a].hash; b++)
+            if (tg_value_equal(&items[t[a].index], &items[t[b].index]) &&
+                (!found || t[b].index < *j || (t[b].index == *j && t[a].index < *i))) {
+                *i = t[a].index;
+                *j = t[b].index;
+                found = 1;
+            }
+    tg_mem_free(c->e, t, v->len * sizeof *t);
+    return found;
+}
+
+static int check_array(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                       int *ok)
+{
+    if ((n->has & TG_K_MIN_ITEMS) && v->len < n->min_items)
+        count_bound(c, n, at, "minItems", "the array", v->len, "item",
+                    ", fewer than the minimum ", n->min_items, ok);
+    if ((n->has & TG_K_MAX_ITEMS) && v->len > n->max_items)
+        count_bound(c, n, at, "maxItems", "the array", v->len, "item",
+                    ", more than the maximum ", n->max_items, ok);
+    if (DECIDED(c, ok))
+        return TG_OK;
+    if (n->has & TG_K_UNIQUE_ITEMS) {
+        uint32_t i = 0, j = 0;
+        msg_writer w;
+        int dup = find_duplicate(c, v, &i, &j);
+        if (dup < 0)
+            return tg_fail(c->err, -dup, TG_NO_OFFSET, "out of memory");
+        if (dup) {
+            *ok = 0;
+            if (begin_h3(c, "uniqueItems", at, n, &w)) {
+                mw_str(&w, "items ");
+                mw_u64(&w, i);
+                mw_str(&w, " and ");
+                mw_u64(&w, j);
+                mw_str(&w, " are equal, items must be unique");
+                mw_end(&w);
+            }
+            if (DECIDED(c, ok))
+                return TG_OK;
+        }
+    }
+    if (n->has & TG_K_ITEMS)
+        for (uint32_t i = 0; i < v->len; i++) {
+            uint32_t child = i < n->n_prefix_items ? n->prefix_items[i] : n->rest_items;
+            vpath ip = {at, NULL, 0, i};
+            int rc;
+            if (child == TG_SNONE)
+                break;
+            if ((rc = eval(c, child, &v->p.items[i], &ip, 1, ok)) != TG_OK)
+                return rc;
+            if (DECIDED(c, ok))
+                return TG_OK;
+        }
+    return TG_OK;
+}
+
+/* ---- objects --------------------------------------------------------------- */
+
+/* An H2 about key (at its would-be member) of the object at `at`. */
+COLD static void key_finding(vctx *c, const char *kw, const vpath *at, const tg_snode *n,
+                        const char *seg, const char *seg2, size_t seg2_len,
+                        const char *key, uint32_t key_len, const char *what,
+                        const char *why, int *ok)
+{
+    vpath member = {at, key, key_len, 0};
+    msg_writer w;
+    *ok = 0;
+    if (!begin(c, TG_H2, kw, &member, at, n, seg, seg2, seg2_len, &w))
+        return;
+    mw_str(&w, what);
+    mw_quoted(&w, key, key_len);
+    mw_str(&w, why);
+    mw_end(&w);
+}
+
+/* tg_key_compare with the common case inline: keys that differ in an
+ * ASCII first byte (where UTF-8 and UTF-16 orders agree). */
+static inline int key_order(const char *a, uint32_t alen, const char *b, uint32_t blen)
+{
+    if (alen && blen && a[0] != b[0] && ((unsigned char)a[0] | (unsigned char)b[0]) < 0x80)
+        return (unsigned char)a[0] < (unsigned char)b[0] ? -1 : 1;
+    return tg_key_compare(a, alen, b, blen);
+}
+
+/* Closed world: the keys no member of n's group declares.  Members and
+ * declared names are both in RFC 8785 order: one merge walk.  (When the
+ * group's names are n's own properties, check_members does this on its
+ * walk instead.) */
+static void check_closed(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                         int *ok)
+{
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < v->len && !DECIDED(c, ok); i++) {
+        const tg_value_t *m = &v->p.items[i];
+        int cmp = 1;
+        while (j < n->n_declared &&
+               (cmp = key_order(n->declared[j].name, n->declared[j].len, m->key,
+                                m->key_len)) < 0)
+            j++;
+        if (j == n->n_declared || cmp != 0)
+            key_finding(c, "closed", at, n, NULL, NULL, 0, m->key, m->key_len, "key ",
+                        " is not declared by the schema", ok);
+    }
+}
+
+/* properties, patternProperties, additionalProperties and propertyNames
+ * over the members; closed: also refuse what no property names (the group
+ * is n alone, as far as its keys go). */
+static int check_members(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                         int closed, int *ok)
+{
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < v->len; i++) {
+        const tg_value_t *m = &v->p.items[i];
+        vpath mp = {at, m->key, m->key_len, 0};
+        int matched = 0, rc, cmp = 1;
+        /* Members and properties are both in RFC 8785 order: one merge walk. */
+        while (j < n->n_properties &&
+               (cmp = key_order(n->properties[j].name, n->properties[j].len, m->key,
+                                m->key_len)) < 0)
+            j++;
+        if (j < n->n_properties && cmp == 0) {
+            matched = 1;
+            if ((rc = eval(c, n->properties[j].node, m, &mp, 1, ok)) != TG_OK)
+                return rc;
+        }
+        for (uint32_t k = 0; k < n->n_pattern_properties && !DECIDED(c, ok); k++) {
+            int hit;
+            rc = tg_regex_search(c->e, n->pattern_properties[k].re, m->key, m->key_len, &hit,
+                                 c->err);
+            if (rc != TG_OK)
+                return rc;
+            if (hit) {
+                matched = 1;
+                if ((rc = eval(c, n->pattern_properties[k].node, m, &mp, 1, ok)) != TG_OK)
+                    return rc;
+            }
+        }
+        if (!matched && closed)
+            key_finding(c, "closed", at, n, NULL, NULL, 0, m->key, m->key_len, "key ",
+                        " is not declared by the schema", ok);
+        if (!matched && n->additional_properties != TG_SNONE && !DECIDED(c, ok)) {
+            if (c->nodes[n->additional_properties].kind == TG_S_FALSE)
+                key_finding(c, "additionalProperties", at, n, "additionalProperties", NULL, 0,
+                            m->key, m->key_len, "key ",
+                            " is not allowed (additionalProperties is false)", ok);
+            else if ((rc = eval(c, n->additional_properties, m, &mp, 1, ok)) != TG_OK)
+                return rc;
+        }
+        if (n->property_names != TG_SNONE && !DECIDED(c, ok)) {
+            tg_value_t name;
+            memset(&name, 0, sizeof name);
+            name.type = TG_STRING;
+            name.p.str = m->key;
+            name.len = m->key_len;
+            if ((rc = eval(c, n->property_names, &name, &mp, 1, ok)) != TG_OK)
+                return rc;
+        }
+        if (DECIDED(c, ok))
+            return TG_OK;
+    }
+    return TG_OK;
+}
+
+static int check_object(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                        int closed, int *ok)
+{
+    /* required is sorted like the members: one merge walk. */
+    for (uint32_t i = 0, j = 0; i < n->n_required && !DECIDED(c, ok); i++) {
+        const tg_sname *r = &n->required[i];
+        int cmp = 1;
+        while (j < v->len &&
+               (cmp = key_order(v->p.items[j].key, v->p.items[j].key_len, r->name, r->len)) < 0)
+            j++;
+        if (j == v->len || cmp != 0)
+            key_finding(c, "required", at, n, "required", NULL, 0, r->name, r->len,
+                        "required key ", " is missing", ok);
+    }
+    for (uint32_t i = 0; i < n->n_dependent_required && !DECIDED(c, ok); i++) {
+        const tg_sdependency *d = &n->dependent_required[i];
+        if (!tg_get(v, d->key.name, d->key.len))
+            continue;
+        for (uint32_t k = 0; k < d->n_needs && !DECIDED(c, ok); k++)
+            if (!tg_get(v, d->needs[k].name, d->needs[k].len)) {
+                vpath member = {at, d->needs[k].name, d->needs[k].len, 0};
+                msg_writer w;
+                *ok = 0;
+                if (begin(c, TG_H2, "dependentRequired", &member, at, n, "dependentRequired",
+                          d->key.name, d->key.len, &w)) {
+                    mw_str(&w, "key ");
+                    mw_quoted(&w, d->needs[k].name, d->needs[k].len);
+                    mw_str(&w, " is required when ");
+                    mw_quoted(&w, d->key.name, d->key.len);
+                    mw_str(&w, " is present");
+                    mw_end(&w);
+                }
+            }
+    }
+    if ((n->has & TG_K_MIN_PROPERTIES) && v->len < n->min_properties)
+        count_bound(c, n, at, "minProperties", "the object", v->len, "key",
+                    ", fewer than the minimum ", n->min_properties, ok);
+    if ((n->has & TG_K_MAX_PROPERTIES) && v->len > n->max_properties)
+        count_bound(c, n, at, "maxProperties", "the object", v->len, "key",
+                    ", more than the maximum ", n->max_properties, ok);
+    if (DECIDED(c, ok))
+        return TG_OK;
+    if (n->has & (TG_K_PROPERTIES | TG_K_PATTERN_PROPERTIES | TG_K_ADDITIONAL_PROPERTIES |
+                  TG_K_PROPERTY_NAMES))
+        return check_members(c, n, v, at, closed, ok);
+    return TG_OK;
+}
+
+/* ---- combinators ------------------------------------------------------------- */
+
+/* How many of the branches v matches, evaluated silently; stops counting
+ * at `enough`. */
+static int count_matches(vctx *c, const uint32_t *branches, uint32_t n_branches,
+                         const tg_value_t *v, const vpath *at, uint32_t enough,
+                         uint32_t *matched)
+{
+    int rc = TG_OK;
+    *matched = 0;
+    c->silent++;
+    for (uint32_t i = 0; i < n_branches && *matched < enough; i++) {
+        int branch_ok = 1;
+        if ((rc = eval(c, branches[i], v, at, 0, &branch_ok)) != TG_OK)
+            break;
+        *matched += (uint32_t)branch_ok;
+    }
+    c->silent--;
+    return rc;
+}
+
+static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                             int *ok)
+{
+    uint32_t matched;
+    msg_writer w;
+    int rc;
+    for (uint32_t i = 0; i < n->n_all_of; i++) {
+        if ((rc = eval(c, n->all_of[i], v, at, 0, ok)) != TG_OK)
+            return rc;
+        if (DECIDED(c, ok))
+            return TG_OK;
+    }
+    if (n->n_any_of) {
+        if ((rc = count_matches(c, n->any_of, n->n_any_of, v, at, 1, &matched)) != TG_OK)
+            return rc;
+        if (!matched) {
+            *ok = 0;
+            if (begin_h3(c, "anyOf", at, n, &w)) {
+                mw_value(&w, v);
+                mw_str(&w, " matches none of the ");
+                mw_u64(&w, n->n_any_of);
+                mw_str(&w, " alternatives of anyOf");
+                mw_end(&w);
+            }
+            if (DECIDED(c, ok))
+                return TG_OK;
+        }
+    }
+    if (n->n_one_of) {
+        /* A silent walk only needs to know "not exactly one". */
+        uint32_t enough = c->silent ? 2 : n->n_one_of;
+        if ((rc = count_matches(c, n->one_of, n->n_one_of, v, at, enough, &matched)) != TG_OK)
+            return rc;
+        if (matched != 1) {
+            *ok = 0;
+            if (begin_h3(c, "oneOf", at, n, &w)) {
+                mw_value(&w, v);
+                if (matched) {
+                    mw_str(&w, " matches ");
+                    mw_u64(&w, matched);
+                    mw_str(&w, " of the ");
+                } else {
+                    mw_str(&w, " matches none of the ");
+                }
+                mw_u64(&w, n->n_one_of);
+                mw_str(&w, " alternatives of oneOf, exactly one must match");
+                mw_end(&w);
+            }
+            if (DECIDED(c, ok))
+                return TG_OK;
+        }
+    }
+    if (n->not_schema != TG_SNONE) {
+        if ((rc = count_matches(c, &n->not_schema, 1, v, at, 1, &matched)) != TG_OK)
+            return rc;
+        if (matched) {
+            *ok = 0;
+            if (begin_h3(c, "not", at, n, &w)) {
+                mw_value(&w, v);
+                mw_str(&w, " must not match the schema of not");
+                mw_end(&w);
+            }
+        }
+    }
+    return TG_OK;
+}
+
+/* ---- one node -------------------------------------------------------------------- */
+
+static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                     int entry, int *ok)
+{
+    int rc;
+    /* Closed world is the group's: checked once, where the walk enters
+     * an instance location, never again by the group's members. */
+    int closed = entry && n->closed && v->type == TG_OBJECT;
+    if (closed && n->declared != n->properties) {
+        check_closed(c, n, v, at, ok);
+        closed = 0;
+        if (DECIDED(c, ok))
+            return TG_OK;
+    }
+    if (n->ref != TG_SNONE) {
+        if ((rc = eval(c, n->ref, v, at, 0, ok)) != TG_OK)
+            return rc;
+        if (DECIDED(c, ok))
+            return TG_OK;
+    }
+    if (n->has & TG_K_TYPE)
+        check_type(c, n, v, at, ok);
+    if (n->has & TG_K_CONST)
+        check_const(c, n, v, at, ok);
+    if (n->has & TG_K_ENUM)
+        check_enum(c, n, v, at, ok);
+    if (DECIDED(c, ok))
+        return TG_OK;
+    rc = TG_OK;
+    switch (v->type) {
+    case TG_NUMBER:
+        if (n->has & TG_K_NUMBER)
+            check_number(c, n, v, at, ok);
+        break;
+    case TG_STRING:
+        if (n->has & TG_K_STRING)
+            rc = check_string(c, n, v, at, ok);
+        break;
+    case TG_ARRAY:
+        if (n->has & TG_K_ARRAY)
+            rc = check_array(c, n, v, at, ok);
+        break;
+    case TG_OBJECT:
+        if (n->has & TG_K_OBJECT)
+            rc = check_object(c, n, v, at, closed, ok);
+        break;
+    default:
+        break;
+    }
+    if (rc != TG_OK || DECIDED(c, ok))
+        return rc;
+    if (n->n_all_of || n->n_any_of || n->n_one_of || n->not_schema != TG_SNONE)
+        return check_combinators(c, n, v, at, ok);
+    return TG_OK;
+}
+
+static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry,
+                int *ok)
+{
+    const tg_snode *n = &c->nodes[id];
+    int rc;
+    if (c->stop)
+        return TG_OK;
+    if (++c->steps > c->max_steps)
+        return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
+                       "validation took more than max_validation_steps (%zu) steps",
+                       c->max_steps);
+    if (n->kind == TG_S_TRUE)
+        return TG_OK;
+    if (n->kind == TG_S_FALSE) {
+        msg_writer w;
+        *ok = 0;
+        if (begin(c, TG_H3, "false", at, at, n, NULL, NULL, 0, &w)) {
+            mw_str(&w, "no value is allowed here (the schema is false)");
+            mw_end(&w);
+        }
+        return TG_OK;
+    }
+    if (c->nesting >= TG_SCHEMA_MAX_NESTING)
+        return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
+                       "schemas nested more than %d deep during validation",
+                       TG_SCHEMA_MAX_NESTING);
+    c->nesting++;
+    rc = eval_node(c, n, v, at, entry, ok);
+    c->nesting--;
+    return rc;
+}
+
+int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v,
+                tg_finding_t *findings, size_t max, size_t *count, tg_error_t *err)
+{
+    vctx c;
+    int ok = 1;
+    int rc;
+
+    tg_error_clear(err);
+    if (count)
+        *count = 0;
+    if (!e || !s || !v || !findings || !count || max == 0)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "engine, schema, value, findings and count are required, max >= 1");
+    c.e = e;
+    c.nodes = s->nodes;
+    c.out = findings;
+    c.max = max;
+    c.n = c.n_h2 = 0;
+    c.steps = 0;
+    c.max_steps = e->limits.max_validation_steps;
+    c.silent = 0;
+    c.nesting = 0;
+    c.stop = 0;
+    c.err = err;
+    rc = eval(&c, 0, v, NULL, 1, &ok);
+    *count = c.n;
+    return rc;
+}

@@ -1,0 +1,92 @@
+-- toolgate validate: JSON Schema validation of instances.
+local cli = require "toolgate.cli"
+local core = require "toolgate.core"
+local value = require "toolgate.value"
+
+local M = {}
+
+M.usage = [[
+usage: toolgate validate --schema FILE [--closed] [--assert-formats] [--lines] [FILE]
+
+Validates the JSON instance in FILE (or standard input) against the schema
+and writes {"valid":true|false,"errors":[...]}, each error
+{"code":"H2|H3","keyword":"...","path":"/instance/pointer",
+ "schema_path":"/schema/pointer","message":"..."} (at most 16).
+
+Standard JSON Schema 2020-12 semantics unless --closed (toolgate's closed
+world: an object schema that declares properties and says nothing of
+additionalProperties / patternProperties accepts no other key).
+
+  --schema FILE      the schema (required)
+  --closed           closed-world objects
+  --assert-formats   assert date-time, date, time, email, uri, uuid, ipv4, ipv6
+  --lines            one instance per line; the output lines carry "line"
+
+exit status: 0 all instances validated (valid or not), 1 some instance was
+not well-formed JSON or could not be checked (a limit), 2 bad usage, an
+unreadable file or a schema toolgate cannot compile
+]]
+
+function M.run(args)
+  local opts, pos = cli.parse(args, {
+    flags = { closed = true, ["assert-formats"] = true, lines = true },
+    options = { schema = true },
+  })
+  if #pos > 1 then cli.usage_error("at most one FILE") end
+  if not opts.schema then cli.usage_error("--schema is required") end
+
+  local engine = assert(core.new_engine())
+  local text = cli.read_all("validate", opts.schema)
+  if not text then return cli.EXIT_USAGE end
+  local doc, err, code, offset = engine:parse(text)
+  if not doc then
+    cli.diag("validate", opts.schema .. ": " .. cli.describe(err, code, offset))
+    return cli.EXIT_USAGE
+  end
+  local schema, serr, scode, pointer = engine:compile_schema(doc:root(), {
+    closed = opts.closed or false, assert_formats = opts["assert-formats"] or false,
+  })
+  if not schema then
+    cli.diag("validate", string.format("%s: %s at %s: %s", opts.schema, scode,
+      pointer ~= "" and pointer or "/", serr))
+    return cli.EXIT_USAGE
+  end
+
+  local failed = false
+  local function one(instance_text, label, n)
+    local idoc, ierr, icode, ioffset = engine:parse(instance_text)
+    if not idoc then
+      failed = true
+      io.stdout:flush()
+      cli.diag("validate", label .. ": " .. cli.describe(ierr, icode, ioffset))
+      return
+    end
+    local findings, verr, vcode = schema:validate(idoc:root())
+    if not findings then
+      failed = true
+      io.stdout:flush()
+      cli.diag("validate", label .. ": " .. tostring(vcode) .. ": " .. tostring(verr))
+      return
+    end
+    local errors = setmetatable({}, value.array_mt)
+    for i, f in ipairs(findings) do
+      errors[i] = { code = f.code, keyword = f.keyword, path = f.pointer,
+                    schema_path = f.schema_pointer, message = f.message }
+    end
+    io.stdout:write(cli.encode(engine, { valid = #findings == 0, errors = errors, line = n }), "\n")
+  end
+
+  if opts.lines then
+    local f, name = cli.open_input("validate", pos[1])
+    if not f then return cli.EXIT_USAGE end
+    cli.each_line(f, function(line, n) one(line, name .. ":" .. n, n) end)
+    if f ~= io.stdin then f:close() end
+  else
+    local data, name = cli.read_all("validate", pos[1])
+    if not data then return cli.EXIT_USAGE end
+    one(data, name, nil)
+  end
+  return failed and cli.EXIT_FAILED or cli.EXIT_OK
+end
+
+return M

@@ -1,0 +1,459 @@
+-- toolgate.registry: trusted tool registries, loaded in Lua, looked up in C.
+--
+-- A snapshot is built from one or more sources (files or texts) in any of
+-- the formats users have:
+--   native     {"toolgate": 1, "server": "fs", "tools": [{"name", "description",
+--              "input_schema", "output_schema", "deterministic", "risk",
+--              "scopes", "effects", "contract": {...extras}, "annotations"}]}
+--   openai     [{"type": "function", "function": {"name", "description", "parameters"}}]
+--   anthropic  [{"name", "description", "input_schema"}]
+--   mcp        a tools/list result {"tools": [{"name", "inputSchema", "outputSchema",
+--              "annotations", ...}]}, bare, wrapped in its JSON-RPC response,
+--              or as recorded by examples/registries/record-mcp.mjs (with "server")
+-- Every tool gets a server ("" when none is known), a name, compiled input
+-- and output schemas, a contract (deterministic, risk, scopes, effects,
+-- extras) and a pin.  Loading either builds the whole snapshot or fails:
+-- a bad registry never half-loads.
+--
+-- Load-time findings, each reported by `toolgate registry lint`:
+--   collision   one name on several servers
+--   shadowing   a name a more trusted (or earlier) source already owns,
+--               registered by a less trusted (or later) one
+--   confusable  names that differ only by case or by '-' versus '_'
+--   bad_name    a name outside ^[A-Za-z0-9_.-]{1,128}$
+--   schema      a schema toolgate cannot compile (unsupported keyword, ...)
+-- The settings on_<kind> = "error" | "reject" | "allow" say whether a
+-- finding fails the load, makes calls to the tools concerned a reject, or
+-- is only reported.  Schema problems always fail a load.
+
+local json = require "toolgate.json"
+local value = require "toolgate.value"
+
+local M = {}
+
+M.DEFAULTS = {
+  closed = true,            -- closed-world objects (DESIGN 1.1)
+  assert_formats = false,   -- format is an annotation unless asked
+  ignore_keywords = {},     -- extra schema keywords to treat as annotations
+  on_collision = "allow",
+  on_shadowing = "reject",
+  on_confusable = "allow",
+  on_bad_name = "reject",
+}
+
+local FINDING_KINDS = { "collision", "shadowing", "confusable", "bad_name" }
+local ACTIONS = { error = true, reject = true, allow = true }
+
+local NATIVE_TOP_KEYS = { toolgate = true, server = true, tools = true }
+local NATIVE_TOOL_KEYS = {
+  server = true, name = true, title = true, description = true,
+  input_schema = true, inputSchema = true, output_schema = true, outputSchema = true,
+  annotations = true, deterministic = true, risk = true, scopes = true, effects = true,
+  contract = true,
+}
+
+-- Settings: defaults overlaid with what the caller gives; misuse raises.
+function M.settings(opts)
+  local s = {}
+  for k, v in pairs(M.DEFAULTS) do s[k] = v end
+  for k, v in pairs(opts or {}) do
+    if M.DEFAULTS[k] == nil then error("registry settings: unknown setting '" .. tostring(k) .. "'", 3) end
+    s[k] = v
+  end
+  for _, kind in ipairs(FINDING_KINDS) do
+    if not ACTIONS[s["on_" .. kind]] then
+      error("registry settings: on_" .. kind .. " must be \"error\", \"reject\" or \"allow\"", 3)
+    end
+  end
+  if type(s.ignore_keywords) ~= "table" then error("registry settings: ignore_keywords must be a list", 3) end
+  return s
+end
+
+-- Reading one source into a list of tool descriptions -------------------------
+
+local function fail(source, msg, code, where)
+  return nil, source.label .. ": " .. msg .. (where and (" (" .. where .. ")") or ""), code or "BAD_REGISTRY"
+end
+
+local function str_field(node, key)
+  local v = node:get(key)
+  if v and v:type() == "string" then return v:value() end
+  return nil
+end
+
+local function detect(root)
+  local t = root:type()
+  if t == "array" then
+    local first = root:at(1)
+    if not first then return "openai" end -- an empty list: no tools in any format
+    if first:type() ~= "object" then return nil end
+    if first:get("function") then return "openai" end
+    if first:get("input_schema") then return "anthropic" end
+    if first:get("parameters") then return "openai" end
+    return nil
+  elseif t == "object" then
+    if root:get("jsonrpc") or root:get("result") then return "mcp" end
+    if root:get("toolgate") then return "native" end
+    local tools = root:get("tools")
+    if tools and tools:type() == "array" then
+      local first = tools:at(1)
+      if first and first:type() == "object" and first:get("inputSchema") and not root:get("toolgate") then
+        return "mcp"
+      end
+      return "native"
+    end
+  end
+  return nil
+end
+
+local function contract_of(tool_node)
+  local c = {}
+  for _, k in ipairs({ "deterministic", "risk", "scopes", "effects" }) do
+    local v = tool_node:get(k)
+    if v then c[k] = json.to_lua(v) end
+  end
+  local extra = tool_node:get("contract")
+  if extra then
+    for k, v in pairs(json.to_lua(extra)) do
+      if c[k] == nil then c[k] = v end
+    end
+  end
+  return c
+end
+
+local function read_native(source, root, out)
+  for i = 1, root:len() do
+    local k = root:key(i)
+    if not NATIVE_TOP_KEYS[k] then return fail(source, "unknown top-level key \"" .. k .. "\"") end
+  end
+  local default_server = source.server or str_field(root, "server") or ""
+  local tools = root:get("tools")
+  if not tools or tools:type() ~= "array" then return fail(source, "\"tools\" must be an array") end
+  for i = 1, tools:len() do
+    local t = tools:at(i)
+    local where = "tool " .. i
+    if t:type() ~= "object" then return fail(source, "each tool must be an object", nil, where) end
+    for j = 1, t:len() do
+      local k = t:key(j)
+      if not NATIVE_TOOL_KEYS[k] then
+        return fail(source, "unknown key \"" .. k .. "\" (contract extras go under \"contract\")", nil, where)
+      end
+    end
+    local contract = t:get("contract")
+    if contract and contract:type() ~= "object" then return fail(source, "\"contract\" must be an object", nil, where) end
+    local det = t:get("deterministic")
+    if det and det:type() ~= "boolean" then return fail(source, "\"deterministic\" must be true or false", nil, where) end
+    local scopes = t:get("scopes")
+    if scopes and scopes:type() ~= "array" then return fail(source, "\"scopes\" must be an array", nil, where) end
+    out[#out + 1] = {
+      server = str_field(t, "server") or default_server,
+      name = str_field(t, "name"),
+      description = str_field(t, "description"),
+      input = t:get("input_schema") or t:get("inputSchema"),
+      output = t:get("output_schema") or t:get("outputSchema"),
+      contract = contract_of(t),
+      annotations = t:get("annotations") and json.to_lua(t:get("annotations")) or nil,
+      where = where,
+    }
+  end
+  return true
+end
+
+local function read_mcp(source, root, out)
+  local result = root:get("result") or root
+  local server = source.server or str_field(root, "server")
+  if not server then
+    return fail(source, "an MCP tools/list result needs its server's name (give it as SERVER=FILE)")
+  end
+  local tools = result:get("tools")
+  if not tools or tools:type() ~= "array" then return fail(source, "\"tools\" must be an array") end
+  for i = 1, tools:len() do
+    local t = tools:at(i)
+    local where = "tool " .. i
+    if t:type() ~= "object" then return fail(source, "each tool must be an object", nil, where) end
+    local input = t:get("inputSchema")
+    if not input then return fail(source, "MCP tools must have an inputSchema", nil, where) end
+    out[#out + 1] = {
+      server = server,
+      name = str_field(t, "name"),
+      description = str_field(t, "description"),
+      input = input,
+      output = t:get("outputSchema"),
+      contract = {},
+      annotations = t:get("annotations") and json.to_lua(t:get("annotations")) or nil,
+      where = where,
+    }
+  end
+  return true
+end
+
+local function read_openai(source, root, out)
+  for i = 1, root:len() do
+    local t = root:at(i)
+    local where = "tool " .. i
+    if t:type() ~= "object" then return fail(source, "each tool must be an object", nil, where) end
+    local fn = t:get("function") or t -- {"type":"function","function":{...}} or a bare function
+    if fn:type() ~= "object" then return fail(source, "\"function\" must be an object", nil, where) end
+    out[#out + 1] = {
+      server = source.server or "",
+      name = str_field(fn, "name"),
+      description = str_field(fn, "description"),
+      input = fn:get("parameters"),
+      contract = {},
+      where = where,
+    }
+  end
+  return true
+end
+
+local function read_anthropic(source, root, out)
+  for i = 1, root:len() do
+    local t = root:at(i)
+    local where = "tool " .. i
+    if t:type() ~= "object" then return fail(source, "each tool must be an object", nil, where) end
+    local input = t:get("input_schema")
+    if not input then return fail(source, "Anthropic tools must have an input_schema", nil, where) end
+    out[#out + 1] = {
+      server = source.server or "",
+      name = str_field(t, "name"),
+      description = str_field(t, "description"),
+      input = input,
+      contract = {},
+      where = where,
+    }
+  end
+  return true
+end
+
+local READERS = { native = read_native, mcp = read_mcp, openai = read_openai, anthropic = read_anthropic }
+
+local function read_source(engine, source, k, out)
+  local text = source.text
+  if not text then
+    local f, err = io.open(source.path, "rb")
+    if not f then return nil, "cannot read registry " .. tostring(err), "UNREADABLE" end
+    text = f:read("*a")
+    f:close()
+  end
+  local doc, err, code, offset = engine:parse(text)
+  if not doc then
+    return nil, source.label .. ": " .. code .. (offset and (" at byte " .. offset) or "") .. ": " .. err, code
+  end
+  local root = doc:root()
+  local format = source.format or "auto"
+  if format == "auto" then format = detect(root) end
+  local reader = READERS[format]
+  if not reader then
+    return fail(source, "not a registry in any known format (native, openai, anthropic, mcp)", "BAD_REGISTRY")
+  end
+  local first = #out + 1
+  local ok, msg, c = reader(source, root, out)
+  if not ok then return nil, msg, c end
+  for i = first, #out do
+    local t = out[i]
+    if not t.name then return fail(source, "a tool needs a string \"name\"", nil, t.where) end
+    t.source, t.source_label, t.format, t.doc = k, source.label, format, doc
+    t.trusted = source.trusted ~= false
+  end
+  return true
+end
+
+-- Normalizes a source given as a path, "SERVER=PATH", or a table.
+local function normalize_source(s)
+  if type(s) == "string" then
+    local server, path = s:match("^([^=/]+)=(.+)$")
+    return { path = path or s, server = server, label = path or s }
+  end
+  if type(s) ~= "table" or not (s.path or s.text) then
+    error("registry sources: each needs a path or a text", 3)
+  end
+  local copy = {}
+  for k, v in pairs(s) do copy[k] = v end
+  copy.label = copy.label or copy.path or "<registry text>"
+  return copy
+end
+
+-- Findings over the whole tool list -------------------------------------------
+
+local function tool_ref(t) return { server = t.server, name = t.name } end
+
+local function is_bad_name(name)
+  return #name > 128 or not name:match("^[A-Za-z0-9_%.%-]+$")
+end
+
+local function lint(tools)
+  local findings = {}
+  local by_name, by_folded = {}, {}
+  for i, t in ipairs(tools) do
+    t.flags = {}
+    if is_bad_name(t.name) then
+      t.flags.bad_name = true
+      findings[#findings + 1] = {
+        kind = "bad_name", tools = { tool_ref(t) },
+        message = string.format("tool name %q on server %q is outside ^[A-Za-z0-9_.-]{1,128}$", t.name, t.server),
+      }
+    end
+    by_name[t.name] = by_name[t.name] or {}
+    table.insert(by_name[t.name], i)
+    local folded = t.name:lower():gsub("%-", "_")
+    by_folded[folded] = by_folded[folded] or {}
+    table.insert(by_folded[folded], i)
+  end
+
+  -- names in order of first appearance, so findings come out stably
+  local names, seen = {}, {}
+  for _, t in ipairs(tools) do
+    if not seen[t.name] then seen[t.name] = true; names[#names + 1] = t.name end
+  end
+  for _, name in ipairs(names) do
+    local list = by_name[name]
+    if #list > 1 then
+      local refs = {}
+      for _, i in ipairs(list) do refs[#refs + 1] = tool_ref(tools[i]) end
+      for _, i in ipairs(list) do tools[i].flags.collision = true end
+      findings[#findings + 1] = {
+        kind = "collision", tools = refs,
+        message = string.format("%d servers expose a tool named %q", #list, name),
+      }
+      -- the owner: the first tool from the most trusted source
+      local owner = list[1]
+      for _, i in ipairs(list) do
+        if tools[i].trusted and not tools[owner].trusted then owner = i end
+      end
+      for _, i in ipairs(list) do
+        if i ~= owner then
+          tools[i].flags.shadowing = true
+          findings[#findings + 1] = {
+            kind = "shadowing", tools = { tool_ref(tools[i]), tool_ref(tools[owner]) },
+            message = string.format("server %q registers %q, which server %q (%s) already owns",
+              tools[i].server, name, tools[owner].server,
+              tools[owner].trusted and not tools[i].trusted and "more trusted" or "loaded earlier"),
+          }
+        end
+      end
+    end
+  end
+
+  local folds, fseen = {}, {}
+  for _, t in ipairs(tools) do
+    local f = t.name:lower():gsub("%-", "_")
+    if not fseen[f] then fseen[f] = true; folds[#folds + 1] = f end
+  end
+  for _, f in ipairs(folds) do
+    local list, distinct = by_folded[f], {}
+    for _, i in ipairs(list) do distinct[tools[i].name] = true end
+    local n = 0
+    for _ in pairs(distinct) do n = n + 1 end
+    if n > 1 then
+      local refs = {}
+      for _, i in ipairs(list) do
+        tools[i].flags.confusable = true
+        refs[#refs + 1] = tool_ref(tools[i])
+      end
+      findings[#findings + 1] = {
+        kind = "confusable", tools = refs,
+        message = string.format("%d names differ only by case or '-'/'_' (%s)", n,
+          (function()
+            local ns = {}
+            for name in pairs(distinct) do ns[#ns + 1] = string.format("%q", name) end
+            table.sort(ns)
+            return table.concat(ns, ", ")
+          end)()),
+      }
+    end
+  end
+  return findings
+end
+
+-- The snapshot's content hash: XXH3-128 of the canonical form of what
+-- decides calls -- each tool's identity, pin and contract, and the settings
+-- its schemas were compiled with.
+local function snapshot_hash(engine, tools, settings)
+  local list = {}
+  for _, t in ipairs(tools) do
+    list[#list + 1] = { server = t.server, name = t.name, pin = t.pin, contract = t.contract }
+  end
+  table.sort(list, function(a, b)
+    if a.server ~= b.server then return a.server < b.server end
+    return a.name < b.name
+  end)
+  local ignore = {}
+  for i, k in ipairs(settings.ignore_keywords) do ignore[i] = k end
+  table.sort(ignore)
+  return assert(engine:hash(assert(value.encode({
+    tools = setmetatable(list, value.array_mt),
+    settings = {
+      closed = settings.closed, assert_formats = settings.assert_formats,
+      ignore_keywords = setmetatable(ignore, value.array_mt),
+    },
+  }))))
+end
+
+-- load(engine, sources, settings[, collect]) -> snapshot | nil, message, code
+--   engine   a toolgate.core engine (limits apply to registry files too)
+--   sources  list of paths, "SERVER=PATH" strings, or
+--            {path=|text=, server=, format=, trusted=, label=}
+--   collect  when true (lint), problems become findings and the snapshot
+--            holds the tools that compiled; the load never fails on them.
+function M.load(engine, sources, opts, collect)
+  local settings = M.settings(opts)
+  local schema_opts = {
+    closed = settings.closed, assert_formats = settings.assert_formats,
+    ignore_keywords = settings.ignore_keywords,
+  }
+  local tools, errors = {}, {}
+  for k, s in ipairs(sources) do
+    local source = normalize_source(s)
+    local ok, err, code = read_source(engine, source, k, tools)
+    if not ok then
+      if not collect then return nil, err, code end
+      errors[#errors + 1] = { kind = "source", severity = "error", code = code, message = err }
+    end
+  end
+
+  local reg = engine:registry()
+  local loaded = {}
+  for _, t in ipairs(tools) do
+    local index, err, code, pointer = reg:add(t.server, t.name, t.description, t.input, t.output, schema_opts)
+    if index then
+      local info = reg:tool(index)
+      t.pin = info.pin
+      t.index = index
+      t.doc = nil -- the schemas are compiled; the parsed file may go
+      loaded[index] = t
+    else
+      local where = (pointer and pointer ~= "") and (" at " .. pointer) or ""
+      local msg = string.format("%s: %s: tool %q on server %q: %s%s", t.source_label, code,
+        t.name, t.server, err, where)
+      if not collect then return nil, msg, code end
+      errors[#errors + 1] = {
+        kind = code == "DUPLICATE_TOOL" and "duplicate" or "schema", severity = "error", code = code,
+        tools = { tool_ref(t) }, pointer = pointer, message = msg,
+      }
+    end
+  end
+
+  local findings = lint(loaded)
+  local severity = { error = "error", reject = "reject", allow = "warning" }
+  for _, f in ipairs(findings) do
+    f.severity = severity[settings["on_" .. f.kind]]
+    if f.severity == "error" and not collect then
+      return nil, "registry " .. f.kind .. ": " .. f.message, "REGISTRY_" .. f.kind:upper()
+    end
+  end
+  for _, e in ipairs(errors) do table.insert(findings, 1, e) end
+
+  local by_key = {}
+  for _, t in ipairs(loaded) do by_key[t.server .. "\0" .. t.name] = t end
+  return {
+    engine = engine,
+    c = reg,
+    tools = loaded,
+    findings = findings,
+    settings = settings,
+    hash = snapshot_hash(engine, loaded, settings),
+    by_key = by_key,
+  }
+end
+
+return M
