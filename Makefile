@@ -81,10 +81,14 @@ demo:
 
 bench:
 	@sh mk/deps.sh bench
-	@$(MAKE) --no-print-directory all $(BUILD)/bench/canon_bench
+	@$(MAKE) --no-print-directory all $(BUILD)/bench/canon_bench $(BUILD)/bench/validate_bench
 	@$(LUA_ENV) BUILD="$(BUILD)" sh bench/run.sh
 
 $(BUILD)/bench/canon_bench: bench/canon_bench.c $(LIB_A) core/toolgate.h
+	@mkdir -p $(BUILD)/bench
+	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
+
+$(BUILD)/bench/validate_bench: bench/validate_bench.c $(LIB_A) core/toolgate.h
 	@mkdir -p $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
 

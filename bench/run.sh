@@ -37,3 +37,40 @@ awk '
       printf "%-28s %10.1f %10.0f %13.1fx\n", nm, v[nm, "MB_per_s"], v[nm, "ns_per_doc"], base / v[nm, "ns_per_doc"]
     }
   }' "$results"
+
+# ---- parse + validate: calls against the three recorded MCP registries ------
+# ajv reads the explicitly closed copies of the schemas gen_mcp_calls.py
+# writes; toolgate-c-validate compiles the same copies; the Lua rows load the
+# original registries (closed world) and run the whole rung on native call
+# lines (decode + resolve + validate + args digest + decision table).
+python3 bench/gen_mcp_calls.py --seed 1 --count 3000 --schemas-out "$out/mcp-schemas.json" >"$out/mcp-calls.jsonl"
+python3 bench/gen_mcp_calls.py --stats <"$out/mcp-calls.jsonl" >"$out/mcp-calls.stats"
+echo
+echo "== parse + validate, real MCP registries ($(sed -n 1p "$out/mcp-calls.stats"))"
+results="$out/validate.txt"
+node bench/peers/validate_node.js --schemas "$out/mcp-schemas.json" --calls "$out/mcp-calls.jsonl" \
+  --min-seconds "$SECONDS_PER" >"$out/validate.node.txt"
+ajv_valid=$(sed -n 's/.* valid=\([0-9]*\).*/\1/p' "$out/validate.node.txt")
+{
+  "$BUILD/bench/validate_bench" --schemas "$out/mcp-schemas.json" --calls "$out/mcp-calls.jsonl" \
+    --min-seconds "$SECONDS_PER"
+  "$LUA" bench/validate_bench.lua --calls "$out/mcp-calls.jsonl" --min-seconds "$SECONDS_PER" --ajv-valid "$ajv_valid"
+  "$LUAJIT" bench/validate_bench.lua --calls "$out/mcp-calls.jsonl" --min-seconds "$SECONDS_PER" --ajv-valid "$ajv_valid"
+  cat "$out/validate.node.txt"
+} >"$results"
+
+# One row per measurement; the ratio is node-ajv's ns/call over ours.  The
+# accepted column must read the same on every row (ajv is the ground truth).
+awk '
+  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++n] = name }
+  END {
+    base = v["node-ajv", "ns_per_call"]
+    printf "%-28s %10s %10s %14s\n", "", "ns/call", "accepted", "vs node-ajv"
+    for (i = 1; i <= n; i++) {
+      nm = names[i]
+      ok = v[nm, "valid"] != "" ? v[nm, "valid"] : v[nm, "accepted"]
+      printf "%-28s %10.0f %10d %13.1fx\n", nm, v[nm, "ns_per_call"], ok, base / v[nm, "ns_per_call"]
+      if (ok != v["node-ajv", "valid"]) bad = 1
+    }
+    if (bad) print "bench: WARNING: the accepted counts differ from ajv'"'"'s valid count"
+  }' "$results"
