@@ -21,7 +21,7 @@ struct tg_call_t {
 };
 
 /* Absent arguments mean "no arguments": a read-only empty object. */
-static const tg_value_t empty_object = {NULL, 0, 0, 0, TG_OBJECT, {NULL}, 0};
+static const tg_value_t empty_object = {.type = TG_OBJECT};
 
 static const tg_value_t *member(const tg_value_t *obj, const char *key)
 {

@@ -10,6 +10,7 @@
 -- and, for JSON text, the byte offset (from 0) where the problem is.
 
 local core = require "toolgate.core"
+local engine = require "toolgate.engine"
 local value = require "toolgate.value"
 
 local M = {
@@ -23,6 +24,10 @@ local M = {
   hash_bytes = core.hash_bytes,
   default_limits = core.default_limits,
 }
+
+-- new{policy=, registry=, context=, limits=, format=} -> engine | nil, message, code
+-- (toolgate.engine: engine:check, engine:verify, engine:reload)
+M.new = engine.new
 
 local Codec = {}
 Codec.__index = Codec

@@ -72,7 +72,8 @@ describe("toolgate canon", function()
 end)
 
 describe("toolgate check", function()
-  local regs = "--registry examples/registries/mcp-filesystem.json --registry examples/registries/mcp-everything.json"
+  local regs = "--policy spec/data/policies/rung-only.lua"
+    .. " --registry examples/registries/mcp-filesystem.json --registry examples/registries/mcp-everything.json"
     .. " --registry examples/registries/mcp-memory.json"
 
   local function decisions(out)
@@ -125,7 +126,38 @@ describe("toolgate check", function()
     assert.matches("UNSUPPORTED_KEYWORD", err, 1, true)
     code, _, err = h.toolgate("check", "{}\n")
     assert.equal(2, code)
-    assert.matches("--registry is required", err, 1, true)
+    assert.matches("no registry", err, 1, true)
+    code, _, err = h.toolgate("check --policy nosuchpolicy --registry x.json", "{}\n")
+    assert.equal(2, code)
+    assert.matches("no shipped policy named 'nosuchpolicy'", err, 1, true)
+  end)
+
+  it("runs the policy's whole pipeline: --policy by name, --context, a context per line", function()
+    local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy mcp" ..
+      " --registry examples/registries/mcp-filesystem.json"
+    local line = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}\n'
+    local code, out = h.run(base, line)
+    assert.equal(0, code)
+    local d = decisions(out)[1]
+    assert.equal("H4", d.code) -- no scope granted
+    assert.matches("^mcp@1%+", d.policy_version)
+    code, out = h.run(base .. " --context examples/calls/context.json", line)
+    assert.equal(0, code)
+    assert.equal("accept", decisions(out)[1].verdict)
+    code, out = h.run(base, '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"},'
+      .. '"context":{"scopes":["filesystem:read"],"max_risk":"low"}}\n')
+    assert.equal(0, code)
+    assert.equal("accept", decisions(out)[1].verdict)
+  end)
+
+  it("refuses a policy that puts the gate before the rung", function()
+    local bad = h.tmpname(".lua")
+    h.write_file(bad, "return { name = 'bad', version = '1', stages = { 'gate', 'rung' } }")
+    local code, _, err = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy " .. bad ..
+      " --registry examples/registries/mcp-filesystem.json", "{}\n")
+    os.remove(bad)
+    assert.equal(2, code)
+    assert.matches("POLICY_ORDER", err, 1, true)
   end)
 end)
 

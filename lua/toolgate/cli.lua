@@ -13,7 +13,7 @@ M.EXIT_OK, M.EXIT_FAILED, M.EXIT_USAGE = 0, 1, 2
 
 local COMMANDS = {
   { name = "canon", summary = "RFC 8785 canonical form (or its XXH3-128 hash) of JSON documents" },
-  { name = "check", summary = "the Resolution Rung on each tool call: one decision per line" },
+  { name = "check", summary = "the policy's stages on each tool call: one decision per line" },
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },
 }
@@ -143,7 +143,9 @@ local function global_usage()
   return table.concat(lines, "\n") .. "\n"
 end
 
-function M.main(argv)
+-- main(argv[, env]) -> exit status
+-- env.policy_dir: where the shipped policies are (bin/toolgate knows).
+function M.main(argv, env)
   argv = argv or {}
   local cmd = argv[1]
   if cmd == nil or cmd == "--help" or cmd == "-h" or cmd == "help" then
@@ -171,7 +173,7 @@ function M.main(argv)
     end
   end
   io.stdout:setvbuf("full")
-  local ok, result = pcall(mod.run, args)
+  local ok, result = pcall(mod.run, args, env)
   io.stdout:flush()
   if ok then return result end
   if getmetatable(result) == UsageError then

@@ -665,6 +665,33 @@ static int l_registry_find(lua_State *L)
 
 static void push_index_list(lua_State *L, const size_t *idx, size_t n);
 
+/* registry:validate_output(i, node) -> findings (empty when valid)
+ *   | nil, message, code (NO_OUTPUT_SCHEMA when the tool declares none) */
+static int l_registry_validate_output(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    const tg_value_t *v = check_node(L, 3)->v;
+    engine_ud *u = engine_of(L, 1);
+    const tg_schema_t *s = i >= 1 ? tg_registry_output_schema(r, (size_t)(i - 1)) : NULL;
+    size_t count;
+    tg_error_t err;
+    if (!s) {
+        lua_pushnil(L);
+        lua_pushliteral(L, "the tool declares no output schema");
+        lua_pushliteral(L, "NO_OUTPUT_SCHEMA");
+        return 3;
+    }
+    if (tg_validate(u->e, s, v, u->findings, TG_RUNG_MAX_FINDINGS, &count, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_createtable(L, (int)count, 0);
+    for (size_t k = 0; k < count; k++) {
+        push_finding(L, &u->findings[k]);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+    return 1;
+}
+
 /* registry:find_name(name) -> indexes (from 1) of the tools with that name */
 static int l_registry_find_name(lua_State *L)
 {
@@ -821,7 +848,7 @@ static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate}, {NULL
 static const luaL_Reg registry_methods[] = {
     {"add", l_registry_add},   {"count", l_registry_count}, {"find", l_registry_find},
     {"find_name", l_registry_find_name}, {"tool", l_registry_tool},
-    {"check", l_registry_check}, {NULL, NULL},
+    {"check", l_registry_check}, {"validate_output", l_registry_validate_output}, {NULL, NULL},
 };
 
 static const luaL_Reg functions[] = {

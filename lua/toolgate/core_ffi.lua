@@ -117,6 +117,7 @@ size_t tg_registry_find_name(const tg_registry_t *r, const char *name, size_t na
 const char *tg_registry_server(const tg_registry_t *r, size_t i, size_t *len);
 const char *tg_registry_name(const tg_registry_t *r, size_t i, size_t *len);
 const tg_hash128_t *tg_registry_pin(const tg_registry_t *r, size_t i);
+const tg_schema_t *tg_registry_output_schema(const tg_registry_t *r, size_t i);
 int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const tg_value_t *args, int report_also, tg_rung_result_t *out, tg_error_t *err);
 void tg_hash128(const void *data, size_t len, tg_hash128_t *out);
 void tg_hash128_hex(const tg_hash128_t *h, char out[33]);
@@ -517,6 +518,22 @@ function Registry:tool(i)
     name = lstring(C.tg_registry_name(self.r, i - 1, size_box)),
     pin = hex_of(pin),
   }
+end
+
+-- validate_output(i, node) -> findings (empty when valid)
+--   | nil, message, code (NO_OUTPUT_SCHEMA when the tool declares none)
+function Registry:validate_output(i, n)
+  local st = self.engine.st
+  if type(i) ~= "number" then error("bad argument #1 to 'validate_output' (number expected)", 2) end
+  local p = check_node(n, 2)
+  local s = i >= 1 and C.tg_registry_output_schema(self.r, i - 1) or nil
+  if s == nil then return nil, "the tool declares no output schema", "NO_OUTPUT_SCHEMA" end
+  if C.tg_validate(st.e, s, p, st.findings, 16, size_box, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  local out = {}
+  for k = 0, tonumber(size_box[0]) - 1 do out[#out + 1] = finding_table(st.findings[k]) end
+  return out
 end
 
 -- check(server|nil, name, args_node, report_also) -> result | nil, message, code

@@ -419,7 +419,8 @@ function M.load(engine, sources, opts, collect)
       local info = reg:tool(index)
       t.pin = info.pin
       t.index = index
-      t.doc = nil -- the schemas are compiled; the parsed file may go
+      t.has_output = t.output ~= nil
+      t.input, t.output, t.doc = nil, nil, nil -- compiled; the parsed file may go
       loaded[index] = t
     else
       local where = (pointer and pointer ~= "") and (" at " .. pointer) or ""

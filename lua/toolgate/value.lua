@@ -122,6 +122,19 @@ encode_value = function(v, out, depth)
   return true
 end
 
+-- copy(v) -> a deep copy of a Lua value (tables copied, array marks kept,
+-- shared and cyclic tables stay shared and cyclic in the copy)
+function M.copy(v, seen)
+  if type(v) ~= "table" then return v end
+  seen = seen or {}
+  if seen[v] then return seen[v] end
+  local mt = getmetatable(v)
+  local c = setmetatable({}, (mt == M.array_mt or cjson_array_mts[mt]) and mt or nil)
+  seen[v] = c
+  for k, x in pairs(v) do c[M.copy(k, seen)] = M.copy(x, seen) end
+  return c
+end
+
 -- encode(v) -> JSON text | nil, message, "BAD_VALUE"
 function M.encode(v)
   local out = {}

@@ -1,81 +1,129 @@
--- toolgate check: the Resolution Rung on each call line.
+-- toolgate check: the policy's pipeline on each call line.
 local cli = require "toolgate.cli"
-local core = require "toolgate.core"
-local registry = require "toolgate.registry"
-local rung = require "toolgate.rung"
+local engine_mod = require "toolgate.engine"
 local json = require "toolgate.json"
 
 local M = {}
 
 M.usage = [[
-usage: toolgate check --registry [SERVER=]FILE... [options] [FILE]
+usage: toolgate check [--policy FILE|NAME] [--registry [SERVER=]FILE]... [options] [FILE]
 
-Checks each tool call in FILE (or standard input), one JSON object per line,
-against the registry and writes one decision per line:
-  {"verdict":"accept|reject","stage":"decode|rung","code":"H1|H2|H3|...",
-   "path":"/json/pointer","message":"...","server":"...","tool":"...", ...}
+Runs the policy's stages (by default the Resolution Rung, the causal gate
+and the contract verifier) on each tool call in FILE (or standard input),
+one JSON object per line, and writes one decision per line:
+  {"verdict":"accept|reject|defer","stage":"decode|rung|gate|...",
+   "code":"H1|H2|H3|H4|...","path":"/json/pointer","message":"...",
+   "server":"...","tool":"...","policy_version":"...","registry_hash":"...",...}
 
-  --registry [SERVER=]FILE  a registry file (repeatable): toolgate's format, an
-                            OpenAI or Anthropic tools array, or an MCP tools/list
-                            result; SERVER= names the server its tools belong to
-                            (needed for an MCP list that does not say)
+  --policy FILE|NAME        a policy file, or a shipped policy by name: default
+                            (the default), strict, mcp, example
+  --registry [SERVER=]FILE  a registry file (repeatable), added to the policy's
+                            own sources: toolgate's format, an OpenAI or Anthropic
+                            tools array, or an MCP tools/list result; SERVER=
+                            names the server its tools belong to
+  --context FILE            the per-call context (a JSON object: scopes,
+                            max_risk, epoch, ...); a "context" member of a call
+                            line is merged over it
   --format FMT              call format: auto (default), native, openai,
                             anthropic, mcp
-  --server NAME             server for calls that name none (e.g. MCP requests
-                            read from one server's traffic)
+  --server NAME             server for calls that name none
   --also                    for accepted calls, list the other tools whose input
                             schemas also accept the arguments (H5)
-  --fail-on VERDICT         exit 1 if any decision has this verdict (reject)
+  --fail-on VERDICT         exit 1 if any decision has this verdict
 
 Codes: H1 unknown or ambiguous tool; H2 undeclared or missing key; H3 a
-value failing its type/enum/range/length/pattern/format check; BAD_CALL and
-BAD_ARGUMENTS calls that cannot be decoded; JSON error codes for malformed
-lines.  Nothing that cannot be checked is ever accepted.
+value failing its check; H4 outside the caller's scopes or risk; BAD_CALL,
+BAD_ARGUMENTS and the JSON error codes for lines that cannot be decoded;
+POLICY_ERROR when a policy function fails.  Nothing that cannot be checked
+is ever accepted.
 
-exit status: 0 done, 1 --fail-on matched, 2 bad usage or unusable registry
+exit status: 0 done, 1 --fail-on matched, 2 bad usage, or a policy or
+registry that cannot be loaded
 ]]
 
 local FORMATS = { auto = true, native = true, openai = true, anthropic = true, mcp = true }
 
-function M.run(args)
+-- A policy argument: a path, or the name of a shipped policy.
+function M.resolve_policy(arg, policy_dir)
+  if arg == nil then arg = "default" end
+  if arg:find("/", 1, true) or arg:match("%.lua$") then return arg end
+  local dir = os.getenv("TOOLGATE_POLICY_DIR") or policy_dir
+  if not dir then return nil, "no directory of shipped policies is known; give --policy a path" end
+  local path = dir .. "/" .. arg .. ".lua"
+  local f = io.open(path, "rb")
+  if not f then return nil, "no shipped policy named '" .. arg .. "' in " .. dir end
+  f:close()
+  return path
+end
+
+-- read_context(engine, path) -> table | nil (after a diagnostic)
+local function read_context(core_engine, path)
+  local text = cli.read_all("check", path)
+  if not text then return nil end
+  local v, err, code, offset = json.decode(core_engine, text)
+  if v == nil then
+    cli.diag("check", path .. ": " .. cli.describe(err, code, offset))
+    return nil
+  end
+  if type(v) ~= "table" then
+    cli.diag("check", path .. ": a context must be a JSON object")
+    return nil
+  end
+  return v
+end
+
+function M.run(args, env)
   local opts, pos = cli.parse(args, {
     flags = { also = true },
-    options = { format = true, server = true, ["fail-on"] = true },
+    options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true },
     multi = { registry = true },
   })
   if #pos > 1 then cli.usage_error("at most one FILE") end
-  if not opts.registry then cli.usage_error("--registry is required") end
   local format = opts.format or "auto"
   if not FORMATS[format] then cli.usage_error("unknown --format " .. format) end
   local fail_on = opts["fail-on"]
   if fail_on and fail_on ~= "reject" and fail_on ~= "defer" and fail_on ~= "accept" then
     cli.usage_error("--fail-on takes reject, defer or accept")
   end
-
-  local engine = assert(core.new_engine())
-  local snap, err = registry.load(engine, opts.registry)
-  if not snap then
-    cli.diag("check", err)
+  local policy, perr = M.resolve_policy(opts.policy, env and env.policy_dir)
+  if not policy then
+    cli.diag("check", perr)
     return cli.EXIT_USAGE
   end
+
+  local engine, err, code = engine_mod.new({ policy = policy, registry = opts.registry, format = format })
+  if not engine then
+    cli.diag("check", (code and (code .. ": ") or "") .. tostring(err))
+    return cli.EXIT_USAGE
+  end
+  for _, w in ipairs(engine:warnings()) do cli.diag("check", "warning: " .. w) end
+  local core_engine = engine:snapshot().core
+  if opts.also then engine:snapshot().policy.settings.rung.report_also = true end
+
+  local base_ctx = {}
+  if opts.context then
+    base_ctx = read_context(core_engine, opts.context)
+    if not base_ctx then return cli.EXIT_USAGE end
+  end
+  if opts.server then base_ctx.server = opts.server end
 
   local f = cli.open_input("check", pos[1])
   if not f then return cli.EXIT_USAGE end
   local matched = false
   cli.each_line(f, function(line, n)
-    local decision
-    local call, msg, code, offset = engine:decode_call(line, format)
-    if not call then
-      decision = { verdict = "reject", stage = "decode", code = code, message = msg, offset = offset }
-    else
-      decision = rung.check(snap, call:server() or opts.server, call:name(), call:arguments(),
-        { report_also = opts.also })
-      local id = call:id()
-      if id then decision.id = json.to_lua(id) end
+    local ctx = base_ctx
+    -- a "context" member of the line itself, merged over --context
+    local doc = core_engine:parse(line)
+    local own = doc and doc:root():type() == "object" and doc:root():get("context")
+    if own and own:type() == "object" then
+      ctx = {}
+      for k, v in pairs(base_ctx) do ctx[k] = v end
+      for k, v in pairs(json.to_lua(own)) do ctx[k] = v end
     end
+    local decision = engine:check(line, ctx)
     decision.line = n
     if decision.verdict == fail_on then matched = true end
-    io.stdout:write(cli.encode(engine, decision), "\n")
+    io.stdout:write(cli.encode(core_engine, decision), "\n")
   end)
   if f ~= io.stdin then f:close() end
   return matched and cli.EXIT_FAILED or cli.EXIT_OK

@@ -1,0 +1,226 @@
+-- toolgate.engine: a policy and a registry, used together, swapped together.
+--
+--   local engine, err, code = toolgate.new{
+--     policy = "policies/default.lua",       -- a path or a policy table
+--     registry = { "fs=registries/fs.json" }, -- added to the policy's sources
+--     context = { scopes = { "fs:read" } },   -- default per-call context
+--     format = "auto",                        -- call format of text calls
+--   }
+--   engine:check(call[, ctx])            -> decision
+--   engine:verify(call, result[, ctx])   -> decision
+--   engine:reload()                      -> true, version | nil, message, code
+--
+-- A snapshot (policy + registry + core engine) is immutable once built.
+-- Every decision reads the snapshot current when it started, start to end;
+-- reload builds a whole new snapshot and swaps it in one assignment, and a
+-- policy or registry that fails to load leaves the old snapshot in force.
+-- Each decision names what decided it: policy_version and registry_hash,
+-- and for a defer the binding {server, tool, args_digest, policy_version,
+-- registry_hash, epoch} an approval must match.
+
+local core = require "toolgate.core"
+local json = require "toolgate.json"
+local pipeline = require "toolgate.pipeline"
+local policy_mod = require "toolgate.policy"
+local registry = require "toolgate.registry"
+local rung = require "toolgate.rung"
+local sandbox = require "toolgate.sandbox"
+local value = require "toolgate.value"
+local verifier = require "toolgate.verifier"
+
+local M = {}
+
+local Engine = {}
+Engine.__index = Engine
+
+local FORMATS = { auto = true, native = true, openai = true, anthropic = true, mcp = true }
+
+local function merge(...)
+  local out = {}
+  for i = 1, select("#", ...) do
+    local t = select(i, ...)
+    if t then for k, v in pairs(t) do out[k] = v end end
+  end
+  return out
+end
+
+-- Applies the policy's contract mapping to every tool, at load, under the
+-- sandbox budget.  A mapping that fails fails the load.
+local function map_contracts(pol, reg)
+  if not pol.contract then return true end
+  for _, t in ipairs(reg.tools) do
+    local view = {
+      server = t.server, name = t.name, description = t.description, format = t.format,
+      contract = value.copy(t.contract), annotations = value.copy(t.annotations),
+    }
+    local ok, mapped = sandbox.call(pol.budget, pol.contract, view)
+    if not ok then
+      return nil, string.format("policy contract mapping failed for %q on %q: %s", t.name, t.server, mapped),
+        "POLICY_ERROR"
+    end
+    if mapped ~= nil then
+      if type(mapped) ~= "table" then
+        return nil, "policy contract mapping must return a table or nil, not a " .. type(mapped), "POLICY_INVALID"
+      end
+      t.contract = mapped
+    end
+  end
+  return true
+end
+
+-- Builds a snapshot from the engine's options; nothing is shared with the
+-- previous one.
+local function build(opts)
+  local pol, err, code = policy_mod.load(opts.policy or policy_mod.builtin_default(), core.hash_bytes)
+  if not pol then return nil, err, code end
+  local ce
+  ce, err, code = core.new_engine(merge(pol.limits, opts.limits))
+  if not ce then return nil, "limits: " .. tostring(err), code end
+  local sources = {}
+  for _, s in ipairs(pol.registry_sources) do sources[#sources + 1] = s end
+  for _, s in ipairs(opts.registry or {}) do sources[#sources + 1] = s end
+  if #sources == 0 then
+    return nil, "no registry: give the policy registry.sources or the engine registry = {...}", "NO_REGISTRY"
+  end
+  local reg
+  reg, err, code = registry.load(ce, sources, pol.registry_settings)
+  if not reg then return nil, err, code end
+  local ok
+  ok, err, code = map_contracts(pol, reg)
+  if not ok then return nil, err, code end
+  return { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash }
+end
+
+-- new(opts) -> engine | nil, message, code
+function M.new(opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("toolgate.new: a table of options expected", 2) end
+  for k in pairs(opts) do
+    if k ~= "policy" and k ~= "registry" and k ~= "context" and k ~= "limits" and k ~= "format" and k ~= "observe" then
+      error("toolgate.new: unknown option '" .. tostring(k) .. "'", 2)
+    end
+  end
+  if opts.format and not FORMATS[opts.format] then error("toolgate.new: unknown call format " .. opts.format, 2) end
+  local snap, err, code = build(opts)
+  if not snap then return nil, err, code end
+  return setmetatable({ opts = opts, current = snap }, Engine)
+end
+
+-- reload() -> true, policy_version | nil, message, code (the old snapshot stays)
+function Engine:reload()
+  local snap, err, code = build(self.opts)
+  if not snap then return nil, err, code end
+  self.current = snap
+  return true, snap.version
+end
+
+function Engine:snapshot()
+  return self.current
+end
+
+function Engine:warnings()
+  return self.current.policy.warnings
+end
+
+-- The call's text: JSON text as given, or a Lua table {server=, name=,
+-- arguments=} written as a native call.
+local function call_text(call)
+  if type(call) == "string" then return call end
+  if type(call) == "table" then
+    local text, err = value.encode({ server = call.server, name = call.name,
+      arguments = call.arguments == nil and {} or call.arguments })
+    if not text then return nil, "the call cannot be written as JSON: " .. err end
+    return text
+  end
+  error("a call (JSON text or a table) expected, got " .. type(call), 3)
+end
+
+local function finish(snap, d, ctx, state)
+  d.policy_version = snap.version
+  d.registry_hash = snap.hash
+  local resolved = state and state.tool
+  d.server = d.server or (resolved and resolved.server) or (state and state.server)
+  d.tool = d.tool or (resolved and resolved.name) or (state and state.name)
+  d.args_digest = d.args_digest or (state and state.args_digest)
+  if d.findings then setmetatable(d.findings, value.array_mt) end
+  if d.verdict == "defer" then
+    d.binding = {
+      server = d.server == nil and value.null or d.server,
+      tool = d.tool == nil and value.null or d.tool,
+      args_digest = d.args_digest == nil and value.null or d.args_digest,
+      policy_version = snap.version, registry_hash = snap.hash,
+      epoch = ctx.epoch == nil and value.null or ctx.epoch,
+    }
+    if snap.policy.requires_approval then d.requires_approval = true end
+  end
+  return d
+end
+
+-- Decodes and starts the state of one decision on snapshot snap.
+local function start(self, snap, call, ctx)
+  local text, err = call_text(call)
+  if not text then return nil, { verdict = "reject", stage = "decode", code = "BAD_CALL", message = err } end
+  local c, msg, code, offset = snap.core:decode_call(text, self.opts.format or "auto")
+  if not c then
+    return nil, { verdict = "reject", stage = "decode", code = code, message = msg, offset = offset }
+  end
+  local state = {
+    snap = snap, ctx = ctx, call = c,
+    server = c:server() or ctx.server, name = c:name(), args = c:arguments(),
+  }
+  local id = c:id()
+  if id then state.id = json.to_lua(id) end
+  return state
+end
+
+-- check(call[, ctx]) -> decision
+function Engine:check(call, ctx)
+  local snap = self.current -- this decision's snapshot, start to end
+  ctx = merge(snap.policy.context, self.opts.context, ctx)
+  local state, failed = start(self, snap, call, ctx)
+  if not state then return finish(snap, failed, ctx) end
+  local d = pipeline.run(state, self.opts.observe)
+  d.id = state.id
+  return finish(snap, d, ctx, state)
+end
+
+-- verify(call, result[, ctx]) -> decision
+-- result: JSON text or a Lua value (an MCP CallToolResult for MCP tools).
+-- The call goes through the rung first: only a call to a known tool with
+-- valid arguments has a contract to verify against.
+function Engine:verify(call, result, ctx)
+  local snap = self.current
+  ctx = merge(snap.policy.context, self.opts.context, ctx)
+  local state, failed = start(self, snap, call, ctx)
+  if not state then return finish(snap, failed, ctx) end
+  local d = rung.check(snap.registry, state.server, state.name, state.args)
+  state.args_digest = d.args_digest
+  if d.verdict ~= "accept" then return finish(snap, d, ctx, state) end
+  local tool = snap.registry.by_key[d.server .. "\0" .. d.tool]
+
+  local text = result
+  if type(result) ~= "string" then
+    local err
+    text, err = value.encode(result)
+    if not text then
+      return finish(snap, { verdict = "reject", stage = "verifier", code = "BAD_RESULT",
+        message = "the result cannot be written as JSON: " .. err }, ctx, state)
+    end
+  end
+  local doc, err, code = snap.core:parse(text)
+  if not doc then
+    return finish(snap, { verdict = "reject", stage = "verifier", code = code,
+      message = "the result is not valid JSON: " .. err }, ctx, state)
+  end
+  local problem = verifier.check(snap.registry, tool, doc:root(), ctx)
+  if not problem then
+    return finish(snap, { verdict = "accept", stage = "verifier", server = tool.server, tool = tool.name },
+      ctx, state)
+  end
+  problem.verdict = problem.verdict or snap.policy.settings.verifier.on_mismatch
+  problem.stage = "verifier"
+  problem.server, problem.tool = tool.server, tool.name
+  return finish(snap, problem, ctx, state)
+end
+
+return M

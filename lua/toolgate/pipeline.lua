@@ -1,0 +1,134 @@
+-- toolgate.pipeline: runs a policy's stages, in order, on one call.
+--
+-- Each stage passes, rejects or defers.  The first reject ends the run; a
+-- defer ends it too unless the stage's on_defer is "continue", in which
+-- case later stages still run (a later reject wins) and the decision is a
+-- defer.  A policy function that fails (an error, a spent budget) makes the
+-- decision the policy's on_error verdict with code POLICY_ERROR: a failure
+-- inside the engine never turns into an accept.
+
+local gate = require "toolgate.gate"
+local json = require "toolgate.json"
+local rung = require "toolgate.rung"
+local sandbox = require "toolgate.sandbox"
+local value = require "toolgate.value"
+local verifier = require "toolgate.verifier"
+
+local M = {}
+
+local copy = value.copy
+
+local function policy_error(state, stage, message)
+  return {
+    verdict = state.snap.policy.on_error, stage = stage, code = "POLICY_ERROR",
+    message = "policy function failed: " .. tostring(message),
+  }
+end
+
+-- What policy functions see of the call: plain Lua values, their own copy.
+local function call_view(state)
+  return {
+    server = state.server, name = state.name, args_digest = state.args_digest,
+    arguments = json.to_lua(state.args),
+  }
+end
+
+local function tool_view(tool)
+  return {
+    server = tool.server, name = tool.name, description = tool.description,
+    contract = copy(tool.contract), annotations = copy(tool.annotations),
+  }
+end
+
+local RUNNERS = {}
+
+function RUNNERS.rung(state, stage)
+  local snap = state.snap
+  local d = rung.check(snap.registry, state.server, state.name, state.args,
+    { report_also = stage.settings.report_also })
+  state.args_digest = d.args_digest
+  if d.verdict ~= "accept" then return d end
+  state.tool = snap.registry.by_key[d.server .. "\0" .. d.tool]
+  state.also_accepted_by = d.also_accepted_by
+  return nil
+end
+
+function RUNNERS.gate(state, stage)
+  local contract, ctx, settings = state.tool.contract, state.ctx, stage.settings
+  local ok, admitted, reason
+  if settings.admissible then
+    ok, admitted, reason = sandbox.call(state.snap.policy.budget, settings.admissible,
+      copy(contract), copy(ctx), call_view(state))
+    if not ok then return policy_error(state, "gate", admitted) end
+  else
+    admitted, reason = gate.default(contract, ctx, settings.risk_levels)
+  end
+  if admitted == true then return nil end
+  if admitted == "defer" then
+    return { verdict = "defer", stage = "gate", code = "H4", message = tostring(reason or "the gate defers") }
+  end
+  return { verdict = "reject", stage = "gate", code = "H4",
+           message = tostring(reason or "the call is outside the allowed frontier") }
+end
+
+function RUNNERS.verifier(state, stage)
+  if stage.settings.require_contract and not verifier.verifiable(state.tool) then
+    return { verdict = stage.settings.on_mismatch, stage = "verifier", code = "UNVERIFIABLE",
+             message = "the tool declares neither an output schema nor effects, so its result cannot be verified" }
+  end
+  return nil
+end
+
+-- A single call has no samples: agreement is measured by classify (plans).
+function RUNNERS.consistency()
+  return nil
+end
+
+local function run_custom(state, stage)
+  local ok, r1, r2 = sandbox.call(state.snap.policy.budget, stage.run, call_view(state),
+    stage.reads_contract and state.tool and tool_view(state.tool) or nil, copy(state.ctx))
+  if not ok then return policy_error(state, stage.name, r1) end
+  if r1 == nil or r1 == true then return nil end
+  if r1 == false then
+    return { verdict = "reject", stage = stage.name, code = stage.code,
+             message = tostring(r2 or ("refused by stage " .. stage.name)) }
+  end
+  if type(r1) == "table" then
+    local verdict = r1.verdict or "reject"
+    if verdict == "accept" then return nil end
+    if verdict ~= "reject" and verdict ~= "defer" then
+      return policy_error(state, stage.name, "stage returned an unknown verdict " .. tostring(verdict))
+    end
+    return { verdict = verdict, stage = stage.name, code = tostring(r1.code or stage.code),
+             message = tostring(r1.message or r2 or ("stage " .. stage.name .. " says " .. verdict)) }
+  end
+  return policy_error(state, stage.name,
+    "a stage returns nil/true (pass), false[, reason] or {verdict=, code=, message=}, not a " .. type(r1))
+end
+
+-- run(state[, observe]) -> decision fields (verdict, stage, code, message...)
+-- observe(stage_name, state), when given, is called before each stage (the
+-- host's tracing hook; it runs outside the sandbox).
+function M.run(state, observe)
+  local deferred
+  local ran = setmetatable({}, value.array_mt)
+  for _, stage in ipairs(state.snap.policy.stages) do
+    if observe then observe(stage.name, state) end
+    ran[#ran + 1] = stage.name
+    local d
+    if stage.custom then d = run_custom(state, stage) else d = RUNNERS[stage.name](state, stage) end
+    if d then
+      d.stages = ran
+      if d.verdict == "reject" then return d end
+      if stage.settings.on_defer == "stop" then return d end
+      deferred = deferred or d
+    end
+  end
+  if deferred then
+    deferred.stages = ran
+    return deferred
+  end
+  return { verdict = "accept", stage = ran[#ran], stages = ran, also_accepted_by = state.also_accepted_by }
+end
+
+return M

@@ -1,0 +1,66 @@
+-- toolgate.verifier: the contract verifier.
+--
+-- After a call has run (or been dry-run), its result is checked against the
+-- tool's trusted contract: the output schema (for an MCP tool, against
+-- structuredContent, which MCP requires whenever a tool declares an
+-- outputSchema) and the declared effects (contract.effects: every effect
+-- the sandbox observed, ctx.observed_effects, must be declared).  A result
+-- that breaks the contract is refused or deferred, as the policy says.
+-- Codes: CONTRACT_OUTPUT, CONTRACT_EFFECTS, TOOL_ERROR (an MCP result with
+-- isError: the tool failed, nothing to verify: deferred).
+
+local M = {}
+
+local function list(v)
+  return type(v) == "table" and v or nil
+end
+
+-- check(reg, tool, result_node, ctx) -> nil (conforms) | fields of a decision
+-- reg is the registry snapshot the tool belongs to.
+function M.check(reg, tool, result, ctx)
+  local subject = result
+  if tool.format == "mcp" then
+    if result:type() ~= "object" then
+      return { code = "CONTRACT_OUTPUT", message = "an MCP tool result must be an object" }
+    end
+    local is_error = result:get("isError")
+    if is_error and is_error:value() == true then
+      return { verdict = "defer", code = "TOOL_ERROR", message = "the tool reported an error (isError)" }
+    end
+    subject = result:get("structuredContent")
+    if tool.has_output and not subject then
+      return { code = "CONTRACT_OUTPUT",
+               message = "the tool declares an outputSchema but returned no structuredContent" }
+    end
+  end
+  if tool.has_output and subject then
+    local findings, err, code = reg.c:validate_output(tool.index, subject)
+    if not findings then
+      return { code = code, message = "the output check could not finish: " .. tostring(err) }
+    end
+    if #findings > 0 then
+      return { code = "CONTRACT_OUTPUT", path = findings[1].pointer, keyword = findings[1].keyword,
+               message = "result does not match the output schema: " .. findings[1].message,
+               findings = findings }
+    end
+  end
+  local declared, observed = list(tool.contract.effects), list(ctx.observed_effects)
+  if declared and observed then
+    local ok = {}
+    for _, e in ipairs(declared) do ok[e] = true end
+    for _, e in ipairs(observed) do
+      if not ok[e] then
+        return { code = "CONTRACT_EFFECTS",
+                 message = string.format("observed effect %q is not among the tool's declared effects", tostring(e)) }
+      end
+    end
+  end
+  return nil
+end
+
+-- verifiable(tool) -> whether the contract gives the verifier something to check
+function M.verifiable(tool)
+  return tool.has_output or list(tool.contract.effects) ~= nil
+end
+
+return M

@@ -1,0 +1,377 @@
+-- toolgate.engine: the pipeline end to end -- each stage alone and
+-- together, the causal gate (H4), the contract verifier, failing closed,
+-- defer bindings, and atomic hot reload.
+local toolgate = require "toolgate"
+local h = require "helpers"
+
+local REG = h.root .. "/examples/registries/"
+local DATA = h.root .. "/spec/data/registries/"
+
+local function policy(fields)
+  local p = { name = "test", version = "1" }
+  for k, v in pairs(fields or {}) do p[k] = v end
+  return p
+end
+
+local function engine(fields, sources)
+  return assert(toolgate.new({ policy = policy(fields), registry = sources or { DATA .. "contracts.json" } }))
+end
+
+local function call(name, args, server)
+  return { server = server or "ops", name = name, arguments = args or {} }
+end
+
+describe("the pipeline", function()
+  it("runs the rung alone", function()
+    local e = engine({ stages = { "rung" } })
+    local d = e:check(call("restart", { service = "web" }))
+    assert.equal("accept", d.verdict)
+    assert.same({ "rung" }, { d.stages[1], d.stages[2] })
+    assert.equal("H1", e:check(call("reboot")).code)
+    assert.equal("H2", e:check(call("restart", {})).code)
+  end)
+
+  it("runs rung, gate and verifier together; the first reject stops it", function()
+    local e = engine()
+    local d = e:check(call("read_log", { n = 3 }), { scopes = { "logs:read" }, max_risk = "low" })
+    assert.equal("accept", d.verdict)
+    assert.equal(3, #d.stages)
+    d = e:check(call("read_log", { n = "3" }), { scopes = { "logs:read" }, max_risk = "low" })
+    assert.equal("H3", d.code)
+    assert.equal("rung", d.stage)
+    assert.equal(1, #d.stages) -- nothing after the rung ran
+  end)
+
+  it("carries policy_version, registry_hash, args_digest and the call id", function()
+    local e = engine({ stages = { "rung" } })
+    local d = e:check('{"type":"tool_use","id":"toolu_9","name":"read_log","input":{"n":1}}', { server = "ops" })
+    assert.equal("accept", d.verdict)
+    assert.equal("test@1", d.policy_version)
+    assert.equal(e:snapshot().hash, d.registry_hash)
+    assert.equal(toolgate.hash('{"n":1}'), d.args_digest)
+    assert.equal("toolu_9", d.id)
+  end)
+
+  it("rejects what cannot be decoded before any stage runs", function()
+    local e = engine()
+    local d = e:check('{"name":"read_log","arguments":{"n":1,"n":2}}')
+    assert.equal("reject", d.verdict)
+    assert.equal("decode", d.stage)
+    assert.equal("DUPLICATE_KEY", d.code)
+    assert.equal("BAD_CALL", e:check('{"nothing":1}').code)
+  end)
+end)
+
+describe("the causal gate (H4)", function()
+  local e = engine({ stages = { "rung", "gate" } })
+
+  it("refuses a call whose required scope is not granted", function()
+    local d = e:check(call("read_log"), { scopes = {}, max_risk = "critical" })
+    assert.equal("H4", d.code)
+    assert.equal("gate", d.stage)
+    assert.matches('scope "logs:read"', d.message, 1, true)
+  end)
+
+  it("refuses a risk above the context's maximum", function()
+    local d = e:check(call("restart", { service = "web" }), { scopes = { "ops:write" }, max_risk = "medium" })
+    assert.equal("H4", d.code)
+    assert.matches('risk "high" is above the allowed "medium"', d.message, 1, true)
+    assert.equal("accept", e:check(call("restart", { service = "web" }),
+      { scopes = { "ops:write" }, max_risk = "high" }).verdict)
+  end)
+
+  it("counts a missing or unknown risk as the highest, a missing max_risk as the lowest", function()
+    assert.equal("H4", e:check(call("mystery"), { max_risk = "high" }).code)
+    assert.equal("accept", e:check(call("mystery"), { max_risk = "critical" }).verdict)
+    assert.equal("H4", e:check(call("odd_risk"), { max_risk = "high" }).code)
+    local d = e:check(call("read_log"), { scopes = { "logs:read" } })
+    assert.equal("H4", d.code)
+    assert.matches("no max_risk given", d.message, 1, true)
+  end)
+
+  it("takes the policy's own admissibility function", function()
+    local custom = engine({ stages = { "rung", "gate" }, gate = {
+      admissible = function(contract, ctx)
+        if ctx.on_call then return true end
+        if contract.risk == "high" then return "defer", "needs the on-call engineer" end
+        return false, "off hours"
+      end,
+    } })
+    assert.equal("accept", custom:check(call("restart", { service = "x" }), { on_call = true }).verdict)
+    local d = custom:check(call("restart", { service = "x" }), {})
+    assert.equal("defer", d.verdict)
+    assert.equal("H4", d.code)
+    assert.equal("needs the on-call engineer", d.message)
+    d = custom:check(call("read_log"), {})
+    assert.equal("reject", d.verdict)
+    assert.equal("off hours", d.message)
+  end)
+end)
+
+describe("failing closed", function()
+  it("turns a policy function's error into POLICY_ERROR, never an accept", function()
+    local e = engine({ stages = { "rung", "gate" }, gate = { admissible = function() error("boom") end } })
+    local d = e:check(call("read_log"), { scopes = { "logs:read" }, max_risk = "critical" })
+    assert.equal("reject", d.verdict)
+    assert.equal("POLICY_ERROR", d.code)
+    assert.matches("boom", d.message)
+    local soft = engine({ stages = { "rung", "gate" }, on_error = "defer",
+      gate = { admissible = function() error("boom") end } })
+    assert.equal("defer", soft:check(call("read_log"), {}).verdict)
+  end)
+
+  it("stops a custom stage that loops forever", function()
+    local e = engine({ budget = 100000, stages = { "rung",
+      { name = "spin", run = function() while true do end end } } })
+    local d = e:check(call("read_log"))
+    assert.equal("reject", d.verdict)
+    assert.equal("POLICY_ERROR", d.code)
+    assert.matches("instruction budget of 100000 exceeded", d.message, 1, true)
+  end)
+
+  it("fails closed when a policy file's function reaches for os.execute or io.open", function()
+    local path = h.tmpname(".lua")
+    h.write_file(path, [[return { name = "evil", version = "1", stages = { "rung",
+      { name = "escape", run = function() os.execute("touch /tmp/toolgate-pwned") return true end },
+      { name = "read", run = function() return io.open("/etc/passwd") end } } }]])
+    local e = assert(toolgate.new({ policy = path, registry = { DATA .. "contracts.json" } }))
+    os.remove(path)
+    local d = e:check(call("read_log"))
+    assert.equal("reject", d.verdict)
+    assert.equal("POLICY_ERROR", d.code)
+    assert.equal("escape", d.stage)
+    assert.is_nil(io.open("/tmp/toolgate-pwned"))
+  end)
+
+  it("treats a custom stage's odd return value as an error", function()
+    local e = engine({ stages = { "rung", { name = "odd", run = function() return 42 end } } })
+    assert.equal("POLICY_ERROR", e:check(call("read_log")).code)
+    e = engine({ stages = { "rung", { name = "odd", run = function() return { verdict = "maybe" } end } } })
+    assert.equal("POLICY_ERROR", e:check(call("read_log")).code)
+  end)
+end)
+
+describe("custom stages", function()
+  it("see the call's arguments and, when they read it, the contract", function()
+    local seen
+    local e = engine({ stages = { "rung", { name = "look", reads_contract = true, code = "LOOKED",
+      run = function(c, tool, ctx)
+        seen = { c.arguments.service, tool.contract.risk, ctx.who }
+        return false, "no restarts today"
+      end } } })
+    local d = e:check(call("restart", { service = "db" }), { who = "ada" })
+    assert.same({ "db", "high", "ada" }, seen)
+    assert.equal("LOOKED", d.code)
+    assert.equal("no restarts today", d.message)
+  end)
+
+  it("defer and go on when on_defer is continue; a later reject still wins", function()
+    local function defer() return { verdict = "defer", code = "LATER", message = "ask" } end
+    local e = engine({ stages = { "rung", { name = "soft", on_defer = "continue", run = defer }, "gate" } })
+    local d = e:check(call("read_log"), { scopes = { "logs:read" }, max_risk = "low" })
+    assert.equal("defer", d.verdict)
+    assert.equal("LATER", d.code)
+    assert.same({ "rung", "soft", "gate" }, { d.stages[1], d.stages[2], d.stages[3] })
+    d = e:check(call("read_log"), { scopes = {}, max_risk = "low" })
+    assert.equal("reject", d.verdict)
+    assert.equal("H4", d.code)
+  end)
+end)
+
+describe("defers", function()
+  it("are bound to the exact call, policy, registry and epoch", function()
+    local e = engine({ stages = { "rung", "gate" }, gate = { admissible = function() return "defer", "ask" end } })
+    local d = e:check(call("read_log", { n = 5 }), { epoch = "e7" })
+    assert.equal("defer", d.verdict)
+    assert.same({
+      server = "ops", tool = "read_log", args_digest = toolgate.hash('{"n":5}'),
+      policy_version = "test@1", registry_hash = e:snapshot().hash, epoch = "e7",
+    }, d.binding)
+    assert.is_nil(d.requires_approval)
+    local other = e:check(call("read_log", { n = 6 }), { epoch = "e7" })
+    assert.not_equal(d.binding.args_digest, other.binding.args_digest)
+  end)
+
+  it("need approval under the strict policy", function()
+    local e = assert(toolgate.new({ policy = h.root .. "/policies/strict.lua",
+      registry = { DATA .. "contracts.json" } }))
+    local d = e:check(call("restart", { service = "web" }), { scopes = { "ops:write" }, max_risk = "critical" })
+    assert.equal("accept", d.verdict) -- no defer here: the call is within bounds
+    local ok_e = assert(toolgate.new({ policy = policy({ stages = { "rung", "gate" }, defer = { requires_approval = true },
+      gate = { admissible = function() return "defer" end } }), registry = { DATA .. "contracts.json" } }))
+    assert.is_true(ok_e:check(call("read_log")).requires_approval)
+  end)
+end)
+
+describe("the contract verifier", function()
+  it("checks a native tool's result against its output schema", function()
+    local e = engine()
+    assert.equal("accept", e:verify(call("read_log", { n = 1 }), { lines = { "a", "b" } }).verdict)
+    local d = e:verify(call("read_log", { n = 1 }), '{"lines":[1]}')
+    assert.equal("reject", d.verdict)
+    assert.equal("CONTRACT_OUTPUT", d.code)
+    assert.equal("/lines/0", d.path)
+    assert.equal("verifier", d.stage)
+  end)
+
+  it("checks declared effects against the effects observed", function()
+    local e = engine()
+    assert.equal("accept", e:verify(call("restart", { service = "x" }), {}, { observed_effects = { "restart" } }).verdict)
+    local d = e:verify(call("restart", { service = "x" }), {}, { observed_effects = { "restart", "delete" } })
+    assert.equal("CONTRACT_EFFECTS", d.code)
+    assert.matches('"delete"', d.message, 1, true)
+  end)
+
+  it("checks an MCP tool's structuredContent, and defers a tool error", function()
+    local e = assert(toolgate.new({ policy = policy({ verifier = { on_mismatch = "defer" } }),
+      registry = { REG .. "mcp-filesystem.json" } }))
+    local c = { server = "filesystem", name = "list_allowed_directories", arguments = {} }
+    local good = { content = { { type = "text", text = "/srv" } }, structuredContent = { content = "/srv" } }
+    assert.equal("accept", e:verify(c, good).verdict)
+    local d = e:verify(c, { content = {}, structuredContent = { content = 7 } })
+    assert.equal("defer", d.verdict) -- on_mismatch = "defer"
+    assert.equal("CONTRACT_OUTPUT", d.code)
+    assert.equal("CONTRACT_OUTPUT", e:verify(c, { content = {} }).code)
+    assert.equal("TOOL_ERROR", e:verify(c, { content = {}, isError = true }).code)
+  end)
+
+  it("does not verify a call the rung refuses", function()
+    local e = engine()
+    local d = e:verify(call("read_log", { n = "x" }), { lines = {} })
+    assert.equal("reject", d.verdict)
+    assert.equal("H3", d.code)
+    assert.equal("rung", d.stage)
+  end)
+
+  it("refuses unverifiable tools when the policy requires a contract", function()
+    local e = engine({ verifier = { require_contract = true } })
+    local d = e:check(call("mystery"), { max_risk = "critical" })
+    assert.equal("UNVERIFIABLE", d.code)
+    assert.equal("accept", e:check(call("read_log"), { scopes = { "logs:read" }, max_risk = "low" }).verdict)
+  end)
+end)
+
+describe("hot reload", function()
+  local function policy_file(version, extra)
+    local path = h.tmpname(".lua")
+    h.write_file(path, string.format([[return { name = "live", version = %q, stages = { "rung" %s } }]],
+      version, extra or ""))
+    return path
+  end
+
+  it("swaps in a new policy and registry, and keeps the old ones when the new fail to load", function()
+    local path = policy_file("1")
+    local reg = h.tmpname(".json")
+    h.write_file(reg, h.read_file(DATA .. "contracts.json"))
+    local e = assert(toolgate.new({ policy = path, registry = { reg } }))
+    local v1, hash1 = e:check(call("read_log")).policy_version, e:snapshot().hash
+    assert.matches("^live@1%+", v1)
+
+    h.write_file(path, "return { name = 'live', version = '2', stages = { 'gate', 'rung' } }")
+    local ok, err, code = e:reload()
+    assert.is_nil(ok)
+    assert.equal("POLICY_ORDER", code)
+    assert.is_string(err)
+    assert.equal(v1, e:check(call("read_log")).policy_version) -- the old one stays in force
+
+    h.write_file(path, "return { name = 'live', version = '2', stages = { 'rung' } }")
+    h.write_file(reg, '{"toolgate":1,"tools":[{"name":"x","input_schema":{"if":{}}}]}')
+    ok, err, code = e:reload()
+    assert.is_nil(ok)
+    assert.equal("UNSUPPORTED_KEYWORD", code)
+    assert.equal(hash1, e:snapshot().hash)
+
+    h.write_file(reg, (h.read_file(DATA .. "contracts.json"):gsub('"read_log"', '"read_logs"')))
+    assert.is_true((e:reload()))
+    local d = e:check(call("read_log"))
+    assert.equal("H1", d.code)
+    assert.matches("^live@2%+", d.policy_version)
+    assert.not_equal(hash1, d.registry_hash)
+    os.remove(path)
+    os.remove(reg)
+  end)
+
+  it("never mixes two snapshots in one decision, whatever reloads while it runs", function()
+    local path = policy_file("1")
+    local reg = h.tmpname(".json")
+    h.write_file(reg, h.read_file(DATA .. "contracts.json"))
+    local seen, pausing = {}, true
+    local e = assert(toolgate.new({ policy = path, registry = { reg },
+      observe = function(stage, state)
+        if not pausing then return end
+        seen[#seen + 1] = state.snap
+        coroutine.yield(stage)
+      end }))
+    -- a stream of decisions, each paused at its stage boundaries, with a
+    -- reload between every two steps
+    local running, decisions, version = {}, {}, 1
+    for i = 1, 6 do
+      running[i] = coroutine.create(function() return e:check(call("read_log")) end)
+    end
+    local active = #running
+    while active > 0 do
+      active = 0
+      for i, co in ipairs(running) do
+        if coroutine.status(co) == "suspended" then
+          local ok, out = coroutine.resume(co)
+          assert.is_true(ok, tostring(out))
+          if coroutine.status(co) == "dead" then decisions[i] = out else active = active + 1 end
+        end
+      end
+      version = version + 1
+      h.write_file(path, string.format("return { name = 'live', version = '%d', stages = { 'rung' } }", version))
+      assert.is_true((e:reload()))
+    end
+    pausing = false
+    assert.equal(6, #decisions)
+    for _, d in ipairs(decisions) do
+      assert.equal("accept", d.verdict)
+      -- one snapshot per decision: the one current when it started
+      assert.matches("^live@1%+", d.policy_version)
+    end
+    for _, snap in ipairs(seen) do assert.matches("^live@1%+", snap.version) end
+    assert.matches("^live@" .. version .. "%+", e:check(call("read_log")).policy_version)
+    os.remove(path)
+    os.remove(reg)
+  end)
+end)
+
+describe("every shipped policy decides", function()
+  local regs = { REG .. "mcp-filesystem.json", REG .. "mcp-memory.json" }
+  local read = { server = "filesystem", name = "read_text_file", arguments = { path = "/srv/a" } }
+  local write = { server = "filesystem", name = "write_file", arguments = { path = "/srv/a", content = "x" } }
+  local ctx = { scopes = { "filesystem:read", "filesystem:write" }, max_risk = "medium" }
+
+  it("default: no contracts in MCP lists, so every tool counts as the highest risk", function()
+    local e = assert(toolgate.new({ policy = h.root .. "/policies/default.lua", registry = regs }))
+    assert.equal("H4", e:check(read, ctx).code)
+    assert.equal("accept", e:check(read, { max_risk = "critical" }).verdict)
+  end)
+
+  it("mcp: read-only tools are low risk, writes are refused at medium", function()
+    local e = assert(toolgate.new({ policy = h.root .. "/policies/mcp.lua", registry = regs }))
+    assert.equal("accept", e:check(read, ctx).verdict)
+    local d = e:check(write, ctx)
+    assert.equal("H4", d.code) -- write_file is destructive by MCP's defaults: high
+    assert.equal("H4", e:check(read, { max_risk = "medium" }).code) -- scope filesystem:read not granted
+    local t = e:snapshot().registry.by_key["filesystem\0read_text_file"]
+    assert.equal("low", t.contract.risk)
+    assert.same({ "filesystem:read" }, t.contract.scopes)
+  end)
+
+  it("strict: a registry with a collision does not load", function()
+    local e, err, code = toolgate.new({ policy = h.root .. "/policies/strict.lua",
+      registry = { "web=" .. DATA .. "openai.json", DATA .. "anthropic.json" } })
+    assert.is_nil(e)
+    assert.equal("REGISTRY_COLLISION", code)
+    assert.is_string(err)
+  end)
+
+  it("example: its custom stage refuses dotfiles", function()
+    local e = assert(toolgate.new({ policy = h.root .. "/policies/example.lua" }))
+    local d = e:check({ server = "filesystem", name = "read_text_file", arguments = { path = "/home/a/.ssh" } },
+      { scopes = { "filesystem:read" }, max_risk = "medium" })
+    assert.equal("DOTFILE", d.code)
+    assert.equal("accept", e:check(read, { scopes = { "filesystem:read" }, max_risk = "medium" }).verdict)
+  end)
+end)

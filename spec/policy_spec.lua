@@ -1,0 +1,170 @@
+-- toolgate.policy and toolgate.sandbox: loading, checking and confining
+-- policy files; every shipped policy loads.
+local policy = require "toolgate.policy"
+local sandbox = require "toolgate.sandbox"
+local h = require "helpers"
+
+local function write_policy(body)
+  local path = h.tmpname(".lua")
+  h.write_file(path, body)
+  return path
+end
+
+local function load_text(body)
+  local path = write_policy(body)
+  local p, err, code = policy.load(path)
+  os.remove(path)
+  return p, err, code
+end
+
+describe("policies", function()
+  it("loads every shipped policy", function()
+    for _, name in ipairs({ "default", "strict", "mcp", "example" }) do
+      local p, err = policy.load(h.root .. "/policies/" .. name .. ".lua", require("toolgate.core").hash_bytes)
+      assert.is_table(p, err)
+      assert.equal(name, p.name)
+      assert.matches("^" .. name .. "@1%+%x+$", p.version)
+      assert.equal("rung", p.stages[1].name)
+    end
+  end)
+
+  it("refuses a contract-reading stage before the rung, and says why", function()
+    for _, stages in ipairs({ '{ "gate", "rung" }', '{ "verifier", "rung", "gate" }', '{ "consistency", "rung" }',
+      '{ { name = "peek", reads_contract = true, run = function() end }, "rung" }' }) do
+      local p, err, code = load_text("return { name = 'x', version = '1', stages = " .. stages .. " }")
+      assert.is_nil(p, stages)
+      assert.equal("POLICY_ORDER", code)
+      assert.matches("fabricated tool has no contract", err, 1, true)
+      assert.matches("before \"rung\"", err, 1, true)
+    end
+  end)
+
+  it("refuses a pipeline without the rung", function()
+    local p, err, code = load_text("return { name = 'x', version = '1', stages = { 'gate', 'verifier' } }")
+    assert.is_nil(p)
+    assert.equal("POLICY_ORDER", code)
+    -- the first stage met reads the contract; either way the load fails
+    assert.matches("rung", err)
+    p, err, code = load_text([[return { name = 'x', version = '1',
+      stages = { { name = "log", run = function() end } } }]])
+    assert.is_nil(p)
+    assert.equal("POLICY_ORDER", code)
+    assert.matches("has no \"rung\"", err, 1, true)
+  end)
+
+  it("allows a stage that does not read the contract before the rung", function()
+    local p = assert(load_text([[return { name = 'x', version = '1',
+      stages = { { name = "size_cap", run = function() return true end }, "rung", "gate" } }]]))
+    assert.equal("size_cap", p.stages[1].name)
+    assert.is_false(p.stages[1].reads_contract)
+  end)
+
+  it("names what is wrong in a malformed policy", function()
+    local cases = {
+      { "return 42", "must return a table" },
+      { "return { version = '1' }", "name/version" },
+      { "return { name = 'x', version = '1', stagse = {} }", "stagse: unknown field" },
+      { "return { name = 'x', version = 1 }", "version: must be a string" },
+      { "return { name = 'x', version = '1', stages = { 'rung', 'audit' } }", 'unknown stage "audit"' },
+      { "return { name = 'x', version = '1', stages = { 'rung', 'rung' } }", "appears twice" },
+      { "return { name = 'x', version = '1', on_error = 'accept' }", "on_error" },
+      { "return { name = 'x', version = '1', gate = { max = 3 } }", "gate.max: unknown setting" },
+      { "return { name = 'x', version = '1', gate = { admissible = 'yes' } }", "gate.admissible: must be a function" },
+      { "return { name = 'x', version = '1', consistency = { arg_accept = 2 } }", "between 0 and 1" },
+      { "return { name = 'x', version = '1', stages = { 'rung', { name = 'c' } } }", "needs a run function" },
+      { "return { name = 'x', version = '1', budget = 10 }", "budget" },
+    }
+    for _, c in ipairs(cases) do
+      local p, err, code = load_text(c[1])
+      assert.is_nil(p, c[1])
+      assert.equal("POLICY_INVALID", code, c[1] .. " -> " .. tostring(err))
+      assert.matches(c[2], err, 1, true)
+    end
+    local p, err, code = policy.load("/nonexistent/policy.lua")
+    assert.is_nil(p)
+    assert.equal("POLICY_LOAD", code)
+    assert.matches("cannot read policy", err)
+    p, err, code = load_text("return {")
+    assert.is_nil(p)
+    assert.equal("POLICY_LOAD", code)
+  end)
+
+  it("warns when its consistency settings make a reject unreachable at min_samples", function()
+    local p = assert(load_text("return { name = 'x', version = '1', stages = { 'rung', 'consistency' } }"))
+    assert.equal(1, #p.warnings)
+    assert.matches("cannot happen", p.warnings[1])
+    p = assert(load_text([[return { name = 'x', version = '1', stages = { 'rung', 'consistency' },
+      consistency = { min_samples = 6 } }]]))
+    assert.equal(0, #p.warnings)
+  end)
+end)
+
+describe("the policy sandbox", function()
+  it("has no io, os (but time and clock), debug, load, dofile or require", function()
+    for _, body in ipairs({
+      "return io.open('/etc/passwd')", "return os.execute('true')", "return debug.getinfo(1)",
+      "return load('return 1')", "return dofile('/etc/passwd')", "return require('os')",
+      "return loadstring('return 1')", "return string.dump(function() end)",
+      "return getmetatable('').__index.rep", "return collectgarbage()",
+    }) do
+      local r, err = sandbox.load(body, "=test")
+      assert.is_nil(r, body)
+      assert.is_string(err)
+    end
+    assert.is_number(sandbox.load("return os.time() + os.clock()", "=test"))
+    assert.equal(3, sandbox.load("local t = {1, 2, 3}; table.sort(t); return #t", "=test"))
+  end)
+
+  it("says which global is unknown, and refuses new globals", function()
+    local r, err = sandbox.load("return io", "=test")
+    assert.is_nil(r)
+    assert.matches("unknown global 'io'", err, 1, true)
+    r, err = sandbox.load("x = 1 return x", "=test")
+    assert.is_nil(r)
+    assert.matches("may not set the global 'x'", err, 1, true)
+  end)
+
+  it("refuses __gc finalizers and huge string.rep", function()
+    assert.is_nil(sandbox.load("return setmetatable({}, { __gc = function() end })", "=test"))
+    local r, err = sandbox.load("return string.rep('x', 1e9)", "=test")
+    assert.is_nil(r)
+    assert.matches("over the policy limit", err)
+  end)
+
+  it("stops a policy chunk that loops forever", function()
+    local r, err = sandbox.load("while true do end", "=test", 100000)
+    assert.is_nil(r)
+    assert.matches("instruction budget of 100000 exceeded", err, 1, true)
+  end)
+
+  it("stops a policy function that loops forever, even inside its own pcall", function()
+    local fns = assert(sandbox.load([[
+      return {
+        spin = function() local n = 0 while true do n = n + 1 end end,
+        hidden = function() while true do pcall(function() while true do end end) end end,
+        deep = function() local function f(n) return f(n + 1) + 1 end return f(1) end,
+      }]], "=test"))
+    for name, fn in pairs(fns) do
+      local ok, err = sandbox.call(200000, fn)
+      assert.is_false(ok, name)
+      assert.is_string(err)
+    end
+    local ok, err = sandbox.call(200000, fns.spin)
+    assert.is_false(ok)
+    assert.matches("budget", err)
+    ok, err = sandbox.call(200000, fns.hidden)
+    assert.is_false(ok)
+    assert.matches("budget", err)
+  end)
+
+  it("leaves the host's own hook as it was", function()
+    local calls = 0
+    local hook = function() calls = calls + 1 end
+    debug.sethook(hook, "", 1000)
+    local fn = assert(sandbox.load("return function() return 1 end", "=test"))
+    assert.is_true((sandbox.call(100000, fn)))
+    local now = debug.gethook()
+    debug.sethook()
+    assert.equal(hook, now)
+  end)
+end)
