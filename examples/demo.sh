@@ -17,19 +17,25 @@ $tg canon --lines --hash examples/documents/calls.jsonl
 echo "(exit status $? : 1 means some line was refused, as line 3 must be)"
 
 echo
-echo "== the Resolution Rung: calls in four formats against three recorded MCP servers"
+summarize='local cjson = require "cjson"
+  for line in io.lines() do
+    local d = cjson.decode(line)
+    print(string.format("line %-2d %-6s %-13s %-38s %s", d.line, d.verdict, d.code or "",
+      (d.server or "?") .. "/" .. (d.tool or "?"), d.path or (d.code == "H4" and d.message) or ""))
+  end'
+regs="--registry examples/registries/mcp-filesystem.json --registry examples/registries/mcp-everything.json
+  --registry examples/registries/mcp-memory.json"
+
+echo "== the Resolution Rung alone: calls in four formats against three recorded MCP servers"
 echo "   (examples/calls/mcp-calls.jsonl; one decision per line)"
-$tg check \
-  --registry examples/registries/mcp-filesystem.json \
-  --registry examples/registries/mcp-everything.json \
-  --registry examples/registries/mcp-memory.json \
-  examples/calls/mcp-calls.jsonl |
-  $LUA -e 'local cjson = require "cjson"
-    for line in io.lines() do
-      local d = cjson.decode(line)
-      print(string.format("line %-2d %-6s %-13s %-28s %s", d.line, d.verdict, d.code or "",
-        (d.server or "?") .. "/" .. (d.tool or "?"), d.path or ""))
-    end'
+$tg check --policy spec/data/policies/rung-only.lua $regs examples/calls/mcp-calls.jsonl | $LUA -e "$summarize"
+
+echo
+echo "== the whole pipeline (rung -> gate -> verifier) with policies/mcp.lua: contracts from MCP"
+echo "   annotations; scopes and max_risk (medium) from examples/calls/context.json; line 6 carries"
+echo "   its own context, allowing high risk"
+$tg check --policy mcp --context examples/calls/context.json $regs examples/calls/pipeline-calls.jsonl |
+  $LUA -e "$summarize"
 
 echo
 echo "== registry lint on registries that disagree (examples/registries are clean; these are not)"
