@@ -65,6 +65,7 @@ build = {
         "core/tg_rung.c",
         "core/tg_schema_compile.c",
         "core/tg_schema_validate.c",
+        "core/tg_strtod.c",
       },
       incdirs = { "core", "$(XXHASH_INCDIR)", "$(PCRE2_INCDIR)" },
       libdirs = { "$(PCRE2_LIBDIR)" },

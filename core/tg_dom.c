@@ -195,6 +195,8 @@ static const char *copy_bytes(tg_arena *a, const char *s, size_t n)
 int tg_value_copy(tg_arena *a, tg_value_t *dst, const tg_value_t *src)
 {
     *dst = *src;
+    /* the copied bytes have no quotes and no padding around them */
+    dst->flags = 0;
     if (src->key && !(dst->key = copy_bytes(a, src->key, src->key_len)))
         return TG_E_NOMEM;
     switch (src->type) {

@@ -160,6 +160,7 @@ tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
     e->children = 0;
     e->freed = 0;
     e->regex = NULL;
+    e->spare = NULL;
     e->limits = lim;
     e->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     if (e->c_locale == (locale_t)0) {
@@ -173,6 +174,7 @@ tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
 static void engine_destroy(tg_engine_t *e)
 {
     tg_regex_cache_free(e);
+    tg_arena_spare_free(e);
     freelocale(e->c_locale);
     e->alloc(e->alloc_ud, e, sizeof *e, 0);
 }

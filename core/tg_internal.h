@@ -26,6 +26,7 @@ struct tg_engine_t {
     size_t children;   /* live documents, schemas and registries made by it */
     int freed;         /* tg_engine_free was called while children lived */
     struct tg_regex_cache *regex; /* PCRE2 contexts, made on first use (tg_regex.c) */
+    struct tg_arena_block *spare; /* a freed arena block kept for reuse (tg_arena.c) */
 };
 
 /* A DOM node.  Containers hold their children in one contiguous arena block
@@ -37,6 +38,7 @@ struct tg_value_t {
     uint32_t offset;  /* byte offset in the input (of the key, for members) */
     uint32_t len;     /* string bytes, number text bytes or child count */
     uint8_t type;     /* enum tg_type */
+    uint8_t flags;    /* TG_F_* */
     union {
         const char *str;   /* TG_STRING: decoded bytes */
         const char *text;  /* TG_NUMBER: source text */
@@ -45,17 +47,54 @@ struct tg_value_t {
     double num;       /* TG_NUMBER */
 };
 
+/* The parser's copy of its input is followed by this many NUL bytes: they
+ * stop its byte loops without bound checks, and let its block-wise scans
+ * and the canonical writer's block copies read past a value's last byte. */
+#define TG_INPUT_PAD 64
+
+/* tg_value_t.flags: facts the parser learns for free that let the canonical
+ * writer copy bytes instead of working them out again.  The bytes of a
+ * node with one of these lie in a parser's input copy (so TG_INPUT_PAD
+ * bytes past them are readable), and the writer copies them in blocks.
+ * Whoever makes a node any other way leaves them 0 (tg_value_copy clears
+ * them). */
+#define TG_F_RAW_STR 1 /* string: p.str[-1] and p.str[len] are '"' and no byte
+                        * needs an escape, so the len + 2 bytes from p.str - 1
+                        * are its canonical form */
+#define TG_F_RAW_KEY 2 /* the same for the member's key */
+#define TG_F_RAW_NUM 4 /* number: its source text is its canonical form */
+
 /* Arena: a chain of blocks, bump allocation, everything freed at once. */
 typedef struct tg_arena_block tg_arena_block;
 typedef struct tg_arena {
     tg_engine_t *engine;
     tg_arena_block *head;
-    size_t block_size; /* size of the next block to allocate */
+    char *next, *limit; /* the free part of the head block */
+    size_t block_size;  /* size of the next block to allocate */
 } tg_arena;
 
 void tg_arena_init(tg_arena *a, tg_engine_t *e, size_t first_block);
-void *tg_arena_alloc(tg_arena *a, size_t size); /* 8-byte aligned, NULL on OOM */
+/* The out-of-line part of tg_arena_alloc: a new block. */
+void *tg_arena_alloc_block(tg_arena *a, size_t size);
+
+/* 8-byte aligned, NULL on OOM.  Inline: most calls only bump a pointer. */
+static inline void *tg_arena_alloc(tg_arena *a, size_t size)
+{
+    size = (size + 7) & ~(size_t)7;
+    if (size < 8)
+        size = 8;
+    if (a->next && size <= (size_t)(a->limit - a->next)) {
+        void *p = a->next;
+        a->next += size;
+        return p;
+    }
+    return tg_arena_alloc_block(a, size);
+}
+/* Frees every block, except that the engine keeps one (small) block for
+ * the next arena. */
 void tg_arena_free(tg_arena *a);
+/* Gives the engine's kept block back to the allocator (engine teardown). */
+void tg_arena_spare_free(tg_engine_t *e);
 
 struct tg_doc_t {
     tg_arena arena;
@@ -94,18 +133,52 @@ static inline int tg_buf_put(tg_buf_t *b, const void *data, size_t n, tg_error_t
     return TG_OK;
 }
 
+/* The 128-bit product of a and b as two halves (the number conversions). */
+static inline void tg_mul64(uint64_t a, uint64_t b, uint64_t *hi, uint64_t *lo)
+{
+#if defined(__SIZEOF_INT128__)
+    __extension__ typedef unsigned __int128 tg_u128;
+    tg_u128 p = (tg_u128)a * b;
+    *hi = (uint64_t)(p >> 64);
+    *lo = (uint64_t)p;
+#else
+    uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+    uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+    *hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+    *lo = (mid << 32) | (uint32_t)p00;
+#endif
+}
+
 /* Writes ECMAScript's layout of 0.digits x 10^n (nd digits, no leading or
  * trailing zeros) into out (TG_NUMBER_BUF bytes); returns the length. */
 size_t tg_number_layout(char *out, int negative, const char *digits, int nd, int n);
 
-/* Decimal text -> nearest double, locale-independent.  text must be a valid
- * RFC 8259 number (the parser checked it).  Returns TG_OK or
- * TG_E_NUMBER_RANGE when the magnitude overflows a double. */
-int tg_number_parse(tg_engine_t *e, const char *text, size_t len, double *out);
+/* A number literal as the parser reads it: the value is
+ * (negative ? -1 : 1) x w x 10^exp10, where w holds the first 19 significant
+ * digits; truncated says that nonzero digits followed them (the value then
+ * lies strictly between w and w + 1 times 10^exp10). */
+typedef struct tg_number_parts {
+    uint64_t w;
+    int64_t exp10;
+    int negative;
+    int truncated;
+} tg_number_parts;
 
-/* Sorts n sibling nodes by key in RFC 8785 order (stable merge sort using
- * tmp, which must hold n nodes). */
-void tg_sort_members(tg_value_t *items, size_t n, tg_value_t *tmp);
+/* The nearest double to the number (ties to even), locale-independent
+ * (tg_strtod.c).  text/len is the literal parts was read from: a valid
+ * RFC 8259 number inside the parser's NUL-padded input copy.  Returns TG_OK
+ * or TG_E_NUMBER_RANGE when the magnitude overflows a double. */
+int tg_number_parse(tg_engine_t *e, const char *text, size_t len,
+                    const tg_number_parts *parts, double *out);
+
+/* Writes the n sibling nodes at src to dst sorted by key in RFC 8785 order
+ * (stable).  Above TG_SORT_SMALL nodes src is sorted in place first, with
+ * tmp (room for n nodes) as the merge buffer; up to it tmp is not used.
+ * Every key must be readable for 8 bytes from its start, however short (the
+ * parser's keys are: they lie in its NUL-padded input copy). */
+#define TG_SORT_SMALL 16
+void tg_sort_members(tg_value_t *src, size_t n, tg_value_t *tmp, tg_value_t *dst);
 
 /* Appends s (len bytes of UTF-8) as an RFC 8785 JSON string. */
 int tg_canon_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err);

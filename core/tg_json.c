@@ -7,52 +7,81 @@
  * well-formed UTF-8 and \u escapes must pair surrogates correctly; an object
  * must not name a key twice (RFC 8785 requires all of this of its input).
  *
- * The input is copied once into the document's arena; strings are decoded
- * in place in that copy (a decoded string is never longer than its escaped
- * form), so a string costs no allocation of its own.  Children of a
- * container are collected on a scratch stack and moved into one contiguous
- * arena block when the container closes; objects are then sorted into
- * RFC 8785 order, which also puts duplicate keys side by side.
+ * The input is copied once into the document's arena, followed by
+ * TG_INPUT_PAD NUL bytes: a NUL stops every byte loop here without a bound
+ * check, and the padding lets strings be scanned 16 bytes and numbers 8
+ * digits at a time.  Strings are decoded in place in that copy (a decoded
+ * string is never longer than its escaped form), so a string costs no
+ * allocation of its own.  Numbers are split into digits and exponent in
+ * the same pass that checks them (tg_strtod.c makes the double).  Along
+ * the way the parser notes which strings, keys and numbers are already in
+ * canonical form (TG_F_RAW_*), so that the writer can copy them.
+ *
+ * Children of a container are parsed straight into slots of a scratch
+ * stack and moved into one contiguous arena block when the container
+ * closes; objects are then sorted into RFC 8785 order, which also puts
+ * duplicate keys side by side.  The read position travels in a register
+ * (every parse function takes and returns it).
  *
  * Recursion depth is bounded by max_depth (at most TG_LIMIT_MAX_DEPTH).
  */
 #include "tg_internal.h"
 
 #include <string.h>
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+#endif
+
+/* Where inlining matters to the hot path, say so (GCC and Clang). */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline)) inline
+#define NOINLINE __attribute__((noinline))
+#else
+#define ALWAYS_INLINE inline
+#define NOINLINE
+#endif
 
 #define LOCAL_STACK 64 /* children held before the scratch stack goes to the heap */
-#define SCAN_PAD 8     /* NUL bytes after the input copy */
 
+/* The parse functions take the read position p and return the position
+ * after what they read, or NULL once they failed (then rc and *err say
+ * why), so that p lives in a register rather than in this struct. */
 typedef struct parser {
     tg_engine_t *e;
     const tg_limits_t *lim;
-    char *base;      /* arena copy of the input, NUL-terminated */
-    char *p;         /* read position */
+    char *base;      /* arena copy of the input, NUL-padded */
     char *end;       /* one past the last input byte */
     tg_arena *arena;
     tg_value_t *stack; /* children of the open containers */
     size_t stack_len, stack_cap;
     int stack_heap;    /* stack was allocated with the engine's allocator */
     size_t depth;
+    int rc;            /* the error code, once a parse function returned NULL */
     tg_error_t *err;
 } parser;
 
-static int fail_at(parser *P, const char *at, int code, const char *msg)
+/* Records an error at `at`; returns NULL for the caller to pass up. */
+static char *fail_at(parser *P, const char *at, int code, const char *msg)
 {
-    return tg_fail(P->err, code, (size_t)(at - P->base), "%s", msg);
+    P->rc = tg_fail(P->err, code, (size_t)(at - P->base), "%s", msg);
+    return NULL;
 }
 
-static void skip_ws(parser *P)
+/* The NUL after the input stops this (and every other byte loop here)
+ * without a bound check. */
+static inline char *skip_ws(char *p)
 {
-    char *p = P->p;
-    while (p < P->end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+    if ((unsigned char)*p > ' ') /* compact JSON: nothing to skip */
+        return p;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
         p++;
-    P->p = p;
+    return p;
 }
 
 /* ---- scratch stack ----------------------------------------------------- */
 
-static int stack_reserve(parser *P, size_t extra)
+/* Room for extra more nodes; TG_OK, or TG_E_NOMEM recorded at `at`. */
+static int stack_reserve(parser *P, const char *at, size_t extra)
 {
     size_t need, cap;
     tg_value_t *s;
@@ -62,13 +91,17 @@ static int stack_reserve(parser *P, size_t extra)
     cap = P->stack_cap * 2;
     if (cap < need)
         cap = need;
-    if (cap > SIZE_MAX / sizeof *s)
-        return fail_at(P, P->p, TG_E_NOMEM, "out of memory");
+    if (cap > SIZE_MAX / sizeof *s) {
+        fail_at(P, at, TG_E_NOMEM, "out of memory");
+        return TG_E_NOMEM;
+    }
     s = tg_mem_realloc(P->e, P->stack_heap ? P->stack : NULL,
                        P->stack_heap ? P->stack_cap * sizeof *s : 0,
                        cap * sizeof *s);
-    if (!s)
-        return fail_at(P, P->p, TG_E_NOMEM, "out of memory");
+    if (!s) {
+        fail_at(P, at, TG_E_NOMEM, "out of memory");
+        return TG_E_NOMEM;
+    }
     if (!P->stack_heap && P->stack_len)
         memcpy(s, P->stack, P->stack_len * sizeof *s);
     P->stack = s;
@@ -79,81 +112,86 @@ static int stack_reserve(parser *P, size_t extra)
 
 /* ---- strings ----------------------------------------------------------- */
 
-static int hex4(const char *p, unsigned *out)
+/* 1 + the value of each hex digit, 0 for every other byte (a table: no
+ * branch on digit or letter). */
+static const unsigned char hex_plus1[256] = {
+    ['0'] = 1,   ['1'] = 2,   ['2'] = 3,   ['3'] = 4,   ['4'] = 5,   ['5'] = 6,
+    ['6'] = 7,   ['7'] = 8,   ['8'] = 9,   ['9'] = 10,  ['a'] = 11,  ['b'] = 12,
+    ['c'] = 13,  ['d'] = 14,  ['e'] = 15,  ['f'] = 16,  ['A'] = 11,  ['B'] = 12,
+    ['C'] = 13,  ['D'] = 14,  ['E'] = 15,  ['F'] = 16,
+};
+
+/* The four hex digits at p as a code unit, or -1. */
+static inline long hex4(const char *p)
 {
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (unsigned)(c - 'A' + 10);
-        else
-            return 0;
+    long a = (long)hex_plus1[(unsigned char)p[0]] - 1, b = (long)hex_plus1[(unsigned char)p[1]] - 1;
+    long c = (long)hex_plus1[(unsigned char)p[2]] - 1, d = (long)hex_plus1[(unsigned char)p[3]] - 1;
+    if ((a | b | c | d) < 0)
+        return -1;
+    return a << 12 | b << 8 | c << 4 | d;
+}
+
+/* UTF-8 by lead byte (Unicode 15, table 3-7: no overlongs, no surrogates,
+ * nothing past U+10FFFF): the sequence length (0: not a lead byte) and the
+ * range of the second byte. */
+static const unsigned char utf8_len[256] = {
+    [0xC2] = 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,       /* C2..CF */
+    [0xD0] = 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, /* D0..DF */
+    [0xE0] = 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, /* E0..EF */
+    [0xF0] = 4, 4, 4, 4, 4,                                  /* F0..F4 */
+};
+
+/* Length of the well-formed UTF-8 sequence at p (lead byte >= 0x80), or 0.
+ * Reads up to 4 bytes (the padding makes that safe) and decides with one
+ * predictable branch, whatever the length. */
+static inline size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0], n = utf8_len[c];
+    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    unsigned ok = (n != 0) & ((size_t)(end - p) >= n) & (p[1] - lo <= hi - lo) &
+                  ((n < 3) | ((p[2] & 0xC0) == 0x80)) & ((n < 4) | ((p[3] & 0xC0) == 0x80));
+    return ok ? n : 0;
+}
+
+#if defined(__SSE2__) && defined(__GNUC__)
+/* Sixteen bytes at a time: '"', '\\', and (one signed compare) both the
+ * control characters and the non-ASCII bytes, where the scanner must look
+ * closer. */
+static inline char *skip_plain(char *r)
+{
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(' ');
+    for (;;) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)r);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                                 _mm_cmplt_epi8(x, space));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits)
+            return r + __builtin_ctz(bits);
+        r += 16;
     }
-    *out = v;
-    return 1;
 }
-
-/* Length of the well-formed UTF-8 sequence at p (lead byte >= 0x80), or 0
- * (Unicode 15, table 3-7: no overlongs, no surrogates, nothing past
- * U+10FFFF). */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0];
-    size_t n;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else
-        return 0;
-    if ((size_t)(end - p) < n)
-        return 0;
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF)
-            return 0;
-    return n;
-}
-
+#else
 /* Eight bytes at a time: a mask with the high bit set in each byte of x
  * that is '"', '\\', a control character or non-ASCII, i.e. where the
  * string scanner must look closer.  (The classic has-zero-byte tricks: a
  * borrow can only flag bytes above a real hit, so the lowest flag is exact.) */
-static uint64_t string_special8(uint64_t x)
+static inline uint64_t string_special8(uint64_t x)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
     return (x | ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
 }
 
-/* Advances r to the first byte the string scanner must look at, or to
- * somewhere at or past limit, whichever comes first.  The input copy is
- * NUL-padded, so reading 8 bytes at r is always allowed. */
-static inline char *skip_plain(char *r, const char *limit)
+static inline char *skip_plain(char *r)
 {
     for (;;) {
         uint64_t x, m;
         memcpy(&x, r, 8);
         m = string_special8(x);
         if (m) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
             return r + (__builtin_ctzll(m) >> 3);
 #else
             while (!(*r == '"' || *r == '\\' || (unsigned char)*r < 0x20 || (unsigned char)*r >= 0x80))
@@ -162,90 +200,113 @@ static inline char *skip_plain(char *r, const char *limit)
 #endif
         }
         r += 8;
-        if (r >= limit)
-            return r;
+    }
+}
+#endif
+/* skip_plain's contract: returns the first byte at or after r that is '"',
+ * '\\', below 0x20 or above 0x7F.  It reads whole 16- or 8-byte blocks: the
+ * input copy ends in TG_INPUT_PAD NUL bytes, which stop it like any control
+ * character, so it never reads past them.  (So an oversized string is
+ * scanned to its end, as fast as the input copy was made, before it is
+ * refused.) */
+
+static NOINLINE char *parse_string_slow(parser *P, char *start, char *r, const char **s,
+                                        uint32_t *len, int *raw);
+
+/* p is just past the opening quote.  Decodes in place; on success *s and
+ * *len describe the decoded bytes, *raw says whether the string's canonical
+ * form is its bytes between the quotes around them (TG_F_RAW_STR), and the
+ * position after the closing quote is returned.
+ *
+ * This is the common case, inlined: plain bytes and valid UTF-8 up to the
+ * closing quote, within max_string_bytes.  Anything else (an escape, an
+ * error) continues in parse_string_slow from where this stopped. */
+static ALWAYS_INLINE char *parse_string(parser *P, char *p, const char **s, uint32_t *len, int *raw)
+{
+    char *start = p, *r = p;
+    for (;;) {
+        unsigned char c;
+        r = skip_plain(r);
+        c = (unsigned char)*r;
+        if (c == '"') {
+            if ((size_t)(r - start) > P->lim->max_string_bytes)
+                break;
+            *s = start;
+            *len = (uint32_t)(r - start);
+            *raw = 1;
+            return r + 1;
+        }
+        if (c < 0x80)
+            break;
+        /* Non-ASCII text tends to come in runs: validate them here. */
+        do {
+            size_t n;
+            if ((size_t)(r - start) > P->lim->max_string_bytes ||
+                !(n = utf8_seq((const unsigned char *)r, (const unsigned char *)P->end)))
+                return parse_string_slow(P, start, r, s, len, raw);
+            r += n;
+        } while ((unsigned char)*r >= 0x80);
+    }
+    return parse_string_slow(P, start, r, s, len, raw);
+}
+
+/* Moves the n bytes at r down to w (w <= r) inside the input copy.  Once
+ * the gap is 8 bytes wide it goes in 8-byte blocks, reading past r + n
+ * (the padding allows it) and writing past w + n only onto bytes already
+ * read: short runs between escapes cost no call. */
+static inline void move_down(char *w, const char *r, size_t n)
+{
+    if (r - w >= 8) {
+        for (size_t i = 0; i < n; i += 8) {
+            uint64_t x;
+            memcpy(&x, r + i, 8);
+            memcpy(w + i, &x, 8);
+        }
+    } else if (w != r) {
+        memmove(w, r, n);
     }
 }
 
-/* P->p is just past the opening quote.  Decodes in place; on success *s and
- * *len describe the decoded bytes and P->p is past the closing quote.
- * Until the first escape nothing moves (w == r); after it, bytes are copied
- * down over the space the escapes freed. */
-static int parse_string(parser *P, const char **s, uint32_t *len)
+/* The general case from r on (nothing before r was decoded differently
+ * from its bytes).  Decoded bytes are written at w, which falls behind r
+ * from the first escape on (every escape is longer than its decoding);
+ * at the end a '"' is written after them, so quotes still surround them.
+ *
+ * Errors come in source order; before each character (a plain byte, a
+ * UTF-8 sequence, an escape, the closing quote, or the end) the decoded
+ * length so far is checked against max_string_bytes. */
+static char *parse_string_slow(parser *P, char *start, char *r, const char **s, uint32_t *len,
+                               int *raw)
 {
-    char *start = P->p, *r = P->p, *w = P->p, *end = P->end;
+    char *w = r, *end = P->end;
     const size_t max = P->lim->max_string_bytes;
+    int plain = 1; /* no decoded byte needs an escape in canonical form */
 
     for (;;) {
         unsigned char c;
-        /* Scanning never goes more than one byte past the limit: an
-         * oversized string is refused without reading the rest of it. */
-        size_t budget;
         if ((size_t)(w - start) > max)
             return fail_at(P, start - 1, TG_E_STRING_TOO_LONG,
                            "string longer than max_string_bytes");
-        budget = max + 1 - (size_t)(w - start);
-        if (budget > (size_t)(end - r))
-            budget = (size_t)(end - r) + 1;
-        /* Runs of plain ASCII are the common case. */
-        if (w == r) {
-            r = skip_plain(r, r + budget);
-            if ((size_t)(r - w) > budget)
-                r = w + budget;
-            w = r;
-        } else {
-            size_t n = (size_t)(skip_plain(r, r + budget) - r);
-            if (n > budget)
-                n = budget;
-            memmove(w, r, n);
-            w += n;
-            r += n;
-        }
-        if ((size_t)(w - start) > max)
-            return fail_at(P, start - 1, TG_E_STRING_TOO_LONG,
-                           "string longer than max_string_bytes");
-        if (r >= end)
-            return fail_at(P, r, TG_E_EOF, "unterminated string");
         c = (unsigned char)*r;
-        if (c == '"') {
-            *s = start;
-            *len = (uint32_t)(w - start);
-            P->p = r + 1;
-            return TG_OK;
-        }
-        if (c < 0x20)
-            return fail_at(P, r, TG_E_CONTROL_CHAR,
-                           "control character in string must be escaped");
-        if (c >= 0x80) {
-            size_t n = utf8_seq((const unsigned char *)r, (const unsigned char *)end);
-            if (!n)
-                return fail_at(P, r, TG_E_UTF8, "invalid UTF-8 in string");
-            if (w != r)
-                memmove(w, r, n);
-            w += n;
-            r += n;
-            continue;
-        }
-        /* backslash */
-        if (end - r < 2)
-            return fail_at(P, r, TG_E_EOF, "unterminated escape");
-        switch (r[1]) {
-        case '"': *w++ = '"'; r += 2; continue;
-        case '\\': *w++ = '\\'; r += 2; continue;
-        case '/': *w++ = '/'; r += 2; continue;
-        case 'b': *w++ = '\b'; r += 2; continue;
-        case 'f': *w++ = '\f'; r += 2; continue;
-        case 'n': *w++ = '\n'; r += 2; continue;
-        case 'r': *w++ = '\r'; r += 2; continue;
-        case 't': *w++ = '\t'; r += 2; continue;
-        case 'u': break;
-        default:
-            return fail_at(P, r, TG_E_ESCAPE, "invalid escape sequence");
-        }
-        {
-            unsigned cp, lo;
+        if (c == '\\') {
+            long cp, lo;
             char *esc = r;
-            if (end - r < 6 || !hex4(r + 2, &cp))
+            if (end - r < 2)
+                return fail_at(P, r, TG_E_EOF, "unterminated escape");
+            switch (r[1]) {
+            case '"': *w++ = '"'; r += 2; plain = 0; continue;
+            case '\\': *w++ = '\\'; r += 2; plain = 0; continue;
+            case '/': *w++ = '/'; r += 2; continue;
+            case 'b': *w++ = '\b'; r += 2; plain = 0; continue;
+            case 'f': *w++ = '\f'; r += 2; plain = 0; continue;
+            case 'n': *w++ = '\n'; r += 2; plain = 0; continue;
+            case 'r': *w++ = '\r'; r += 2; plain = 0; continue;
+            case 't': *w++ = '\t'; r += 2; plain = 0; continue;
+            case 'u': break;
+            default:
+                return fail_at(P, r, TG_E_ESCAPE, "invalid escape sequence");
+            }
+            if (end - r < 6 || (cp = hex4(r + 2)) < 0)
                 return fail_at(P, r, end - r < 6 ? TG_E_EOF : TG_E_ESCAPE,
                                "\\u must be followed by four hex digits");
             r += 6;
@@ -253,7 +314,7 @@ static int parse_string(parser *P, const char **s, uint32_t *len)
                 return fail_at(P, esc, TG_E_SURROGATE,
                                "low surrogate escape without a high surrogate before it");
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                if (end - r < 6 || r[0] != '\\' || r[1] != 'u' || !hex4(r + 2, &lo) ||
+                if (end - r < 6 || r[0] != '\\' || r[1] != 'u' || (lo = hex4(r + 2)) < 0 ||
                     lo < 0xDC00 || lo > 0xDFFF)
                     return fail_at(P, esc, TG_E_SURROGATE,
                                    "high surrogate escape not followed by a low surrogate escape");
@@ -261,6 +322,8 @@ static int parse_string(parser *P, const char **s, uint32_t *len)
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
             if (cp < 0x80) {
+                if (cp < 0x20 || cp == '"' || cp == '\\')
+                    plain = 0;
                 *w++ = (char)cp;
             } else if (cp < 0x800) {
                 *w++ = (char)(0xC0 | (cp >> 6));
@@ -275,259 +338,406 @@ static int parse_string(parser *P, const char **s, uint32_t *len)
                 *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
                 *w++ = (char)(0x80 | (cp & 0x3F));
             }
+            continue;
+        }
+        if (c == '"') {
+            *w = '"'; /* w < r after an escape; else this is the quote itself */
+            *s = start;
+            *len = (uint32_t)(w - start);
+            *raw = plain;
+            return r + 1;
+        }
+        if (c >= 0x80) {
+            size_t n = utf8_seq((const unsigned char *)r, (const unsigned char *)end);
+            if (!n)
+                return fail_at(P, r, TG_E_UTF8, "invalid UTF-8 in string");
+            for (size_t i = 0; i < n; i++)
+                w[i] = r[i];
+            w += n;
+            r += n;
+            continue;
+        }
+        if (r >= end)
+            return fail_at(P, r, TG_E_EOF, "unterminated string");
+        if (c < 0x20)
+            return fail_at(P, r, TG_E_CONTROL_CHAR,
+                           "control character in string must be escaped");
+        {
+            /* A run of plain bytes, no longer than the string may still grow. */
+            size_t budget = max + 1 - (size_t)(w - start);
+            size_t n = (size_t)(skip_plain(r) - r);
+            if (n > budget)
+                n = budget;
+            move_down(w, r, n);
+            w += n;
+            r += n;
         }
     }
 }
 
 /* ---- numbers ----------------------------------------------------------- */
 
-static int is_digit(const char *p, const char *end)
+#define DIGIT(c) ((unsigned)(c) - '0' < 10)
+#define W_DIGITS 19 /* decimal digits that always fit in a uint64_t */
+#define EXP_CAP 100000000000000ll /* an exponent beyond any input length */
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Up to 8 digits at a time (Lemire's SWAR conversion): their count among
+ * the 8 bytes at p, which the input padding makes readable, and value,
+ * without a branch per digit.  Bytes are in string order, the first in the
+ * low byte. */
+static inline unsigned digits8(const char *p, uint64_t *value, unsigned *zeros)
 {
-    return p < end && *p >= '0' && *p <= '9';
+    const uint64_t ascii0 = 0x3030303030303030ull, high = 0xF0F0F0F0F0F0F0F0ull;
+    uint64_t x, not_digit, d;
+    unsigned k;
+    memcpy(&x, p, 8);
+    /* a byte is a digit when it and it + 6 both have high nibble 3; a carry
+     * out of a byte only disturbs the bytes after it, past the first
+     * non-digit, which are not looked at */
+    not_digit = ((x & high) ^ ascii0) | (((x + 0x0606060606060606ull) & high) ^ ascii0);
+    /* the first non-digit's index, or 8 (no branch: the top bit stands in
+     * for "none" and the comparison adds the missing 1) */
+    k = ((unsigned)__builtin_ctzll(not_digit | (1ull << 63)) >> 3) + (not_digit == 0);
+    if (k == 0) {
+        *value = 0;
+        *zeros = 0;
+        return 0;
+    }
+    d = (x - ascii0) << (8 * (8 - k)); /* the k digits, behind 8 - k zeros */
+    /* the leading zeros among the k digits */
+    *zeros = d ? ((unsigned)__builtin_ctzll(d) >> 3) - (8 - k) : k;
+    d = d * 10 + (d >> 8);
+    d = (((d & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
+         (((d >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+    *value = d;
+    return k;
+}
+#endif
+
+/* Reads the run of digits at p into *w (*nd significant digits so far) as
+ * long as w can hold them; returns the first byte not taken (a digit when
+ * w is full).  fraction: zeros before the first significant digit do not
+ * count as digits of w. */
+static inline char *digit_run(char *p, uint64_t *w, int *nd, int fraction)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    static const uint64_t pow10[9] = {1,      10,      100,      1000,     10000,
+                                      100000, 1000000, 10000000, 100000000};
+    for (;;) {
+        uint64_t v;
+        unsigned zeros, k = digits8(p, &v, &zeros);
+        unsigned sig = *nd || !fraction ? k : k - zeros;
+        if (*nd + (int)sig > W_DIGITS)
+            return p; /* the byte loop takes it from here */
+        *w = *w * pow10[k] + v;
+        *nd += (int)sig;
+        p += k;
+        if (k < 8)
+            return p;
+    }
+#else
+    (void)w;
+    (void)nd;
+    (void)fraction;
+    return p; /* the byte loop does it all */
+#endif
 }
 
-static int parse_number(parser *P, tg_value_t *v)
+/* Checks the number's syntax and, in the same pass, splits it into the
+ * parts tg_number_parse needs.  The input copy is NUL-padded, so reading
+ * the byte after the last one stops every loop below without a bound
+ * check.  The number is its own canonical form (TG_F_RAW_NUM) when it has
+ * at most 15 significant digits (then they are the shortest that
+ * round-trip, DBL_DIG), no exponent, no trailing zero after a point, is
+ * not zero (or is exactly "0"), and is at least 1e-6 (ECMAScript writes
+ * smaller ones with an exponent). */
+static NOINLINE char *parse_number(parser *P, char *p, tg_value_t *v)
 {
-    char *start = P->p, *p = P->p, *end = P->end;
-    int rc;
+    char *start = p;
+    tg_number_parts n;
+    int nd = 0, has_exp = 0, trailing_zero = 0, rc;
 
-    if (*p == '-') {
+    n.w = 0;
+    n.exp10 = 0;
+    n.truncated = 0;
+    n.negative = *p == '-';
+    if (n.negative) {
         p++;
-        if (p < end && *p == 'I')
+        if (*p == 'I')
             return fail_at(P, start, TG_E_NONFINITE, "-Infinity is not a JSON number");
-        if (!is_digit(p, end))
+        if (!DIGIT(*p))
             return fail_at(P, start, TG_E_NUMBER, "minus sign must be followed by a digit");
     }
     if (*p == '0') {
         p++;
-        if (is_digit(p, end))
+        if (DIGIT(*p))
             return fail_at(P, start, TG_E_LEADING_ZERO, "leading zeros are not allowed");
     } else {
-        while (is_digit(p, end))
-            p++;
+        p = digit_run(p, &n.w, &nd, 0);
+        for (; DIGIT(*p); p++) { /* the digits past what w holds */
+            if (nd < W_DIGITS) {
+                n.w = n.w * 10 + (uint64_t)(*p - '0');
+                nd++;
+            } else {
+                n.exp10++;
+                n.truncated |= *p != '0';
+            }
+        }
     }
-    if (p < end && *p == '.') {
+    if (*p == '.') {
         p++;
-        if (!is_digit(p, end))
+        if (!DIGIT(*p))
             return fail_at(P, start, TG_E_NUMBER, "decimal point must be followed by a digit");
-        while (is_digit(p, end))
-            p++;
+        {
+            char *q = digit_run(p, &n.w, &nd, 1);
+            n.exp10 -= q - p;
+            p = q;
+        }
+        for (; DIGIT(*p); p++) {
+            if (nd < W_DIGITS) {
+                if (nd || *p != '0') { /* zeros before the first digit only scale */
+                    n.w = n.w * 10 + (uint64_t)(*p - '0');
+                    nd++;
+                }
+                n.exp10--;
+            } else {
+                n.truncated |= *p != '0';
+            }
+        }
+        trailing_zero = p[-1] == '0';
     }
-    if (p < end && (*p == 'e' || *p == 'E')) {
+    if ((*p | 0x20) == 'e') {
+        int64_t x = 0;
+        int neg = 0;
+        has_exp = 1;
         p++;
-        if (p < end && (*p == '+' || *p == '-'))
-            p++;
-        if (!is_digit(p, end))
+        if (*p == '+' || *p == '-')
+            neg = *p++ == '-';
+        if (!DIGIT(*p))
             return fail_at(P, start, TG_E_NUMBER, "exponent must have digits");
-        while (is_digit(p, end))
-            p++;
+        for (; DIGIT(*p); p++)
+            if (x < EXP_CAP)
+                x = x * 10 + (*p - '0');
+        n.exp10 += neg ? -x : x;
     }
     v->type = TG_NUMBER;
     v->p.text = start;
     v->len = (uint32_t)(p - start);
-    rc = tg_number_parse(P->e, start, (size_t)(p - start), &v->num);
-    if (rc != TG_OK)
+    if (n.exp10 == 0 && nd <= 15) {
+        /* a short integer (the most common number) is its own double */
+        v->num = n.negative ? -(double)n.w : (double)n.w;
+    } else if ((rc = tg_number_parse(P->e, start, (size_t)(p - start), &n, &v->num)) != TG_OK) {
         return fail_at(P, start, rc, "number is outside the range of an IEEE 754 double");
-    P->p = p;
-    return TG_OK;
+    }
+    if (n.w ? !has_exp && nd <= 15 && !trailing_zero && nd + n.exp10 > -6
+            : p - start == 1)
+        v->flags = TG_F_RAW_NUM;
+    return p;
 }
 
 /* ---- values ------------------------------------------------------------ */
 
-static int parse_value(parser *P, tg_value_t *v);
+/* parse_value is inlined into the container loops (most values are
+ * scalars, parsed there without a call); the recursion goes through
+ * parse_array and parse_object. */
+static ALWAYS_INLINE char *parse_value(parser *P, char *p, size_t at);
 
-/* Moves the children pushed since `first` into one arena block. */
-static int close_container(parser *P, tg_value_t *v, size_t first)
+/* Claims the next scratch slot for a child (its fields are the caller's
+ * to fill); TG_OK, or TG_E_NOMEM recorded at `at`. */
+static inline int push_slot(parser *P, const char *at, size_t *slot)
+{
+    int rc;
+    if (P->stack_len == P->stack_cap && (rc = stack_reserve(P, at, 1)) != TG_OK)
+        return rc;
+    *slot = P->stack_len++;
+    return TG_OK;
+}
+
+/* Moves the children in stack slots first.. into one arena block and makes
+ * the container in slot at (the stack may have moved since it was
+ * claimed, so nodes are always reached by index).  p is just past the
+ * closing bracket; returns it, or NULL. */
+static char *close_container(parser *P, char *p, size_t at, size_t first)
 {
     size_t n = P->stack_len - first;
-    tg_value_t *items = NULL;
+    tg_value_t *items = NULL, *v;
     if (n) {
         items = tg_arena_alloc(P->arena, n * sizeof *items);
         if (!items)
-            return fail_at(P, P->p, TG_E_NOMEM, "out of memory");
-        if (v->type == TG_OBJECT && n > 1) {
-            /* Sort in place on the stack using the free space above it as
-             * the merge buffer, then look for equal neighbours. */
-            int rc = stack_reserve(P, n);
-            if (rc != TG_OK)
-                return rc;
-            tg_sort_members(P->stack + first, n, P->stack + P->stack_len);
+            return fail_at(P, p, TG_E_NOMEM, "out of memory");
+        if (P->stack[at].type == TG_OBJECT && n > 1) {
+            /* Sort into the block (a big object uses the free space above
+             * the stack as its merge buffer), then look for equal
+             * neighbours. */
+            if (n > TG_SORT_SMALL && stack_reserve(P, p, n) != TG_OK)
+                return NULL;
+            tg_sort_members(P->stack + first, n, P->stack + P->stack_len, items);
             for (size_t i = 1; i < n; i++) {
-                const tg_value_t *a = &P->stack[first + i - 1], *b = &P->stack[first + i];
+                const tg_value_t *a = &items[i - 1], *b = &items[i];
                 if (a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0) {
                     const tg_value_t *later = a->offset > b->offset ? a : b;
-                    return tg_fail(P->err, TG_E_DUPLICATE_KEY, later->offset,
-                                   "duplicate object key \"%.*s\"",
-                                   (int)(a->key_len > 64 ? 64 : a->key_len), a->key);
+                    P->rc = tg_fail(P->err, TG_E_DUPLICATE_KEY, later->offset,
+                                    "duplicate object key \"%.*s\"",
+                                    (int)(a->key_len > 64 ? 64 : a->key_len), a->key);
+                    return NULL;
                 }
             }
+        } else {
+            memcpy(items, P->stack + first, n * sizeof *items);
         }
-        memcpy(items, P->stack + first, n * sizeof *items);
     }
+    v = &P->stack[at];
     v->p.items = items;
     v->len = (uint32_t)n;
     P->stack_len = first;
-    return TG_OK;
+    return p;
 }
 
-static int parse_array(parser *P, tg_value_t *v)
+/* p is on the '['. */
+static NOINLINE char *parse_array(parser *P, char *p, size_t at)
 {
-    size_t first = P->stack_len;
-    v->type = TG_ARRAY;
-    P->p++; /* [ */
-    skip_ws(P);
-    if (P->p < P->end && *P->p == ']') {
-        P->p++;
-        return close_container(P, v, first);
-    }
+    const size_t first = P->stack_len, max_items = P->lim->max_items;
+    P->stack[at].type = TG_ARRAY;
+    p = skip_ws(p + 1);
+    if (*p == ']' && p < P->end)
+        return close_container(P, p + 1, at, first);
     for (;;) {
-        tg_value_t child;
-        int rc;
-        if (P->stack_len - first >= P->lim->max_items)
-            return fail_at(P, P->p, TG_E_TOO_MANY_ITEMS, "array has more than max_items elements");
-        child.key = NULL;
-        child.key_len = 0;
-        rc = parse_value(P, &child);
-        if (rc != TG_OK)
-            return rc;
-        if ((rc = stack_reserve(P, 1)) != TG_OK)
-            return rc;
-        P->stack[P->stack_len++] = child;
-        skip_ws(P);
-        if (P->p >= P->end)
-            return fail_at(P, P->p, TG_E_EOF, "unterminated array");
-        if (*P->p == ',') {
-            P->p++;
-            skip_ws(P);
-            if (P->p < P->end && *P->p == ']')
-                return fail_at(P, P->p, TG_E_SYNTAX, "trailing comma in array");
+        size_t slot;
+        if (P->stack_len - first >= max_items)
+            return fail_at(P, p, TG_E_TOO_MANY_ITEMS, "array has more than max_items elements");
+        if (push_slot(P, p, &slot) != TG_OK)
+            return NULL;
+        P->stack[slot].key = NULL;
+        P->stack[slot].key_len = 0;
+        if (!(p = parse_value(P, p, slot)))
+            return NULL;
+        p = skip_ws(p);
+        if (p >= P->end)
+            return fail_at(P, p, TG_E_EOF, "unterminated array");
+        if (*p == ',') {
+            p = skip_ws(p + 1);
+            if (*p == ']' && p < P->end)
+                return fail_at(P, p, TG_E_SYNTAX, "trailing comma in array");
             continue;
         }
-        if (*P->p == ']') {
-            P->p++;
-            return close_container(P, v, first);
-        }
-        return fail_at(P, P->p, TG_E_SYNTAX, "expected ',' or ']' in array");
+        if (*p == ']')
+            return close_container(P, p + 1, at, first);
+        return fail_at(P, p, TG_E_SYNTAX, "expected ',' or ']' in array");
     }
 }
 
-static int parse_object(parser *P, tg_value_t *v)
+/* p is on the '{'. */
+static NOINLINE char *parse_object(parser *P, char *p, size_t at)
 {
-    size_t first = P->stack_len;
-    v->type = TG_OBJECT;
-    P->p++; /* { */
-    skip_ws(P);
-    if (P->p < P->end && *P->p == '}') {
-        P->p++;
-        return close_container(P, v, first);
-    }
+    const size_t first = P->stack_len, max_members = P->lim->max_members;
+    P->stack[at].type = TG_OBJECT;
+    p = skip_ws(p + 1);
+    if (*p == '}' && p < P->end)
+        return close_container(P, p + 1, at, first);
     for (;;) {
-        tg_value_t child;
         const char *key;
         uint32_t key_len;
         char *key_at;
-        int rc;
-        if (P->p >= P->end)
-            return fail_at(P, P->p, TG_E_EOF, "unterminated object");
-        if (*P->p != '"')
-            return fail_at(P, P->p, TG_E_SYNTAX,
-                           *P->p == '}' ? "trailing comma in object"
-                                        : "expected a string key in object");
-        if (P->stack_len - first >= P->lim->max_members)
-            return fail_at(P, P->p, TG_E_TOO_MANY_MEMBERS,
-                           "object has more than max_members members");
-        key_at = P->p;
-        P->p++;
-        if ((rc = parse_string(P, &key, &key_len)) != TG_OK)
-            return rc;
-        skip_ws(P);
-        if (P->p >= P->end)
-            return fail_at(P, P->p, TG_E_EOF, "unterminated object");
-        if (*P->p != ':')
-            return fail_at(P, P->p, TG_E_SYNTAX, "expected ':' after object key");
-        P->p++;
-        rc = parse_value(P, &child);
-        if (rc != TG_OK)
-            return rc;
-        child.key = key;
-        child.key_len = key_len;
-        child.offset = (uint32_t)(key_at - P->base);
-        if ((rc = stack_reserve(P, 1)) != TG_OK)
-            return rc;
-        P->stack[P->stack_len++] = child;
-        skip_ws(P);
-        if (P->p >= P->end)
-            return fail_at(P, P->p, TG_E_EOF, "unterminated object");
-        if (*P->p == ',') {
-            P->p++;
-            skip_ws(P);
+        size_t slot;
+        int raw;
+        tg_value_t *m;
+        if (p >= P->end)
+            return fail_at(P, p, TG_E_EOF, "unterminated object");
+        if (*p != '"')
+            return fail_at(P, p, TG_E_SYNTAX,
+                           *p == '}' ? "trailing comma in object" : "expected a string key in object");
+        if (P->stack_len - first >= max_members)
+            return fail_at(P, p, TG_E_TOO_MANY_MEMBERS, "object has more than max_members members");
+        key_at = p;
+        if (!(p = parse_string(P, p + 1, &key, &key_len, &raw)))
+            return NULL;
+        p = skip_ws(p);
+        if (p >= P->end)
+            return fail_at(P, p, TG_E_EOF, "unterminated object");
+        if (*p != ':')
+            return fail_at(P, p, TG_E_SYNTAX, "expected ':' after object key");
+        p++;
+        if (push_slot(P, p, &slot) != TG_OK || !(p = parse_value(P, p, slot)))
+            return NULL;
+        m = &P->stack[slot];
+        m->key = key;
+        m->key_len = key_len;
+        m->offset = (uint32_t)(key_at - P->base); /* a member is found by its key */
+        if (raw)
+            m->flags |= TG_F_RAW_KEY;
+        p = skip_ws(p);
+        if (p >= P->end)
+            return fail_at(P, p, TG_E_EOF, "unterminated object");
+        if (*p == ',') {
+            p = skip_ws(p + 1);
             continue;
         }
-        if (*P->p == '}') {
-            P->p++;
-            return close_container(P, v, first);
-        }
-        return fail_at(P, P->p, TG_E_SYNTAX, "expected ',' or '}' in object");
+        if (*p == '}')
+            return close_container(P, p + 1, at, first);
+        return fail_at(P, p, TG_E_SYNTAX, "expected ',' or '}' in object");
     }
 }
 
-static int literal(parser *P, tg_value_t *v, const char *word, size_t n, int type)
+static char *literal(parser *P, char *p, tg_value_t *v, const char *word, size_t n, int type)
 {
-    if ((size_t)(P->end - P->p) < n || memcmp(P->p, word, n) != 0)
-        return fail_at(P, P->p, TG_E_SYNTAX, "invalid literal");
+    if ((size_t)(P->end - p) < n || memcmp(p, word, n) != 0)
+        return fail_at(P, p, TG_E_SYNTAX, "invalid literal");
     v->type = (uint8_t)type;
-    P->p += n;
-    return TG_OK;
+    return p + n;
 }
 
-static int parse_value(parser *P, tg_value_t *v)
+/* Parses one value into stack slot at (claimed by the caller; its key
+ * fields are the caller's).  Scalars never move the stack; containers may,
+ * so they are handed the index. */
+static ALWAYS_INLINE char *parse_value(parser *P, char *p, size_t at)
 {
-    int rc;
-    skip_ws(P);
-    v->key = NULL;
-    v->key_len = 0;
+    tg_value_t *v = &P->stack[at];
+    p = skip_ws(p);
+    v->flags = 0;
     v->len = 0;
     v->num = 0;
     v->p.items = NULL;
-    if (P->p >= P->end)
-        return fail_at(P, P->p, TG_E_EOF, "expected a value");
-    v->offset = (uint32_t)(P->p - P->base);
-    switch (*P->p) {
-    case '{':
-    case '[':
-        if (P->depth >= P->lim->max_depth)
-            return fail_at(P, P->p, TG_E_TOO_DEEP, "nesting deeper than max_depth");
-        P->depth++;
-        rc = *P->p == '{' ? parse_object(P, v) : parse_array(P, v);
-        P->depth--;
-        return rc;
+    if (p >= P->end)
+        return fail_at(P, p, TG_E_EOF, "expected a value");
+    v->offset = (uint32_t)(p - P->base);
+    switch (*p) {
     case '"': {
         const char *s;
         uint32_t len;
-        P->p++;
-        if ((rc = parse_string(P, &s, &len)) != TG_OK)
-            return rc;
+        int raw;
+        if (!(p = parse_string(P, p + 1, &s, &len, &raw)))
+            return NULL;
         v->type = TG_STRING;
+        v->flags = raw ? TG_F_RAW_STR : 0;
         v->p.str = s;
         v->len = len;
-        return TG_OK;
+        return p;
     }
+    case '{':
+    case '[':
+        if (P->depth >= P->lim->max_depth)
+            return fail_at(P, p, TG_E_TOO_DEEP, "nesting deeper than max_depth");
+        P->depth++;
+        p = *p == '{' ? parse_object(P, p, at) : parse_array(P, p, at);
+        P->depth--;
+        return p;
     case 't':
-        return literal(P, v, "true", 4, TG_TRUE);
+        return literal(P, p, v, "true", 4, TG_TRUE);
     case 'f':
-        return literal(P, v, "false", 5, TG_FALSE);
+        return literal(P, p, v, "false", 5, TG_FALSE);
     case 'n':
-        return literal(P, v, "null", 4, TG_NULL);
+        return literal(P, p, v, "null", 4, TG_NULL);
     case 'N':
     case 'I':
-        return fail_at(P, P->p, TG_E_NONFINITE, "NaN and Infinity are not JSON numbers");
+        return fail_at(P, p, TG_E_NONFINITE, "NaN and Infinity are not JSON numbers");
     default:
-        if (*P->p == '-' || (*P->p >= '0' && *P->p <= '9'))
-            return parse_number(P, v);
-        if ((unsigned char)*P->p == 0xEF && P->end - P->p >= 3 &&
-            (unsigned char)P->p[1] == 0xBB && (unsigned char)P->p[2] == 0xBF)
-            return fail_at(P, P->p, TG_E_SYNTAX, "byte order mark is not allowed");
-        return fail_at(P, P->p, TG_E_SYNTAX, "unexpected character");
+        if (*p == '-' || DIGIT(*p))
+            return parse_number(P, p, v);
+        if ((unsigned char)*p == 0xEF && P->end - p >= 3 &&
+            (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+            return fail_at(P, p, TG_E_SYNTAX, "byte order mark is not allowed");
+        return fail_at(P, p, TG_E_SYNTAX, "unexpected character");
     }
 }
 
@@ -553,19 +763,19 @@ int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out,
      * in the first block; big documents grow the arena geometrically. */
     tg_arena_init(&arena, e, len + 1 + sizeof *doc + (len < 16384 ? 4 * len : 65536) + 256);
     doc = tg_arena_alloc(&arena, sizeof *doc);
-    /* The copy is padded with NULs so the 8-byte string scans may read past
-     * the last input byte; a NUL stops them like any control character. */
-    P.base = doc ? tg_arena_alloc(&arena, len + SCAN_PAD) : NULL;
+    /* The copy is padded with NULs so the block-wise string scans may read
+     * past the last input byte; a NUL stops them like any control
+     * character, and stops every other byte loop too. */
+    P.base = doc ? tg_arena_alloc(&arena, len + TG_INPUT_PAD) : NULL;
     if (!doc || !P.base || !(doc->root = tg_arena_alloc(&arena, sizeof *doc->root))) {
         tg_arena_free(&arena);
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     }
     if (len)
         memcpy(P.base, json, len);
-    memset(P.base + len, 0, SCAN_PAD);
+    memset(P.base + len, 0, TG_INPUT_PAD);
     P.e = e;
     P.lim = &e->limits;
-    P.p = P.base;
     P.end = P.base + len;
     P.arena = &arena;
     P.stack = local;
@@ -573,17 +783,25 @@ int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out,
     P.stack_cap = LOCAL_STACK;
     P.stack_heap = 0;
     P.depth = 0;
+    P.rc = TG_OK;
     P.err = err;
 
-    skip_ws(&P);
-    if (P.p >= P.end)
-        rc = fail_at(&P, P.p, TG_E_EMPTY, "no JSON value in input");
-    else
-        rc = parse_value(&P, doc->root);
-    if (rc == TG_OK) {
-        skip_ws(&P);
-        if (P.p < P.end)
-            rc = fail_at(&P, P.p, TG_E_TRAILING, "unexpected data after the JSON value");
+    {
+        char *p = skip_ws(P.base);
+        size_t slot = 0;
+        if (p >= P.end)
+            p = fail_at(&P, p, TG_E_EMPTY, "no JSON value in input");
+        else if (push_slot(&P, p, &slot) != TG_OK)
+            p = NULL;
+        else {
+            P.stack[slot].key = NULL;
+            P.stack[slot].key_len = 0;
+            if ((p = parse_value(&P, p, slot)) != NULL)
+                *doc->root = P.stack[slot];
+        }
+        if (p && (p = skip_ws(p)) < P.end)
+            fail_at(&P, p, TG_E_TRAILING, "unexpected data after the JSON value");
+        rc = P.rc;
     }
     if (P.stack_heap)
         tg_mem_free(e, P.stack, P.stack_cap * sizeof *P.stack);

@@ -1,7 +1,10 @@
 /*
  * test_canon.c -- RFC 8785 canonical form and XXH3 digests: the RFC's own
  * examples, key order by UTF-16 code units (checked against a reference
- * that really converts to UTF-16), string escaping, idempotence.
+ * that really converts to UTF-16, both for tg_key_compare and for the
+ * parser's member sort, on random objects of every size), string escaping
+ * (random strings written with every kind of escape, against a reference
+ * writer), idempotence.
  */
 #include "tap.h"
 #include "toolgate.h"
@@ -99,6 +102,87 @@ static int sign(int x)
     return (x > 0) - (x < 0);
 }
 
+/* Appends code point cp as UTF-8. */
+static size_t put_utf8(char *out, unsigned cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Random code points, each written into src (JSON string body) in a random
+ * legal way -- raw, \uXXXX in either case, a short escape, a surrogate pair
+ * -- and into want as JSON.stringify writes it.  Lengths cross the parser's
+ * and writer's 16- and 64-byte blocks. */
+static void random_string(char *src, size_t *srclen, char *want, size_t *wantlen)
+{
+    static const unsigned picks[] = {'a', 'Z', ' ', '~', 0x00, 0x01, 0x08, 0x09, 0x0A, 0x0C, 0x0D,
+                                     0x1F, '"', '\\', '/', 0x7F, 0xE9, 0x7FF, 0x800, 0x20AC, 0xFFFD,
+                                     0xFFFF, 0x10000, 0x1F600, 0x10FFFF};
+    static const char hexl[] = "0123456789abcdef", hexu[] = "0123456789ABCDEF";
+    size_t n = rnd() % 4 == 0 ? rnd() % 200 : rnd() % 40, s = 0, w = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned cp = rnd() % 3 ? 'a' + (unsigned)(rnd() % 26) : picks[rnd() % (sizeof picks / sizeof picks[0])];
+        unsigned how = (unsigned)(rnd() % 3);
+        const char *hex = rnd() % 2 ? hexl : hexu;
+        /* the source */
+        if (cp == '"' || cp == '\\' || cp < 0x20 || how == 0) {
+            const char *sh = cp == '"' ? "\\\"" : cp == '\\' ? "\\\\" : cp == '/' ? "\\/" : cp == 8 ? "\\b"
+                           : cp == 9 ? "\\t" : cp == 10 ? "\\n" : cp == 12 ? "\\f" : cp == 13 ? "\\r" : NULL;
+            if (sh && how != 1) {
+                memcpy(src + s, sh, 2);
+                s += 2;
+            } else if (cp < 0x10000) {
+                src[s++] = '\\';
+                src[s++] = 'u';
+                for (int k = 12; k >= 0; k -= 4)
+                    src[s++] = hex[(cp >> k) & 15];
+            } else {
+                unsigned hi = 0xD800 + ((cp - 0x10000) >> 10), lo = 0xDC00 + ((cp - 0x10000) & 0x3FF);
+                for (int u = 0; u < 2; u++) {
+                    src[s++] = '\\';
+                    src[s++] = 'u';
+                    for (int k = 12; k >= 0; k -= 4)
+                        src[s++] = hex[((u ? lo : hi) >> k) & 15];
+                }
+            }
+        } else {
+            s += put_utf8(src + s, cp);
+        }
+        /* the canonical form */
+        if (cp == '"' || cp == '\\') {
+            want[w++] = '\\';
+            want[w++] = (char)cp;
+        } else if (cp == 8 || cp == 9 || cp == 10 || cp == 12 || cp == 13) {
+            want[w++] = '\\';
+            want[w++] = "btn?fr"[cp - 8];
+        } else if (cp < 0x20) {
+            w += (size_t)sprintf(want + w, "\\u%04x", cp);
+        } else {
+            w += put_utf8(want + w, cp);
+        }
+    }
+    *srclen = s;
+    *wantlen = w;
+}
+
 int main(void)
 {
     E = tg_engine_new(NULL, NULL, NULL, NULL);
@@ -146,6 +230,93 @@ int main(void)
                 bad++;
         }
         tap_ok(bad == 0, "tg_key_compare agrees with a UTF-16 reference on 200,000 random pairs");
+    }
+
+    /* the parser's member sort: random objects of 1..40 members (sorting
+     * networks up to 8, insertion up to 16, merging above), keys from the
+     * tricky ranges, some sharing long prefixes, some duplicated */
+    {
+        int bad = 0, dups = 0;
+        static char json[65536], keys[64][80];
+        size_t klen[64];
+        for (int i = 0; i < 20000; i++) {
+            size_t n = 1 + rnd() % (rnd() % 2 ? 8 : 40), len = 0;
+            int dup = 0;
+            tg_doc_t *doc;
+            tg_error_t err;
+            json[len++] = '{';
+            for (size_t k = 0; k < n; k++) {
+                if (rnd() % 4 == 0) { /* a long shared prefix */
+                    memcpy(keys[k], "shared-prefix-", 14);
+                    klen[k] = 14 + random_key(keys[k] + 14);
+                } else {
+                    klen[k] = random_key(keys[k]);
+                }
+                if (rnd() % 2) /* fewer accidental duplicates */
+                    for (int t = (int)(rnd() % 4); t >= 0; t--)
+                        keys[k][klen[k]++] = (char)('a' + rnd() % 26);
+                if (rnd() % 64 == 0)
+                    klen[k] = 0; /* the empty key */
+                if (k && rnd() % 50 == 0) { /* a duplicate */
+                    size_t j = rnd() % k;
+                    memcpy(keys[k], keys[j], klen[j]);
+                    klen[k] = klen[j];
+                }
+                for (size_t j = 0; j < k; j++)
+                    dup |= klen[j] == klen[k] && memcmp(keys[j], keys[k], klen[k]) == 0;
+                len += (size_t)sprintf(json + len, "%s\"", k ? "," : "");
+                memcpy(json + len, keys[k], klen[k]);
+                len += klen[k];
+                len += (size_t)sprintf(json + len, "\":%zu", k);
+            }
+            json[len++] = '}';
+            if (tg_parse(E, json, len, &doc, &err) != TG_OK) {
+                if (!dup || err.code != TG_E_DUPLICATE_KEY)
+                    bad++;
+                dups++;
+                continue;
+            }
+            if (dup)
+                bad++;
+            for (size_t k = 1; k < n; k++) {
+                size_t la, lb;
+                const char *a = tg_key_at(tg_doc_root(doc), k - 1, &la);
+                const char *b = tg_key_at(tg_doc_root(doc), k, &lb);
+                if (ref_compare(a, la, b, lb) >= 0)
+                    bad++;
+            }
+            tg_doc_free(doc);
+        }
+        printf("# %d objects had a duplicate key\n", dups);
+        tap_ok(bad == 0 && dups > 100, "20,000 random objects: members in UTF-16 order, duplicates refused");
+    }
+
+    /* strings: every way of writing a character, against a reference */
+    {
+        static char src[4096], want[4096], json[8192];
+        int bad = 0;
+        tg_buf_t b;
+        tg_buf_init(&b, E);
+        for (int i = 0; i < 50000; i++) {
+            size_t sl, wl, len;
+            random_string(src, &sl, want, &wl);
+            /* as a value, and as a key */
+            len = (size_t)sprintf(json, "[\"");
+            memcpy(json + len, src, sl);
+            len += sl;
+            len += (size_t)sprintf(json + len, "\",{\"");
+            memcpy(json + len, src, sl);
+            len += sl;
+            len += (size_t)sprintf(json + len, "\":0}]");
+            tg_buf_reset(&b);
+            if (tg_canon(E, json, len, &b, NULL) != TG_OK || b.len != 2 * wl + 11 ||
+                memcmp(b.data + 2, want, wl) != 0 || memcmp(b.data + wl + 6, want, wl) != 0) {
+                if (bad++ < 3)
+                    printf("#   in:  %.*s\n#   out: %.*s\n#   want: %.*s\n", (int)len, json, (int)b.len, b.data, (int)wl, want);
+            }
+        }
+        tg_buf_free(&b);
+        tap_ok(bad == 0, "50,000 random strings, as values and keys: the minimal escapes, raw UTF-8");
     }
 
     /* canonical output is a fixed point */

@@ -1,7 +1,10 @@
 /*
  * test_json.c -- the strict parser: every malformed class has its own code
  * and a byte offset; every limit holds at N and fails at N+1; hostile sizes
- * are refused early; the allocator hook sees every byte come back.
+ * are refused early; the allocator hook sees every byte come back, and an
+ * engine keeps at most one small arena block between documents.  UTF-8 is
+ * checked against a reference for every lead byte with every kind of
+ * second byte, and string lengths at N and N+1 across the scanner's blocks.
  */
 #include "tap.h"
 #include "toolgate.h"
@@ -249,6 +252,166 @@ static void allocator(void)
         tap_ok(calls > 5 && all_ok, "every allocation failure gives NOMEM and leaks nothing");
         free(big);
     }
+
+    /* Between documents an engine keeps one freed arena block (at most
+     * 64 KiB) for the next one, so a stream of small documents allocates
+     * nothing; everything goes back with the engine. */
+    {
+        long engine_only, steady_calls, most = 0;
+        int held_ok = 1;
+        a.live = 0;
+        a.calls = 0;
+        a.fail_at = 0;
+        e = tg_engine_new(NULL, acct_alloc, &a, &err);
+        engine_only = a.live;
+        for (size_t n = 1; n <= 200000; n = n * 3 / 2 + 1) {
+            char *doc_big = repeat("[1,\"ab\"],", n, "[", "0]");
+            tg_doc_t *d;
+            if (tg_parse(e, doc_big, strlen(doc_big), &d, &err) == TG_OK)
+                tg_doc_free(d);
+            held_ok &= a.live - engine_only <= 64 * 1024 + 64;
+            if (a.live - engine_only > most)
+                most = a.live - engine_only;
+            free(doc_big);
+        }
+        steady_calls = a.calls;
+        for (int i = 0; i < 100; i++) {
+            tg_doc_t *d;
+            if (tg_parse(e, doc_text, strlen(doc_text), &d, &err) == TG_OK)
+                tg_doc_free(d);
+        }
+        printf("# the engine held at most %ld bytes between documents\n", most);
+        tap_ok(held_ok, "between documents the engine holds at most one 64 KiB block");
+        tap_ok(a.calls == steady_calls, "100 small documents in a row allocate nothing");
+        tg_engine_free(e);
+        tap_ok(a.live == 0, "the kept block goes back with the engine");
+    }
+}
+
+/* ---- UTF-8 and string lengths ------------------------------------------ */
+
+/* Reference: the length of the well-formed sequence at p (n bytes), or 0
+ * (Unicode 15, table 3-7). */
+static int ref_utf8(const unsigned char *p, int n)
+{
+    unsigned c = p[0], lo = 0x80, hi = 0xBF;
+    int len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (c == 0xE0)
+        lo = 0xA0;
+    if (c == 0xED)
+        hi = 0x9F;
+    if (c == 0xF0)
+        lo = 0x90;
+    if (c == 0xF4)
+        hi = 0x8F;
+    if (!len || n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+static void utf8(void)
+{
+    static const unsigned char cont[] = {0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF};
+    long cases = 0, bad = 0;
+    for (unsigned c = 0x80; c < 0x100; c++)
+        for (unsigned a = 0; a < 256; a++)
+            for (unsigned k = 0; k < sizeof cont * sizeof cont; k++)
+                for (int len = 1; len <= 4; len++) {
+                    /* the bytes, then a closing quote; strings that hold a
+                     * quote, backslash or control character are tested
+                     * elsewhere */
+                    unsigned char seq[4] = {(unsigned char)c, (unsigned char)a, cont[k % sizeof cont],
+                                            cont[k / sizeof cont]};
+                    char s[8];
+                    size_t off;
+                    int rc, i = 0, want = TG_OK, skip = 0;
+                    size_t want_off = 0;
+                    while (i < len) {
+                        int n;
+                        if (seq[i] < 0x80) {
+                            skip |= seq[i] < 0x20 || seq[i] == '"' || seq[i] == '\\';
+                            i++;
+                            continue;
+                        }
+                        if (!(n = ref_utf8(seq + i, len - i))) {
+                            want = TG_E_UTF8;
+                            want_off = (size_t)i + 1;
+                            break;
+                        }
+                        i += n;
+                    }
+                    if (skip)
+                        continue;
+                    s[0] = '"';
+                    memcpy(s + 1, seq, (size_t)len);
+                    s[len + 1] = '"';
+                    rc = parse_code(s, (size_t)len + 2, &off);
+                    cases++;
+                    if (rc != want || (want != TG_OK && off != want_off)) {
+                        if (bad++ < 5)
+                            printf("#   %02x %02x %02x %02x (%d bytes): got %s at %zu, want %s at %zu\n",
+                                   seq[0], seq[1], seq[2], seq[3], len, tg_code_name(rc), off,
+                                   tg_code_name(want), want_off);
+                    }
+                }
+    printf("# %ld UTF-8 cases\n", cases);
+    tap_ok(bad == 0, "UTF-8: every lead byte, every second byte, as the reference decides");
+}
+
+/* A string of decoded length n built from one kind of unit (1 to 4 bytes,
+ * raw or escaped), so that units and escapes straddle the scanner's blocks. */
+static size_t string_of(char *out, int unit, size_t n)
+{
+    static const char *const src[] = {"a", "\xc3\xa9", "\\u00e9", "\\n", "\xe2\x82\xac", "\\u20ac",
+                                      "\xf0\x9f\x98\x80", "\\ud83d\\ude00"};
+    static const size_t dec[] = {1, 2, 2, 1, 3, 3, 4, 4};
+    size_t len = 0, have = 0;
+    out[len++] = '"';
+    while (have + dec[unit] <= n) {
+        size_t l = strlen(src[unit]);
+        memcpy(out + len, src[unit], l);
+        len += l;
+        have += dec[unit];
+    }
+    while (have < n) { /* make up the rest with ASCII */
+        out[len++] = 'x';
+        have++;
+    }
+    out[len++] = '"';
+    return len;
+}
+
+static void string_limits(void)
+{
+    static const size_t maxes[] = {1, 7, 15, 16, 17, 31, 63, 64, 65, 100, 1000};
+    static char s[8192];
+    int bad = 0;
+    for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+        tg_limits_t lim;
+        tg_engine_t *e;
+        tg_limits_default(&lim);
+        lim.max_string_bytes = maxes[m];
+        e = tg_engine_new(&lim, NULL, NULL, NULL);
+        for (int unit = 0; unit < 8; unit++)
+            for (size_t extra = 0; extra <= 1; extra++) {
+                size_t len = string_of(s, unit, maxes[m] + extra);
+                tg_doc_t *doc;
+                tg_error_t err;
+                int rc = tg_parse(e, s, len, &doc, &err);
+                if (rc == TG_OK)
+                    tg_doc_free(doc);
+                if (extra ? rc != TG_E_STRING_TOO_LONG || err.offset != 0 : rc != TG_OK) {
+                    if (bad++ < 5)
+                        printf("#   max %zu, unit %d, length %zu: %s\n", maxes[m], unit,
+                               maxes[m] + extra, tg_code_name(rc));
+                }
+            }
+        tg_engine_free(e);
+    }
+    tap_ok(bad == 0, "max_string_bytes at N and N+1 for every kind of unit, across block edges");
 }
 
 static void dom(void)
@@ -346,6 +509,8 @@ int main(void)
     dom();
     limits();
     allocator();
+    utf8();
+    string_limits();
     tg_engine_free(E);
     return tap_done();
 }

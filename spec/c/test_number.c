@@ -6,7 +6,13 @@
  *     strtod: for random doubles (all exponents, and the fast-path range
  *     separately) the shortest round-tripping digits, nearest first, must
  *     equal ours;
- *  3. formatting and parsing do not change under a comma-decimal locale.
+ *  3. formatting and parsing do not change under a comma-decimal locale;
+ *  4. parsing (Clinger, Eisel-Lemire, strtod_l fallback) against glibc's
+ *     strtod_l on millions of random decimal literals, and on the exact
+ *     midpoints between neighbouring doubles (ties to even) and their near
+ *     misses, written out in full and cut to 17..25 digits;
+ *  5. the canonical text of every such literal is tg_number_format of its
+ *     double (the parser's "already canonical" shortcut agrees).
  */
 #define _GNU_SOURCE
 #include "tap.h"
@@ -140,6 +146,195 @@ static int check_random(int count, int fast_range, locale_t c)
     return bad;
 }
 
+/* Doubles of one kind, for the oracle: kind 0 subnormal, 1 the two
+ * ends of the exponent range, 2 integers from 2^53 to 2^64, 3 significands
+ * with few bits set or cleared (ties and boundaries in the shortest-digit
+ * search). */
+static double special_double(int kind)
+{
+    uint64_t m = rnd() & 0xFFFFFFFFFFFFFull, e;
+    switch (kind) {
+    case 0: e = 0; break;
+    case 1: e = rnd() % 2 ? rnd() % 40 + 1 : 2046 - rnd() % 40; break;
+    case 2: e = 1075 + 53 + rnd() % 11 - 1 - 52; break; /* 2^53 .. 2^64 */
+    default:
+        e = 1 + rnd() % 2046;
+        m = rnd() % 2 ? m & (rnd() & 0xF) : (0xFFFFFFFFFFFFFull ^ (rnd() & 0xF));
+        break;
+    }
+    return from_bits((e << 52) | m);
+}
+
+static int check_special(int count, locale_t c)
+{
+    int bad = 0;
+    for (int i = 0; i < count; i++) {
+        double d = special_double(i % 4);
+        char out[TG_NUMBER_BUF], od[32], gd[32];
+        int on, gn;
+        if (d == 0)
+            continue;
+        tg_number_format(d, out);
+        decompose(out, gd, &gn);
+        if (strtod_l(out, NULL, c) != d || !oracle(d, od, &on, c) || strcmp(od, gd) != 0 ||
+            on != gn) {
+            if (bad++ < 5)
+                printf("# %.17g: ours '%s'\n", d, out);
+        }
+    }
+    return bad;
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+/* Parses lit as a JSON document; compares its double with strtod_l's (and
+ * NUMBER_OUT_OF_RANGE with strtod's infinity), and its canonical form with
+ * tg_number_format of that double.  Returns 1 when all agree. */
+static int parse_agrees(tg_engine_t *e, tg_buf_t *b, const char *lit, locale_t c)
+{
+    double want = strtod_l(lit, NULL, c), got;
+    char fmt[TG_NUMBER_BUF];
+    tg_doc_t *doc;
+    tg_error_t err;
+    int rc = tg_parse(e, lit, strlen(lit), &doc, &err);
+    if (isinf(want)) {
+        if (rc == TG_OK)
+            tg_doc_free(doc);
+        return rc == TG_E_NUMBER_RANGE;
+    }
+    if (rc != TG_OK)
+        return 0;
+    got = tg_num(tg_doc_root(doc));
+    tg_doc_free(doc);
+    if (memcmp(&got, &want, sizeof got) != 0)
+        return 0;
+    tg_number_format(want, fmt);
+    tg_buf_reset(b);
+    return tg_canon(e, lit, strlen(lit), b, &err) == TG_OK && b->len == strlen(fmt) &&
+           memcmp(b->data, fmt, b->len) == 0;
+}
+
+/* A random JSON number: 1 to 40 digits with the point anywhere (or none),
+ * zeros sprinkled in, sometimes leading zeros after "0.", and an exponent
+ * from anywhere or near the ends of the double range. */
+static void random_literal(char *lit, int digits17)
+{
+    int p = 0, nd = digits17 ? 16 + (int)(rnd() % 2) : 1 + (int)(rnd() % (rnd() % 4 == 0 ? 40 : 20));
+    int ip = rnd() % 3 == 0 ? nd : (int)(rnd() % (nd + 1)); /* integer digits */
+    if (rnd() % 2)
+        lit[p++] = '-';
+    if (ip == 0)
+        lit[p++] = '0';
+    for (int k = 0; k < ip; k++)
+        lit[p++] = (char)('0' + (k == 0 ? 1 + rnd() % 9 : rnd() % 3 == 0 ? 0 : rnd() % 10));
+    if (nd > ip) {
+        lit[p++] = '.';
+        if (ip == 0 && rnd() % 4 == 0)
+            for (int k = (int)(rnd() % 8); k > 0; k--)
+                lit[p++] = '0';
+        for (int k = ip; k < nd; k++)
+            lit[p++] = (char)('0' + (rnd() % 3 == 0 ? 0 : rnd() % 10));
+    }
+    if (digits17 || rnd() % 2) {
+        int x;
+        switch (rnd() % 4) {
+        case 0: x = (int)(rnd() % 50) - 25; break;
+        case 1: x = (int)(rnd() % 700) - 350; break;
+        case 2: x = 290 + (int)(rnd() % 40) - ip; break;
+        default: x = -300 - (int)(rnd() % 50) - ip; break;
+        }
+        p += snprintf(lit + p, 16, "%s%d", rnd() % 2 ? "e" : "E", x);
+    }
+    lit[p] = '\0';
+}
+
+/* The exact decimal digits of m x 2^k (m > 0): a digit string and the
+ * power of ten of its last digit.  Base-10^9 limbs; enough for any
+ * midpoint between doubles (under 800 digits). */
+static int exact_decimal(uint64_t m, int k, char *digits, int *exp10)
+{
+    uint32_t limb[100];
+    int n = 0, len = 0;
+    char tmp[1000];
+    while (m) {
+        limb[n++] = (uint32_t)(m % 1000000000u);
+        m /= 1000000000u;
+    }
+    /* m x 2^k = m x 5^-k x 10^k for k < 0 */
+    for (int i = 0; i < (k < 0 ? -k : k); i++) {
+        uint64_t carry = 0;
+        for (int j = 0; j < n; j++) {
+            uint64_t x = (uint64_t)limb[j] * (k < 0 ? 5 : 2) + carry;
+            limb[j] = (uint32_t)(x % 1000000000u);
+            carry = x / 1000000000u;
+        }
+        if (carry)
+            limb[n++] = (uint32_t)carry;
+    }
+    for (int j = 0; j < n; j++) /* little-endian digits */
+        for (int d = 0; d < 9; d++, limb[j] /= 10)
+            tmp[len++] = (char)('0' + limb[j] % 10);
+    while (len > 1 && tmp[len - 1] == '0')
+        len--;
+    for (int i = 0; i < len; i++)
+        digits[i] = tmp[len - 1 - i];
+    digits[len] = '\0';
+    *exp10 = k < 0 ? k : 0;
+    return len;
+}
+
+/* Writes digits[0..n) (times 10^exp10, shifted by the digits dropped) as
+ * "d.ddde<x>", the last digit moved by delta. */
+static int cut_literal(char *lit, const char *digits, int len, int n, int exp10, int delta)
+{
+    char d[1000];
+    int i;
+    if (n > len)
+        n = len;
+    memcpy(d, digits, (size_t)n);
+    for (i = n - 1; delta && i >= 0; i--) { /* add delta (+1 or -1) to the last digit */
+        int v = d[i] - '0' + delta;
+        delta = v < 0 ? -1 : v > 9 ? 1 : 0;
+        d[i] = (char)('0' + (v + 10) % 10);
+    }
+    if (delta || d[0] == '0')
+        return 0; /* carried out of or down to the leading digit: skip */
+    i = snprintf(lit, 4, "%c.", d[0]);
+    memcpy(lit + i, d + 1, (size_t)(n - 1));
+    i += n - 1;
+    if (n == 1)
+        lit[i++] = '0';
+    snprintf(lit + i, 16, "e%d", exp10 + (len - n) + n - 1);
+    return 1;
+}
+
+/* Midpoints between random doubles and their successors, in full and cut
+ * to 17..25 digits (and one unit either side): where rounding is hardest. */
+static int check_ties(tg_engine_t *e, tg_buf_t *b, int count, locale_t c)
+{
+    static char digits[1000], lit[1100];
+    int bad = 0;
+    for (int i = 0; i < count; i++) {
+        uint64_t bits = ((rnd() % 2046) << 52) | (rnd() & 0xFFFFFFFFFFFFFull);
+        int len, x, cuts[] = {17, 18, 19, 20, 21, 25, 1000};
+        uint64_t m = (bits & 0xFFFFFFFFFFFFFull) | (bits >> 52 ? (uint64_t)1 << 52 : 0);
+        int k = bits >> 52 ? (int)(bits >> 52) - 1075 : -1074;
+        if (i % 8 == 0) { /* subnormal */
+            m = rnd() & 0xFFFFFFFFFFFFFull;
+            k = -1074;
+        }
+        if (m == 0)
+            continue;
+        len = exact_decimal(2 * m + 1, k - 1, digits, &x); /* (m + 1/2) x 2^k */
+        for (size_t ci = 0; ci < sizeof cuts / sizeof cuts[0]; ci++)
+            for (int delta = -1; delta <= 1; delta++)
+                if (cut_literal(lit, digits, len, cuts[ci], x, delta) &&
+                    !parse_agrees(e, b, lit, c) && bad++ < 5)
+                    printf("# tie literal %.60s... disagrees\n", lit);
+    }
+    return bad;
+}
+
 static void table(tg_engine_t *e, const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -194,6 +389,31 @@ int main(void)
 
     tap_ok(check_random(40000, 0, c) == 0, "random doubles, all exponents: shortest, nearest, round-trip");
     tap_ok(check_random(40000, 1, c) == 0, "random doubles below 2^53 (fast path): shortest, nearest, round-trip");
+    tap_ok(check_special(80000, c) == 0,
+           "subnormals, extreme exponents, integers to 2^64, sparse significands: as the oracle");
+
+    /* parsing against strtod_l */
+    {
+        tg_buf_t b;
+        char lit[128];
+        int bad = 0, bad17 = 0;
+        tg_buf_init(&b, e);
+        for (int i = 0; i < 1000000; i++) {
+            random_literal(lit, 0);
+            if (!parse_agrees(e, &b, lit, c) && bad++ < 5)
+                printf("# literal %s disagrees\n", lit);
+        }
+        tap_ok(bad == 0, "1,000,000 random literals: strtod_l's double, canonical text of it");
+        for (int i = 0; i < 1000000; i++) {
+            random_literal(lit, 1);
+            if (!parse_agrees(e, &b, lit, c) && bad17++ < 5)
+                printf("# literal %s disagrees\n", lit);
+        }
+        tap_ok(bad17 == 0, "1,000,000 random 16- and 17-digit decimals: strtod_l's double");
+        tap_ok(check_ties(e, &b, 20000, c) == 0,
+               "midpoints between doubles, in full and cut to 17..25 digits, +-1: strtod_l's double");
+        tg_buf_free(&b);
+    }
 
     /* every power of ten and its neighbours */
     {
