@@ -50,6 +50,7 @@ build = {
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",
+        "core/tg_agree.c",
         "core/tg_arena.c",
         "core/tg_call.c",
         "core/tg_canon.c",
@@ -59,6 +60,7 @@ build = {
         "core/tg_format.c",
         "core/tg_hash.c",
         "core/tg_json.c",
+        "core/tg_normalize.c",
         "core/tg_number.c",
         "core/tg_regex.c",
         "core/tg_registry.c",

@@ -179,6 +179,8 @@ enum tg_type {
 /* Parses len bytes of JSON text (RFC 8259, strictly: see the TG_E_* codes)
  * into a new document.  The text is copied; the caller's buffer is not kept.
  * On success *out owns all memory of the DOM; free it with tg_doc_free().
+ * (The engine keeps one freed arena block, at most 64 KiB, for the next
+ * document; it is released with the engine.)
  * On failure *out is NULL and err says what and where (byte offset). */
 TG_API int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out,
              tg_error_t *err);
@@ -484,6 +486,157 @@ TG_API void tg_hash128_hex(const tg_hash128_t *h, char out[TG_HASH_HEX]);
 /* XXH3-128 of the canonical form of v (canonicalizes into scratch). */
 TG_API int tg_hash_value(tg_engine_t *e, const tg_value_t *v, tg_hash128_t *out,
                   tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* Normalized canonical form (x-toolgate-canonical)                          */
+/* ------------------------------------------------------------------------ */
+
+/* A normalization plan: which string values of an instance are rewritten
+ * before canonicalization, so that spellings of one thing that mean the same
+ * ("/tmp//a/", " /tmp/a", "/TMP/A" under lower) canonicalize, and so hash,
+ * alike.  Built by tg_norm_add_rule / tg_norm_add_alias, then only read:
+ * one plan serves any number of documents.  It owns copies of everything
+ * added to it, allocated from its engine, which it keeps alive (free the
+ * plan and the engine in either order). */
+typedef struct tg_norm_t tg_norm_t;
+
+/* The operations a rule applies to a string, always in this order (the
+ * order of the values), whatever order the bits were given in:
+ *   TG_NORM_TRIM   removes leading and trailing ASCII whitespace: space,
+ *                  \t, \n, \v, \f, \r (nothing else: no U+00A0, no
+ *                  Unicode spaces);
+ *   TG_NORM_LOWER  maps the ASCII letters A-Z to a-z; every other byte,
+ *                  and so every non-ASCII character, is left as it is (no
+ *                  Unicode case mapping: "\u00c9" stays "\u00c9");
+ *   TG_NORM_PATH   lexical POSIX path normalization, the rules of Go's
+ *                  path.Clean; the file system is never consulted:
+ *                  each run of "/" becomes one "/" (a leading "//" too:
+ *                  "//a" is "/a", "//" is "/", as Linux resolves them,
+ *                  not POSIX's implementation-defined double slash);
+ *                  "." segments go; ".." removes the segment before it
+ *                  ("/a/b/.." is "/a"), stays at the root of an absolute
+ *                  path ("/.." and "/../a" are "/" and "/a") and is kept
+ *                  when a relative path has nothing left to remove ("a/../.."
+ *                  is "..", "../a" stays "../a"); a trailing "/" goes
+ *                  ("a/" is "a") but "/" stays "/"; "" (and anything that
+ *                  comes to nothing, like "a/..") becomes ".".  Bytes other
+ *                  than '/' and '.' are never changed ("a\\b" keeps its
+ *                  backslash);
+ *   TG_NORM_ID     replaces a string that is exactly an alias's from (after
+ *                  the operations before it) by its to; strings with no
+ *                  alias stay as they are.  One lookup, never transitive.
+ * All four keep valid UTF-8 valid. */
+enum tg_norm_op { TG_NORM_TRIM = 1, TG_NORM_LOWER = 2, TG_NORM_PATH = 4, TG_NORM_ID = 8 };
+
+/* Makes an empty plan (canonicalizing with it is plain canonicalization).
+ * NULL and err filled when e is NULL (TG_E_ARG) or memory runs out
+ * (TG_E_NOMEM).  Free with tg_norm_free(). */
+TG_API tg_norm_t *tg_norm_new(tg_engine_t *e, tg_error_t *err);
+TG_API void tg_norm_free(tg_norm_t *n);
+
+/* Adds a rule: string values at the instance locations matching pattern get
+ * the operations ops (a nonzero combination of TG_NORM_* bits).  pattern
+ * (len bytes, need not be NUL-terminated) is a JSON Pointer (RFC 6901: ""
+ * is the root, "/a/b" member b of member a, ~0 and ~1 stand for '~' and
+ * '/'), in which a segment written exactly "*" matches any member key or
+ * any array index (a key that really is "*" can only be reached by the
+ * wildcard, which matches it too).  A segment matches an array element when
+ * it is the element's index written as RFC 6901 does (decimal, no leading
+ * zero: "01" never matches an index).  Patterns match whole pointers: "/a"
+ * does not touch "/a/b".  When several rules match one location their
+ * operations are combined (still applied in the fixed order above).
+ * Values that are not strings are never changed, nor are object keys.
+ * Errors (the plan is then unchanged): TG_E_ARG for ops of 0 or with
+ * unknown bits, a pattern that is not "" and does not start with '/', a
+ * '~' not followed by '0' or '1', or a pattern longer than
+ * TG_FINDING_POINTER_MAX bytes; TG_E_NOMEM. */
+TG_API int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsigned ops,
+                            tg_error_t *err);
+
+/* Adds an alias for TG_NORM_ID: the string from (flen bytes) resolves to to
+ * (tlen bytes).  from is compared bytewise with the value as the earlier
+ * operations left it, so register it in that form (lower case under
+ * TG_NORM_LOWER, ...).  Lookup is a hash table keyed by XXH3-64
+ * (tg_hash64), O(1) per string.  Adding the same pair again changes
+ * nothing.  Errors (the plan is then unchanged): TG_E_ARG when from already
+ * resolves to a different id (one id cannot mean two things) or when from
+ * or to is not valid UTF-8 (TG_E_UTF8 is not used: the bytes come from the
+ * caller, not from a document); TG_E_NOMEM. */
+TG_API int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *to,
+                             size_t tlen, tg_error_t *err);
+
+/* Appends the RFC 8785 canonical form of v to out, with the string values
+ * that plan n's rules select rewritten first (object keys never are).  n
+ * NULL, or a plan with no rules, gives exactly tg_canon_value's bytes.
+ * Subtrees no rule can reach are written as tg_canon_value writes them, so
+ * the cost over plain canonicalization is a few comparisons per member on
+ * the paths the patterns name; the only allocation is scratch for long
+ * rewritten strings (or plans of many deep rules), freed before return.
+ * Errors: those of tg_canon_value, TG_E_ARG (v or out NULL), TG_E_NOMEM. */
+TG_API int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out,
+                               tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* Agreement (execution-grounded self-consistency)                           */
+/* ------------------------------------------------------------------------ */
+
+/* How far n values agree.  The modal share is modal_count / n. */
+typedef struct tg_agreement_t {
+    size_t n;              /* values counted */
+    size_t distinct;       /* distinct values */
+    size_t modal_count;    /* how many hold the most common value */
+    size_t representative; /* index of the first value of the modal group; when
+                            * several groups are equally common, the group whose
+                            * first member comes first */
+} tg_agreement_t;
+
+/* Agreement of n 128-bit values (n >= 1), typically tg_hash_value digests
+ * of the samples' canonical arguments, or of their results.  O(n log n): a
+ * stable sort of a scratch copy of (value, index) pairs, on the C stack for
+ * n <= 32; above that one allocation (2n pairs and a table of about n, at
+ * most 2^16, bucket counters) freed before return, and a counting pass on
+ * the values' top bits first, which leaves digests (uniform) a value or two
+ * per bucket to sort.  Errors: TG_E_ARG (e, values or out NULL, n == 0),
+ * TG_E_NOMEM. */
+TG_API int tg_agree(tg_engine_t *e, const tg_hash128_t *values, size_t n, tg_agreement_t *out,
+                    tg_error_t *err);
+
+/* Agreement at one JSON Pointer. */
+typedef struct tg_pointer_agreement_t {
+    char pointer[TG_FINDING_POINTER_MAX]; /* NUL-terminated; a pointer that does not
+                                           * fit is cut after its last whole segment
+                                           * that leaves room for "/...", then "/..." */
+    size_t agree;   /* documents whose value there equals the representative's (a
+                     * document where both are absent counts as agreeing) */
+    size_t present; /* documents that have a value there */
+} tg_pointer_agreement_t;
+
+/* Per-argument agreement, so a person sees which value was made up.  For
+ * every JSON Pointer at which one of the n documents docs[0..n) has a leaf
+ * (a scalar, {} or []), counts the documents that have a value there
+ * (present) and those whose value there equals document rep's (agree;
+ * where rep has no value, the documents that have none either).  Values,
+ * leaves or not, are compared by their canonical form with plan applied
+ * (plan NULL: none): 1 and 1.0 agree, and so do "/a/" and "/a" under a
+ * TG_NORM_PATH rule; at a pointer where one document has a leaf and
+ * another an object or array, those two disagree.  Pointers are the same
+ * when their text is ({"0": x} and [x] share "/0").
+ * Writes the first min(max, count) pointers, ordered by agree ascending and
+ * then by the pointers' full text bytewise, into out (which may be NULL when
+ * max is 0) and stores the number of such pointers in *count.
+ * Cost: O(V) expected for V values in all (each pointer is interned once
+ * in a hash table; a document that repeats the previous one's structure
+ * costs a key comparison per value), plus O(P log P) comparisons to order
+ * the P leaf pointers (each O(depth)).  Memory: O(distinct pointers), not
+ * O(documents), in a few scratch arrays whose first blocks (about 5 KB)
+ * are on the C stack, so a handful of small documents allocates nothing;
+ * all freed before return.  The documents may come from any documents and
+ * engines; e only lends the scratch memory.  Errors: TG_E_ARG (e, docs, a
+ * docs[i] or count NULL, rep >= n, out NULL with max > 0), TG_E_NOMEM. */
+TG_API int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n,
+                                size_t rep, const tg_norm_t *plan,
+                                tg_pointer_agreement_t *out, size_t max, size_t *count,
+                                tg_error_t *err);
 
 #ifdef __cplusplus
 }

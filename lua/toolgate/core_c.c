@@ -26,6 +26,7 @@
 #define CALL_MT "toolgate.core.call"
 #define SCHEMA_MT "toolgate.core.schema"
 #define REGISTRY_MT "toolgate.core.registry"
+#define NORM_MT "toolgate.core.norm"
 
 typedef struct {
     tg_engine_t *e;
@@ -52,6 +53,9 @@ typedef struct {
 typedef struct {
     tg_registry_t *r;
 } registry_ud;
+typedef struct {
+    tg_norm_t *n;
+} norm_ud;
 
 static engine_ud *check_engine(lua_State *L, int i)
 {
@@ -394,27 +398,33 @@ static int l_node_text(lua_State *L)
     return 1;
 }
 
+static const tg_norm_t *opt_norm(lua_State *L, int i);
+
+/* node:canon([norm]) -> canonical form (normalized by norm) | nil, ... */
 static int l_node_canon(lua_State *L)
 {
     node_ud *n = check_node(L, 1);
+    const tg_norm_t *plan = opt_norm(L, 2);
     engine_ud *u = engine_of(L, 1);
     tg_error_t err;
     tg_buf_reset(&u->out);
-    if (tg_canon_value(n->v, &u->out, &err) != TG_OK)
+    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
         return push_error(L, &err, 1);
     lua_pushlstring(L, u->out.data, u->out.len);
     return 1;
 }
 
+/* node:hash([norm]) -> 32 hex digits of XXH3-128(canonical form) | nil, ... */
 static int l_node_hash(lua_State *L)
 {
     node_ud *n = check_node(L, 1);
+    const tg_norm_t *plan = opt_norm(L, 2);
     engine_ud *u = engine_of(L, 1);
     tg_error_t err;
     tg_hash128_t h;
     char hex[TG_HASH_HEX];
     tg_buf_reset(&u->out);
-    if (tg_canon_value(n->v, &u->out, &err) != TG_OK)
+    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
         return push_error(L, &err, 1);
     tg_hash128(u->out.data, u->out.len, &h);
     tg_hash128_hex(&h, hex);
@@ -776,6 +786,208 @@ static int l_registry_check(lua_State *L)
     return 1;
 }
 
+/* ---- normalization plans and agreement ----------------------------------------- */
+
+static const char *const op_names[] = {"trim", "lower", "path", "id", NULL};
+static const unsigned op_bits[] = {TG_NORM_TRIM, TG_NORM_LOWER, TG_NORM_PATH, TG_NORM_ID};
+
+/* engine:norm() -> norm | nil, message, code */
+static int l_engine_norm(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    tg_error_t err;
+    norm_ud *p = new_child(L, sizeof *p, NORM_MT, 1, 1);
+    if (!(p->n = tg_norm_new(u->e, &err)))
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_norm_gc(lua_State *L)
+{
+    norm_ud *p = luaL_checkudata(L, 1, NORM_MT);
+    tg_norm_free(p->n);
+    p->n = NULL;
+    return 0;
+}
+
+static tg_norm_t *check_norm(lua_State *L, int i)
+{
+    return ((norm_ud *)luaL_checkudata(L, i, NORM_MT))->n;
+}
+
+static const tg_norm_t *opt_norm(lua_State *L, int i)
+{
+    if (lua_isnoneornil(L, i))
+        return NULL;
+    return check_norm(L, i);
+}
+
+/* norm:add_rule(pattern, {"trim", "lower", "path", "id"...}) -> true | nil, message, code
+ * (an unknown operation name is misuse and raises) */
+static int l_norm_add_rule(lua_State *L)
+{
+    tg_norm_t *n = check_norm(L, 1);
+    size_t len;
+    const char *pattern = check_string(L, 2, &len);
+    unsigned ops = 0;
+    lua_Integer count;
+    tg_error_t err;
+    luaL_checktype(L, 3, LUA_TTABLE);
+    count = luaL_len(L, 3);
+    for (lua_Integer i = 1; i <= count; i++) {
+        const char *name;
+        int k;
+        if (lua_geti(L, 3, i) != LUA_TSTRING)
+            return luaL_error(L, "bad argument #2 to 'add_rule' (operation %d is not a string)", (int)i);
+        name = lua_tostring(L, -1);
+        for (k = 0; op_names[k] && strcmp(op_names[k], name) != 0; k++)
+            ;
+        if (!op_names[k])
+            return luaL_error(L, "bad argument #2 to 'add_rule' (unknown operation '%s')", name);
+        ops |= op_bits[k];
+        lua_pop(L, 1);
+    }
+    if (tg_norm_add_rule(n, pattern, len, ops, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* norm:add_alias(from, to) -> true | nil, message, code */
+static int l_norm_add_alias(lua_State *L)
+{
+    tg_norm_t *n = check_norm(L, 1);
+    size_t flen, tlen;
+    const char *from = check_string(L, 2, &flen), *to = check_string(L, 3, &tlen);
+    tg_error_t err;
+    if (tg_norm_add_alias(n, from, flen, to, tlen, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Reads item i of the list at index idx, 32 hex digits, into *h; raises
+ * when it is anything else. */
+static void read_hex(lua_State *L, int idx, lua_Integer i, tg_hash128_t *h)
+{
+    size_t len;
+    const char *s = NULL;
+    if (lua_geti(L, idx, i) == LUA_TSTRING)
+        s = lua_tolstring(L, -1, &len);
+    if (!s || len != 32)
+        luaL_error(L, "bad argument #1 to 'agree' (item %d is not 32 hex digits)", (int)i);
+    h->hi = h->lo = 0;
+    for (int k = 0; k < 32; k++) {
+        int d = hex_digit((unsigned char)s[k]);
+        if (d < 0)
+            luaL_error(L, "bad argument #1 to 'agree' (item %d is not 32 hex digits)", (int)i);
+        if (k < 16)
+            h->hi = (h->hi << 4) | (uint64_t)d;
+        else
+            h->lo = (h->lo << 4) | (uint64_t)d;
+    }
+    lua_pop(L, 1);
+}
+
+/* engine:agree({hex, ...}) -> {n =, distinct =, modal_count =, representative = (from 1)}
+ *   | nil, message, code */
+static int l_engine_agree(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    tg_hash128_t small[32], *v = small;
+    tg_agreement_t a;
+    tg_error_t err;
+    lua_Integer n;
+    luaL_checktype(L, 2, LUA_TTABLE);
+    n = luaL_len(L, 2);
+    if (n > 32) /* the GC owns this buffer: nothing to free if we raise */
+        v = lua_newuserdatauv(L, (size_t)n * sizeof *v, 0);
+    for (lua_Integer i = 1; i <= n; i++)
+        read_hex(L, 2, i, &v[i - 1]);
+    if (tg_agree(u->e, v, (size_t)(n > 0 ? n : 0), &a, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, (lua_Integer)a.n);
+    lua_setfield(L, -2, "n");
+    lua_pushinteger(L, (lua_Integer)a.distinct);
+    lua_setfield(L, -2, "distinct");
+    lua_pushinteger(L, (lua_Integer)a.modal_count);
+    lua_setfield(L, -2, "modal_count");
+    lua_pushinteger(L, (lua_Integer)a.representative + 1);
+    lua_setfield(L, -2, "representative");
+    return 1;
+}
+
+/* The first call asks for this many pointers; a caller that wants more and
+ * has more gets a second call sized to the answer. */
+#define POINTERS_FIRST 64
+
+/* engine:pointer_agreement({node, ...}, rep (from 1), norm | nil, max)
+ *   -> {{pointer =, agree =, present =}, ...} (lowest agreement first), total
+ *   | nil, message, code */
+static int l_engine_pointer_agreement(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    lua_Integer n, rep, max;
+    const tg_norm_t *plan;
+    const tg_value_t **docs;
+    tg_pointer_agreement_t *out;
+    size_t count, asked, shown;
+    tg_error_t err;
+
+    luaL_checktype(L, 2, LUA_TTABLE);
+    n = luaL_len(L, 2);
+    rep = luaL_checkinteger(L, 3);
+    luaL_argcheck(L, rep >= 1 && rep <= n, 3, "representative out of range");
+    plan = opt_norm(L, 4);
+    max = luaL_checkinteger(L, 5);
+    luaL_argcheck(L, max >= 0, 5, "max must not be negative");
+    docs = lua_newuserdatauv(L, (size_t)n * sizeof *docs, 0);
+    for (lua_Integer i = 1; i <= n; i++) {
+        node_ud *nd;
+        lua_geti(L, 2, i);
+        if (!(nd = luaL_testudata(L, -1, NODE_MT)))
+            return luaL_error(L, "bad argument #1 to 'pointer_agreement' (item %d is not a toolgate node)", (int)i);
+        docs[i - 1] = nd->v; /* the list keeps the node, and so its document, alive */
+        lua_pop(L, 1);
+    }
+    asked = max < POINTERS_FIRST ? (size_t)max : POINTERS_FIRST;
+    out = lua_newuserdatauv(L, (asked ? asked : 1) * sizeof *out, 0);
+    if (tg_pointer_agreement(u->e, docs, (size_t)n, (size_t)(rep - 1), plan, out, asked, &count, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    if (count > asked && (size_t)max > asked) {
+        asked = (size_t)max < count ? (size_t)max : count;
+        out = lua_newuserdatauv(L, asked * sizeof *out, 0);
+        if (tg_pointer_agreement(u->e, docs, (size_t)n, (size_t)(rep - 1), plan, out, asked, &count, &err) != TG_OK)
+            return push_error(L, &err, 0);
+    }
+    shown = count < asked ? count : asked;
+    lua_createtable(L, (int)shown, 0);
+    for (size_t i = 0; i < shown; i++) {
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, out[i].pointer);
+        lua_setfield(L, -2, "pointer");
+        lua_pushinteger(L, (lua_Integer)out[i].agree);
+        lua_setfield(L, -2, "agree");
+        lua_pushinteger(L, (lua_Integer)out[i].present);
+        lua_setfield(L, -2, "present");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_pushinteger(L, (lua_Integer)count);
+    return 2;
+}
+
 /* ---- plain functions ---------------------------------------------------------- */
 
 /* format_number(x) -> ECMAScript string | nil, message, code */
@@ -826,6 +1038,9 @@ static const luaL_Reg engine_methods[] = {
     {"decode_call", l_engine_decode_call},
     {"compile_schema", l_engine_compile_schema},
     {"registry", l_engine_registry},
+    {"norm", l_engine_norm},
+    {"agree", l_engine_agree},
+    {"pointer_agreement", l_engine_pointer_agreement},
     {NULL, NULL},
 };
 
@@ -849,6 +1064,10 @@ static const luaL_Reg registry_methods[] = {
     {"add", l_registry_add},   {"count", l_registry_count}, {"find", l_registry_find},
     {"find_name", l_registry_find_name}, {"tool", l_registry_tool},
     {"check", l_registry_check}, {"validate_output", l_registry_validate_output}, {NULL, NULL},
+};
+
+static const luaL_Reg norm_methods[] = {
+    {"add_rule", l_norm_add_rule}, {"add_alias", l_norm_add_alias}, {NULL, NULL},
 };
 
 static const luaL_Reg functions[] = {
@@ -883,6 +1102,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, CALL_MT, call_methods, l_call_gc);
     new_class(L, SCHEMA_MT, schema_methods, l_schema_gc);
     new_class(L, REGISTRY_MT, registry_methods, l_registry_gc);
+    new_class(L, NORM_MT, norm_methods, l_norm_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

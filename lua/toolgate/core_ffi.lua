@@ -121,6 +121,25 @@ const tg_schema_t *tg_registry_output_schema(const tg_registry_t *r, size_t i);
 int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const tg_value_t *args, int report_also, tg_rung_result_t *out, tg_error_t *err);
 void tg_hash128(const void *data, size_t len, tg_hash128_t *out);
 void tg_hash128_hex(const tg_hash128_t *h, char out[33]);
+typedef struct tg_norm_t tg_norm_t;
+tg_norm_t *tg_norm_new(tg_engine_t *e, tg_error_t *err);
+void tg_norm_free(tg_norm_t *n);
+int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsigned ops, tg_error_t *err);
+int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *to, size_t tlen, tg_error_t *err);
+int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
+typedef struct tg_agreement_t {
+    size_t n;
+    size_t distinct;
+    size_t modal_count;
+    size_t representative;
+} tg_agreement_t;
+int tg_agree(tg_engine_t *e, const tg_hash128_t *values, size_t n, tg_agreement_t *out, tg_error_t *err);
+typedef struct tg_pointer_agreement_t {
+    char pointer[256];
+    size_t agree;
+    size_t present;
+} tg_pointer_agreement_t;
+int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n, size_t rep, const tg_norm_t *plan, tg_pointer_agreement_t *out, size_t max, size_t *count, tg_error_t *err);
 ]]
 
 local function load_library()
@@ -260,9 +279,9 @@ end
 
 -- Engine ---------------------------------------------------------------------
 
-local Engine, Doc, Node, Call, Registry, Schema = {}, {}, {}, {}, {}, {}
+local Engine, Doc, Node, Call, Registry, Schema, Norm = {}, {}, {}, {}, {}, {}, {}
 Engine.__index, Doc.__index, Node.__index = Engine, Doc, Node
-Call.__index, Registry.__index, Schema.__index = Call, Registry, Schema
+Call.__index, Registry.__index, Schema.__index, Norm.__index = Call, Registry, Schema, Norm
 
 -- One allocation holds the engine pointer, its reusable output buffer and
 -- the scratch structs every call uses.
@@ -274,6 +293,7 @@ struct {
     tg_limits_t lim;
     tg_rung_result_t rung;
     tg_finding_t findings[16];
+    tg_agreement_t agreement;
 }
 ]]
 
@@ -387,17 +407,28 @@ end
 
 function Node:text() return lstring(C.tg_num_text(self.p, size_box)) end
 
-function Node:canon()
+-- A normalization plan argument (nil: none); see Engine:norm below.
+local function opt_norm(n, i)
+  if n == nil then return nil end
+  if getmetatable(n) ~= Norm then error("bad argument #" .. i .. " (toolgate norm expected)", 3) end
+  return n.n
+end
+
+-- canon([norm]) -> canonical form (normalized by norm) | nil, message, code, offset
+function Node:canon(norm)
   local st = self.engine.st
+  local plan = opt_norm(norm, 1)
   C.tg_buf_reset(st.out)
-  if C.tg_canon_value(self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  if C.tg_canon_normalized(plan, self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
   return ffi.string(st.out.data, st.out.len)
 end
 
-function Node:hash()
+-- hash([norm]) -> 32 hex digits of XXH3-128(canonical form) | nil, ...
+function Node:hash(norm)
   local st = self.engine.st
+  local plan = opt_norm(norm, 1)
   C.tg_buf_reset(st.out)
-  if C.tg_canon_value(self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  if C.tg_canon_normalized(plan, self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
   C.tg_hash128(st.out.data, st.out.len, hash_buf)
   return hex_of(hash_buf)
 end
@@ -554,6 +585,129 @@ function Registry:check(server, name, args, report_also)
   for i = 0, tonumber(res.n_findings) - 1 do out.findings[i + 1] = finding_table(res.findings[i]) end
   for i = 0, tonumber(res.n_also) - 1 do out.also[i + 1] = tonumber(res.also[i]) + 1 end
   return out
+end
+
+-- Normalization plans and agreement ------------------------------------------------
+
+local OPS = { trim = 1, lower = 2, path = 4, id = 8 } -- enum tg_norm_op
+
+-- norm() -> norm | nil, message, code
+function Engine:norm()
+  local st = check_engine(self)
+  local n = C.tg_norm_new(st.e, st.err)
+  if n == nil then return error_values(st.err, false) end
+  return setmetatable({ engine = self, n = ffi.gc(n, C.tg_norm_free) }, Norm)
+end
+
+-- add_rule(pattern, {"trim", "lower", "path", "id"...}) -> true | nil, message, code
+-- (an unknown operation name is misuse and raises)
+function Norm:add_rule(pattern, ops)
+  check_string(pattern, 1)
+  if type(ops) ~= "table" then
+    error("bad argument #2 to 'add_rule' (table expected, got " .. type(ops) .. ")", 2)
+  end
+  local bits, seen = 0, {}
+  for i = 1, #ops do
+    local name = ops[i]
+    if type(name) ~= "string" then
+      error("bad argument #2 to 'add_rule' (operation " .. i .. " is not a string)", 2)
+    end
+    if not OPS[name] then error("bad argument #2 to 'add_rule' (unknown operation '" .. name .. "')", 2) end
+    if not seen[name] then -- a set of bits, summed without bitwise operators
+      seen[name] = true
+      bits = bits + OPS[name]
+    end
+  end
+  local st = self.engine.st
+  if C.tg_norm_add_rule(self.n, pattern, #pattern, bits, st.err) ~= 0 then return error_values(st.err, false) end
+  return true
+end
+
+-- add_alias(from, to) -> true | nil, message, code
+function Norm:add_alias(from, to)
+  check_string(from, 1)
+  check_string(to, 2)
+  local st = self.engine.st
+  if C.tg_norm_add_alias(self.n, from, #from, to, #to, st.err) ~= 0 then return error_values(st.err, false) end
+  return true
+end
+
+local TWO32 = ffi.new("uint64_t", 4294967296)
+local small_values = ffi.new("tg_hash128_t[32]")
+
+-- agree({hex, ...}) -> {n =, distinct =, modal_count =, representative = (from 1)}
+--   | nil, message, code
+function Engine:agree(list)
+  local st = check_engine(self)
+  if type(list) ~= "table" then
+    error("bad argument #1 to 'agree' (table expected, got " .. type(list) .. ")", 2)
+  end
+  local n = #list
+  local v = n <= 32 and small_values or ffi.new("tg_hash128_t[?]", n)
+  for i = 1, n do
+    local s = list[i]
+    if type(s) ~= "string" or #s ~= 32 or not s:find("^%x+$") then
+      error("bad argument #1 to 'agree' (item " .. i .. " is not 32 hex digits)", 2)
+    end
+    -- 64-bit halves from 32-bit pieces: a Lua number holds those exactly
+    v[i - 1].hi = TWO32 * tonumber(s:sub(1, 8), 16) + tonumber(s:sub(9, 16), 16)
+    v[i - 1].lo = TWO32 * tonumber(s:sub(17, 24), 16) + tonumber(s:sub(25, 32), 16)
+  end
+  local a = st.agreement
+  if C.tg_agree(st.e, v, n, a, st.err) ~= 0 then return error_values(st.err, false) end
+  return {
+    n = tonumber(a.n), distinct = tonumber(a.distinct), modal_count = tonumber(a.modal_count),
+    representative = tonumber(a.representative) + 1,
+  }
+end
+
+-- The first call asks for this many pointers; a caller that wants more and
+-- has more gets a second call sized to the answer (as core_c.c does).
+local POINTERS_FIRST = 64
+
+-- pointer_agreement({node, ...}, rep (from 1), norm | nil, max)
+--   -> {{pointer =, agree =, present =}, ...} (lowest agreement first), total
+--   | nil, message, code
+function Engine:pointer_agreement(list, rep, norm, max)
+  local st = check_engine(self)
+  if type(list) ~= "table" then
+    error("bad argument #1 to 'pointer_agreement' (table expected, got " .. type(list) .. ")", 2)
+  end
+  local n = #list
+  if type(rep) ~= "number" or rep ~= math.floor(rep) or rep < 1 or rep > n then
+    error("bad argument #2 to 'pointer_agreement' (representative out of range)", 2)
+  end
+  local plan = opt_norm(norm, 3)
+  if type(max) ~= "number" or max ~= math.floor(max) or max < 0 then
+    error("bad argument #4 to 'pointer_agreement' (max must be a non-negative integer)", 2)
+  end
+  local docs = ffi.new("const tg_value_t *[?]", n)
+  for i = 1, n do
+    local nd = list[i]
+    if getmetatable(nd) ~= Node then
+      error("bad argument #1 to 'pointer_agreement' (item " .. i .. " is not a toolgate node)", 2)
+    end
+    docs[i - 1] = nd.p -- the list keeps the node, and so its document, alive
+  end
+  local asked = math.min(max, POINTERS_FIRST)
+  local out = ffi.new("tg_pointer_agreement_t[?]", math.max(asked, 1))
+  if C.tg_pointer_agreement(st.e, docs, n, rep - 1, plan, out, asked, size_box, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  local count = tonumber(size_box[0])
+  if count > asked and max > asked then
+    asked = math.min(max, count)
+    out = ffi.new("tg_pointer_agreement_t[?]", asked)
+    if C.tg_pointer_agreement(st.e, docs, n, rep - 1, plan, out, asked, size_box, st.err) ~= 0 then
+      return error_values(st.err, false)
+    end
+  end
+  local result = {}
+  for i = 0, math.min(count, asked) - 1 do
+    local e = out[i]
+    result[i + 1] = { pointer = ffi.string(e.pointer), agree = tonumber(e.agree), present = tonumber(e.present) }
+  end
+  return result, count
 end
 
 -- Plain functions ------------------------------------------------------------------
