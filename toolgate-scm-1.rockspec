@@ -43,10 +43,14 @@ build = {
     ["toolgate.verifier"] = "lua/toolgate/verifier.lua",
     ["toolgate.pipeline"] = "lua/toolgate/pipeline.lua",
     ["toolgate.engine"] = "lua/toolgate/engine.lua",
+    ["toolgate.state"] = "lua/toolgate/state.lua",
+    ["toolgate.consistency"] = "lua/toolgate/consistency.lua",
     ["toolgate.cli.canon"] = "lua/toolgate/cli/canon.lua",
     ["toolgate.cli.check"] = "lua/toolgate/cli/check.lua",
     ["toolgate.cli.validate"] = "lua/toolgate/cli/validate.lua",
     ["toolgate.cli.registry"] = "lua/toolgate/cli/registry.lua",
+    ["toolgate.cli.classify"] = "lua/toolgate/cli/classify.lua",
+    ["toolgate.cli.probe"] = "lua/toolgate/cli/probe.lua",
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",

@@ -7,7 +7,8 @@ One JSON object per line on stdout:
    "tool":{"server":"","name":"read_config","deterministic":true,"verified":true},
    "samples":[{"arguments":{...},"result":<any JSON>,"epoch":"e7"}, ...]}
 
-    python3 bench/gen_plans.py [--seed 1] [--count 2000] [--samples 5] > bench/out/plans.jsonl
+    python3 bench/gen_plans.py [--seed 1] [--count 2000] [--samples 5] \\
+        [--registry-out bench/out/plans-registry.json] > bench/out/plans.jsonl
 
 Every plan has exactly --samples samples.  "category" says how the plan was
 built (for debugging; consumers may ignore it); a few plans also carry
@@ -294,9 +295,19 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--samples", type=int, default=5)
+    ap.add_argument("--registry-out", metavar="FILE",
+                    help="also write a toolgate registry of the plans' tools (open input schemas, "
+                         "the declared determinism as contract), for toolgate classify")
     a = ap.parse_args()
     if a.samples < 1:
         ap.error("--samples must be >= 1")
+    if a.registry_out:
+        tools = [{"server": server, "name": name, "input_schema": {"type": "object"},
+                  "deterministic": det}
+                 for server, name, det, _verified, _gen, _w in PLAN_TOOLS]
+        with open(a.registry_out, "w", encoding="utf-8") as f:
+            json.dump({"toolgate": 1, "tools": tools}, f, indent=1)
+            f.write("\n")
     out = sys.stdout.buffer
     for line in generate(a.seed, a.count, a.samples):
         out.write(line.encode("utf-8") + b"\n")

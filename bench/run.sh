@@ -74,3 +74,27 @@ awk '
     }
     if (bad) print "bench: WARNING: the accepted counts differ from ajv'"'"'s valid count"
   }' "$results"
+
+# ---- 3. self-consistency: 5-sample plans, from JSON text -----------------------
+python3 bench/gen_plans.py --seed 1 --count 2000 --samples 5 --registry-out "$out/plans-registry.json" \
+  >"$out/plans.jsonl"
+echo
+echo "== classify 5-sample plans from JSON text (2000 plans, $(wc -c <"$out/plans.jsonl") bytes)"
+results="$out/classify.txt"
+{
+  "$LUA" bench/classify_bench.lua "$out/plans.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
+  "$LUAJIT" bench/classify_bench.lua "$out/plans.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
+  python3 bench/peers/seed_reference.py --bench --with-parse "$out/plans.jsonl"
+  python3 bench/peers/seed_reference.py --bench "$out/plans.jsonl"
+} >"$results"
+# The ratio is the Python reference's us/plan, parsing included, over ours.
+awk '
+  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++n] = name }
+  END {
+    base = v["python-seed-reference+parse", "us_per_plan"]
+    printf "%-34s %12s %18s\n", "", "us/plan", "vs python (+parse)"
+    for (i = 1; i <= n; i++) {
+      nm = names[i]
+      printf "%-34s %12.1f %17.1fx\n", nm, v[nm, "us_per_plan"], base / v[nm, "us_per_plan"]
+    }
+  }' "$results"

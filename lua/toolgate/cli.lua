@@ -14,6 +14,8 @@ M.EXIT_OK, M.EXIT_FAILED, M.EXIT_USAGE = 0, 1, 2
 local COMMANDS = {
   { name = "canon", summary = "RFC 8785 canonical form (or its XXH3-128 hash) of JSON documents" },
   { name = "check", summary = "the policy's stages on each tool call: one decision per line" },
+  { name = "classify", summary = "self-consistency of sampled plans: agreement on arguments and on results" },
+  { name = "probe", summary = "verify tools' determinism declarations by running a dry run twice" },
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },
 }

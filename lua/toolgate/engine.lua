@@ -8,6 +8,8 @@
 --   }
 --   engine:check(call[, ctx])            -> decision
 --   engine:verify(call, result[, ctx])   -> decision
+--   engine:classify(plan[, ctx])         -> decision (self-consistency of a sampled plan)
+--   engine:probe(tool, args, call_fn, epoch) -> report (determinism probe)
 --   engine:reload()                      -> true, version | nil, message, code
 --
 -- A snapshot (policy + registry + core engine) is immutable once built.
@@ -18,6 +20,7 @@
 -- and for a defer the binding {server, tool, args_digest, policy_version,
 -- registry_hash, epoch} an approval must match.
 
+local consistency = require "toolgate.consistency"
 local core = require "toolgate.core"
 local json = require "toolgate.json"
 local pipeline = require "toolgate.pipeline"
@@ -25,6 +28,7 @@ local policy_mod = require "toolgate.policy"
 local registry = require "toolgate.registry"
 local rung = require "toolgate.rung"
 local sandbox = require "toolgate.sandbox"
+local state_mod = require "toolgate.state"
 local value = require "toolgate.value"
 local verifier = require "toolgate.verifier"
 
@@ -82,8 +86,9 @@ local function build(opts)
   if #sources == 0 then
     return nil, "no registry: give the policy registry.sources or the engine registry = {...}", "NO_REGISTRY"
   end
+  local reg_settings = merge(pol.registry_settings, pol.resolvers and { resolvers = pol.resolvers } or nil)
   local reg
-  reg, err, code = registry.load(ce, sources, pol.registry_settings)
+  reg, err, code = registry.load(ce, sources, reg_settings)
   if not reg then return nil, err, code end
   local ok
   ok, err, code = map_contracts(pol, reg)
@@ -96,14 +101,16 @@ function M.new(opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("toolgate.new: a table of options expected", 2) end
   for k in pairs(opts) do
-    if k ~= "policy" and k ~= "registry" and k ~= "context" and k ~= "limits" and k ~= "format" and k ~= "observe" then
+    if k ~= "policy" and k ~= "registry" and k ~= "context" and k ~= "limits" and k ~= "format"
+        and k ~= "observe" and k ~= "state" then
       error("toolgate.new: unknown option '" .. tostring(k) .. "'", 2)
     end
   end
   if opts.format and not FORMATS[opts.format] then error("toolgate.new: unknown call format " .. opts.format, 2) end
   local snap, err, code = build(opts)
   if not snap then return nil, err, code end
-  return setmetatable({ opts = opts, current = snap }, Engine)
+  -- what the engine learns about tools' determinism outlives reloads
+  return setmetatable({ opts = opts, current = snap, store = opts.state or state_mod.memory() }, Engine)
 end
 
 -- reload() -> true, policy_version | nil, message, code (the old snapshot stays)
@@ -182,6 +189,123 @@ function Engine:check(call, ctx)
   local d = pipeline.run(state, self.opts.observe)
   d.id = state.id
   return finish(snap, d, ctx, state)
+end
+
+-- classify(plan[, ctx]) -> decision
+-- plan: JSON text (or a Lua table) in either form:
+--   {"plan_id", "tool": {"server", "name"[, "deterministic", "verified"]},
+--    "samples": [{"arguments", "result", "epoch"}, ...][, "epoch_fixed"]}
+--   {"plan_id", "samples": [{"epoch", "calls": [{"server", "name", "arguments"}...],
+--    "results": [...]}, ...]}
+-- The rung runs on every call of every sample, the consistency stage
+-- decides on the agreement, and the policy's other stages (gate, verifier,
+-- custom) then run on each call of the representative sample.
+function Engine:classify(plan, ctx)
+  local snap = self.current
+  ctx = merge(snap.policy.context, self.opts.context, ctx)
+  local text = plan
+  if type(plan) == "table" then
+    local err
+    text, err = value.encode(plan)
+    if not text then
+      return finish(snap, { verdict = "reject", stage = "decode", code = "BAD_PLAN", message = err }, ctx)
+    end
+  elseif type(plan) ~= "string" then
+    error("classify: a plan (JSON text or a table) expected, got " .. type(plan), 2)
+  end
+  local doc, err, code, offset = snap.core:parse(text)
+  if not doc then
+    return finish(snap, { verdict = "reject", stage = "decode", code = code, message = err, offset = offset }, ctx)
+  end
+  local settings = snap.policy.settings.consistency
+  local d, rep_steps = consistency.classify(snap, doc:root(), ctx, self.store, settings)
+  if rep_steps and #rep_steps == 1 then
+    d.server, d.tool = rep_steps[1].tool.server, rep_steps[1].tool.name
+  end
+  d.args_digest = d.args_digest or (rep_steps and (#rep_steps == 1 and rep_steps[1].hash
+    or core.hash_bytes(table.concat((function()
+      local parts = {}
+      for k, step in ipairs(rep_steps) do parts[k] = step.hash end
+      return parts
+    end)(), ""))))
+  local go_on = d.verdict == "accept" or (d.verdict == "defer" and settings.on_defer == "continue")
+  if rep_steps and go_on then
+    for k, step in ipairs(rep_steps) do
+      local state = { snap = snap, ctx = ctx, server = step.tool.server, name = step.tool.name, args = step.args,
+                      tool = step.tool, args_digest = step.decision.args_digest }
+      local sd = pipeline.run(state, self.opts.observe, { rung = true, consistency = true })
+      if sd.verdict ~= "accept" then
+        for _, key in ipairs({ "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args",
+            "distinct_results", "representative", "epoch", "steps" }) do sd[key] = d[key] end
+        if #rep_steps > 1 then sd.step = k end
+        sd.server, sd.tool = step.tool.server, step.tool.name
+        if sd.verdict == "reject" or d.verdict ~= "defer" then d = sd end
+        if sd.verdict == "reject" then break end
+      end
+    end
+  end
+  if d.verdict == "defer" and d.epoch ~= nil and d.epoch ~= value.null then ctx = merge(ctx, { epoch = d.epoch }) end
+  return finish(snap, d, ctx)
+end
+
+-- probe(tool, arguments, call_fn, epoch) -> report
+-- Runs call_fn(call) twice with the same call in the same epoch and
+-- compares the canonical results byte for byte.  Equal: the tool's
+-- determinism is verified in this epoch (lifting a quarantine from an
+-- earlier one).  Different, or an error: the declaration is quarantined.
+-- tool: "server/name" or {server =, name =}; call_fn returns the result as
+-- JSON text or a Lua value.
+function Engine:probe(tool, arguments, call_fn, epoch)
+  if type(call_fn) ~= "function" then error("probe: call_fn must be a function", 2) end
+  if epoch == nil then error("probe: an epoch is required (determinism is verified per epoch)", 2) end
+  local snap = self.current
+  local server, name
+  if type(tool) == "string" then
+    server, name = tool:match("^(.-)/([^/]+)$")
+    if not name then server, name = nil, tool end
+  elseif type(tool) == "table" then
+    server, name = tool.server, tool.name
+  else
+    error("probe: tool must be \"server/name\" or {server=, name=}", 2)
+  end
+  local call = { server = server, name = name, arguments = arguments or {} }
+  local text, err = call_text(call)
+  local c = text and snap.core:decode_call(text, "native")
+  if not c then return { verdict = "invalid", code = "BAD_CALL", message = err or "cannot decode the call" } end
+  local d = rung.check(snap.registry, server, name, c:arguments())
+  if d.verdict ~= "accept" then
+    return { verdict = "invalid", code = d.code, message = d.message, server = server, tool = name }
+  end
+  local t = snap.registry.by_key[d.server .. "\0" .. d.tool]
+  local report = { server = t.server, tool = t.name, epoch = epoch, hashes = setmetatable({}, value.array_mt) }
+  for i = 1, 2 do
+    local ok, result = pcall(call_fn, value.copy(call))
+    local hex, herr
+    if ok then
+      local rtext = type(result) == "string" and result or value.encode(result)
+      hex, herr = rtext and snap.core:hash(rtext)
+      if not hex then ok, result = false, "the result is not valid JSON: " .. tostring(herr) end
+    end
+    if not ok then
+      self.store:quarantine(t.server, t.name, "probe failed: " .. tostring(result), epoch)
+      report.verdict, report.reason = "quarantined", "probe call " .. i .. " failed: " .. tostring(result)
+      return report
+    end
+    report.hashes[i] = hex
+  end
+  if report.hashes[1] == report.hashes[2] then
+    self.store:verified(t.server, t.name, epoch)
+    report.verdict = "verified"
+  else
+    self.store:quarantine(t.server, t.name, "probe: two identical calls returned different results", epoch)
+    report.verdict, report.reason = "quarantined", "two identical calls in one epoch returned different results"
+  end
+  return report
+end
+
+-- The determinism record of a tool: {verified_epoch =, quarantined =} | nil
+function Engine:determinism(server, name)
+  return self.store:get(server, name)
 end
 
 -- verify(call, result[, ctx]) -> decision

@@ -106,17 +106,27 @@ local function run_custom(state, stage)
     "a stage returns nil/true (pass), false[, reason] or {verdict=, code=, message=}, not a " .. type(r1))
 end
 
--- run(state[, observe]) -> decision fields (verdict, stage, code, message...)
+-- run(state[, observe[, skip]]) -> decision fields (verdict, stage, code, message...)
 -- observe(stage_name, state), when given, is called before each stage (the
--- host's tracing hook; it runs outside the sandbox).
-function M.run(state, observe)
+-- host's tracing hook; it runs outside the sandbox).  skip: a set of stage
+-- names not to run (classify runs rung and consistency itself, then the
+-- rest here, with state.tool already resolved).
+-- Runs one stage; returns its decision fields or nil (pass).
+local function run_stage(state, stage, observe)
+  if observe then observe(stage.name, state) end
+  if stage.custom then return run_custom(state, stage) end
+  return RUNNERS[stage.name](state, stage)
+end
+
+function M.run(state, observe, skip)
   local deferred
   local ran = setmetatable({}, value.array_mt)
   for _, stage in ipairs(state.snap.policy.stages) do
-    if observe then observe(stage.name, state) end
-    ran[#ran + 1] = stage.name
     local d
-    if stage.custom then d = run_custom(state, stage) else d = RUNNERS[stage.name](state, stage) end
+    if not (skip and skip[stage.name]) then
+      ran[#ran + 1] = stage.name
+      d = run_stage(state, stage, observe)
+    end
     if d then
       d.stages = ran
       if d.verdict == "reject" then return d end

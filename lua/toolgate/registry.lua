@@ -39,6 +39,7 @@ M.DEFAULTS = {
   on_shadowing = "reject",
   on_confusable = "allow",
   on_bad_name = "reject",
+  resolvers = {},           -- id resolvers for x-toolgate-canonical "id": name -> {alias = canonical id}
 }
 
 local FINDING_KINDS = { "collision", "shadowing", "confusable", "bad_name" }
@@ -66,6 +67,7 @@ function M.settings(opts)
     end
   end
   if type(s.ignore_keywords) ~= "table" then error("registry settings: ignore_keywords must be a list", 3) end
+  if type(s.resolvers) ~= "table" then error("registry settings: resolvers must be a table", 3) end
   return s
 end
 
@@ -273,6 +275,133 @@ local function normalize_source(s)
   return copy
 end
 
+-- Normalization plans (x-toolgate-canonical) ----------------------------------
+
+local NORM_OPS = { trim = true, lower = true, path = true, id = true }
+
+local function escape_segment(key)
+  return (key:gsub("~", "~0"):gsub("/", "~1"))
+end
+
+-- Resolves a local $ref ("#", "#/a/b") inside the schema's own document.
+local function resolve_ref(root, ref)
+  if ref == "#" then return root end
+  local ptr = ref:match("^#(/.*)$")
+  if not ptr then return nil end
+  local node = root
+  for seg in ptr:gmatch("/([^/]*)") do
+    seg = seg:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
+    seg = seg:gsub("~1", "/"):gsub("~0", "~")
+    if not node then return nil end
+    if node:type() == "array" then node = node:at((tonumber(seg) or -1) + 1) else node = node:get(seg) end
+  end
+  return node
+end
+
+-- Walks a schema the way instances are walked (properties, items, ...;
+-- in-place through allOf/anyOf/oneOf/$ref) and collects every
+-- x-toolgate-canonical as {pattern = instance pointer with "*", ops = {...}}.
+local function collect_norm_rules(node, ptr, root, rules, seen, depth)
+  if depth > 64 or node:type() ~= "object" then return true end
+  local canon = node:get("x-toolgate-canonical")
+  if canon then
+    local ops = {}
+    if canon:type() == "string" then
+      ops[1] = canon:value()
+    elseif canon:type() == "array" then
+      for i = 1, canon:len() do ops[i] = canon:at(i):value() end
+    end
+    if #ops == 0 then return nil, "x-toolgate-canonical must be a name or a list of names" end
+    for _, op in ipairs(ops) do
+      if not NORM_OPS[op] then
+        return nil, string.format("x-toolgate-canonical: unknown normalization %q (trim, lower, path, id)", tostring(op))
+      end
+    end
+    rules[#rules + 1] = { pattern = ptr, ops = ops }
+  end
+  local function sub(child, p)
+    if child then
+      local ok, err = collect_norm_rules(child, p, root, rules, seen, depth + 1)
+      if not ok then return nil, err end
+    end
+    return true
+  end
+  local props = node:get("properties")
+  if props and props:type() == "object" then
+    for i = 1, props:len() do
+      local ok, err = sub(props:at(i), ptr .. "/" .. escape_segment(props:key(i)))
+      if not ok then return nil, err end
+    end
+  end
+  for _, k in ipairs({ "additionalProperties", "additionalItems" }) do
+    local ok, err = sub(node:get(k), ptr .. "/*")
+    if not ok then return nil, err end
+  end
+  local pp = node:get("patternProperties")
+  if pp and pp:type() == "object" then
+    for i = 1, pp:len() do
+      local ok, err = sub(pp:at(i), ptr .. "/*")
+      if not ok then return nil, err end
+    end
+  end
+  local items = node:get("items")
+  if items and items:type() == "array" then
+    for i = 1, items:len() do
+      local ok, err = sub(items:at(i), ptr .. "/" .. (i - 1))
+      if not ok then return nil, err end
+    end
+  elseif items then
+    local ok, err = sub(items, ptr .. "/*")
+    if not ok then return nil, err end
+  end
+  local prefix = node:get("prefixItems")
+  if prefix and prefix:type() == "array" then
+    for i = 1, prefix:len() do
+      local ok, err = sub(prefix:at(i), ptr .. "/" .. (i - 1))
+      if not ok then return nil, err end
+    end
+  end
+  for _, k in ipairs({ "allOf", "anyOf", "oneOf" }) do
+    local list = node:get(k)
+    if list and list:type() == "array" then
+      for i = 1, list:len() do
+        local ok, err = sub(list:at(i), ptr)
+        if not ok then return nil, err end
+      end
+    end
+  end
+  local ref = node:get("$ref")
+  if ref and ref:type() == "string" and not seen[ref:value() .. "@" .. ptr] then
+    seen[ref:value() .. "@" .. ptr] = true
+    local ok, err = sub(resolve_ref(root, ref:value()), ptr)
+    if not ok then return nil, err end
+  end
+  return true
+end
+
+-- The tool's normalization plan, or nil when its schema names none.
+-- resolvers: the policy's alias tables for "id" (name -> {from = to}).
+local function norm_plan(engine, schema, resolvers)
+  if not schema then return nil end
+  local rules = {}
+  local ok, err = collect_norm_rules(schema, "", schema, rules, {}, 0)
+  if not ok then return nil, err end
+  if #rules == 0 then return nil end
+  local norm = assert(engine:norm())
+  for _, r in ipairs(rules) do
+    local added, aerr = norm:add_rule(r.pattern, r.ops)
+    if not added then return nil, "x-toolgate-canonical at " .. (r.pattern == "" and "/" or r.pattern) .. ": " .. aerr end
+  end
+  for _, aliases in pairs(resolvers or {}) do
+    if type(aliases) == "table" then
+      for from, to in pairs(aliases) do
+        if type(from) == "string" and type(to) == "string" then assert(norm:add_alias(from, to)) end
+      end
+    end
+  end
+  return norm
+end
+
 -- Findings over the whole tool list -------------------------------------------
 
 local function tool_ref(t) return { server = t.server, name = t.name } end
@@ -414,7 +543,15 @@ function M.load(engine, sources, opts, collect)
   local reg = engine:registry()
   local loaded = {}
   for _, t in ipairs(tools) do
-    local index, err, code, pointer = reg:add(t.server, t.name, t.description, t.input, t.output, schema_opts)
+    -- the normalization plan first: a tool is added whole or not at all
+    local norm, err = norm_plan(engine, t.input, settings.resolvers)
+    local index, code, pointer
+    if err then
+      code, pointer = "INVALID_SCHEMA", "/inputSchema"
+    else
+      t.norm = norm
+      index, err, code, pointer = reg:add(t.server, t.name, t.description, t.input, t.output, schema_opts)
+    end
     if index then
       local info = reg:tool(index)
       t.pin = info.pin

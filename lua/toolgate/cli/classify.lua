@@ -1,0 +1,94 @@
+-- toolgate classify: self-consistency of sampled plans.
+local check = require "toolgate.cli.check"
+local cli = require "toolgate.cli"
+local engine_mod = require "toolgate.engine"
+local json = require "toolgate.json"
+
+local M = {}
+
+M.usage = [[
+usage: toolgate classify [--policy FILE|NAME] [--registry [SERVER=]FILE]... [--context FILE] [FILE]
+
+Reads one plan-sample set per line (FILE or standard input) and writes one
+decision per line.  A plan was sampled N times and each sample run in a
+sandbox or dry run:
+  {"plan_id":"p1","tool":{"server":"","name":"read_config"[,"deterministic":true,"verified":true]},
+   "samples":[{"arguments":{...},"result":...,"epoch":"e7"}, ...][,"epoch_fixed":true]}
+or, for a plan of several calls,
+  {"plan_id":"p2","samples":[{"epoch":"e7","calls":[{"server","name","arguments"},...],
+   "results":[...]}, ...]}
+Inline "deterministic"/"verified" override the registry and the probe state
+(for replaying recorded experiments), but a tool quarantined during this run
+counts as unverified whatever the plan says.
+
+Agreement is measured on the canonical arguments and, separately, on the
+canonical results; the decision carries arg_agreement, result_agreement, n,
+distinct_args, distinct_results, the disagreeing argument pointers, and
+one of the codes ARG_DISAGREE (reject), INSUFFICIENT_SAMPLES,
+EPOCH_NOT_FIXED, DETERMINISM_UNVERIFIED, RESULT_DISAGREE, RESULT_UNSTABLE,
+ARG_UNSTABLE (defer), or a rung code when the representative sample fails
+the rung.  Thresholds come from the policy's consistency settings.  A
+RESULT_DISAGREE quarantines the tool's determinism declaration for the
+plans that follow; quarantined tools are listed on standard error.
+
+  --policy FILE|NAME        a policy file or shipped policy (default: default)
+  --registry [SERVER=]FILE  registry files (repeatable), added to the policy's
+  --context FILE            the context (a JSON object)
+  --fail-on VERDICT         exit 1 if any decision has this verdict
+
+exit status: 0 done, 1 --fail-on matched, 2 bad usage or an unloadable
+policy or registry
+]]
+
+function M.run(args, env)
+  local opts, pos = cli.parse(args, {
+    options = { policy = true, context = true, ["fail-on"] = true },
+    multi = { registry = true },
+  })
+  if #pos > 1 then cli.usage_error("at most one FILE") end
+  local policy, perr = check.resolve_policy(opts.policy, env and env.policy_dir)
+  if not policy then
+    cli.diag("classify", perr)
+    return cli.EXIT_USAGE
+  end
+  local engine, err, code = engine_mod.new({ policy = policy, registry = opts.registry })
+  if not engine then
+    cli.diag("classify", (code and (code .. ": ") or "") .. tostring(err))
+    return cli.EXIT_USAGE
+  end
+  for _, w in ipairs(engine:warnings()) do cli.diag("classify", "warning: " .. w) end
+  local core_engine = engine:snapshot().core
+  local ctx = {}
+  if opts.context then
+    local text = cli.read_all("classify", opts.context)
+    if not text then return cli.EXIT_USAGE end
+    local v, jerr, jcode, joff = json.decode(core_engine, text)
+    if type(v) ~= "table" then
+      cli.diag("classify", opts.context .. ": " .. (v == nil and cli.describe(jerr, jcode, joff)
+        or "a context must be a JSON object"))
+      return cli.EXIT_USAGE
+    end
+    ctx = v
+  end
+
+  local f = cli.open_input("classify", pos[1])
+  if not f then return cli.EXIT_USAGE end
+  local matched = false
+  cli.each_line(f, function(line, n)
+    local d = engine:classify(line, ctx)
+    d.line = n
+    if d.verdict == opts["fail-on"] then matched = true end
+    io.stdout:write(cli.encode(core_engine, d), "\n")
+  end)
+  if f ~= io.stdin then f:close() end
+  io.stdout:flush()
+  local names = {}
+  for key, r in pairs(engine.store:records()) do
+    if r.quarantined then names[#names + 1] = key:gsub("%z", "/") .. " (" .. r.quarantined.reason .. ")" end
+  end
+  table.sort(names)
+  for _, q in ipairs(names) do cli.diag("classify", "quarantined: " .. q) end
+  return matched and cli.EXIT_FAILED or cli.EXIT_OK
+end
+
+return M
