@@ -45,4 +45,8 @@ $tg registry lint web=spec/data/registries/openai.json spec/data/registries/anth
       local f = cjson.decode(line)
       if f.summary then print("summary: " .. line) else print(f.severity .. " " .. f.kind .. ": " .. f.message) end
     end'
+
+echo
+echo "== self-consistency: the seed's observation, simulated (examples/seed-demo)"
+BUILD=${BUILD:-build} sh examples/seed-demo/run.sh 2>/dev/null | sed -n '/^Markdown:/,$p' | tail -n +2
 exit 0
