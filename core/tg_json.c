@@ -348,13 +348,17 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
             return r + 1;
         }
         if (c >= 0x80) {
-            size_t n = utf8_seq((const unsigned char *)r, (const unsigned char *)end);
-            if (!n)
-                return fail_at(P, r, TG_E_UTF8, "invalid UTF-8 in string");
-            for (size_t i = 0; i < n; i++)
-                w[i] = r[i];
-            w += n;
-            r += n;
+            /* A run of multi-byte characters (CJK text, emoji) is checked
+             * sequence by sequence, then moved down in one go. */
+            char *run = r;
+            do {
+                size_t n = utf8_seq((const unsigned char *)r, (const unsigned char *)end);
+                if (!n)
+                    return fail_at(P, r, TG_E_UTF8, "invalid UTF-8 in string");
+                r += n;
+            } while (r < end && (unsigned char)*r >= 0x80);
+            move_down(w, run, (size_t)(r - run));
+            w += r - run;
             continue;
         }
         if (r >= end)

@@ -268,9 +268,23 @@ static int push_node(lua_State *L, const tg_value_t *v, int owner)
     return 1;
 }
 
+/* A node is usable while what owns its memory (a document or a call, whose
+ * userdata both start with the C pointer) has not been freed. */
+static void check_alive(lua_State *L, int i)
+{
+    void **owner;
+    lua_getiuservalue(L, i, 2);
+    owner = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    if (!owner || !*owner)
+        luaL_error(L, "toolgate node used after its document was freed");
+}
+
 static node_ud *check_node(lua_State *L, int i)
 {
-    return luaL_checkudata(L, i, NODE_MT);
+    node_ud *n = luaL_checkudata(L, i, NODE_MT);
+    check_alive(L, i);
+    return n;
 }
 
 static const tg_value_t *opt_node(lua_State *L, int i)
@@ -314,6 +328,8 @@ static int l_doc_gc(lua_State *L)
 static int l_doc_root(lua_State *L)
 {
     doc_ud *d = luaL_checkudata(L, 1, DOC_MT);
+    if (!d->d)
+        luaL_error(L, "toolgate document used after it was freed");
     return push_node(L, tg_doc_root(d->d), 1);
 }
 
@@ -459,6 +475,8 @@ static int l_call_gc(lua_State *L)
 static tg_call_t *check_call(lua_State *L)
 {
     call_ud *c = luaL_checkudata(L, 1, CALL_MT);
+    if (!c->c)
+        luaL_error(L, "toolgate call used after it was freed");
     return c->c;
 }
 
@@ -763,7 +781,8 @@ static int l_registry_check(lua_State *L)
     tg_error_t err;
     if (tg_rung_check(u->e, r, server, slen, name, nlen, args, also, res, &err) != TG_OK)
         return push_error(L, &err, 0);
-    lua_createtable(L, 0, 7);
+    /* the lists are present only when not empty: no tables built for nothing */
+    lua_createtable(L, 0, 6);
     lua_pushstring(L, resolution_names[res->resolution]);
     lua_setfield(L, -2, "resolution");
     if (res->resolution == TG_RESOLVED) {
@@ -772,17 +791,23 @@ static int l_registry_check(lua_State *L)
     }
     lua_pushinteger(L, (lua_Integer)res->n_candidates);
     lua_setfield(L, -2, "n_candidates");
-    push_index_list(L, res->candidates,
-                    res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates : TG_RUNG_MAX_FINDINGS);
-    lua_setfield(L, -2, "candidates");
-    lua_createtable(L, (int)res->n_findings, 0);
-    for (size_t i = 0; i < res->n_findings; i++) {
-        push_finding(L, &res->findings[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    if (res->n_candidates) {
+        push_index_list(L, res->candidates,
+                        res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates : TG_RUNG_MAX_FINDINGS);
+        lua_setfield(L, -2, "candidates");
     }
-    lua_setfield(L, -2, "findings");
-    push_index_list(L, res->also, res->n_also);
-    lua_setfield(L, -2, "also");
+    if (res->n_findings) {
+        lua_createtable(L, (int)res->n_findings, 0);
+        for (size_t i = 0; i < res->n_findings; i++) {
+            push_finding(L, &res->findings[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "findings");
+    }
+    if (res->n_also) {
+        push_index_list(L, res->also, res->n_also);
+        lua_setfield(L, -2, "also");
+    }
     return 1;
 }
 
@@ -959,6 +984,7 @@ static int l_engine_pointer_agreement(lua_State *L)
         lua_geti(L, 2, i);
         if (!(nd = luaL_testudata(L, -1, NODE_MT)))
             return luaL_error(L, "bad argument #1 to 'pointer_agreement' (item %d is not a toolgate node)", (int)i);
+        check_alive(L, -1);
         docs[i - 1] = nd->v; /* the list keeps the node, and so its document, alive */
         lua_pop(L, 1);
     }
@@ -1044,7 +1070,10 @@ static const luaL_Reg engine_methods[] = {
     {NULL, NULL},
 };
 
-static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {NULL, NULL}};
+/* doc:free() and call:free() release the C memory now rather than at the
+ * next garbage collection (which knows nothing of its size); the object and
+ * its nodes are unusable afterwards. */
+static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {"free", l_doc_gc}, {NULL, NULL}};
 
 static const luaL_Reg node_methods[] = {
     {"type", l_node_type}, {"len", l_node_len},     {"offset", l_node_offset},
@@ -1055,7 +1084,7 @@ static const luaL_Reg node_methods[] = {
 
 static const luaL_Reg call_methods[] = {
     {"format", l_call_format}, {"server", l_call_server}, {"name", l_call_name},
-    {"arguments", l_call_arguments}, {"id", l_call_id}, {NULL, NULL},
+    {"arguments", l_call_arguments}, {"id", l_call_id}, {"free", l_call_gc}, {NULL, NULL},
 };
 
 static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate}, {NULL, NULL}};

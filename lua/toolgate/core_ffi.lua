@@ -371,41 +371,60 @@ local function node(owner, engine, ptr)
 end
 
 function Doc:root()
+  if self.d == nil then error("toolgate document used after it was freed", 2) end
   return node(self, self.engine, C.tg_doc_root(self.d))
 end
 
-function Node:type() return TYPE_NAMES[C.tg_type_of(self.p)] end
-function Node:len() return tonumber(C.tg_len(self.p)) end
-function Node:offset() return tonumber(C.tg_offset(self.p)) end
+-- free() releases the C memory now rather than at the next garbage
+-- collection (which knows nothing of its size); the document and its nodes
+-- are unusable afterwards.
+function Doc:free()
+  if self.d ~= nil then
+    C.tg_doc_free(ffi.gc(self.d, nil))
+    self.d = nil
+  end
+end
+
+-- A node is usable while what owns its memory (its document, or its call)
+-- has not been freed.
+local function P(self)
+  local o = self.owner
+  if o.d == nil and o.c == nil then error("toolgate node used after its document was freed", 3) end
+  return self.p
+end
+
+function Node:type() return TYPE_NAMES[C.tg_type_of(P(self))] end
+function Node:len() return tonumber(C.tg_len(P(self))) end
+function Node:offset() return tonumber(C.tg_offset(P(self))) end
 
 function Node:at(i)
   if type(i) ~= "number" then error("bad argument #1 to 'at' (number expected)", 2) end
   if i < 1 then return nil end
-  return node(self.owner, self.engine, C.tg_at(self.p, i - 1))
+  return node(self.owner, self.engine, C.tg_at(P(self), i - 1))
 end
 
 function Node:key(i)
   if type(i) ~= "number" then error("bad argument #1 to 'key' (number expected)", 2) end
   if i < 1 then return nil end
-  return lstring(C.tg_key_at(self.p, i - 1, size_box))
+  return lstring(C.tg_key_at(P(self), i - 1, size_box))
 end
 
 function Node:get(key)
   check_string(key, 1)
-  return node(self.owner, self.engine, C.tg_get(self.p, key, #key))
+  return node(self.owner, self.engine, C.tg_get(P(self), key, #key))
 end
 
 -- The Lua value of a scalar: nil for null and for containers.
 function Node:value()
-  local t = C.tg_type_of(self.p)
+  local t = C.tg_type_of(P(self))
   if t == 1 then return false end
   if t == 2 then return true end
-  if t == 3 then return C.tg_num(self.p) end
-  if t == 4 then return lstring(C.tg_str(self.p, size_box)) end
+  if t == 3 then return C.tg_num(P(self)) end
+  if t == 4 then return lstring(C.tg_str(P(self), size_box)) end
   return nil
 end
 
-function Node:text() return lstring(C.tg_num_text(self.p, size_box)) end
+function Node:text() return lstring(C.tg_num_text(P(self), size_box)) end
 
 -- A normalization plan argument (nil: none); see Engine:norm below.
 local function opt_norm(n, i)
@@ -419,7 +438,7 @@ function Node:canon(norm)
   local st = self.engine.st
   local plan = opt_norm(norm, 1)
   C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
   return ffi.string(st.out.data, st.out.len)
 end
 
@@ -428,14 +447,14 @@ function Node:hash(norm)
   local st = self.engine.st
   local plan = opt_norm(norm, 1)
   C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, self.p, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
   C.tg_hash128(st.out.data, st.out.len, hash_buf)
   return hex_of(hash_buf)
 end
 
 local function check_node(n, i)
   if getmetatable(n) ~= Node then error("bad argument #" .. i .. " (toolgate node expected)", 3) end
-  return n.p
+  return P(n)
 end
 
 local function opt_node(n, i)
@@ -458,11 +477,23 @@ function Engine:decode_call(text, format)
   return setmetatable({ engine = self, c = ffi.gc(call_box[0], C.tg_call_free) }, Call)
 end
 
-function Call:format() return FORMAT_NAMES[C.tg_call_format_of(self.c)] end
-function Call:server() return lstring(C.tg_call_server(self.c, size_box)) end
-function Call:name() return lstring(C.tg_call_name(self.c, size_box)) end
-function Call:arguments() return node(self, self.engine, C.tg_call_arguments(self.c)) end
-function Call:id() return node(self, self.engine, C.tg_call_id(self.c)) end
+local function live_call(self)
+  if self.c == nil then error("toolgate call used after it was freed", 3) end
+  return self.c
+end
+
+function Call:format() return FORMAT_NAMES[C.tg_call_format_of(live_call(self))] end
+function Call:server() return lstring(C.tg_call_server(live_call(self), size_box)) end
+function Call:name() return lstring(C.tg_call_name(live_call(self), size_box)) end
+function Call:arguments() return node(self, self.engine, C.tg_call_arguments(live_call(self))) end
+function Call:id() return node(self, self.engine, C.tg_call_id(live_call(self))) end
+
+function Call:free()
+  if self.c ~= nil then
+    C.tg_call_free(ffi.gc(self.c, nil))
+    self.c = nil
+  end
+end
 
 -- Schemas ------------------------------------------------------------------------
 
@@ -568,6 +599,8 @@ function Registry:validate_output(i, n)
 end
 
 -- check(server|nil, name, args_node, report_also) -> result | nil, message, code
+-- result = {resolution =, tool =, n_candidates =, candidates =, findings =, also =}
+-- (candidates, findings and also only when not empty)
 function Registry:check(server, name, args, report_also)
   local st = self.engine.st
   opt_string(server, 1)
@@ -578,12 +611,28 @@ function Registry:check(server, name, args, report_also)
                      report_also and 1 or 0, res, st.err) ~= 0 then
     return error_values(st.err, false)
   end
-  local out = { resolution = RESOLUTIONS[res.resolution], findings = {}, candidates = {}, also = {} }
+  -- the lists are present only when not empty: no tables built for nothing
+  local out = { resolution = RESOLUTIONS[res.resolution] }
   if res.resolution == 0 then out.tool = tonumber(res.tool) + 1 end
-  out.n_candidates = tonumber(res.n_candidates)
-  for i = 0, math.min(out.n_candidates, 16) - 1 do out.candidates[i + 1] = tonumber(res.candidates[i]) + 1 end
-  for i = 0, tonumber(res.n_findings) - 1 do out.findings[i + 1] = finding_table(res.findings[i]) end
-  for i = 0, tonumber(res.n_also) - 1 do out.also[i + 1] = tonumber(res.also[i]) + 1 end
+  local n = tonumber(res.n_candidates)
+  out.n_candidates = n
+  if n > 0 then
+    local list = {}
+    for i = 0, math.min(n, 16) - 1 do list[i + 1] = tonumber(res.candidates[i]) + 1 end
+    out.candidates = list
+  end
+  n = tonumber(res.n_findings)
+  if n > 0 then
+    local list = {}
+    for i = 0, n - 1 do list[i + 1] = finding_table(res.findings[i]) end
+    out.findings = list
+  end
+  n = tonumber(res.n_also)
+  if n > 0 then
+    local list = {}
+    for i = 0, n - 1 do list[i + 1] = tonumber(res.also[i]) + 1 end
+    out.also = list
+  end
   return out
 end
 
@@ -687,7 +736,7 @@ function Engine:pointer_agreement(list, rep, norm, max)
     if getmetatable(nd) ~= Node then
       error("bad argument #1 to 'pointer_agreement' (item " .. i .. " is not a toolgate node)", 2)
     end
-    docs[i - 1] = nd.p -- the list keeps the node, and so its document, alive
+    docs[i - 1] = P(nd) -- the list keeps the node, and so its document, alive
   end
   local asked = math.min(max, POINTERS_FIRST)
   local out = ffi.new("tg_pointer_agreement_t[?]", math.max(asked, 1))

@@ -188,7 +188,9 @@ function Engine:check(call, ctx)
   if not state then return finish(snap, failed, ctx) end
   local d = pipeline.run(state, self.opts.observe)
   d.id = state.id
-  return finish(snap, d, ctx, state)
+  d = finish(snap, d, ctx, state)
+  state.call:free() -- now, not at some later collection: the decision holds no node
+  return d
 end
 
 -- classify(plan[, ctx]) -> decision
@@ -245,6 +247,7 @@ function Engine:classify(plan, ctx)
     end
   end
   if d.verdict == "defer" and d.epoch ~= nil and d.epoch ~= value.null then ctx = merge(ctx, { epoch = d.epoch }) end
+  doc:free() -- the decision holds no node
   return finish(snap, d, ctx)
 end
 
@@ -283,7 +286,7 @@ function Engine:probe(tool, arguments, call_fn, epoch)
     local hex, herr
     if ok then
       local rtext = type(result) == "string" and result or value.encode(result)
-      hex, herr = rtext and snap.core:hash(rtext)
+      if rtext then hex, herr = snap.core:hash(rtext) end
       if not hex then ok, result = false, "the result is not valid JSON: " .. tostring(herr) end
     end
     if not ok then
@@ -337,6 +340,8 @@ function Engine:verify(call, result, ctx)
       message = "the result is not valid JSON: " .. err }, ctx, state)
   end
   local problem = verifier.check(snap.registry, tool, doc:root(), ctx)
+  doc:free()
+  state.call:free()
   if not problem then
     return finish(snap, { verdict = "accept", stage = "verifier", server = tool.server, tool = tool.name },
       ctx, state)

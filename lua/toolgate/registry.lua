@@ -43,6 +43,14 @@ M.DEFAULTS = {
 }
 
 local FINDING_KINDS = { "collision", "shadowing", "confusable", "bad_name" }
+
+-- The call-time code and reason of each kind, in the order they are tried.
+local REFUSALS = {
+  { "shadowing", "SHADOWED", "shadows a tool of the same name on a more trusted or earlier server" },
+  { "collision", "COLLISION", "shares its name with tools on other servers" },
+  { "confusable", "CONFUSABLE", "has a name confusable with another tool's" },
+  { "bad_name", "BAD_TOOL_NAME", "has a name outside ^[A-Za-z0-9_.-]{1,128}$" },
+}
 local ACTIONS = { error = true, reject = true, allow = true }
 
 local NATIVE_TOP_KEYS = { toolgate = true, server = true, tools = true }
@@ -557,7 +565,7 @@ function M.load(engine, sources, opts, collect)
       t.pin = info.pin
       t.index = index
       t.has_output = t.output ~= nil
-      t.input, t.output, t.doc = nil, nil, nil -- compiled; the parsed file may go
+      t.input, t.output = nil, nil -- compiled into C
       loaded[index] = t
     else
       local where = (pointer and pointer ~= "") and (" at " .. pointer) or ""
@@ -571,7 +579,24 @@ function M.load(engine, sources, opts, collect)
     end
   end
 
+  -- the parsed files are compiled into C; free them now rather than at some
+  -- later collection
+  local docs = {}
+  for _, t in ipairs(tools) do
+    if t.doc then docs[t.doc] = true end
+    t.doc = nil
+  end
+  for doc in pairs(docs) do doc:free() end
+
   local findings = lint(loaded)
+  -- a tool flagged with a kind the settings refuse carries the refusal
+  for _, t in ipairs(loaded) do
+    for _, f in ipairs(REFUSALS) do
+      if not t.refuse and t.flags[f[1]] and settings["on_" .. f[1]] == "reject" then
+        t.refuse = { code = f[2], message = string.format("tool %q on server %q %s", t.name, t.server, f[3]) }
+      end
+    end
+  end
   local severity = { error = "error", reject = "reject", allow = "warning" }
   for _, f in ipairs(findings) do
     f.severity = severity[settings["on_" .. f.kind]]

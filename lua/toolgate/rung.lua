@@ -15,67 +15,57 @@ local array_mt = require("toolgate.value").array_mt
 
 local M = {}
 
-local FLAG_CODES = {
-  { "shadowing", "SHADOWED", "shadows a tool of the same name on a more trusted or earlier server" },
-  { "collision", "COLLISION", "shares its name with tools on other servers" },
-  { "confusable", "CONFUSABLE", "has a name confusable with another tool's" },
-  { "bad_name", "BAD_TOOL_NAME", "has a name outside ^[A-Za-z0-9_.-]{1,128}$" },
-}
-
 local function refs(snap, indexes)
   local out = setmetatable({}, array_mt)
-  for i, k in ipairs(indexes) do
+  for i, k in ipairs(indexes or {}) do
     local t = snap.tools[k]
     out[i] = { server = t.server, name = t.name }
   end
   return out
 end
 
-local function reject(code, message, extra)
-  local d = { verdict = "reject", stage = "rung", code = code, message = message }
-  for k, v in pairs(extra or {}) do d[k] = v end
-  return d
+local function decision(verdict, code, message, server, tool, snap)
+  return { verdict = verdict, stage = "rung", code = code, message = message,
+           server = server, tool = tool, registry_hash = snap.hash }
 end
 
 -- check(snap, server|nil, name, args_node[, opts]) -> decision
 -- opts.report_also: list the other tools whose schemas accept the arguments (H5).
 function M.check(snap, server, name, args, opts)
-  opts = opts or {}
-  local res, err, code = snap.c:check(server, name, args, opts.report_also)
-  local base = { server = server, tool = name, registry_hash = snap.hash }
+  local also = opts and opts.report_also
+  local res, err, code = snap.c:check(server, name, args, also)
   if not res then
-    return reject(code, "the rung could not finish its check: " .. tostring(err), base)
+    return decision("reject", code, "the rung could not finish its check: " .. tostring(err), server, name, snap)
   end
-  if res.resolution == "unknown" then
-    return reject("H1", server and string.format("no tool %q on server %q", name, server)
-      or string.format("no tool named %q on any server", name), base)
+  local resolution = res.resolution
+  if resolution == "unknown" then
+    return decision("reject", "H1", server and string.format("no tool %q on server %q", name, server)
+      or string.format("no tool named %q on any server", name), server, name, snap)
   end
-  if res.resolution == "ambiguous" then
-    base.candidates = refs(snap, res.candidates)
-    return reject("H1", string.format("tool name %q is exposed by %d servers; the call must name one",
-      name, res.n_candidates), base)
+  if resolution == "ambiguous" then
+    local d = decision("reject", "H1", string.format(
+      "tool name %q is exposed by %d servers; the call must name one", name, res.n_candidates), server, name, snap)
+    d.candidates = refs(snap, res.candidates)
+    return d
   end
 
   local t = snap.tools[res.tool]
-  base.server, base.tool = t.server, t.name
-  for _, f in ipairs(FLAG_CODES) do
-    if t.flags[f[1]] and snap.settings["on_" .. f[1]] == "reject" then
-      return reject(f[2], string.format("tool %q on server %q %s", t.name, t.server, f[3]), base)
-    end
+  if t.refuse then -- flagged at load, and the settings say to refuse its calls
+    return decision("reject", t.refuse.code, t.refuse.message, t.server, t.name, snap)
   end
-
-  base.args_digest = args:hash()
-  if #res.findings > 0 then
-    local first = res.findings[1]
-    base.findings = setmetatable(res.findings, array_mt)
-    base.path, base.keyword = first.pointer, first.keyword
-    local more = #res.findings > 1 and string.format(" (and %d more finding%s)", #res.findings - 1,
-      #res.findings > 2 and "s" or "") or ""
-    return reject(first.code, first.message .. more, base)
+  local findings = res.findings
+  if findings then
+    local first, n = findings[1], #findings
+    local more = n > 1 and string.format(" (and %d more finding%s)", n - 1, n > 2 and "s" or "") or ""
+    local d = decision("reject", first.code, first.message .. more, t.server, t.name, snap)
+    d.findings = setmetatable(findings, array_mt)
+    d.path, d.keyword = first.pointer, first.keyword
+    d.args_digest = args:hash()
+    return d
   end
-  local d = { verdict = "accept", stage = "rung" }
-  for k, v in pairs(base) do d[k] = v end
-  if opts.report_also then d.also_accepted_by = refs(snap, res.also) end
+  local d = decision("accept", nil, nil, t.server, t.name, snap)
+  d.args_digest = args:hash()
+  if also then d.also_accepted_by = refs(snap, res.also) end
   return d
 end
 
