@@ -42,6 +42,11 @@ local array_mt = value.array_mt
 
 local function arr(t) return setmetatable(t or {}, array_mt) end
 
+-- Stand-ins for what a sample lacks, distinct from any real digest.
+local NO_ARGUMENTS = core_mod.hash_bytes("\0no arguments")
+local NO_RESULT = core_mod.hash_bytes("\0no result")
+local NO_STEP = core_mod.hash_bytes("\0no step")
+
 local function scalar(node)
   if not node then return nil end
   local t = node:type()
@@ -120,7 +125,7 @@ end
 -- classify(snap, plan, ctx, store, settings) -> decision fields, tools to
 -- run the later stages on (the representative sample's resolved steps)
 -- plan: the plan's root node; snap: an engine snapshot.
-function M.classify(snap, plan, ctx, store, settings)
+function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ctx
   local reg, core = snap.registry, snap.core
   local base = { stage = "consistency" }
   if plan:type() ~= "object" then
@@ -152,7 +157,9 @@ function M.classify(snap, plan, ctx, store, settings)
     return base
   end
 
-  -- every call of every sample through the rung, hashing as we go
+  -- every call of every sample through the rung, hashing as we go (16-byte
+  -- digest tokens: no hex round trips; full rung decisions are built only
+  -- for the samples that need one)
   local plan_hashes, result_hashes, decoded = {}, {}, {}
   local max_steps = 0
   local epochs = {}
@@ -167,24 +174,20 @@ function M.classify(snap, plan, ctx, store, settings)
     for k, step in ipairs(steps) do
       local args = step.args
       if args then
-        local d = rung.check(reg, step.server, step.name, args)
-        -- the tool, when the name resolved (even if the arguments failed)
-        local tool = d.server and d.tool and reg.by_key[d.server .. "\0" .. d.tool]
-        step.decision = d
-        step.hash = tool and tool.norm and args:hash(tool.norm) or d.args_digest or args:hash()
-        step.resolved = tool
+        local res = reg.c:check(step.server, step.name, args)
+        local tool = res and res.tool and reg.tools[res.tool]
+        step.ok = res ~= nil and res.tool ~= nil and not res.findings and not tool.refuse
+        step.digest = args:digest(tool and tool.norm or nil)
+        step.tool = step.ok and tool or nil
       else
-        step.decision = { verdict = "reject", stage = "rung", code = "BAD_ARGUMENTS",
-                          message = "the call has no arguments object" }
-        step.hash = core_mod.hash_bytes("\0no arguments")
+        step.ok, step.digest = false, NO_ARGUMENTS
       end
-      step.tool = step.decision.verdict == "accept" and step.resolved or nil
-      parts[k] = (step.server or "") .. "\0" .. step.name .. "\0" .. step.hash
+      parts[k] = (step.server or "") .. "\0" .. step.name .. "\0" .. step.digest
     end
     if #steps > max_steps then max_steps = #steps end
     decoded[i] = { steps = steps, results = results_or_err }
-    plan_hashes[i] = single and steps[1].hash or core_mod.hash_bytes(table.concat(parts, "\1"))
-    result_hashes[i] = results_or_err and results_or_err:hash() or core_mod.hash_bytes("\0absent")
+    plan_hashes[i] = single and steps[1].digest or core_mod.hash_bytes(table.concat(parts, "\1"))
+    result_hashes[i] = results_or_err and results_or_err:digest() or NO_RESULT
     epochs[i] = epoch_key(s:get("epoch"))
   end
 
@@ -199,8 +202,9 @@ function M.classify(snap, plan, ctx, store, settings)
   -- the plan that would run is the representative one: its rung verdict stands
   local rep_steps = decoded[rep].steps
   for k, step in ipairs(rep_steps) do
-    if step.decision.verdict ~= "accept" then
-      local d = step.decision
+    if not step.ok then
+      local d = step.args and rung.check(reg, step.server, step.name, step.args)
+        or { verdict = "reject", stage = "rung", code = "BAD_ARGUMENTS", message = "the call has no arguments object" }
       d.stage, d.plan_id, d.n, d.representative = "rung", base.plan_id, n, rep
       d.arg_agreement, d.result_agreement = base.arg_agreement, base.result_agreement
       if not single then d.step = k end
@@ -210,9 +214,11 @@ function M.classify(snap, plan, ctx, store, settings)
   local failures = arr()
   for i = 1, n do
     for k, step in ipairs(decoded[i].steps) do
-      if step.decision.verdict ~= "accept" then
-        failures[#failures + 1] = { sample = i, step = (not single) and k or nil, code = step.decision.code,
-          path = step.decision.path, message = step.decision.message }
+      if not step.ok then
+        local d = step.args and rung.check(reg, step.server, step.name, step.args)
+          or { code = "BAD_ARGUMENTS", message = "the call has no arguments object" }
+        failures[#failures + 1] = { sample = i, step = (not single) and k or nil, code = d.code,
+          path = d.path, message = d.message }
         break
       end
     end
@@ -226,11 +232,11 @@ function M.classify(snap, plan, ctx, store, settings)
       local ah, rh = {}, {}
       for i = 1, n do
         local step = decoded[i].steps[k]
-        ah[i] = step and core_mod.hash_bytes((step.server or "") .. "\0" .. step.name .. "\0" .. step.hash)
-          or core_mod.hash_bytes("\0no step")
+        ah[i] = step and core_mod.hash_bytes((step.server or "") .. "\0" .. step.name .. "\0" .. step.digest)
+          or NO_STEP
         local r = decoded[i].results
         local rk = r and r:type() == "array" and r:at(k) or nil
-        rh[i] = rk and rk:hash() or core_mod.hash_bytes("\0no result")
+        rh[i] = rk and rk:digest() or NO_RESULT
       end
       local a, r = assert(core:agree(ah)), assert(core:agree(rh))
       per_step[k] = { step = k, tool = rep_steps[k] and rep_steps[k].name or value.null,

@@ -93,14 +93,14 @@ static const char *check_string(lua_State *L, int i, size_t *len)
 
 static const char *const limit_names[] = {
     "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
-    "regex_match_limit", "max_validation_steps", NULL,
+    "regex_match_limit", "max_validation_steps", "max_pattern_bytes", NULL,
 };
 
 static size_t *limit_field(tg_limits_t *l, int i)
 {
     size_t *f[] = {&l->max_input_bytes, &l->max_depth, &l->max_string_bytes,
                    &l->max_members, &l->max_items, &l->regex_match_limit,
-                   &l->max_validation_steps};
+                   &l->max_validation_steps, &l->max_pattern_bytes};
     return f[i];
 }
 
@@ -427,6 +427,24 @@ static int l_node_canon(lua_State *L)
     if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
         return push_error(L, &err, 1);
     lua_pushlstring(L, u->out.data, u->out.len);
+    return 1;
+}
+
+/* node:digest([norm]) -> the XXH3-128 of the canonical form as a 16-byte
+ * token (the hash's in-memory bytes: compare tokens, do not print them; for
+ * engine:agree without hex round trips) | nil, ... */
+static int l_node_digest(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    const tg_norm_t *plan = opt_norm(L, 2);
+    engine_ud *u = engine_of(L, 1);
+    tg_error_t err;
+    tg_hash128_t h;
+    tg_buf_reset(&u->out);
+    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    tg_hash128(u->out.data, u->out.len, &h);
+    lua_pushlstring(L, (const char *)&h, sizeof h);
     return 1;
 }
 
@@ -910,6 +928,11 @@ static void read_hex(lua_State *L, int idx, lua_Integer i, tg_hash128_t *h)
     const char *s = NULL;
     if (lua_geti(L, idx, i) == LUA_TSTRING)
         s = lua_tolstring(L, -1, &len);
+    if (s && len == sizeof *h) { /* a node:digest() token */
+        memcpy(h, s, sizeof *h);
+        lua_pop(L, 1);
+        return;
+    }
     if (!s || len != 32)
         luaL_error(L, "bad argument #1 to 'agree' (item %d is not 32 hex digits)", (int)i);
     h->hi = h->lo = 0;
@@ -925,7 +948,8 @@ static void read_hex(lua_State *L, int idx, lua_Integer i, tg_hash128_t *h)
     lua_pop(L, 1);
 }
 
-/* engine:agree({hex, ...}) -> {n =, distinct =, modal_count =, representative = (from 1)}
+/* engine:agree({hex or digest token, ...})
+ *   -> {n =, distinct =, modal_count =, representative = (from 1)}
  *   | nil, message, code */
 static int l_engine_agree(lua_State *L)
 {
@@ -1079,7 +1103,7 @@ static const luaL_Reg node_methods[] = {
     {"type", l_node_type}, {"len", l_node_len},     {"offset", l_node_offset},
     {"at", l_node_at},     {"key", l_node_key},     {"get", l_node_get},
     {"value", l_node_value}, {"text", l_node_text}, {"canon", l_node_canon},
-    {"hash", l_node_hash}, {NULL, NULL},
+    {"hash", l_node_hash}, {"digest", l_node_digest}, {NULL, NULL},
 };
 
 static const luaL_Reg call_methods[] = {

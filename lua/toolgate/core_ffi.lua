@@ -32,6 +32,7 @@ typedef struct tg_limits_t {
     size_t max_items;
     size_t regex_match_limit;
     size_t max_validation_steps;
+    size_t max_pattern_bytes;
 } tg_limits_t;
 typedef struct tg_engine_t tg_engine_t;
 typedef struct tg_doc_t tg_doc_t;
@@ -172,7 +173,7 @@ local C = load_library()
 local TG_NO_OFFSET = ffi.cast("size_t", -1)
 local LIMIT_NAMES = {
   "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
-  "regex_match_limit", "max_validation_steps",
+  "regex_match_limit", "max_validation_steps", "max_pattern_bytes",
 }
 local IS_LIMIT = {}
 for _, name in ipairs(LIMIT_NAMES) do IS_LIMIT[name] = true end
@@ -442,6 +443,18 @@ function Node:canon(norm)
   return ffi.string(st.out.data, st.out.len)
 end
 
+-- digest([norm]) -> XXH3-128 of the canonical form as a 16-byte token (the
+-- hash's in-memory bytes: compare tokens, do not print them; for
+-- engine:agree without hex round trips) | nil, ...
+function Node:digest(norm)
+  local st = self.engine.st
+  local plan = opt_norm(norm, 1)
+  C.tg_buf_reset(st.out)
+  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  C.tg_hash128(st.out.data, st.out.len, hash_buf)
+  return ffi.string(hash_buf, 16)
+end
+
 -- hash([norm]) -> 32 hex digits of XXH3-128(canonical form) | nil, ...
 function Node:hash(norm)
   local st = self.engine.st
@@ -695,12 +708,16 @@ function Engine:agree(list)
   local v = n <= 32 and small_values or ffi.new("tg_hash128_t[?]", n)
   for i = 1, n do
     local s = list[i]
-    if type(s) ~= "string" or #s ~= 32 or not s:find("^%x+$") then
-      error("bad argument #1 to 'agree' (item " .. i .. " is not 32 hex digits)", 2)
+    if type(s) == "string" and #s == 16 then -- a node:digest() token
+      ffi.copy(v + (i - 1), s, 16)
+    else
+      if type(s) ~= "string" or #s ~= 32 or not s:find("^%x+$") then
+        error("bad argument #1 to 'agree' (item " .. i .. " is not 32 hex digits)", 2)
+      end
+      -- 64-bit halves from 32-bit pieces: a Lua number holds those exactly
+      v[i - 1].hi = TWO32 * tonumber(s:sub(1, 8), 16) + tonumber(s:sub(9, 16), 16)
+      v[i - 1].lo = TWO32 * tonumber(s:sub(17, 24), 16) + tonumber(s:sub(25, 32), 16)
     end
-    -- 64-bit halves from 32-bit pieces: a Lua number holds those exactly
-    v[i - 1].hi = TWO32 * tonumber(s:sub(1, 8), 16) + tonumber(s:sub(9, 16), 16)
-    v[i - 1].lo = TWO32 * tonumber(s:sub(17, 24), 16) + tonumber(s:sub(25, 32), 16)
   end
   local a = st.agreement
   if C.tg_agree(st.e, v, n, a, st.err) ~= 0 then return error_values(st.err, false) end

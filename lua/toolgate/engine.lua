@@ -224,17 +224,17 @@ function Engine:classify(plan, ctx)
   if rep_steps and #rep_steps == 1 then
     d.server, d.tool = rep_steps[1].tool.server, rep_steps[1].tool.name
   end
-  d.args_digest = d.args_digest or (rep_steps and (#rep_steps == 1 and rep_steps[1].hash
-    or core.hash_bytes(table.concat((function()
-      local parts = {}
-      for k, step in ipairs(rep_steps) do parts[k] = step.hash end
-      return parts
-    end)(), ""))))
+  if rep_steps and not d.args_digest then
+    -- the exact arguments of the call that would run (not normalized)
+    local parts = {}
+    for k, step in ipairs(rep_steps) do parts[k] = step.args:hash() end
+    d.args_digest = #parts == 1 and parts[1] or core.hash_bytes(table.concat(parts, "\1"))
+  end
   local go_on = d.verdict == "accept" or (d.verdict == "defer" and settings.on_defer == "continue")
   if rep_steps and go_on then
     for k, step in ipairs(rep_steps) do
       local state = { snap = snap, ctx = ctx, server = step.tool.server, name = step.tool.name, args = step.args,
-                      tool = step.tool, args_digest = step.decision.args_digest }
+                      tool = step.tool, args_digest = step.args:hash() }
       local sd = pipeline.run(state, self.opts.observe, { rung = true, consistency = true })
       if sd.verdict ~= "accept" then
         for _, key in ipairs({ "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args",
