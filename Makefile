@@ -75,7 +75,7 @@ test:
 # ---- demo and bench -----------------------------------------------------------
 
 demo:
-	@sh mk/deps.sh build
+	@sh mk/deps.sh demo
 	@$(MAKE) --no-print-directory all
 	@$(LUA_ENV) LUA="$(LUA)" sh examples/demo.sh
 

@@ -48,5 +48,11 @@ $tg registry lint web=spec/data/registries/openai.json spec/data/registries/anth
 
 echo
 echo "== self-consistency: the seed's observation, simulated (examples/seed-demo)"
-BUILD=${BUILD:-build} sh examples/seed-demo/run.sh 2>/dev/null | sed -n '/^Markdown:/,$p' | tail -n +2
+log="${BUILD:-build}/seed-demo.log"
+if BUILD=${BUILD:-build} sh examples/seed-demo/run.sh >"$log" 2>&1; then
+  sed -n '/^Markdown:/,$p' "$log" | tail -n +2
+else
+  echo "the seed demo failed:"
+  tail -20 "$log"
+fi
 exit 0

@@ -1,16 +1,18 @@
 #!/bin/sh
 # Installs the Debian packages toolgate needs to build, test, demo and bench,
 # and only those that are missing (a no-op, and offline, once all are there).
-# Usage: mk/deps.sh [build|test|bench]   (each set includes the previous)
+# Usage: mk/deps.sh [build|demo|test|bench]   (each set includes build)
 set -eu
 set_name=${1:-build}
 
 build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev libpcre2-dev"
+demo="$build python3"
 test="$build lua-busted xxhash locales python3 nodejs npm"
 bench="$test"
 
 case "$set_name" in
   build) want=$build ;;
+  demo) want=$demo ;;
   test) want=$test ;;
   bench) want=$bench ;;
   *) echo "mk/deps.sh: unknown package set '$set_name'" >&2; exit 2 ;;
