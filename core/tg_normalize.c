@@ -526,6 +526,31 @@ int tg_norm_apply(const tg_norm_t *n, unsigned ops, const char *s, size_t len,
     return TG_OK;
 }
 
+int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len, tg_buf_t *out,
+                   tg_error_t *err)
+{
+    tg_norm_scratch sc;
+    const char *r;
+    size_t rlen;
+    int rc;
+
+    tg_error_clear(err);
+    if (!out || (!s && len) || (ops & ~(unsigned)(TG_NORM_TRIM | TG_NORM_LOWER | TG_NORM_PATH | TG_NORM_ID)))
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "bad arguments to tg_norm_string");
+    if ((ops & TG_NORM_ID) && !n)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "TG_NORM_ID needs a plan (its aliases)");
+    if (!n) { /* the other operations need no plan: an empty one stands in */
+        static const tg_norm_t none; /* read-only: no rules, no aliases */
+        n = &none;
+    }
+    tg_norm_scratch_init(&sc, out->engine);
+    rc = tg_norm_apply(n, ops, s ? s : "", len, &sc, &r, &rlen, err);
+    if (rc == TG_OK)
+        rc = tg_buf_append(out, r, rlen, err);
+    tg_norm_scratch_free(&sc);
+    return rc;
+}
+
 /* ---- the writer ----------------------------------------------------------------- */
 
 typedef struct nwalk {

@@ -565,6 +565,14 @@ TG_API int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsig
 TG_API int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *to,
                              size_t tlen, tg_error_t *err);
 
+/* Applies ops (TG_NORM_* bits; TG_NORM_ID looks up the aliases of plan n,
+ * which may be NULL when ops has no TG_NORM_ID) to the string s (len bytes)
+ * and appends the result to out.  What a rule would make of one value: a
+ * Lua resolver can see an ID in the form aliases are matched in.  TG_OK,
+ * TG_E_ARG, TG_E_NOMEM. */
+TG_API int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len,
+                          tg_buf_t *out, tg_error_t *err);
+
 /* Appends the RFC 8785 canonical form of v to out, with the string values
  * that plan n's rules select rewritten first (object keys never are).  n
  * NULL, or a plan with no rules, gives exactly tg_canon_value's bytes.

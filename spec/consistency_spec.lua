@@ -256,6 +256,48 @@ describe("canonical arguments", function()
   end)
 end)
 
+describe("ID resolver functions", function()
+  local function fn_engine(resolver)
+    return assert(toolgate.new({
+      policy = { name = "t", version = "1", stages = { "rung", "consistency" }, resolvers = { accounts = resolver } },
+      registry = { DATA .. "consistency.json" },
+    }))
+  end
+  local function accounts(list)
+    local args = {}
+    for i, a in ipairs(list) do args[i] = { account = a } end
+    local p = plan("lookup", args, results_with(#list, #list))
+    p.tool.deterministic, p.tool.verified = true, true
+    return p
+  end
+
+  it("resolve IDs through a policy's Lua function, after the earlier normalizations", function()
+    local asked = {}
+    local e = fn_engine(function(id)
+      asked[#asked + 1] = id
+      return (id:lower():gsub("[^a-z]", ""))
+    end)
+    local d = e:classify(accounts({ " ACME Corp", "acme-corp", "Acme corp ", "ACMECORP", "acme_corp" }))
+    assert.equal(1, d.arg_agreement)
+    assert.equal("accept", d.verdict)
+    assert.equal(5, #asked) -- once per distinct trimmed ID
+    for _, id in ipairs(asked) do assert.not_matches("^%s", id) end -- trim came first
+    d = e:classify(accounts({ "acme", "acme", "acme", "acme", "globex" }))
+    assert.equal(0.8, d.arg_agreement)
+  end)
+
+  it("fail closed when the function errors or answers something other than a string", function()
+    local d = fn_engine(function() error("directory down") end):classify(accounts({ "a", "a", "a", "a", "a" }))
+    assert.equal("reject", d.verdict)
+    assert.equal("POLICY_ERROR", d.code)
+    assert.matches("directory down", d.message)
+    d = fn_engine(function() return 42 end):classify(accounts({ "a", "a", "a", "a", "a" }))
+    assert.equal("POLICY_ERROR", d.code)
+    d = fn_engine(function() while true do end end):classify(accounts({ "a", "a", "a", "a", "a" }))
+    assert.equal("POLICY_ERROR", d.code)
+  end)
+end)
+
 describe("the rung inside a plan", function()
   it("rejects a plan whose representative sample calls a fabricated tool, whatever the agreement", function()
     local p = plan("lookup_user", args_with(10, 10), results_with(10, 10))
@@ -353,7 +395,7 @@ describe("determinism probes", function()
     r = e:probe("sb/lookup", args, function() n = n + 1; return { rows = n } end, "e2")
     assert.equal("quarantined", r.verdict)
     assert.is_table(e:determinism("sb", "lookup").quarantined)
-    r = e:probe("sb/lookup", args, function() return { rows = 1 } end, "e2")
+    e:probe("sb/lookup", args, function() return { rows = 1 } end, "e2")
     assert.is_table(e:determinism("sb", "lookup").quarantined) -- same epoch: not lifted
     r = e:probe("sb/lookup", args, function() return '{"rows":1}' end, "e3")
     assert.equal("verified", r.verdict)

@@ -33,6 +33,7 @@
 local core_mod = require "toolgate.core"
 local json = require "toolgate.json"
 local rung = require "toolgate.rung"
+local sandbox = require "toolgate.sandbox"
 local state_mod = require "toolgate.state"
 local value = require "toolgate.value"
 
@@ -122,6 +123,75 @@ local function read_sample(plan, sample, single)
   return steps, sample:get("results")
 end
 
+-- The string values of node at the locations a pattern ("/a/*/b") matches.
+local function strings_at(node, segments, i, out)
+  if not node then return end
+  if i > #segments then
+    if node:type() == "string" then out[#out + 1] = node:value() end
+    return
+  end
+  local seg, t = segments[i], node:type()
+  if seg == "*" and (t == "object" or t == "array") then
+    for k = 1, node:len() do strings_at(node:at(k), segments, i + 1, out) end
+  elseif t == "object" then
+    strings_at(node:get((seg:gsub("~1", "/"):gsub("~0", "~"))), segments, i + 1, out)
+  elseif t == "array" and seg:match("^%d+$") then
+    strings_at(node:at(tonumber(seg) + 1), segments, i + 1, out)
+  end
+end
+
+-- plan_norms(snap, decoded) -> {tool = normalization plan for this plan} | nil, message
+-- For the tools whose "id" rules a policy function resolves: a plan of their
+-- own, the tool's rules and alias tables plus what the function says of each
+-- ID the plan's samples hold (asked once per ID, in the sandbox).
+local function plan_norms(snap, decoded)
+  local norms, seen = {}, {}
+  for _, d in ipairs(decoded) do
+    for _, step in ipairs(d.steps) do
+      local tool = step.resolved
+      if tool and tool.id_functions and step.args then
+        local norm = norms[tool]
+        if not norm then
+          norm = assert(snap.core:norm())
+          for _, r in ipairs(tool.norm_rules) do assert(norm:add_rule(r.pattern, r.ops)) end
+          for _, aliases in pairs(snap.policy.resolvers or {}) do
+            if type(aliases) == "table" then
+              for from, to in pairs(aliases) do
+                if type(from) == "string" and type(to) == "string" then assert(norm:add_alias(from, to)) end
+              end
+            end
+          end
+          norms[tool], seen[tool] = norm, {}
+        end
+        for _, r in ipairs(tool.id_functions) do
+          local segments = {}
+          for seg in r.pattern:gmatch("/([^/]*)") do segments[#segments + 1] = seg end
+          local found = {}
+          strings_at(step.args, segments, 1, found)
+          for _, raw in ipairs(found) do
+            local pre = assert(tool.norm:apply(raw, r.pre_ops))
+            local key = r.resolver .. "\0" .. pre
+            if not seen[tool][key] then
+              seen[tool][key] = true
+              local ok, id = sandbox.call(snap.policy.budget, snap.policy.resolvers[r.resolver], pre,
+                { server = tool.server, name = tool.name })
+              if not ok then return nil, id end
+              if type(id) ~= "string" then
+                return nil, "resolver " .. r.resolver .. " returned a " .. type(id) .. ", not a string"
+              end
+              if id ~= pre then
+                local added, aerr = norm:add_alias(pre, id)
+                if not added then return nil, aerr end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  return norms
+end
+
 -- classify(snap, plan, ctx, store, settings) -> decision fields, tools to
 -- run the later stages on (the representative sample's resolved steps)
 -- plan: the plan's root node; snap: an engine snapshot.
@@ -157,12 +227,9 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
     return base
   end
 
-  -- every call of every sample through the rung, hashing as we go (16-byte
-  -- digest tokens: no hex round trips; full rung decisions are built only
-  -- for the samples that need one)
-  local plan_hashes, result_hashes, decoded = {}, {}, {}
+  -- read every sample, and check every call of every sample in the rung
+  local decoded = {}
   local max_steps = 0
-  local epochs = {}
   for i = 1, n do
     local s = samples:at(i)
     local steps, results_or_err = read_sample(plan, s, single)
@@ -170,25 +237,41 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
       return { verdict = "reject", stage = "decode", code = "BAD_PLAN", plan_id = base.plan_id,
                message = string.format("sample %d: %s", i, results_or_err) }
     end
-    local parts = {}
-    for k, step in ipairs(steps) do
-      local args = step.args
-      if args then
-        local res = reg.c:check(step.server, step.name, args)
+    for _, step in ipairs(steps) do
+      if step.args then
+        local res = reg.c:check(step.server, step.name, step.args)
         local tool = res and res.tool and reg.tools[res.tool]
         step.ok = res ~= nil and res.tool ~= nil and not res.findings and not tool.refuse
-        step.digest = args:digest(tool and tool.norm or nil)
+        step.resolved = tool
         step.tool = step.ok and tool or nil
       else
-        step.ok, step.digest = false, NO_ARGUMENTS
+        step.ok = false
       end
-      parts[k] = (step.server or "") .. "\0" .. step.name .. "\0" .. step.digest
     end
     if #steps > max_steps then max_steps = #steps end
-    decoded[i] = { steps = steps, results = results_or_err }
+    decoded[i] = { steps = steps, results = results_or_err, sample = s }
+  end
+
+  -- IDs a policy function resolves: ask it once per distinct ID in this plan
+  local norms, perr = plan_norms(snap, decoded)
+  if not norms then
+    return { verdict = snap.policy.on_error, stage = "consistency", code = "POLICY_ERROR", plan_id = base.plan_id,
+             message = "policy resolver failed: " .. tostring(perr) }
+  end
+  local function norm_of(tool) return tool and (norms[tool] or tool.norm) or nil end
+
+  -- hash (16-byte digest tokens: no hex round trips)
+  local plan_hashes, result_hashes, epochs = {}, {}, {}
+  for i = 1, n do
+    local steps, parts = decoded[i].steps, {}
+    for k, step in ipairs(steps) do
+      step.digest = step.args and step.args:digest(norm_of(step.resolved)) or NO_ARGUMENTS
+      parts[k] = (step.server or "") .. "\0" .. step.name .. "\0" .. step.digest
+    end
     plan_hashes[i] = single and steps[1].digest or core_mod.hash_bytes(table.concat(parts, "\1"))
-    result_hashes[i] = results_or_err and results_or_err:digest() or NO_RESULT
-    epochs[i] = epoch_key(s:get("epoch"))
+    local results = decoded[i].results
+    result_hashes[i] = results and results:digest() or NO_RESULT
+    epochs[i] = epoch_key(decoded[i].sample:get("epoch"))
   end
 
   local arg = assert(core:agree(plan_hashes))
@@ -259,8 +342,7 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
         end
       end
       if index_of_rep then
-        local tool = rep_steps[k].tool
-        local list = assert(core:pointer_agreement(nodes, index_of_rep, tool and tool.norm or nil, 16))
+        local list = assert(core:pointer_agreement(nodes, index_of_rep, norm_of(rep_steps[k].tool), 16))
         for _, p in ipairs(list) do
           if p.agree < n and #disagreeing < 16 then
             disagreeing[#disagreeing + 1] = {

@@ -867,6 +867,46 @@ static const tg_norm_t *opt_norm(lua_State *L, int i)
 
 /* norm:add_rule(pattern, {"trim", "lower", "path", "id"...}) -> true | nil, message, code
  * (an unknown operation name is misuse and raises) */
+/* The bits of the list of operation names at index i; misuse raises. */
+static unsigned read_ops(lua_State *L, int i, const char *fname)
+{
+    unsigned ops = 0;
+    lua_Integer count;
+    luaL_checktype(L, i, LUA_TTABLE);
+    count = luaL_len(L, i);
+    for (lua_Integer k = 1; k <= count; k++) {
+        const char *name;
+        int j;
+        if (lua_geti(L, i, k) != LUA_TSTRING)
+            luaL_error(L, "bad argument #2 to '%s' (operation %d is not a string)", fname, (int)k);
+        name = lua_tostring(L, -1);
+        for (j = 0; op_names[j] && strcmp(op_names[j], name) != 0; j++)
+            ;
+        if (!op_names[j])
+            luaL_error(L, "bad argument #2 to '%s' (unknown operation '%s')", fname, name);
+        ops |= op_bits[j];
+        lua_pop(L, 1);
+    }
+    return ops;
+}
+
+/* norm:apply(s, {"trim", "lower", "path", "id"...}) -> s as those operations
+ * leave it ("id" with this plan's aliases) | nil, message, code */
+static int l_norm_apply(lua_State *L)
+{
+    tg_norm_t *n = check_norm(L, 1);
+    size_t len;
+    const char *str = check_string(L, 2, &len);
+    unsigned ops = read_ops(L, 3, "apply");
+    engine_ud *u = engine_of(L, 1);
+    tg_error_t err;
+    tg_buf_reset(&u->out);
+    if (tg_norm_string(n, ops, str, len, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushlstring(L, u->out.data, u->out.len);
+    return 1;
+}
+
 static int l_norm_add_rule(lua_State *L)
 {
     tg_norm_t *n = check_norm(L, 1);
@@ -1120,7 +1160,7 @@ static const luaL_Reg registry_methods[] = {
 };
 
 static const luaL_Reg norm_methods[] = {
-    {"add_rule", l_norm_add_rule}, {"add_alias", l_norm_add_alias}, {NULL, NULL},
+    {"add_rule", l_norm_add_rule}, {"add_alias", l_norm_add_alias}, {"apply", l_norm_apply}, {NULL, NULL},
 };
 
 static const luaL_Reg functions[] = {

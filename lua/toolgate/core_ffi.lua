@@ -127,6 +127,7 @@ tg_norm_t *tg_norm_new(tg_engine_t *e, tg_error_t *err);
 void tg_norm_free(tg_norm_t *n);
 int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsigned ops, tg_error_t *err);
 int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *to, size_t tlen, tg_error_t *err);
+int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len, tg_buf_t *out, tg_error_t *err);
 int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
 typedef struct tg_agreement_t {
     size_t n;
@@ -661,28 +662,45 @@ function Engine:norm()
   return setmetatable({ engine = self, n = ffi.gc(n, C.tg_norm_free) }, Norm)
 end
 
--- add_rule(pattern, {"trim", "lower", "path", "id"...}) -> true | nil, message, code
--- (an unknown operation name is misuse and raises)
-function Norm:add_rule(pattern, ops)
-  check_string(pattern, 1)
+-- The bits of a list of operation names; misuse raises (level 3: the caller's caller).
+local function op_bits(ops, fname)
   if type(ops) ~= "table" then
-    error("bad argument #2 to 'add_rule' (table expected, got " .. type(ops) .. ")", 2)
+    error("bad argument #2 to '" .. fname .. "' (table expected, got " .. type(ops) .. ")", 3)
   end
   local bits, seen = 0, {}
   for i = 1, #ops do
     local name = ops[i]
     if type(name) ~= "string" then
-      error("bad argument #2 to 'add_rule' (operation " .. i .. " is not a string)", 2)
+      error("bad argument #2 to '" .. fname .. "' (operation " .. i .. " is not a string)", 3)
     end
-    if not OPS[name] then error("bad argument #2 to 'add_rule' (unknown operation '" .. name .. "')", 2) end
+    if not OPS[name] then error("bad argument #2 to '" .. fname .. "' (unknown operation '" .. name .. "')", 3) end
     if not seen[name] then -- a set of bits, summed without bitwise operators
       seen[name] = true
       bits = bits + OPS[name]
     end
   end
+  return bits
+end
+
+-- add_rule(pattern, {"trim", "lower", "path", "id"...}) -> true | nil, message, code
+-- (an unknown operation name is misuse and raises)
+function Norm:add_rule(pattern, ops)
+  check_string(pattern, 1)
+  local bits = op_bits(ops, "add_rule")
   local st = self.engine.st
   if C.tg_norm_add_rule(self.n, pattern, #pattern, bits, st.err) ~= 0 then return error_values(st.err, false) end
   return true
+end
+
+-- apply(s, {"trim", "lower", "path", "id"...}) -> s as those operations
+-- leave it ("id" with this plan's aliases) | nil, message, code
+function Norm:apply(str, ops)
+  check_string(str, 1)
+  local bits = op_bits(ops, "apply")
+  local st = self.engine.st
+  C.tg_buf_reset(st.out)
+  if C.tg_norm_string(self.n, bits, str, #str, st.out, st.err) ~= 0 then return error_values(st.err, false) end
+  return ffi.string(st.out.data, st.out.len)
 end
 
 -- add_alias(from, to) -> true | nil, message, code

@@ -1,4 +1,4 @@
--- toolgate.registry: trusted tool registries, loaded in Lua, looked up in C.
+--- toolgate.registry: trusted tool registries, loaded in Lua, looked up in C.
 --
 -- A snapshot is built from one or more sources (files or texts) in any of
 -- the formats users have:
@@ -25,6 +25,7 @@
 -- The settings on_<kind> = "error" | "reject" | "allow" say whether a
 -- finding fails the load, makes calls to the tools concerned a reject, or
 -- is only reported.  Schema problems always fail a load.
+-- @module toolgate.registry
 
 local json = require "toolgate.json"
 local value = require "toolgate.value"
@@ -39,7 +40,7 @@ M.DEFAULTS = {
   on_shadowing = "reject",
   on_confusable = "allow",
   on_bad_name = "reject",
-  resolvers = {},           -- id resolvers for x-toolgate-canonical "id": name -> {alias = canonical id}
+  resolvers = {},           -- x-toolgate-canonical "id": name -> {alias = id} or function(id, tool)
 }
 
 local FINDING_KINDS = { "collision", "shadowing", "confusable", "bad_name" }
@@ -61,7 +62,7 @@ local NATIVE_TOOL_KEYS = {
   contract = true,
 }
 
--- Settings: defaults overlaid with what the caller gives; misuse raises.
+--- Settings: defaults overlaid with what the caller gives; misuse raises.
 function M.settings(opts)
   local s = {}
   for k, v in pairs(M.DEFAULTS) do s[k] = v end
@@ -325,7 +326,9 @@ local function collect_norm_rules(node, ptr, root, rules, seen, depth)
         return nil, string.format("x-toolgate-canonical: unknown normalization %q (trim, lower, path, id)", tostring(op))
       end
     end
-    rules[#rules + 1] = { pattern = ptr, ops = ops }
+    local resolver = node:get("x-toolgate-resolver")
+    if resolver and resolver:type() ~= "string" then return nil, "x-toolgate-resolver must be a string" end
+    rules[#rules + 1] = { pattern = ptr, ops = ops, resolver = resolver and resolver:value() }
   end
   local function sub(child, p)
     if child then
@@ -387,18 +390,44 @@ local function collect_norm_rules(node, ptr, root, rules, seen, depth)
   return true
 end
 
--- The tool's normalization plan, or nil when its schema names none.
--- resolvers: the policy's alias tables for "id" (name -> {from = to}).
+-- The tool's normalization plan, or nil when its schema names none, and the
+-- "id" rules that a policy's Lua function resolves (classification asks the
+-- function, plan by plan, and adds what it says as aliases).
+-- resolvers: the policy's resolvers, name -> {alias = canonical id} (compiled
+-- into the plan) or name -> function(id, tool) -> canonical id.
 local function norm_plan(engine, schema, resolvers)
   if not schema then return nil end
   local rules = {}
   local ok, err = collect_norm_rules(schema, "", schema, rules, {}, 0)
   if not ok then return nil, err end
   if #rules == 0 then return nil end
+  local functions, only = 0, nil
+  for name, r in pairs(resolvers or {}) do
+    if type(r) == "function" then functions, only = functions + 1, name end
+  end
   local norm = assert(engine:norm())
+  local fn_rules = {}
   for _, r in ipairs(rules) do
+    local where = "x-toolgate-canonical at " .. (r.pattern == "" and "/" or r.pattern)
     local added, aerr = norm:add_rule(r.pattern, r.ops)
-    if not added then return nil, "x-toolgate-canonical at " .. (r.pattern == "" and "/" or r.pattern) .. ": " .. aerr end
+    if not added then return nil, where .. ": " .. aerr end
+    local has_id, pre = false, {}
+    for _, op in ipairs(r.ops) do
+      if op == "id" then has_id = true else pre[#pre + 1] = op end
+    end
+    if has_id then
+      local name = r.resolver
+      if name and (resolvers or {})[name] == nil then
+        return nil, where .. ": no resolver named " .. string.format("%q", name) .. " in the policy"
+      end
+      if not name and functions > 1 then
+        return nil, where .. ": several resolver functions; name one with x-toolgate-resolver"
+      end
+      name = name or only
+      if name and type(resolvers[name]) == "function" then
+        fn_rules[#fn_rules + 1] = { pattern = r.pattern, pre_ops = pre, resolver = name }
+      end
+    end
   end
   for _, aliases in pairs(resolvers or {}) do
     if type(aliases) == "table" then
@@ -407,7 +436,7 @@ local function norm_plan(engine, schema, resolvers)
       end
     end
   end
-  return norm
+  return norm, nil, rules, #fn_rules > 0 and fn_rules or nil
 end
 
 -- Findings over the whole tool list -------------------------------------------
@@ -526,6 +555,7 @@ local function snapshot_hash(engine, tools, settings)
   }))))
 end
 
+--- Loads a registry snapshot from its sources, whole or not at all.
 -- load(engine, sources, settings[, collect]) -> snapshot | nil, message, code
 --   engine   a toolgate.core engine (limits apply to registry files too)
 --   sources  list of paths, "SERVER=PATH" strings, or
@@ -552,12 +582,12 @@ function M.load(engine, sources, opts, collect)
   local loaded = {}
   for _, t in ipairs(tools) do
     -- the normalization plan first: a tool is added whole or not at all
-    local norm, err = norm_plan(engine, t.input, settings.resolvers)
+    local norm, err, rules, fn_rules = norm_plan(engine, t.input, settings.resolvers)
     local index, code, pointer
     if err then
       code, pointer = "INVALID_SCHEMA", "/inputSchema"
     else
-      t.norm = norm
+      t.norm, t.norm_rules, t.id_functions = norm, rules, fn_rules
       index, err, code, pointer = reg:add(t.server, t.name, t.description, t.input, t.output, schema_opts)
     end
     if index then
