@@ -38,7 +38,7 @@ LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
           LUA_CPATH="$(CURDIR)/$(BUILD)/lua54/?.so;$(CURDIR)/$(BUILD)/?.so;;" \
           TOOLGATE_LIB="$(CURDIR)/$(LIB_SO)"
 
-.PHONY: all deps test check-c check-lua demo bench clean
+.PHONY: all deps test check-c check-lua demo bench clean install uninstall docs lint
 
 all: deps $(LIB_A) $(LIB_SO) $(LUA54_MOD)
 
@@ -70,6 +70,7 @@ $(BUILD)/core $(BUILD)/lua54/toolgate $(BUILD)/spec:
 test:
 	@sh mk/deps.sh test
 	@$(MAKE) --no-print-directory all $(CTEST_BIN)
+	@$(MAKE) --no-print-directory hostile-build
 	@$(LUA_ENV) BUILD="$(BUILD)" LUA="$(LUA)" LUAJIT="$(LUAJIT)" sh mk/run-tests.sh
 
 # ---- demo and bench -----------------------------------------------------------
@@ -91,6 +92,139 @@ $(BUILD)/bench/canon_bench: bench/canon_bench.c $(LIB_A) core/toolgate.h
 $(BUILD)/bench/validate_bench: bench/validate_bench.c $(LIB_A) core/toolgate.h
 	@mkdir -p $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
+
+# ---- install -----------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=]: the C library (shared, static,
+# header, pkg-config file), the Lua modules for Lua 5.4 and for LuaJIT (in the
+# directories both interpreters search by default, so nginx's lua module finds
+# them with no extra path), the policies, the toolgate command and its man page.
+
+VERSION     = $(shell sed -n 's/^.define TG_VERSION "\(.*\)"/\1/p' core/toolgate.h)
+BINDIR      ?= $(PREFIX)/bin
+LIBDIR      ?= $(PREFIX)/lib
+INCLUDEDIR  ?= $(PREFIX)/include
+DATADIR     ?= $(PREFIX)/share
+MANDIR      ?= $(DATADIR)/man
+POLICYDIR   ?= $(DATADIR)/toolgate/policies
+LUA54_LDIR  ?= $(DATADIR)/lua/5.4
+LUA54_CDIR  ?= $(LIBDIR)/lua/5.4
+LUAJIT_LDIR ?= $(DATADIR)/lua/5.1
+LUAJIT_CDIR ?= $(LIBDIR)/lua/5.1
+# run after installing into the live system as root (DESTDIR empty)
+LDCONFIG    ?= ldconfig
+
+LUA_TOP  = lua/toolgate.lua
+LUA_MODS = $(wildcard lua/toolgate/*.lua)
+LUA_CLI  = $(wildcard lua/toolgate/cli/*.lua)
+POLICIES = $(wildcard policies/*.lua)
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(LUA54_CDIR)/toolgate \
+	    $(DESTDIR)$(LUAJIT_CDIR)
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libtoolgate.a
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libtoolgate.so.$(VERSION)
+	ln -sf libtoolgate.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtoolgate.so.0
+	ln -sf libtoolgate.so.0 $(DESTDIR)$(LIBDIR)/libtoolgate.so
+	install -m 644 core/toolgate.h $(DESTDIR)$(INCLUDEDIR)/toolgate.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' mk/toolgate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/toolgate.pc
+	for d in $(LUA54_LDIR) $(LUAJIT_LDIR); do \
+	    install -d $(DESTDIR)$$d/toolgate/cli && \
+	    install -m 644 $(LUA_TOP) $(DESTDIR)$$d/ && \
+	    install -m 644 $(LUA_MODS) $(DESTDIR)$$d/toolgate/ && \
+	    install -m 644 $(LUA_CLI) $(DESTDIR)$$d/toolgate/cli/ || exit 1; \
+	done
+	install -m 755 $(LUA54_MOD) $(DESTDIR)$(LUA54_CDIR)/toolgate/core_c.so
+# the FFI binding looks for libtoolgate.so beside each package.cpath entry
+	ln -sf $(LIBDIR)/libtoolgate.so.0 $(DESTDIR)$(LUAJIT_CDIR)/libtoolgate.so
+	install -m 644 $(POLICIES) $(DESTDIR)$(POLICYDIR)/
+	sed -e 's|^local installed = nil.*$$|local installed = { path = [[$(LUA54_LDIR)/?.lua;$(LUA54_LDIR)/?/init.lua]], cpath = [[$(LUA54_CDIR)/?.so]], policy_dir = [[$(POLICYDIR)]] }|' \
+	    bin/toolgate > $(DESTDIR)$(BINDIR)/toolgate
+	chmod 755 $(DESTDIR)$(BINDIR)/toolgate
+	install -m 644 docs/toolgate.1 $(DESTDIR)$(MANDIR)/man1/toolgate.1
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v $(LDCONFIG) >/dev/null; then \
+	    echo $(LDCONFIG); $(LDCONFIG); fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/toolgate $(DESTDIR)$(MANDIR)/man1/toolgate.1 \
+	    $(DESTDIR)$(LIBDIR)/libtoolgate.a $(DESTDIR)$(LIBDIR)/libtoolgate.so \
+	    $(DESTDIR)$(LIBDIR)/libtoolgate.so.0 $(DESTDIR)$(LIBDIR)/libtoolgate.so.$(VERSION) \
+	    $(DESTDIR)$(INCLUDEDIR)/toolgate.h $(DESTDIR)$(LIBDIR)/pkgconfig/toolgate.pc \
+	    $(DESTDIR)$(LUA54_CDIR)/toolgate/core_c.so $(DESTDIR)$(LUAJIT_CDIR)/libtoolgate.so \
+	    $(POLICIES:policies/%=$(DESTDIR)$(POLICYDIR)/%)
+	for d in $(LUA54_LDIR) $(LUAJIT_LDIR); do \
+	    rm -f $(DESTDIR)$$d/toolgate.lua $(LUA_MODS:lua/%=$(DESTDIR)$$d/%) $(LUA_CLI:lua/%=$(DESTDIR)$$d/%); \
+	    rmdir $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate 2>/dev/null || true; \
+	done
+	-rmdir $(DESTDIR)$(LUA54_CDIR)/toolgate $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(DATADIR)/toolgate 2>/dev/null
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v $(LDCONFIG) >/dev/null; then \
+	    echo $(LDCONFIG); $(LDCONFIG); fi
+
+# ---- docs and lint --------------------------------------------------------------
+
+# The Lua API reference (LDoc, config.ld) in $(BUILD)/docs; the C API is
+# documented in core/toolgate.h, the command in docs/toolgate.1.
+docs:
+	ldoc -q -d $(BUILD)/docs .
+
+# luacheck, cppcheck, clang-format, the man page (TAP; make test runs it too).
+lint:
+	@BUILD="$(BUILD)" LUAJIT="$(LUAJIT)" sh mk/lint.sh
+
+# ---- hostile input: sanitizers, fuzzing, soak ---------------------------------
+# make test builds these too and runs them (mk/hostile.sh, TAP):
+#   $(BUILD)/asan  the core, the C unit tests and the Lua 5.4 module under
+#                  AddressSanitizer + UndefinedBehaviorSanitizer (ASAN_CC)
+#   $(BUILD)/fuzz  the libFuzzer targets fuzz/fuzz_*.c, the core linked in (FUZZ_CC)
+# make fuzz [FUZZ_SECONDS=60]  every fuzz target for that long; a crash is
+#                              copied into fuzz/regressions/<target>/
+# make soak                    1,000,000 decisions in one process; RSS stays flat
+
+ASAN_CC      ?= gcc
+ASAN_CFLAGS  ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+ASAN_BUILD    = $(BUILD)/asan
+FUZZ_CC      ?= clang
+FUZZ_CFLAGS  ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD    = $(BUILD)/fuzz
+FUZZ_TARGETS  = $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_OBJ      = $(CORE_SRC:core/%.c=$(FUZZ_BUILD)/core/%.o)
+FUZZ_WARN     = $(filter-out -Werror,$(WARN))
+
+.PHONY: hostile-build asan-build asan-targets fuzz-build fuzz soak
+.SECONDARY: $(FUZZ_OBJ)
+
+hostile-build: asan-build fuzz-build
+
+# The normal rules, in another build directory with other flags.
+asan-build:
+	@$(MAKE) --no-print-directory BUILD="$(ASAN_BUILD)" CC="$(ASAN_CC)" CFLAGS="$(ASAN_CFLAGS)" asan-targets
+
+# (what asan-build asks of that sub-make: $(BUILD) is $(ASAN_BUILD) there)
+asan-targets: $(LIB_A) $(LUA54_MOD) $(CTEST_BIN)
+	@:
+
+fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
+	@:
+
+$(FUZZ_BUILD)/core/%.o: core/%.c $(CORE_HDR)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_WARN) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icore -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_WARN) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Icore $< $(FUZZ_OBJ) -o $@ $(LIBS)
+
+fuzz:
+	@sh mk/deps.sh test
+	@$(MAKE) --no-print-directory fuzz-build
+	@BUILD="$(BUILD)" sh mk/hostile.sh fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+soak:
+	@sh mk/deps.sh build
+	@$(MAKE) --no-print-directory all
+	@$(LUA_ENV) $(LUA) bench/soak.lua
+	@if command -v $(LUAJIT) >/dev/null; then $(LUA_ENV) $(LUAJIT) bench/soak.lua; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -1,7 +1,12 @@
--- LuaRocks build of toolgate for Lua 5.4 (and 5.1/LuaJIT, where the FFI
--- binding needs libtoolgate.so from `make install`).  Build from a checkout:
---   luarocks make --deps-mode=none toolgate-scm-1.rockspec
--- (lua-cjson comes from Debian's lua-cjson package on the machines we test.)
+-- LuaRocks build of toolgate for Lua 5.4: the Lua modules, the C core built
+-- into the Lua 5.4 module toolgate.core_c, the shipped policies and the
+-- toolgate command.  From a checkout:
+--   luarocks --lua-version=5.4 make toolgate-scm-1.rockspec
+--   luarocks --lua-version=5.4 make --deps-mode=none --tree=DIR toolgate-scm-1.rockspec
+-- (--deps-mode=none: lua-cjson is Debian's lua-cjson package.)  Needs the
+-- headers xxhash.h and pcre2.h (Debian: libxxhash-dev, libpcre2-dev).
+-- LuaJIT and nginx use the FFI binding over libtoolgate.so: `make install`.
+-- `make test` installs this rock into a temporary tree (mk/test-rock.sh).
 rockspec_format = "3.0"
 package = "toolgate"
 version = "scm-1"
@@ -66,6 +71,7 @@ build = {
         "core/tg_json.c",
         "core/tg_normalize.c",
         "core/tg_number.c",
+        "core/tg_plan.c",
         "core/tg_regex.c",
         "core/tg_registry.c",
         "core/tg_rung.c",
@@ -82,4 +88,7 @@ build = {
   install = {
     bin = { toolgate = "bin/toolgate" },
   },
+  -- Copied into the rock's directory, beside bin/toolgate, which finds the
+  -- shipped policies there (`toolgate check --policy strict`).
+  copy_directories = { "policies", "docs" },
 }

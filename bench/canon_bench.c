@@ -66,7 +66,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) { /* warm-up, and every document must pass */
         tg_buf_reset(&out);
         if (tg_canon(e, docs[i], lens[i], &out, &err) != TG_OK) {
-            fprintf(stderr, "canon_bench: line %zu: %s: %s\n", i + 1, tg_code_name(err.code), err.message);
+            fprintf(stderr, "canon_bench: line %zu: %s: %s\n", i + 1, tg_code_name(err.code),
+                    err.message);
             return 1;
         }
     }
@@ -83,8 +84,9 @@ int main(int argc, char **argv)
         elapsed = now() - t0;
     } while (elapsed < min_seconds);
 
-    printf("toolgate-c docs=%zu bytes=%zu seconds=%.3f MB_per_s=%.1f ns_per_doc=%.0f\n", n, bytes, elapsed,
-           (double)bytes * (double)passes / 1e6 / elapsed, elapsed * 1e9 / ((double)passes * (double)n));
+    printf("toolgate-c docs=%zu bytes=%zu seconds=%.3f MB_per_s=%.1f ns_per_doc=%.0f\n", n, bytes,
+           elapsed, (double)bytes * (double)passes / 1e6 / elapsed,
+           elapsed * 1e9 / ((double)passes * (double)n));
     fprintf(stderr, "# checksum %016llx\n", (unsigned long long)sink);
     tg_buf_free(&out);
     tg_engine_free(e);

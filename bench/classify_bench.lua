@@ -27,7 +27,8 @@ for i = 1, #plans do -- warm-up; every plan must decode
   samples = samples + (d.n or 0)
 end
 
-local passes, t0, elapsed = 0, os.clock(), 0
+local passes, t0 = 0, os.clock()
+local elapsed
 repeat
   for i = 1, #plans do engine:classify(plans[i]) end
   passes = passes + 1

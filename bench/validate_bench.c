@@ -49,7 +49,8 @@ static void usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "validate_bench: %s\n", msg);
-    fprintf(stderr, "usage: validate_bench [--check] [--min-seconds S] --schemas FILE --calls FILE\n");
+    fprintf(stderr,
+            "usage: validate_bench [--check] [--min-seconds S] --schemas FILE --calls FILE\n");
     exit(2);
 }
 
@@ -192,7 +193,8 @@ int main(int argc, char **argv)
         tool = tg_get(tg_doc_root(cdoc), "tool", 4);
         args = tg_get(tg_doc_root(cdoc), "arguments", 9);
         if (!tool || tg_type_of(tool) != TG_STRING || !args || tg_type_of(args) != TG_STRING) {
-            fprintf(stderr, "validate_bench: call %zu: needs string \"tool\" and \"arguments\"\n", n + 1);
+            fprintf(stderr, "validate_bench: call %zu: needs string \"tool\" and \"arguments\"\n",
+                    n + 1);
             return 2;
         }
         s = tg_str(tool, &tlen);
@@ -200,7 +202,8 @@ int main(int argc, char **argv)
             if (key_lens[k] == tlen && !memcmp(keys[k], s, tlen))
                 break;
         if (k == n_schemas) {
-            fprintf(stderr, "validate_bench: call %zu: no schema for tool %.*s\n", n + 1, (int)tlen, s);
+            fprintf(stderr, "validate_bench: call %zu: no schema for tool %.*s\n", n + 1, (int)tlen,
+                    s);
             return 2;
         }
         if (n == ncap) {
@@ -239,8 +242,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "validate_bench: validation is not deterministic\n");
             return 1;
         }
-        printf("toolgate-c-validate calls=%zu seconds=%.6f ns_per_call=%.1f valid=%ld\n", n, elapsed,
-               elapsed * 1e9 / ((double)passes * (double)n), valid);
+        printf("toolgate-c-validate calls=%zu seconds=%.6f ns_per_call=%.1f valid=%ld\n", n,
+               elapsed, elapsed * 1e9 / ((double)passes * (double)n), valid);
     }
 
     for (size_t i = 0; i < n; i++)

@@ -166,31 +166,36 @@ int tg_agree(tg_engine_t *e, const tg_hash128_t *values, size_t n, tg_agreement_
 /* ---- per-pointer agreement ------------------------------------------------------ */
 
 /* What the representative document has at a pointer. */
-enum { REP_ABSENT = 0, REP_LEAF, REP_OBJECT, REP_ARRAY };
+enum {
+    REP_ABSENT = 0,
+    REP_LEAF,
+    REP_OBJECT,
+    REP_ARRAY
+};
 
 #define NONE UINT32_MAX
 #define INDEX_DIGITS 10 /* 4294967295 */
 
 /* One distinct JSON Pointer met in some document. */
 typedef struct pnode {
-    uint64_t hash;         /* of (parent, segment), for the table */
-    const char *key;       /* the segment's bytes, in a document; NULL: in digits */
+    uint64_t hash;   /* of (parent, segment), for the table */
+    const char *key; /* the segment's bytes, in a document; NULL: in digits */
     uint32_t key_len;
-    uint32_t parent;       /* NONE for the root */
-    uint32_t depth;        /* segments */
-    uint32_t nlive;        /* the plan's rules still matching below: */
-    size_t live;           /* live[live .. live + nlive) */
-    unsigned ops;          /* the plan's operations on strings here */
-    uint32_t first_hint;   /* the first child the last document here had, or NONE */
-    uint32_t next_hint;    /* the sibling that followed this node last time, or NONE */
-    uint8_t rep_kind;      /* REP_* */
-    uint8_t leaf;          /* some document has a leaf here */
+    uint32_t parent;           /* NONE for the root */
+    uint32_t depth;            /* segments */
+    uint32_t nlive;            /* the plan's rules still matching below: */
+    size_t live;               /* live[live .. live + nlive) */
+    unsigned ops;              /* the plan's operations on strings here */
+    uint32_t first_hint;       /* the first child the last document here had, or NONE */
+    uint32_t next_hint;        /* the sibling that followed this node last time, or NONE */
+    uint8_t rep_kind;          /* REP_* */
+    uint8_t leaf;              /* some document has a leaf here */
     char digits[INDEX_DIGITS]; /* an array index (< 2^32), when key is NULL */
-    size_t present;        /* documents with a value here */
-    size_t agree;          /* of those, how many equal the representative's value */
-    size_t rep_size;       /* values in the representative's subtree here */
-    const tg_value_t *rep; /* the representative's value here */
-    size_t rep_str, rep_len; /* its string as the plan rewrote it, in strs (ops != 0) */
+    size_t present;            /* documents with a value here */
+    size_t agree;              /* of those, how many equal the representative's value */
+    size_t rep_size;           /* values in the representative's subtree here */
+    const tg_value_t *rep;     /* the representative's value here */
+    size_t rep_str, rep_len;   /* its string as the plan rewrote it, in strs (ops != 0) */
 } pnode;
 
 /* The first blocks of the scratch arrays live in the context, on the C
@@ -208,10 +213,10 @@ typedef struct actx {
     size_t n_nodes, cap_nodes;
     uint32_t *slots; /* node number + 1, 0 for empty; a power of two, >= 2 n_nodes */
     size_t n_slots;
-    uint32_t *live;  /* the nodes' rule lists, one after another */
+    uint32_t *live; /* the nodes' rule lists, one after another */
     size_t n_live, cap_live;
     size_t max_rules;
-    tg_buf_t strs;   /* the representative's rewritten strings */
+    tg_buf_t strs; /* the representative's rewritten strings */
     tg_norm_scratch sc;
     pnode local_nodes[LOCAL_NODES];
     uint32_t local_slots[LOCAL_SLOTS];
@@ -336,8 +341,8 @@ static size_t index_text(size_t index, char digits[INDEX_DIGITS])
 
 /* Whether node g is the child of parent named by key (klen bytes) or by
  * array index index. */
-static inline int is_child(const actx *c, uint32_t g, uint32_t parent, const char *key,
-                           size_t klen, size_t index)
+static inline int is_child(const actx *c, uint32_t g, uint32_t parent, const char *key, size_t klen,
+                           size_t index)
 {
     const pnode *q = &c->nodes[g];
     char digits[INDEX_DIGITS];
@@ -425,7 +430,8 @@ static int leaf_equal(actx *c, const pnode *p, const tg_value_t *v)
             size_t len;
             if (tg_norm_apply(c->plan, p->ops, v->p.str, v->len, &c->sc, &s, &len, c->err) != TG_OK)
                 return -1;
-            return len == p->rep_len && (len == 0 || memcmp(s, c->strs.data + p->rep_str, len) == 0);
+            return len == p->rep_len &&
+                   (len == 0 || memcmp(s, c->strs.data + p->rep_str, len) == 0);
         }
         return v->len == r->len && (v->len == 0 || memcmp(v->p.str, r->p.str, v->len) == 0);
     default: /* null, false, true, {}, [] */
@@ -452,7 +458,8 @@ static int visit(actx *c, const tg_value_t *v, uint32_t id, int is_rep, size_t *
         if (kind == REP_LEAF && v->type == TG_STRING && p->ops) {
             const char *s;
             size_t len;
-            if ((rc = tg_norm_apply(c->plan, p->ops, v->p.str, v->len, &c->sc, &s, &len, c->err)) != TG_OK)
+            if ((rc = tg_norm_apply(c->plan, p->ops, v->p.str, v->len, &c->sc, &s, &len, c->err)) !=
+                TG_OK)
                 return rc;
             p->rep_str = c->strs.len;
             p->rep_len = len;
@@ -665,8 +672,8 @@ int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n
     if (!e || !docs || !count || (max && !out))
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "NULL argument");
     if (rep >= n)
-        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "representative %zu is not one of %zu documents",
-                       rep, n);
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "representative %zu is not one of %zu documents", rep, n);
     for (size_t i = 0; i < n; i++)
         if (!docs[i])
             return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "document %zu is NULL", i);

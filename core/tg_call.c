@@ -80,7 +80,8 @@ static int decode_anthropic(tg_call_t *c, const tg_value_t *root, tg_error_t *er
 {
     int rc;
     if (!is_string_equal(member(root, "type"), "tool_use"))
-        return tg_fail(err, TG_E_BAD_CALL, 0, "an Anthropic tool call must have \"type\": \"tool_use\"");
+        return tg_fail(err, TG_E_BAD_CALL, 0,
+                       "an Anthropic tool call must have \"type\": \"tool_use\"");
     c->id = member(root, "id");
     if ((rc = take_name(c, root, "name", "a tool_use block", err)) != TG_OK)
         return rc;
@@ -97,7 +98,8 @@ static int decode_openai(tg_engine_t *e, tg_call_t *c, const tg_value_t *root, t
     int rc;
 
     if (tg_type_of(fn) != TG_OBJECT)
-        return tg_fail(err, TG_E_BAD_CALL, 0, "an OpenAI tool call must have \"function\" as an object");
+        return tg_fail(err, TG_E_BAD_CALL, 0,
+                       "an OpenAI tool call must have \"function\" as an object");
     c->id = member(root, "id");
     if ((rc = take_name(c, fn, "name", "function", err)) != TG_OK)
         return rc;
@@ -112,6 +114,10 @@ static int decode_openai(tg_engine_t *e, tg_call_t *c, const tg_value_t *root, t
         return tg_fail(err, TG_E_BAD_ARGUMENTS, tg_offset(args),
                        "function.arguments must be a string holding a JSON object");
     rc = tg_parse(e, text, len, &c->args_doc, err);
+    /* Out of memory is the engine's failure, not the call's: say so (the
+     * call is refused either way). */
+    if (rc == TG_E_NOMEM)
+        return rc;
     if (rc != TG_OK) {
         if (err) {
             char inner[TG_ERROR_MESSAGE_MAX];
@@ -155,8 +161,8 @@ static int detect(const tg_value_t *root)
     return TG_FORMAT_AUTO;
 }
 
-int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format,
-                   tg_call_t **out, tg_error_t *err)
+int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format, tg_call_t **out,
+                   tg_error_t *err)
 {
     tg_doc_t *doc;
     tg_call_t *c;
@@ -188,10 +194,18 @@ int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format,
     }
     c->format = format;
     switch (format) {
-    case TG_FORMAT_MCP: rc = decode_mcp(c, root, err); break;
-    case TG_FORMAT_ANTHROPIC: rc = decode_anthropic(c, root, err); break;
-    case TG_FORMAT_OPENAI: rc = decode_openai(e, c, root, err); break;
-    default: rc = decode_native(c, root, err); break;
+    case TG_FORMAT_MCP:
+        rc = decode_mcp(c, root, err);
+        break;
+    case TG_FORMAT_ANTHROPIC:
+        rc = decode_anthropic(c, root, err);
+        break;
+    case TG_FORMAT_OPENAI:
+        rc = decode_openai(e, c, root, err);
+        break;
+    default:
+        rc = decode_native(c, root, err);
+        break;
     }
     if (rc != TG_OK) {
         tg_call_free(c);

@@ -72,9 +72,9 @@ static inline uint64_t key_prefix(const tg_value_t *m)
     memcpy(&x, m->key, 8);
     /* keep the first `keep` bytes (two shifts: 64 for an empty key) */
     x &= ~(uint64_t)0 >> (4 * (8 - keep)) >> (4 * (8 - keep));
-    if (x & ~low7) { /* not all ASCII */
+    if (x & ~low7) {                                             /* not all ASCII */
         v = (x & 0xFEFEFEFEFEFEFEFEull) ^ 0xEEEEEEEEEEEEEEEEull; /* 0 where EE or EF */
-        z = ~(((v & low7) + low7) | v | low7);                     /* 0x80 there, exactly */
+        z = ~(((v & low7) + low7) | v | low7);                   /* 0x80 there, exactly */
         x += (z >> 7) * 0x10;
     }
     return __builtin_bswap64(x);
@@ -138,6 +138,7 @@ static void merge_sort(tg_value_t *items, size_t n, tg_value_t *tmp)
  * branch on the data (checked by spec/c/test_canon.c's random objects). */
 #define NETWORK_MAX 8
 static const unsigned char network_size[NETWORK_MAX + 1] = {0, 0, 1, 3, 5, 9, 12, 16, 19};
+/* clang-format off */
 static const unsigned char network[NETWORK_MAX + 1][19][2] = {
     [2] = {{0, 1}},
     [3] = {{0, 1}, {1, 2}, {0, 1}},
@@ -150,6 +151,7 @@ static const unsigned char network[NETWORK_MAX + 1][19][2] = {
     [8] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 1}, {2, 3},
            {4, 5}, {6, 7}, {2, 4}, {3, 5}, {1, 4}, {3, 6}, {1, 2}, {3, 4}, {5, 6}},
 };
+/* clang-format on */
 
 /* Compares and exchanges two keys and their indices, without a branch on
  * the data. */
@@ -315,9 +317,11 @@ static inline void copy_exact(char *dst, const char *src, size_t n)
 
 /* The letter of the five control characters JSON.stringify writes as \b,
  * \t, \n, \f, \r; 0 for the others (\u00xx). */
+/* clang-format off */
 static const char short_escape[32] = {
     ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r',
 };
+/* clang-format on */
 
 int tg_canon_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err)
 {
@@ -579,8 +583,7 @@ int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
     return write_value(v, out, err);
 }
 
-int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out,
-             tg_error_t *err)
+int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err)
 {
     tg_doc_t *doc;
     int rc = tg_parse(e, json, len, &doc, err);

@@ -39,6 +39,7 @@ static const char *const code_names[TG_E_CODE_COUNT] = {
     [TG_E_DUPLICATE_TOOL] = "DUPLICATE_TOOL",
     [TG_E_BAD_CALL] = "BAD_CALL",
     [TG_E_BAD_ARGUMENTS] = "BAD_ARGUMENTS",
+    [TG_E_PATTERN_TOO_LONG] = "PATTERN_TOO_LONG",
 };
 
 const char *tg_code_name(int code)
@@ -108,6 +109,7 @@ void tg_limits_default(tg_limits_t *out)
     out->max_items = TG_DEFAULT_MAX_ITEMS;
     out->regex_match_limit = TG_DEFAULT_REGEX_MATCH_LIMIT;
     out->max_validation_steps = TG_DEFAULT_MAX_VALIDATION_STEPS;
+    out->max_pattern_bytes = TG_DEFAULT_MAX_PATTERN_BYTES;
 }
 
 /* Lengths and counts are stored in 32 bits in the DOM; input size bounds
@@ -126,17 +128,17 @@ static int check_limits(const tg_limits_t *l, tg_error_t *err)
         {"max_items", l->max_items, TG_LIMIT_MAX_INPUT_BYTES},
         {"regex_match_limit", l->regex_match_limit, (size_t)0xffffffff},
         {"max_validation_steps", l->max_validation_steps, (size_t)0xffffffff},
+        {"max_pattern_bytes", l->max_pattern_bytes, TG_LIMIT_MAX_INPUT_BYTES},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].value < 1 || f[i].value > f[i].max)
-            return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
-                           "limit %s = %zu is outside 1..%zu", f[i].name,
-                           f[i].value, f[i].max);
+            return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "limit %s = %zu is outside 1..%zu",
+                           f[i].name, f[i].value, f[i].max);
     return TG_OK;
 }
 
-tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
-                           void *alloc_ud, tg_error_t *err)
+tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc, void *alloc_ud,
+                           tg_error_t *err)
 {
     tg_limits_t lim;
     tg_engine_t *e;
@@ -206,8 +208,7 @@ void tg_engine_limits(const tg_engine_t *e, tg_limits_t *out)
     *out = e->limits;
 }
 
-int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits,
-                         tg_error_t *err)
+int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits, tg_error_t *err)
 {
     tg_error_clear(err);
     if (!limits)

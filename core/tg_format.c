@@ -26,15 +26,9 @@
 #include "tg_schema.h"
 
 static const char *const format_names[TG_FMT_COUNT] = {
-    [TG_FMT_NONE] = "",
-    [TG_FMT_DATE_TIME] = "date-time",
-    [TG_FMT_DATE] = "date",
-    [TG_FMT_TIME] = "time",
-    [TG_FMT_EMAIL] = "email",
-    [TG_FMT_URI] = "uri",
-    [TG_FMT_UUID] = "uuid",
-    [TG_FMT_IPV4] = "ipv4",
-    [TG_FMT_IPV6] = "ipv6",
+    [TG_FMT_NONE] = "",     [TG_FMT_DATE_TIME] = "date-time", [TG_FMT_DATE] = "date",
+    [TG_FMT_TIME] = "time", [TG_FMT_EMAIL] = "email",         [TG_FMT_URI] = "uri",
+    [TG_FMT_UUID] = "uuid", [TG_FMT_IPV4] = "ipv4",           [TG_FMT_IPV6] = "ipv6",
 };
 
 int tg_format_lookup(const char *name, size_t len)
@@ -267,8 +261,8 @@ static int uri(const char *s, size_t len)
     const char *q;
     if (len == 0 || !is_alpha(s[0]))
         return 0;
-    while (i < len && (is_alpha(s[i]) || is_digit(s[i]) || s[i] == '+' || s[i] == '-' ||
-                       s[i] == '.'))
+    while (i < len &&
+           (is_alpha(s[i]) || is_digit(s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.'))
         i++;
     if (i == len || s[i] != ':')
         return 0;

@@ -30,8 +30,7 @@ void tg_hash128_hex(const tg_hash128_t *h, char out[TG_HASH_HEX])
     out[32] = '\0';
 }
 
-int tg_hash_value(tg_engine_t *e, const tg_value_t *v, tg_hash128_t *out,
-                  tg_error_t *err)
+int tg_hash_value(tg_engine_t *e, const tg_value_t *v, tg_hash128_t *out, tg_error_t *err)
 {
     tg_buf_t buf;
     int rc;

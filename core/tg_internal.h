@@ -22,9 +22,9 @@ struct tg_engine_t {
     tg_alloc_fn alloc;
     void *alloc_ud;
     tg_limits_t limits;
-    locale_t c_locale; /* for strtod_l: number parsing must ignore LC_NUMERIC */
-    size_t children;   /* live documents, schemas and registries made by it */
-    int freed;         /* tg_engine_free was called while children lived */
+    locale_t c_locale;            /* for strtod_l: number parsing must ignore LC_NUMERIC */
+    size_t children;              /* live documents, schemas and registries made by it */
+    int freed;                    /* tg_engine_free was called while children lived */
     struct tg_regex_cache *regex; /* PCRE2 contexts, made on first use (tg_regex.c) */
     struct tg_arena_block *spare; /* a freed arena block kept for reuse (tg_arena.c) */
 };
@@ -33,18 +33,18 @@ struct tg_engine_t {
  * (items), so element access is O(1); objects keep members sorted in RFC 8785
  * order, each member's key in the child node itself. */
 struct tg_value_t {
-    const char *key;  /* member key (decoded UTF-8), NULL outside objects */
+    const char *key; /* member key (decoded UTF-8), NULL outside objects */
     uint32_t key_len;
-    uint32_t offset;  /* byte offset in the input (of the key, for members) */
-    uint32_t len;     /* string bytes, number text bytes or child count */
-    uint8_t type;     /* enum tg_type */
-    uint8_t flags;    /* TG_F_* */
+    uint32_t offset; /* byte offset in the input (of the key, for members) */
+    uint32_t len;    /* string bytes, number text bytes or child count */
+    uint8_t type;    /* enum tg_type */
+    uint8_t flags;   /* TG_F_* */
     union {
         const char *str;   /* TG_STRING: decoded bytes */
         const char *text;  /* TG_NUMBER: source text */
         tg_value_t *items; /* TG_ARRAY, TG_OBJECT */
     } p;
-    double num;       /* TG_NUMBER */
+    double num; /* TG_NUMBER */
 };
 
 /* The parser's copy of its input is followed by this many NUL bytes: they
@@ -58,8 +58,9 @@ struct tg_value_t {
  * bytes past them are readable), and the writer copies them in blocks.
  * Whoever makes a node any other way leaves them 0 (tg_value_copy clears
  * them). */
-#define TG_F_RAW_STR 1 /* string: p.str[-1] and p.str[len] are '"' and no byte
-                        * needs an escape, so the len + 2 bytes from p.str - 1
+#define TG_F_RAW_STR                                                                               \
+    1                  /* string: p.str[-1] and p.str[len] are '"' and no byte                     \
+                        * needs an escape, so the len + 2 bytes from p.str - 1                     \
                         * are its canonical form */
 #define TG_F_RAW_KEY 2 /* the same for the member's key */
 #define TG_F_RAW_NUM 4 /* number: its source text is its canonical form */
@@ -169,8 +170,8 @@ typedef struct tg_number_parts {
  * (tg_strtod.c).  text/len is the literal parts was read from: a valid
  * RFC 8259 number inside the parser's NUL-padded input copy.  Returns TG_OK
  * or TG_E_NUMBER_RANGE when the magnitude overflows a double. */
-int tg_number_parse(tg_engine_t *e, const char *text, size_t len,
-                    const tg_number_parts *parts, double *out);
+int tg_number_parse(tg_engine_t *e, const char *text, size_t len, const tg_number_parts *parts,
+                    double *out);
 
 /* Writes the n sibling nodes at src to dst sorted by key in RFC 8785 order
  * (stable).  Above TG_SORT_SMALL nodes src is sorted in place first, with

@@ -49,14 +49,14 @@
 typedef struct parser {
     tg_engine_t *e;
     const tg_limits_t *lim;
-    char *base;      /* arena copy of the input, NUL-padded */
-    char *end;       /* one past the last input byte */
+    char *base; /* arena copy of the input, NUL-padded */
+    char *end;  /* one past the last input byte */
     tg_arena *arena;
     tg_value_t *stack; /* children of the open containers */
     size_t stack_len, stack_cap;
-    int stack_heap;    /* stack was allocated with the engine's allocator */
+    int stack_heap; /* stack was allocated with the engine's allocator */
     size_t depth;
-    int rc;            /* the error code, once a parse function returned NULL */
+    int rc; /* the error code, once a parse function returned NULL */
     tg_error_t *err;
 } parser;
 
@@ -96,8 +96,7 @@ static int stack_reserve(parser *P, const char *at, size_t extra)
         return TG_E_NOMEM;
     }
     s = tg_mem_realloc(P->e, P->stack_heap ? P->stack : NULL,
-                       P->stack_heap ? P->stack_cap * sizeof *s : 0,
-                       cap * sizeof *s);
+                       P->stack_heap ? P->stack_cap * sizeof *s : 0, cap * sizeof *s);
     if (!s) {
         fail_at(P, at, TG_E_NOMEM, "out of memory");
         return TG_E_NOMEM;
@@ -114,12 +113,14 @@ static int stack_reserve(parser *P, const char *at, size_t extra)
 
 /* 1 + the value of each hex digit, 0 for every other byte (a table: no
  * branch on digit or letter). */
+/* clang-format off */
 static const unsigned char hex_plus1[256] = {
     ['0'] = 1,   ['1'] = 2,   ['2'] = 3,   ['3'] = 4,   ['4'] = 5,   ['5'] = 6,
     ['6'] = 7,   ['7'] = 8,   ['8'] = 9,   ['9'] = 10,  ['a'] = 11,  ['b'] = 12,
     ['c'] = 13,  ['d'] = 14,  ['e'] = 15,  ['f'] = 16,  ['A'] = 11,  ['B'] = 12,
     ['C'] = 13,  ['D'] = 14,  ['E'] = 15,  ['F'] = 16,
 };
+/* clang-format on */
 
 /* The four hex digits at p as a code unit, or -1. */
 static inline long hex4(const char *p)
@@ -134,12 +135,14 @@ static inline long hex4(const char *p)
 /* UTF-8 by lead byte (Unicode 15, table 3-7: no overlongs, no surrogates,
  * nothing past U+10FFFF): the sequence length (0: not a lead byte) and the
  * range of the second byte. */
+/* clang-format off */
 static const unsigned char utf8_len[256] = {
     [0xC2] = 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,       /* C2..CF */
     [0xD0] = 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, /* D0..DF */
     [0xE0] = 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, /* E0..EF */
     [0xF0] = 4, 4, 4, 4, 4,                                  /* F0..F4 */
 };
+/* clang-format on */
 
 /* Length of the well-formed UTF-8 sequence at p (lead byte >= 0x80), or 0.
  * Reads up to 4 bytes (the padding makes that safe) and decides with one
@@ -194,7 +197,8 @@ static inline char *skip_plain(char *r)
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
             return r + (__builtin_ctzll(m) >> 3);
 #else
-            while (!(*r == '"' || *r == '\\' || (unsigned char)*r < 0x20 || (unsigned char)*r >= 0x80))
+            while (
+                !(*r == '"' || *r == '\\' || (unsigned char)*r < 0x20 || (unsigned char)*r >= 0x80))
                 r++;
             return r;
 #endif
@@ -294,6 +298,7 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
             if (end - r < 2)
                 return fail_at(P, r, TG_E_EOF, "unterminated escape");
             switch (r[1]) {
+            /* clang-format off */
             case '"': *w++ = '"'; r += 2; plain = 0; continue;
             case '\\': *w++ = '\\'; r += 2; plain = 0; continue;
             case '/': *w++ = '/'; r += 2; continue;
@@ -303,6 +308,7 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
             case 'r': *w++ = '\r'; r += 2; plain = 0; continue;
             case 't': *w++ = '\t'; r += 2; plain = 0; continue;
             case 'u': break;
+            /* clang-format on */
             default:
                 return fail_at(P, r, TG_E_ESCAPE, "invalid escape sequence");
             }
@@ -364,8 +370,7 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
         if (r >= end)
             return fail_at(P, r, TG_E_EOF, "unterminated string");
         if (c < 0x20)
-            return fail_at(P, r, TG_E_CONTROL_CHAR,
-                           "control character in string must be escaped");
+            return fail_at(P, r, TG_E_CONTROL_CHAR, "control character in string must be escaped");
         {
             /* A run of plain bytes, no longer than the string may still grow. */
             size_t budget = max + 1 - (size_t)(w - start);
@@ -382,7 +387,7 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
 /* ---- numbers ----------------------------------------------------------- */
 
 #define DIGIT(c) ((unsigned)(c) - '0' < 10)
-#define W_DIGITS 19 /* decimal digits that always fit in a uint64_t */
+#define W_DIGITS 19               /* decimal digits that always fit in a uint64_t */
 #define EXP_CAP 100000000000000ll /* an exponent beyond any input length */
 
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -413,7 +418,8 @@ static inline unsigned digits8(const char *p, uint64_t *value, unsigned *zeros)
     *zeros = d ? ((unsigned)__builtin_ctzll(d) >> 3) - (8 - k) : k;
     d = d * 10 + (d >> 8);
     d = (((d & 0x000000FF000000FFull) * (100 + (1000000ull << 32))) +
-         (((d >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >> 32;
+         (((d >> 16) & 0x000000FF000000FFull) * (1 + (10000ull << 32)))) >>
+        32;
     *value = d;
     return k;
 }
@@ -534,8 +540,7 @@ static NOINLINE char *parse_number(parser *P, char *p, tg_value_t *v)
     } else if ((rc = tg_number_parse(P->e, start, (size_t)(p - start), &n, &v->num)) != TG_OK) {
         return fail_at(P, start, rc, "number is outside the range of an IEEE 754 double");
     }
-    if (n.w ? !has_exp && nd <= 15 && !trailing_zero && nd + n.exp10 > -6
-            : p - start == 1)
+    if (n.w ? !has_exp && nd <= 15 && !trailing_zero && nd + n.exp10 > -6 : p - start == 1)
         v->flags = TG_F_RAW_NUM;
     return p;
 }
@@ -650,7 +655,8 @@ static NOINLINE char *parse_object(parser *P, char *p, size_t at)
             return fail_at(P, p, TG_E_EOF, "unterminated object");
         if (*p != '"')
             return fail_at(P, p, TG_E_SYNTAX,
-                           *p == '}' ? "trailing comma in object" : "expected a string key in object");
+                           *p == '}' ? "trailing comma in object"
+                                     : "expected a string key in object");
         if (P->stack_len - first >= max_members)
             return fail_at(P, p, TG_E_TOO_MANY_MEMBERS, "object has more than max_members members");
         key_at = p;
@@ -738,15 +744,14 @@ static ALWAYS_INLINE char *parse_value(parser *P, char *p, size_t at)
     default:
         if (*p == '-' || DIGIT(*p))
             return parse_number(P, p, v);
-        if ((unsigned char)*p == 0xEF && P->end - p >= 3 &&
-            (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+        if ((unsigned char)*p == 0xEF && P->end - p >= 3 && (unsigned char)p[1] == 0xBB &&
+            (unsigned char)p[2] == 0xBF)
             return fail_at(P, p, TG_E_SYNTAX, "byte order mark is not allowed");
         return fail_at(P, p, TG_E_SYNTAX, "unexpected character");
     }
 }
 
-int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out,
-             tg_error_t *err)
+int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err)
 {
     parser P;
     tg_value_t local[LOCAL_STACK];

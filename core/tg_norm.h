@@ -47,7 +47,7 @@ void tg_norm_scratch_free(tg_norm_scratch *sc);
 /* Applies ops (TG_NORM_* bits) to s (len bytes).  *out / *olen get the
  * result, which points into s, into sc (valid until its next use) or into
  * the plan.  TG_OK, or TG_E_NOMEM (err filled). */
-int tg_norm_apply(const tg_norm_t *n, unsigned ops, const char *s, size_t len,
-                  tg_norm_scratch *sc, const char **out, size_t *olen, tg_error_t *err);
+int tg_norm_apply(const tg_norm_t *n, unsigned ops, const char *s, size_t len, tg_norm_scratch *sc,
+                  const char **out, size_t *olen, tg_error_t *err);
 
 #endif /* TG_NORM_H */

@@ -32,7 +32,7 @@ typedef struct nrule {
 } nrule;
 
 typedef struct nalias {
-    uint64_t hash; /* tg_hash64 of from */
+    uint64_t hash;               /* tg_hash64 of from */
     size_t from, flen, to, tlen; /* in the byte pool */
 } nalias;
 
@@ -145,7 +145,8 @@ int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsigned ops
     for (i = 0; i < len; i++) {
         if (pattern[i] == '/')
             nseg++;
-        else if (pattern[i] == '~' && (i + 1 == len || (pattern[i + 1] != '0' && pattern[i + 1] != '1')))
+        else if (pattern[i] == '~' &&
+                 (i + 1 == len || (pattern[i + 1] != '0' && pattern[i + 1] != '1')))
             return tg_fail(err, TG_E_ARG, i, "'~' in a pattern must be followed by 0 or 1");
     }
     if (n->n_segs + nseg >= UINT32_MAX) /* live lists hold segment numbers */
@@ -270,7 +271,8 @@ int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *t
     }
     if (n->n_aliases >= UINT32_MAX / 4 || flen > SIZE_MAX / 2 - tlen)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "too many or too long aliases");
-    if (reserve(n->e, n->aliases, &n->cap_aliases, n->n_aliases, 1, sizeof *n->aliases, &p) != TG_OK)
+    if (reserve(n->e, n->aliases, &n->cap_aliases, n->n_aliases, 1, sizeof *n->aliases, &p) !=
+        TG_OK)
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     n->aliases = p;
     if (reserve(n->e, n->bytes, &n->cap_bytes, n->n_bytes, flen + tlen + 1, 1, &p) != TG_OK)
@@ -327,8 +329,8 @@ size_t tg_norm_root(const tg_norm_t *n, uint32_t *live, unsigned *ops)
     return k;
 }
 
-static inline size_t step(const tg_norm_t *n, const uint32_t *live, size_t nlive,
-                          const char *key, size_t klen, size_t index, uint32_t *next, unsigned *ops)
+static inline size_t step(const tg_norm_t *n, const uint32_t *live, size_t nlive, const char *key,
+                          size_t klen, size_t index, uint32_t *next, unsigned *ops)
 {
     const psegment *segs = n->segs;
     size_t k = 0;
@@ -339,9 +341,9 @@ static inline size_t step(const tg_norm_t *n, const uint32_t *live, size_t nlive
             /* keys of one length mostly differ in their first byte: test
              * that before paying for a call */
             const char *b = n->bytes + s->off;
-            if (index != TG_NORM_KEY ? s->index != index
-                                     : s->len != klen ||
-                                           (klen && (b[0] != key[0] || memcmp(b, key, klen) != 0)))
+            if (index != TG_NORM_KEY
+                    ? s->index != index
+                    : s->len != klen || (klen && (b[0] != key[0] || memcmp(b, key, klen) != 0)))
                 continue;
         }
         if (s->last)
@@ -482,8 +484,8 @@ static const char *clean_path(const char *s, size_t n, char *buf, size_t *olen)
     return out.copied ? buf : s;
 }
 
-int tg_norm_apply(const tg_norm_t *n, unsigned ops, const char *s, size_t len,
-                  tg_norm_scratch *sc, const char **out, size_t *olen, tg_error_t *err)
+int tg_norm_apply(const tg_norm_t *n, unsigned ops, const char *s, size_t len, tg_norm_scratch *sc,
+                  const char **out, size_t *olen, tg_error_t *err)
 {
     char *buf = NULL;
 
@@ -535,11 +537,12 @@ int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len, 
     int rc;
 
     tg_error_clear(err);
-    if (!out || (!s && len) || (ops & ~(unsigned)(TG_NORM_TRIM | TG_NORM_LOWER | TG_NORM_PATH | TG_NORM_ID)))
+    if (!out || (!s && len) ||
+        (ops & ~(unsigned)(TG_NORM_TRIM | TG_NORM_LOWER | TG_NORM_PATH | TG_NORM_ID)))
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "bad arguments to tg_norm_string");
     if ((ops & TG_NORM_ID) && !n)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "TG_NORM_ID needs a plan (its aliases)");
-    if (!n) { /* the other operations need no plan: an empty one stands in */
+    if (!n) {                        /* the other operations need no plan: an empty one stands in */
         static const tg_norm_t none; /* read-only: no rules, no aliases */
         n = &none;
     }
@@ -694,7 +697,8 @@ static int write_norm(nwalk *w, const tg_value_t *v, unsigned ops, uint32_t *liv
         size_t nnext = 0;
         int plain;
         if (filter & ((uint64_t)1 << ((object ? c->key_len : i) & 63)))
-            nnext = step(w->n, live, nlive, c->key, c->key_len, object ? TG_NORM_KEY : i, next, &cops);
+            nnext =
+                step(w->n, live, nlive, c->key, c->key_len, object ? TG_NORM_KEY : i, next, &cops);
         plain = !nnext && !(cops && c->type == TG_STRING);
         if ((rc = write_member(w, c, i == 0, object, plain)) != TG_OK ||
             (!plain && (rc = write_norm(w, c, cops, next, nnext)) != TG_OK))

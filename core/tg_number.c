@@ -165,6 +165,9 @@ static uint64_t shortest(uint64_t ieee_mantissa, uint32_t ieee_exponent, int32_t
         const int32_t q = log10_pow5(-e2) - (-e2 > 1);
         const int32_t i = -e2 - q;
         const int32_t j = q - (pow5_bits(i) - TG_POW5_FORMAT_BITS);
+        /* i >= 1: -e2 >= 1 and q = floor(-e2 log10(5)) - (-e2 > 1) < -e2.
+         * cppcheck cannot see that bound through log10_pow5. */
+        /* cppcheck-suppress negativeIndex */
         const uint64_t *mul = tg_pow5_format[i];
         e10 = q + e2;
         vr = mul_shift(4 * m2, mul, j);

@@ -33,9 +33,11 @@
  *   - Case-insensitive or multiline matching cannot be asked for (JSON
  *     Schema patterns carry no flags), except with inline (?i) / (?m).
  *
- * Hostile patterns are bounded by regex_match_limit (PCRE2's match limit,
- * which the JIT honours too); a match that reaches it is an error the
- * caller must treat as a failed check, never as a non-match that passes.
+ * Patterns longer than max_pattern_bytes are refused before PCRE2 compiles
+ * them (TG_E_PATTERN_TOO_LONG).  Hostile patterns are bounded by
+ * regex_match_limit (PCRE2's match limit, which the JIT honours too); a
+ * match that reaches it is an error the caller must treat as a failed
+ * check, never as a non-match that passes.
  *
  * Memory: PCRE2 allocates through a general context whose malloc and free
  * call the engine's allocator.  PCRE2's free gets no size, and the engine's
@@ -133,6 +135,7 @@ static int cache_get(tg_engine_t *e, struct tg_regex_cache **out, tg_error_t *er
 
 /* General_Category long names (ECMA-262 table "Value aliases and canonical
  * values for the Unicode property General_Category") and their short ones. */
+/* clang-format off */
 static const struct {
     const char *lng, *shrt;
 } gc_names[] = {
@@ -158,6 +161,7 @@ static const struct {
     {"Symbol", "S"},               {"Titlecase_Letter", "Lt"},
     {"Unassigned", "Cn"},          {"Uppercase_Letter", "Lu"},
 };
+/* clang-format on */
 
 static int has_prefix(const char *s, size_t n, const char *prefix)
 {
@@ -233,8 +237,7 @@ static int needs_rewrite(const char *pat, size_t len)
 
 /* ---- compile and match ------------------------------------------------- */
 
-int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out,
-                     tg_error_t *err)
+int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out, tg_error_t *err)
 {
     struct tg_regex_cache *c;
     pcre2_code *code;
@@ -246,6 +249,12 @@ int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out
                              PCRE2_ALLOW_EMPTY_CLASS | PCRE2_NO_UTF_CHECK;
 
     *out = NULL;
+    /* PCRE2's compile time and memory grow with the pattern: a registry
+     * (which may come from an MCP server) cannot make them unbounded. */
+    if (len > e->limits.max_pattern_bytes)
+        return tg_fail(err, TG_E_PATTERN_TOO_LONG, TG_NO_OFFSET,
+                       "pattern of %zu bytes is longer than max_pattern_bytes (%zu)", len,
+                       e->limits.max_pattern_bytes);
     if ((rc = cache_get(e, &c, err)) != TG_OK)
         return rc;
     if (needs_rewrite(pat, len)) {
@@ -262,8 +271,8 @@ int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out
         if (errcode == PCRE2_ERROR_HEAP_FAILED)
             return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
         pcre2_get_error_message(errcode, why, sizeof why);
-        return tg_fail(err, TG_E_PATTERN, TG_NO_OFFSET, "%s (at offset %zu)",
-                       (const char *)why, (size_t)erroffset);
+        return tg_fail(err, TG_E_PATTERN, TG_NO_OFFSET, "%s (at offset %zu)", (const char *)why,
+                       (size_t)erroffset);
     }
     c->alloc_failed = 0;
     rc = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
@@ -282,8 +291,8 @@ void tg_regex_free(tg_regex *re)
     pcre2_code_free((pcre2_code *)(void *)re);
 }
 
-int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len,
-                    int *matched, tg_error_t *err)
+int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len, int *matched,
+                    tg_error_t *err)
 {
     struct tg_regex_cache *c;
     const pcre2_code *code = (const pcre2_code *)(const void *)re;
@@ -308,11 +317,10 @@ int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t le
     }
     if (rc == PCRE2_ERROR_NOMEMORY)
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory in a pattern match");
-    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
-        rc == PCRE2_ERROR_HEAPLIMIT)
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT)
         return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
                        "pattern match gave up after regex_match_limit (%zu) steps",
                        e->limits.regex_match_limit);
-    return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
-                   "pattern match failed (PCRE2 error %d)", rc);
+    return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET, "pattern match failed (PCRE2 error %d)",
+                   rc);
 }

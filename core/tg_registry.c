@@ -79,8 +79,8 @@ void tg_registry_free(tg_registry_t *r)
 
 /* Slot of (server, name) in by_pair: where it is, or the empty slot where it
  * would go. */
-static size_t pair_slot(const tg_registry_t *r, const char *server, size_t slen,
-                        const char *name, size_t nlen)
+static size_t pair_slot(const tg_registry_t *r, const char *server, size_t slen, const char *name,
+                        size_t nlen)
 {
     size_t mask = r->slots - 1, i = (size_t)pair_hash(server, slen, name, nlen) & mask;
     for (;; i = (i + 1) & mask) {
@@ -144,9 +144,9 @@ static char *copy_string(tg_engine_t *e, const char *s, size_t len)
 
 /* The pin: XXH3-128 of {"description","inputSchema","name","outputSchema"}
  * in canonical form (keys already in RFC 8785 order). */
-static int compute_pin(tg_engine_t *e, const char *name, size_t nlen, const char *desc,
-                       size_t dlen, const tg_value_t *input, const tg_value_t *output,
-                       tg_hash128_t *pin, tg_error_t *err)
+static int compute_pin(tg_engine_t *e, const char *name, size_t nlen, const char *desc, size_t dlen,
+                       const tg_value_t *input, const tg_value_t *output, tg_hash128_t *pin,
+                       tg_error_t *err)
 {
     tg_buf_t b;
     int rc;
@@ -189,8 +189,8 @@ static void locate_in(tg_error_t *err, const char *prefix)
 
 /* The schema of a tool declared without one: an object with no properties,
  * which the closed world reads as "no arguments". */
-static int compile_no_arguments(tg_engine_t *e, const tg_schema_options_t *opt,
-                                tg_schema_t **out, tg_error_t *err)
+static int compile_no_arguments(tg_engine_t *e, const tg_schema_options_t *opt, tg_schema_t **out,
+                                tg_error_t *err)
 {
     static const char text[] = "{\"type\":\"object\",\"properties\":{}}";
     tg_doc_t *doc;
@@ -202,11 +202,10 @@ static int compile_no_arguments(tg_engine_t *e, const tg_schema_options_t *opt,
     return rc;
 }
 
-int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len,
-                    const char *name, size_t name_len, const char *description,
-                    size_t description_len, const tg_value_t *input,
-                    const tg_value_t *output, const tg_schema_options_t *opt,
-                    size_t *index, tg_error_t *err)
+int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len, const char *name,
+                    size_t name_len, const char *description, size_t description_len,
+                    const tg_value_t *input, const tg_value_t *output,
+                    const tg_schema_options_t *opt, size_t *index, tg_error_t *err)
 {
     tool t;
     int rc;
@@ -214,21 +213,23 @@ int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len,
 
     tg_error_clear(err);
     if (!server || !name || name_len == 0)
-        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "a tool needs a server (may be \"\") and a name");
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "a tool needs a server (may be \"\") and a name");
     if (r->n && r->by_pair[pair_slot(r, server, server_len, name, name_len)] != 0)
         return tg_fail(err, TG_E_DUPLICATE_TOOL, TG_NO_OFFSET,
                        "tool \"%.*s\" is already registered for server \"%.*s\"",
                        (int)(name_len > 100 ? 100 : name_len), name,
                        (int)(server_len > 100 ? 100 : server_len), server);
     memset(&t, 0, sizeof t);
-    if ((rc = compute_pin(r->e, name, name_len, description, description_len, input, output,
-                          &t.pin, err)) != TG_OK)
+    if ((rc = compute_pin(r->e, name, name_len, description, description_len, input, output, &t.pin,
+                          err)) != TG_OK)
         return rc;
     rc = input ? tg_schema_compile(r->e, input, opt, &t.input, err)
                : compile_no_arguments(r->e, opt, &t.input, err);
     if (rc != TG_OK)
         locate_in(err, "/inputSchema");
-    if (rc == TG_OK && output && (rc = tg_schema_compile(r->e, output, opt, &t.output, err)) != TG_OK)
+    if (rc == TG_OK && output &&
+        (rc = tg_schema_compile(r->e, output, opt, &t.output, err)) != TG_OK)
         locate_in(err, "/outputSchema");
     if (rc == TG_OK) {
         t.server = copy_string(r->e, server, server_len);

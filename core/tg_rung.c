@@ -34,10 +34,9 @@ static void also_accepted(tg_engine_t *e, const tg_registry_t *r, const tg_value
         out->n_also = TG_RUNG_MAX_FINDINGS;
 }
 
-int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server,
-                  size_t server_len, const char *name, size_t name_len,
-                  const tg_value_t *args, int report_also, tg_rung_result_t *out,
-                  tg_error_t *err)
+int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server, size_t server_len,
+                  const char *name, size_t name_len, const tg_value_t *args, int report_also,
+                  tg_rung_result_t *out, tg_error_t *err)
 {
     int rc;
 

@@ -21,14 +21,13 @@ typedef struct tg_regex tg_regex; /* a compiled PCRE2 pattern */
 /* Compiles an ECMA-262 pattern (len bytes of UTF-8) with the engine's PCRE2
  * contexts.  TG_OK and *out (free with tg_regex_free), TG_E_PATTERN (err's
  * message says why, from PCRE2) or TG_E_NOMEM. */
-int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out,
-                     tg_error_t *err);
+int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out, tg_error_t *err);
 void tg_regex_free(tg_regex *re);
 /* Unanchored search of s (len bytes of well-formed UTF-8): *matched is 1 or
  * 0 on TG_OK; TG_E_REGEX_LIMIT when the match gave up at the engine's
  * regex_match_limit; TG_E_NOMEM. */
-int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len,
-                    int *matched, tg_error_t *err);
+int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len, int *matched,
+                    tg_error_t *err);
 
 /* ---- formats (tg_format.c) ----------------------------------------------- */
 
@@ -63,7 +62,11 @@ int tg_format_check(int format, const char *s, size_t len);
  * (exceeding it is TG_E_VALIDATION_LIMIT). */
 #define TG_SCHEMA_MAX_NESTING 2048
 
-enum tg_snode_kind { TG_S_OBJECT = 0, TG_S_TRUE, TG_S_FALSE };
+enum tg_snode_kind {
+    TG_S_OBJECT = 0,
+    TG_S_TRUE,
+    TG_S_FALSE
+};
 
 /* `type` bits */
 enum {
@@ -105,13 +108,14 @@ enum {
     TG_K_ITEMS = 1u << 23 /* prefixItems, items or additionalItems apply */
 };
 
-#define TG_K_NUMBER (TG_K_MINIMUM | TG_K_MAXIMUM | TG_K_EXCLUSIVE_MINIMUM | \
-                     TG_K_EXCLUSIVE_MAXIMUM | TG_K_MULTIPLE_OF)
+#define TG_K_NUMBER                                                                                \
+    (TG_K_MINIMUM | TG_K_MAXIMUM | TG_K_EXCLUSIVE_MINIMUM | TG_K_EXCLUSIVE_MAXIMUM |               \
+     TG_K_MULTIPLE_OF)
 #define TG_K_STRING (TG_K_MIN_LENGTH | TG_K_MAX_LENGTH | TG_K_PATTERN | TG_K_FORMAT)
 #define TG_K_ARRAY (TG_K_MIN_ITEMS | TG_K_MAX_ITEMS | TG_K_UNIQUE_ITEMS | TG_K_ITEMS)
-#define TG_K_OBJECT (TG_K_MIN_PROPERTIES | TG_K_MAX_PROPERTIES | TG_K_REQUIRED | \
-                     TG_K_DEPENDENT_REQUIRED | TG_K_PROPERTIES | TG_K_PATTERN_PROPERTIES | \
-                     TG_K_ADDITIONAL_PROPERTIES | TG_K_PROPERTY_NAMES)
+#define TG_K_OBJECT                                                                                \
+    (TG_K_MIN_PROPERTIES | TG_K_MAX_PROPERTIES | TG_K_REQUIRED | TG_K_DEPENDENT_REQUIRED |         \
+     TG_K_PROPERTIES | TG_K_PATTERN_PROPERTIES | TG_K_ADDITIONAL_PROPERTIES | TG_K_PROPERTY_NAMES)
 
 /* A name (property key); NUL-terminated copy, len bytes. */
 typedef struct tg_sname {
@@ -133,18 +137,18 @@ typedef struct tg_spattern {
 } tg_spattern;
 
 typedef struct tg_sdependency {
-    tg_sname key;           /* when this key is present ... */
-    const tg_sname *needs;  /* ... these must be too */
+    tg_sname key;          /* when this key is present ... */
+    const tg_sname *needs; /* ... these must be too */
     uint32_t n_needs;
 } tg_sdependency;
 
 typedef struct tg_snode {
-    uint32_t has;          /* TG_K_* */
-    uint8_t kind;          /* enum tg_snode_kind */
-    uint8_t types;         /* TG_T_* of `type` */
-    uint8_t format;        /* enum tg_string_format */
-    uint8_t closed;        /* closed world applies when reached at an instance location */
-    const char *ptr;       /* JSON Pointer of this schema in its document */
+    uint32_t has;    /* TG_K_* */
+    uint8_t kind;    /* enum tg_snode_kind */
+    uint8_t types;   /* TG_T_* of `type` */
+    uint8_t format;  /* enum tg_string_format */
+    uint8_t closed;  /* closed world applies when reached at an instance location */
+    const char *ptr; /* JSON Pointer of this schema in its document */
     uint32_t ptr_len;
 
     /* in-place applicators */
@@ -169,7 +173,7 @@ typedef struct tg_snode {
     uint64_t min_items, max_items;
     const uint32_t *prefix_items;
     uint32_t n_prefix_items;
-    uint32_t rest_items;   /* items after the prefix (items / additionalItems) */
+    uint32_t rest_items; /* items after the prefix (items / additionalItems) */
 
     /* objects */
     uint64_t min_properties, max_properties;
@@ -196,8 +200,8 @@ void tg_pointer_write(char *out, size_t cap, const char *ptr, size_t len, const 
 
 struct tg_schema_t {
     tg_engine_t *engine;
-    tg_arena arena;    /* everything the nodes point to */
-    tg_snode *nodes;   /* engine-allocated, cap_nodes long */
+    tg_arena arena;  /* everything the nodes point to */
+    tg_snode *nodes; /* engine-allocated, cap_nodes long */
     uint32_t n_nodes, cap_nodes;
 };
 

@@ -49,8 +49,8 @@ typedef struct compiler {
     tg_error_t *err;
     const tg_value_t **src; /* the source of each node */
     uint32_t cap_src;
-    map_slot *map;          /* DOM address -> node, open addressing */
-    size_t map_cap;         /* a power of two */
+    map_slot *map;  /* DOM address -> node, open addressing */
+    size_t map_cap; /* a power of two */
 } compiler;
 
 /* ---- keywords ------------------------------------------------------------ */
@@ -59,6 +59,7 @@ enum keyword {
     KW_UNKNOWN = 0,
     KW_UNSUPPORTED, /* a JSON Schema keyword toolgate does not implement */
     KW_ANNOTATION,
+    /* clang-format off */
     KW_TYPE, KW_ENUM, KW_CONST,
     KW_MINIMUM, KW_MAXIMUM, KW_EXCLUSIVE_MINIMUM, KW_EXCLUSIVE_MAXIMUM, KW_MULTIPLE_OF,
     KW_MIN_LENGTH, KW_MAX_LENGTH, KW_PATTERN, KW_FORMAT,
@@ -67,6 +68,7 @@ enum keyword {
     KW_PROPERTIES, KW_PATTERN_PROPERTIES, KW_ADDITIONAL_PROPERTIES, KW_PROPERTY_NAMES,
     KW_REQUIRED, KW_DEPENDENT_REQUIRED, KW_MIN_PROPERTIES, KW_MAX_PROPERTIES,
     KW_ALL_OF, KW_ANY_OF, KW_ONE_OF, KW_NOT, KW_REF, KW_DEFS
+    /* clang-format on */
 };
 
 static const struct {
@@ -175,8 +177,9 @@ static enum keyword keyword_of(const compiler *C, const char *k, size_t len, con
 #if defined(__GNUC__)
 __attribute__((format(printf, 6, 7)))
 #endif
-static int fail(compiler *C, int code, const char *ptr, const char *seg, const tg_value_t *at,
-                const char *fmt, ...)
+static int
+fail(compiler *C, int code, const char *ptr, const char *seg, const tg_value_t *at, const char *fmt,
+     ...)
 {
     tg_error_t *err = C->err;
     if (err) {
@@ -417,8 +420,8 @@ static int name_cmp(const void *a, const void *b)
 
 /* An array of strings (duplicates dropped), copied; in RFC 8785 order when
  * sorted is set. */
-static int want_names(compiler *C, const char *ptr, const char *kw, const tg_value_t *v,
-                      int sorted, const tg_sname **out, uint32_t *count)
+static int want_names(compiler *C, const char *ptr, const char *kw, const tg_value_t *v, int sorted,
+                      const tg_sname **out, uint32_t *count)
 {
     tg_sname *names = NULL;
     uint32_t k = 0;
@@ -452,8 +455,8 @@ static const struct {
     const char *name;
     uint8_t bit;
 } type_names[] = {
-    {"null", TG_T_NULL},     {"boolean", TG_T_BOOLEAN}, {"object", TG_T_OBJECT},
-    {"array", TG_T_ARRAY},   {"number", TG_T_NUMBER},   {"string", TG_T_STRING},
+    {"null", TG_T_NULL},       {"boolean", TG_T_BOOLEAN}, {"object", TG_T_OBJECT},
+    {"array", TG_T_ARRAY},     {"number", TG_T_NUMBER},   {"string", TG_T_STRING},
     {"integer", TG_T_INTEGER},
 };
 
@@ -505,9 +508,9 @@ static int want_regex(compiler *C, const char *ptr, const char *kw, const tg_val
 {
     tg_error_t why;
     int rc = tg_regex_compile(C->e, pat, len, &out->re, &why);
-    if (rc == TG_E_PATTERN)
-        return fail(C, rc, ptr, kw, at, "invalid pattern \"%.*s\": %s", excerpt_len(pat, len),
-                    pat, why.message);
+    if (rc == TG_E_PATTERN || rc == TG_E_PATTERN_TOO_LONG)
+        return fail(C, rc, ptr, kw, at, "invalid pattern \"%.*s\": %s", excerpt_len(pat, len), pat,
+                    why.message);
     return rc == TG_OK ? TG_OK : nomem(C);
 }
 
@@ -515,9 +518,10 @@ static int want_regex(compiler *C, const char *ptr, const char *kw, const tg_val
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0'
-         : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* Follows one decoded JSON Pointer token from *v; NULL when absent. */
@@ -554,9 +558,10 @@ static int walk_pointer(compiler *C, const tg_snode *n, const tg_value_t *refv, 
             char c = buf[i++];
             if (c == '~') {
                 if (i >= len || (buf[i] != '0' && buf[i] != '1'))
-                    return fail(C, TG_E_SCHEMA_REF, n->ptr, "$ref", refv,
-                                "$ref \"%.*s\" is not a valid JSON Pointer (~ must be followed by 0 or 1)",
-                                excerpt_len(refv->p.str, refv->len), refv->p.str);
+                    return fail(
+                        C, TG_E_SCHEMA_REF, n->ptr, "$ref", refv,
+                        "$ref \"%.*s\" is not a valid JSON Pointer (~ must be followed by 0 or 1)",
+                        excerpt_len(refv->p.str, refv->len), refv->p.str);
                 c = buf[i++] == '0' ? '~' : '/';
             }
             tok[k++] = c;
@@ -598,9 +603,9 @@ static int want_ref(compiler *C, tg_snode *n, const tg_value_t *v)
             int hi = i + 2 < v->len ? hexval(v->p.str[i + 1]) : -1;
             int lo = hi >= 0 ? hexval(v->p.str[i + 2]) : -1;
             if (lo < 0)
-                rc = fail(C, TG_E_SCHEMA_REF, n->ptr, "$ref", v,
-                          "$ref \"%.*s\" has a bad %%-escape", excerpt_len(v->p.str, v->len),
-                          v->p.str);
+                rc =
+                    fail(C, TG_E_SCHEMA_REF, n->ptr, "$ref", v, "$ref \"%.*s\" has a bad %%-escape",
+                         excerpt_len(v->p.str, v->len), v->p.str);
             c = (char)(hi * 16 + lo);
             i += 2;
         }
@@ -788,7 +793,8 @@ static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
             break;
         case KW_MULTIPLE_OF:
             if (m->type != TG_NUMBER || !(m->num > 0))
-                return fail(C, TG_E_SCHEMA, n->ptr, kw, m, "multipleOf must be a number greater than 0");
+                return fail(C, TG_E_SCHEMA, n->ptr, kw, m,
+                            "multipleOf must be a number greater than 0");
             rc = want_number(C, n, kw, m, &n->multiple_of);
             if (rc == TG_OK)
                 tg_decimal_init(&n->multiple_of_decimal, n->multiple_of.text, m->len);
@@ -1002,8 +1008,8 @@ static int cycle_error(compiler *C, const frame *stack, size_t top, uint32_t bac
                            "$ref cycle that never moves into the instance (validation "
                            "would not end): ");
     for (size_t i = from - 1; i < top && len < sizeof msg; i++)
-        len += (size_t)snprintf(msg + len, sizeof msg - len, "\"%s\" -> ",
-                                nodes[stack[i].node].ptr);
+        len +=
+            (size_t)snprintf(msg + len, sizeof msg - len, "\"%s\" -> ", nodes[stack[i].node].ptr);
     if (len < sizeof msg)
         snprintf(msg + len, sizeof msg - len, "\"%s\"", nodes[back_to].ptr);
     return fail(C, TG_E_SCHEMA, nodes[back_to].ptr, NULL, NULL, "%s", msg);
@@ -1037,7 +1043,6 @@ static int check_cycles(compiler *C, const uint8_t *reach, uint8_t *color, frame
     }
     return TG_OK;
 }
-
 
 /* The closed group headed by node head: its members are collected in
  * members (stamped in seen with head + 1); when closed, the union of their
@@ -1174,8 +1179,7 @@ int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_optio
         opt = &defaults;
     }
     if (!is_schema(v))
-        return tg_fail(err, TG_E_SCHEMA, tg_offset(v),
-                       "a schema must be an object or a boolean");
+        return tg_fail(err, TG_E_SCHEMA, tg_offset(v), "a schema must be an object or a boolean");
     if (!(s = tg_mem_realloc(e, NULL, 0, sizeof *s)))
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     memset(s, 0, sizeof *s);

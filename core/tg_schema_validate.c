@@ -272,8 +272,8 @@ static void mw_where(msg_writer *w, const vpath *at)
     mw_put(w, "\": ", 3);
 }
 
-static const char *const type_names[] = {"null", "boolean", "object", "array",
-                                         "number", "string", "integer"};
+static const char *const type_names[] = {"null",   "boolean", "object", "array",
+                                         "number", "string",  "integer"};
 
 static const char *type_name(const tg_value_t *v)
 {
@@ -309,9 +309,9 @@ typedef struct vctx {
     tg_finding_t *out;
     size_t max, n, n_h2;
     size_t steps, max_steps;
-    unsigned silent;  /* > 0 inside anyOf / oneOf branches and not */
+    unsigned silent; /* > 0 inside anyOf / oneOf branches and not */
     unsigned nesting;
-    int stop;         /* out is all H2: nothing later can change it */
+    int stop; /* out is all H2: nothing later can change it */
     tg_error_t *err;
 } vctx;
 
@@ -341,8 +341,8 @@ static tg_finding_t *slot(vctx *c, int code)
 /* Starts a finding: pointers filled, message begun with its subject.
  * Returns NULL when it is not kept (then nothing is to be written). */
 COLD static tg_finding_t *begin(vctx *c, int code, const char *keyword, const vpath *at,
-                           const vpath *subject, const tg_snode *n, const char *seg,
-                           const char *seg2, size_t seg2_len, msg_writer *w)
+                                const vpath *subject, const tg_snode *n, const char *seg,
+                                const char *seg2, size_t seg2_len, msg_writer *w)
 {
     tg_finding_t *f = slot(c, code);
     ptr_writer pw;
@@ -377,8 +377,7 @@ static tg_finding_t *begin_h3(vctx *c, const char *kw, const vpath *at, const tg
 
 /* ---- keyword checks ---------------------------------------------------------- */
 
-static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry,
-                int *ok);
+static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry, int *ok);
 
 /* After a failure: a silent walk needs no more, nor does a full one. */
 #define DECIDED(c, ok) (!*(ok) && ((c)->silent || (c)->stop))
@@ -412,8 +411,7 @@ static int type_ok(uint8_t types, const tg_value_t *v)
     }
 }
 
-static void check_type(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                       int *ok)
+static void check_type(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     msg_writer w;
     size_t count = 0, shown = 0;
@@ -442,8 +440,7 @@ static void check_type(vctx *c, const tg_snode *n, const tg_value_t *v, const vp
     mw_end(&w);
 }
 
-static void check_enum(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                       int *ok)
+static void check_enum(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     const tg_value_t *list = n->enum_values;
     msg_writer w;
@@ -463,8 +460,7 @@ static void check_enum(vctx *c, const tg_snode *n, const tg_value_t *v, const vp
     mw_end(&w);
 }
 
-static void check_const(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                        int *ok)
+static void check_const(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     msg_writer w;
     if (tg_value_equal(v, n->const_value))
@@ -480,8 +476,8 @@ static void check_const(vctx *c, const tg_snode *n, const tg_value_t *v, const v
 
 /* One numeric bound: reports "<value> <relation> <bound>" when it fails. */
 static void number_bound(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                         int fails, const char *kw, const char *relation,
-                         const tg_sbound *b, int *ok)
+                         int fails, const char *kw, const char *relation, const tg_sbound *b,
+                         int *ok)
 {
     msg_writer w;
     if (!fails)
@@ -512,19 +508,18 @@ static int multiple_of(const tg_snode *n, const tg_value_t *v)
     }
 }
 
-static void check_number(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                         int *ok)
+static void check_number(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     double x = v->num;
     if (n->has & TG_K_MINIMUM)
-        number_bound(c, n, v, at, x < n->minimum.value, "minimum",
-                     " is less than the minimum ", &n->minimum, ok);
+        number_bound(c, n, v, at, x < n->minimum.value, "minimum", " is less than the minimum ",
+                     &n->minimum, ok);
     if (n->has & TG_K_EXCLUSIVE_MINIMUM)
         number_bound(c, n, v, at, x <= n->exclusive_minimum.value, "exclusiveMinimum",
                      " is not greater than ", &n->exclusive_minimum, ok);
     if (n->has & TG_K_MAXIMUM)
-        number_bound(c, n, v, at, x > n->maximum.value, "maximum",
-                     " is greater than the maximum ", &n->maximum, ok);
+        number_bound(c, n, v, at, x > n->maximum.value, "maximum", " is greater than the maximum ",
+                     &n->maximum, ok);
     if (n->has & TG_K_EXCLUSIVE_MAXIMUM)
         number_bound(c, n, v, at, x >= n->exclusive_maximum.value, "exclusiveMaximum",
                      " is not less than ", &n->exclusive_maximum, ok);
@@ -535,8 +530,8 @@ static void check_number(vctx *c, const tg_snode *n, const tg_value_t *v, const 
 
 /* A count against its bound: "<subject> has N <unit>s, <limit> L". */
 COLD static void count_bound(vctx *c, const tg_snode *n, const vpath *at, const char *kw,
-                        const char *subject, uint64_t count, const char *unit,
-                        const char *limit, uint64_t bound, int *ok)
+                             const char *subject, uint64_t count, const char *unit,
+                             const char *limit, uint64_t bound, int *ok)
 {
     msg_writer w;
     *ok = 0;
@@ -554,8 +549,7 @@ COLD static void count_bound(vctx *c, const tg_snode *n, const vpath *at, const 
     mw_end(&w);
 }
 
-static int check_string(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                        int *ok)
+static int check_string(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     msg_writer w;
     if (n->has & (TG_K_MIN_LENGTH | TG_K_MAX_LENGTH)) {
@@ -650,15 +644,14 @@ static int find_duplicate(vctx *c, const tg_value_t *v, uint32_t *i, uint32_t *j
     return found;
 }
 
-static int check_array(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                       int *ok)
+static int check_array(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     if ((n->has & TG_K_MIN_ITEMS) && v->len < n->min_items)
-        count_bound(c, n, at, "minItems", "the array", v->len, "item",
-                    ", fewer than the minimum ", n->min_items, ok);
+        count_bound(c, n, at, "minItems", "the array", v->len, "item", ", fewer than the minimum ",
+                    n->min_items, ok);
     if ((n->has & TG_K_MAX_ITEMS) && v->len > n->max_items)
-        count_bound(c, n, at, "maxItems", "the array", v->len, "item",
-                    ", more than the maximum ", n->max_items, ok);
+        count_bound(c, n, at, "maxItems", "the array", v->len, "item", ", more than the maximum ",
+                    n->max_items, ok);
     if (DECIDED(c, ok))
         return TG_OK;
     if (n->has & TG_K_UNIQUE_ITEMS) {
@@ -700,9 +693,8 @@ static int check_array(vctx *c, const tg_snode *n, const tg_value_t *v, const vp
 
 /* An H2 about key (at its would-be member) of the object at `at`. */
 COLD static void key_finding(vctx *c, const char *kw, const vpath *at, const tg_snode *n,
-                        const char *seg, const char *seg2, size_t seg2_len,
-                        const char *key, uint32_t key_len, const char *what,
-                        const char *why, int *ok)
+                             const char *seg, const char *seg2, size_t seg2_len, const char *key,
+                             uint32_t key_len, const char *what, const char *why, int *ok)
 {
     vpath member = {at, key, key_len, 0};
     msg_writer w;
@@ -728,16 +720,14 @@ static inline int key_order(const char *a, uint32_t alen, const char *b, uint32_
  * declared names are both in RFC 8785 order: one merge walk.  (When the
  * group's names are n's own properties, check_members does this on its
  * walk instead.) */
-static void check_closed(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                         int *ok)
+static void check_closed(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     uint32_t j = 0;
     for (uint32_t i = 0; i < v->len && !DECIDED(c, ok); i++) {
         const tg_value_t *m = &v->p.items[i];
         int cmp = 1;
         while (j < n->n_declared &&
-               (cmp = key_order(n->declared[j].name, n->declared[j].len, m->key,
-                                m->key_len)) < 0)
+               (cmp = key_order(n->declared[j].name, n->declared[j].len, m->key, m->key_len)) < 0)
             j++;
         if (j == n->n_declared || cmp != 0)
             key_finding(c, "closed", at, n, NULL, NULL, 0, m->key, m->key_len, "key ",
@@ -757,9 +747,8 @@ static int check_members(vctx *c, const tg_snode *n, const tg_value_t *v, const 
         vpath mp = {at, m->key, m->key_len, 0};
         int matched = 0, rc, cmp = 1;
         /* Members and properties are both in RFC 8785 order: one merge walk. */
-        while (j < n->n_properties &&
-               (cmp = key_order(n->properties[j].name, n->properties[j].len, m->key,
-                                m->key_len)) < 0)
+        while (j < n->n_properties && (cmp = key_order(n->properties[j].name, n->properties[j].len,
+                                                       m->key, m->key_len)) < 0)
             j++;
         if (j < n->n_properties && cmp == 0) {
             matched = 1;
@@ -815,8 +804,8 @@ static int check_object(vctx *c, const tg_snode *n, const tg_value_t *v, const v
                (cmp = key_order(v->p.items[j].key, v->p.items[j].key_len, r->name, r->len)) < 0)
             j++;
         if (j == v->len || cmp != 0)
-            key_finding(c, "required", at, n, "required", NULL, 0, r->name, r->len,
-                        "required key ", " is missing", ok);
+            key_finding(c, "required", at, n, "required", NULL, 0, r->name, r->len, "required key ",
+                        " is missing", ok);
     }
     for (uint32_t i = 0; i < n->n_dependent_required && !DECIDED(c, ok); i++) {
         const tg_sdependency *d = &n->dependent_required[i];
@@ -857,8 +846,7 @@ static int check_object(vctx *c, const tg_snode *n, const tg_value_t *v, const v
 /* How many of the branches v matches, evaluated silently; stops counting
  * at `enough`. */
 static int count_matches(vctx *c, const uint32_t *branches, uint32_t n_branches,
-                         const tg_value_t *v, const vpath *at, uint32_t enough,
-                         uint32_t *matched)
+                         const tg_value_t *v, const vpath *at, uint32_t enough, uint32_t *matched)
 {
     int rc = TG_OK;
     *matched = 0;
@@ -942,8 +930,8 @@ static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, co
 
 /* ---- one node -------------------------------------------------------------------- */
 
-static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                     int entry, int *ok)
+static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int entry,
+                     int *ok)
 {
     int rc;
     /* Closed world is the group's: checked once, where the walk enters
@@ -997,8 +985,7 @@ static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpat
     return TG_OK;
 }
 
-static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry,
-                int *ok)
+static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry, int *ok)
 {
     const tg_snode *n = &c->nodes[id];
     int rc;
@@ -1006,8 +993,7 @@ static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int 
         return TG_OK;
     if (++c->steps > c->max_steps)
         return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
-                       "validation took more than max_validation_steps (%zu) steps",
-                       c->max_steps);
+                       "validation took more than max_validation_steps (%zu) steps", c->max_steps);
     if (n->kind == TG_S_TRUE)
         return TG_OK;
     if (n->kind == TG_S_FALSE) {
@@ -1021,16 +1007,15 @@ static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int 
     }
     if (c->nesting >= TG_SCHEMA_MAX_NESTING)
         return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
-                       "schemas nested more than %d deep during validation",
-                       TG_SCHEMA_MAX_NESTING);
+                       "schemas nested more than %d deep during validation", TG_SCHEMA_MAX_NESTING);
     c->nesting++;
     rc = eval_node(c, n, v, at, entry, ok);
     c->nesting--;
     return rc;
 }
 
-int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v,
-                tg_finding_t *findings, size_t max, size_t *count, tg_error_t *err)
+int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v, tg_finding_t *findings,
+                size_t max, size_t *count, tg_error_t *err)
 {
     vctx c;
     int ok = 1;

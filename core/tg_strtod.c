@@ -118,8 +118,7 @@ static uint64_t eisel_lemire(uint64_t w, int64_t q)
     /* Exactly halfway between two doubles is only possible where 5^q is
      * exact in the table (small q); there the rounding bit alone would round
      * up, so clear it when everything below it is zero (ties to even). */
-    if (lo <= 1 && q >= -4 && q <= 23 && (mantissa & 3) == 1 &&
-        (mantissa << shift) == hi)
+    if (lo <= 1 && q >= -4 && q <= 23 && (mantissa & 3) == 1 && (mantissa << shift) == hi)
         mantissa &= ~(uint64_t)1;
     mantissa += mantissa & 1;
     mantissa >>= 1;
@@ -151,8 +150,8 @@ static double slow_path(tg_engine_t *e, const char *text, size_t len)
 
 /* ---- entry ------------------------------------------------------------- */
 
-int tg_number_parse(tg_engine_t *e, const char *text, size_t len,
-                    const tg_number_parts *n, double *out)
+int tg_number_parse(tg_engine_t *e, const char *text, size_t len, const tg_number_parts *n,
+                    double *out)
 {
     uint64_t bits;
     double v;
@@ -161,8 +160,8 @@ int tg_number_parse(tg_engine_t *e, const char *text, size_t len,
         *out = n->negative ? -0.0 : 0.0;
         return TG_OK;
     }
-    if (CLINGER_OK && !n->truncated && n->w <= ((uint64_t)1 << 53) &&
-        n->exp10 >= -22 && n->exp10 <= 22) {
+    if (CLINGER_OK && !n->truncated && n->w <= ((uint64_t)1 << 53) && n->exp10 >= -22 &&
+        n->exp10 <= 22) {
         v = (double)n->w;
         v = n->exp10 < 0 ? v / exact_pow10[-n->exp10] : v * exact_pow10[n->exp10];
         *out = n->negative ? -v : v;

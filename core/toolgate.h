@@ -20,6 +20,28 @@
  *    process; an engine and everything made from it must be used by one
  *    thread at a time.
  *  - Results never depend on the C locale (LC_NUMERIC in particular).
+ *  - Every tg_*_free accepts NULL.  Pointers a function returns into a
+ *    document, call, schema or registry are valid while that object lives.
+ *
+ * Quick start (examples/c/canon.c is the whole program):
+ *
+ *     tg_error_t err;
+ *     tg_engine_t *e = tg_engine_new(NULL, NULL, NULL, &err);
+ *     tg_buf_t out;
+ *     tg_buf_init(&out, e);
+ *     if (tg_canon(e, json, len, &out, &err) != TG_OK)
+ *         fprintf(stderr, "%s at byte %zu: %s\n", tg_code_name(err.code),
+ *                 err.offset, err.message);
+ *     ... out.data, out.len: the canonical form ...
+ *     tg_buf_free(&out);
+ *     tg_engine_free(e);
+ *
+ * Build with `pkg-config --cflags --libs toolgate` after `make install`
+ * (static: `pkg-config --static --libs toolgate`; the core needs PCRE2).
+ * The sections below: status codes; engine (allocator and limits); parsed
+ * documents; output buffers; RFC 8785 canonical form; numbers; JSON Schema;
+ * tool calls; registries and the Resolution Rung; hashing; normalized
+ * canonical form; agreement; sampled plans.
  */
 #ifndef TOOLGATE_H
 #define TOOLGATE_H
@@ -47,6 +69,7 @@ extern "C" {
 
 /* Every failure has its own code; tg_code_name() gives its stable name (the
  * name is what the Lua side and the command line report). */
+/* clang-format off */
 enum tg_code {
     TG_OK = 0,
     TG_E_NOMEM,            /* "NOMEM": the allocator returned NULL */
@@ -83,8 +106,11 @@ enum tg_code {
     TG_E_DUPLICATE_TOOL,   /* "DUPLICATE_TOOL": one (server, name) added twice */
     TG_E_BAD_CALL,         /* "BAD_CALL": not a tool call in any known format */
     TG_E_BAD_ARGUMENTS,    /* "BAD_ARGUMENTS": arguments that cannot be decoded to an object */
+    /* added later, kept last so the codes above keep their numbers */
+    TG_E_PATTERN_TOO_LONG, /* "PATTERN_TOO_LONG": a schema pattern longer than max_pattern_bytes */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
+/* clang-format on */
 
 /* The stable upper-case name of a code ("DUPLICATE_KEY"), or "UNKNOWN". */
 TG_API const char *tg_code_name(int code);
@@ -117,27 +143,31 @@ typedef void *(*tg_alloc_fn)(void *ud, void *ptr, size_t osize, size_t nsize);
  * default and an allowed range; tg_engine_set_limits() refuses values outside
  * it (TG_E_ARG) and leaves the old limits in force. */
 typedef struct tg_limits_t {
-    size_t max_input_bytes;  /* bytes of JSON text per document */
-    size_t max_depth;        /* nesting of arrays/objects; the root value is depth 0 */
-    size_t max_string_bytes; /* decoded UTF-8 bytes of one string or key */
-    size_t max_members;      /* members of one object */
-    size_t max_items;        /* elements of one array */
+    size_t max_input_bytes;      /* bytes of JSON text per document */
+    size_t max_depth;            /* nesting of arrays/objects; the root value is depth 0 */
+    size_t max_string_bytes;     /* decoded UTF-8 bytes of one string or key */
+    size_t max_members;          /* members of one object */
+    size_t max_items;            /* elements of one array */
     size_t regex_match_limit;    /* PCRE2 match limit per pattern match */
     size_t max_validation_steps; /* schema nodes evaluated per validation */
+    size_t max_pattern_bytes;    /* bytes of one schema pattern (pattern,
+                                  * patternProperties, propertyNames), checked
+                                  * when a schema is compiled */
 } tg_limits_t;
 
-#define TG_DEFAULT_MAX_INPUT_BYTES  ((size_t)1 << 20) /* 1 MiB */
-#define TG_DEFAULT_MAX_DEPTH        64
+#define TG_DEFAULT_MAX_INPUT_BYTES ((size_t)1 << 20) /* 1 MiB */
+#define TG_DEFAULT_MAX_DEPTH 64
 #define TG_DEFAULT_MAX_STRING_BYTES ((size_t)1 << 18) /* 256 KiB */
-#define TG_DEFAULT_MAX_MEMBERS      4096
-#define TG_DEFAULT_MAX_ITEMS        65536
-#define TG_DEFAULT_REGEX_MATCH_LIMIT    100000
+#define TG_DEFAULT_MAX_MEMBERS 4096
+#define TG_DEFAULT_MAX_ITEMS 65536
+#define TG_DEFAULT_REGEX_MATCH_LIMIT 100000
 #define TG_DEFAULT_MAX_VALIDATION_STEPS 1000000
+#define TG_DEFAULT_MAX_PATTERN_BYTES 4096
 
 /* Ranges: every limit is at least 1.  Upper bounds keep offsets in 32 bits
  * and keep the recursive writers within a small, fixed C stack. */
-#define TG_LIMIT_MAX_INPUT_BYTES  ((size_t)0x7fffffff) /* 2 GiB - 1 */
-#define TG_LIMIT_MAX_DEPTH        1000
+#define TG_LIMIT_MAX_INPUT_BYTES ((size_t)0x7fffffff) /* 2 GiB - 1 */
+#define TG_LIMIT_MAX_DEPTH 1000
 
 typedef struct tg_engine_t tg_engine_t;
 
@@ -155,15 +185,14 @@ TG_API void tg_limits_default(tg_limits_t *out);
  * out of range or memory runs out.  Free with tg_engine_free(); documents,
  * schemas and registries made from it keep it alive until they are freed
  * too, so they may be freed before or after it. */
-TG_API tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc,
-                           void *alloc_ud, tg_error_t *err);
+TG_API tg_engine_t *tg_engine_new(const tg_limits_t *limits, tg_alloc_fn alloc, void *alloc_ud,
+                                  tg_error_t *err);
 TG_API void tg_engine_free(tg_engine_t *e);
 
 /* Reads / replaces the engine's limits.  set_limits validates all fields
  * first and changes nothing on error. */
 TG_API void tg_engine_limits(const tg_engine_t *e, tg_limits_t *out);
-TG_API int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits,
-                         tg_error_t *err);
+TG_API int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits, tg_error_t *err);
 
 /* ------------------------------------------------------------------------ */
 /* Parsed documents (arena DOM)                                              */
@@ -173,7 +202,13 @@ typedef struct tg_doc_t tg_doc_t;
 typedef struct tg_value_t tg_value_t; /* a node inside a tg_doc_t */
 
 enum tg_type {
-    TG_NULL = 0, TG_FALSE, TG_TRUE, TG_NUMBER, TG_STRING, TG_ARRAY, TG_OBJECT
+    TG_NULL = 0,
+    TG_FALSE,
+    TG_TRUE,
+    TG_NUMBER,
+    TG_STRING,
+    TG_ARRAY,
+    TG_OBJECT
 };
 
 /* Parses len bytes of JSON text (RFC 8259, strictly: see the TG_E_* codes)
@@ -182,8 +217,7 @@ enum tg_type {
  * (The engine keeps one freed arena block, at most 64 KiB, for the next
  * document; it is released with the engine.)
  * On failure *out is NULL and err says what and where (byte offset). */
-TG_API int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out,
-             tg_error_t *err);
+TG_API int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err);
 TG_API void tg_doc_free(tg_doc_t *doc);
 
 /* The root value; valid as long as the document lives. */
@@ -230,6 +264,9 @@ typedef struct tg_buf_t {
     tg_engine_t *engine;
 } tg_buf_t;
 
+/* Starts an empty buffer whose memory will come from e's allocator (no
+ * allocation yet).  tg_buf_free releases the memory and leaves the buffer
+ * empty and usable again. */
 TG_API void tg_buf_init(tg_buf_t *b, tg_engine_t *e);
 TG_API void tg_buf_free(tg_buf_t *b);
 /* Empties the buffer, keeping its memory for reuse. */
@@ -246,8 +283,7 @@ TG_API void tg_buf_reset(tg_buf_t *b);
 TG_API int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
 
 /* Parses json and appends its canonical form to out (parse + write). */
-TG_API int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out,
-             tg_error_t *err);
+TG_API int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err);
 
 /* Compares two UTF-8 keys in RFC 8785 order (UTF-16 code units); <0, 0, >0. */
 TG_API int tg_key_compare(const char *a, size_t alen, const char *b, size_t blen);
@@ -314,11 +350,12 @@ TG_API void tg_schema_options_default(tg_schema_options_t *o);
  *   TG_E_SCHEMA_REF      a $ref outside the document, to an anchor, or to
  *                        nothing;
  *   TG_E_PATTERN         a pattern PCRE2 cannot compile;
+ *   TG_E_PATTERN_TOO_LONG a pattern longer than the engine's
+ *                        max_pattern_bytes (checked before PCRE2 sees it);
  *   TG_E_NOMEM.
  * Free with tg_schema_free(). */
-TG_API int tg_schema_compile(tg_engine_t *e, const tg_value_t *v,
-                             const tg_schema_options_t *opt, tg_schema_t **out,
-                             tg_error_t *err);
+TG_API int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_options_t *opt,
+                             tg_schema_t **out, tg_error_t *err);
 TG_API void tg_schema_free(tg_schema_t *s);
 
 /* Finding codes: which rung check a failed keyword belongs to. */
@@ -334,9 +371,9 @@ enum tg_finding_code {
 
 /* One reason an instance fails its schema. */
 typedef struct tg_finding_t {
-    int code;             /* TG_H2 or TG_H3 */
-    const char *keyword;  /* static string: "required", "type", "closed", ... */
-    char pointer[TG_FINDING_POINTER_MAX];        /* instance location */
+    int code;                             /* TG_H2 or TG_H3 */
+    const char *keyword;                  /* static string: "required", "type", "closed", ... */
+    char pointer[TG_FINDING_POINTER_MAX]; /* instance location */
     char schema_pointer[TG_FINDING_POINTER_MAX]; /* schema location */
     char message[TG_FINDING_MESSAGE_MAX];        /* for a person */
 } tg_finding_t;
@@ -354,19 +391,18 @@ typedef struct tg_finding_t {
  * closed).  Nothing is allocated except for uniqueItems over arrays of
  * more than 32 items and, once per engine, PCRE2's match data. */
 TG_API int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v,
-                       tg_finding_t *findings, size_t max, size_t *count,
-                       tg_error_t *err);
+                       tg_finding_t *findings, size_t max, size_t *count, tg_error_t *err);
 
 /* ------------------------------------------------------------------------ */
 /* Tool calls in the formats users have                                      */
 /* ------------------------------------------------------------------------ */
 
 enum tg_call_format {
-    TG_FORMAT_AUTO = 0,  /* detect: MCP, then Anthropic, then OpenAI, then native */
-    TG_FORMAT_NATIVE,    /* {"server": "fs", "name": "read", "arguments": {...}} (server optional) */
-    TG_FORMAT_OPENAI,    /* {"type": "function", "function": {"name", "arguments": "<JSON text>"}} */
+    TG_FORMAT_AUTO = 0, /* detect: MCP, then Anthropic, then OpenAI, then native */
+    TG_FORMAT_NATIVE,   /* {"server": "fs", "name": "read", "arguments": {...}} (server optional) */
+    TG_FORMAT_OPENAI,   /* {"type": "function", "function": {"name", "arguments": "<JSON text>"}} */
     TG_FORMAT_ANTHROPIC, /* {"type": "tool_use", "name", "input": {...}} */
-    TG_FORMAT_MCP        /* {"jsonrpc": "2.0", "method": "tools/call", "params": {"name", "arguments"}} */
+    TG_FORMAT_MCP /* {"jsonrpc": "2.0", "method": "tools/call", "params": {"name", "arguments"}} */
 };
 
 /* A decoded call.  It owns the parsed envelope (and, for OpenAI, the parsed
@@ -381,14 +417,16 @@ typedef struct tg_call_t tg_call_t;
  * what is missing); TG_E_BAD_ARGUMENTS when the arguments are not an object
  * or the OpenAI arguments string is not valid JSON (err->message includes
  * the inner code and offset).  Limits apply to both parses. */
-TG_API int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format,
-                          tg_call_t **out, tg_error_t *err);
+TG_API int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format, tg_call_t **out,
+                          tg_error_t *err);
 TG_API void tg_call_free(tg_call_t *c);
 /* The format the call was read as (never TG_FORMAT_AUTO). */
 TG_API int tg_call_format_of(const tg_call_t *c);
 /* Server named by the call, or NULL when it names none (OpenAI, Anthropic,
  * MCP calls and native calls without "server"). */
 TG_API const char *tg_call_server(const tg_call_t *c, size_t *len);
+/* The tool's name (*len bytes, not NUL-terminated), and the arguments: a
+ * JSON object ({} when the call had none), valid while the call lives. */
 TG_API const char *tg_call_name(const tg_call_t *c, size_t *len);
 TG_API const tg_value_t *tg_call_arguments(const tg_call_t *c);
 /* The call's id (OpenAI/Anthropic "id", MCP JSON-RPC "id"), or NULL. */
@@ -402,6 +440,8 @@ TG_API const tg_value_t *tg_call_id(const tg_call_t *c);
  * by tg_registry_add, then only read: lookups never change it. */
 typedef struct tg_registry_t tg_registry_t;
 
+/* An empty registry, or NULL (TG_E_NOMEM in err).  Free with
+ * tg_registry_free, which frees the tools' compiled schemas too. */
 TG_API tg_registry_t *tg_registry_new(tg_engine_t *e, tg_error_t *err);
 TG_API void tg_registry_free(tg_registry_t *r);
 
@@ -417,9 +457,10 @@ TG_API void tg_registry_free(tg_registry_t *r);
 TG_API int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len,
                            const char *name, size_t name_len, const char *description,
                            size_t description_len, const tg_value_t *input,
-                           const tg_value_t *output, const tg_schema_options_t *opt,
-                           size_t *index, tg_error_t *err);
+                           const tg_value_t *output, const tg_schema_options_t *opt, size_t *index,
+                           tg_error_t *err);
 
+/* The number of tools; their indexes are 0 .. count - 1. */
 TG_API size_t tg_registry_count(const tg_registry_t *r);
 /* Index of (server, name), or -1. */
 TG_API long tg_registry_find(const tg_registry_t *r, const char *server, size_t server_len,
@@ -445,13 +486,13 @@ enum tg_resolution {
 #define TG_RUNG_MAX_FINDINGS 16
 
 typedef struct tg_rung_result_t {
-    int resolution;       /* enum tg_resolution */
-    size_t tool;          /* index of the resolved tool */
-    size_t n_candidates;  /* TG_AMBIGUOUS: tools with that name (all of them) */
+    int resolution;                          /* enum tg_resolution */
+    size_t tool;                             /* index of the resolved tool */
+    size_t n_candidates;                     /* TG_AMBIGUOUS: tools with that name (all of them) */
     size_t candidates[TG_RUNG_MAX_FINDINGS]; /* the first ones, in order of addition */
-    size_t n_findings;    /* H2/H3 findings written, most severe first */
+    size_t n_findings;                       /* H2/H3 findings written, most severe first */
     tg_finding_t findings[TG_RUNG_MAX_FINDINGS];
-    size_t n_also;        /* H5: other tools whose input schemas accept the arguments */
+    size_t n_also; /* H5: other tools whose input schemas accept the arguments */
     size_t also[TG_RUNG_MAX_FINDINGS]; /* the first ones, in order of addition */
 } tg_rung_result_t;
 
@@ -484,8 +525,7 @@ TG_API uint64_t tg_hash64(const void *data, size_t len);
 TG_API void tg_hash128_hex(const tg_hash128_t *h, char out[TG_HASH_HEX]);
 
 /* XXH3-128 of the canonical form of v (canonicalizes into scratch). */
-TG_API int tg_hash_value(tg_engine_t *e, const tg_value_t *v, tg_hash128_t *out,
-                  tg_error_t *err);
+TG_API int tg_hash_value(tg_engine_t *e, const tg_value_t *v, tg_hash128_t *out, tg_error_t *err);
 
 /* ------------------------------------------------------------------------ */
 /* Normalized canonical form (x-toolgate-canonical)                          */
@@ -526,7 +566,12 @@ typedef struct tg_norm_t tg_norm_t;
  *                  the operations before it) by its to; strings with no
  *                  alias stay as they are.  One lookup, never transitive.
  * All four keep valid UTF-8 valid. */
-enum tg_norm_op { TG_NORM_TRIM = 1, TG_NORM_LOWER = 2, TG_NORM_PATH = 4, TG_NORM_ID = 8 };
+enum tg_norm_op {
+    TG_NORM_TRIM = 1,
+    TG_NORM_LOWER = 2,
+    TG_NORM_PATH = 4,
+    TG_NORM_ID = 8
+};
 
 /* Makes an empty plan (canonicalizing with it is plain canonicalization).
  * NULL and err filled when e is NULL (TG_E_ARG) or memory runs out
@@ -641,10 +686,38 @@ typedef struct tg_pointer_agreement_t {
  * all freed before return.  The documents may come from any documents and
  * engines; e only lends the scratch memory.  Errors: TG_E_ARG (e, docs, a
  * docs[i] or count NULL, rep >= n, out NULL with max > 0), TG_E_NOMEM. */
-TG_API int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n,
-                                size_t rep, const tg_norm_t *plan,
-                                tg_pointer_agreement_t *out, size_t max, size_t *count,
-                                tg_error_t *err);
+TG_API int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n, size_t rep,
+                                const tg_norm_t *plan, tg_pointer_agreement_t *out, size_t max,
+                                size_t *count, tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* Sampled plans                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* What one pass over a single-tool plan's samples counts. */
+typedef struct tg_plan_summary_t {
+    size_t n;                            /* samples */
+    tg_agreement_t args;                 /* agreement of the normalized canonical arguments */
+    tg_agreement_t results;              /* agreement of the canonical results (plain RFC 8785) */
+    int epochs_equal;                    /* every sample has an "epoch", all equal (canonically) */
+    size_t n_failed;                     /* samples whose arguments fail the tool's input schema */
+    size_t failed[TG_RUNG_MAX_FINDINGS]; /* the first of them (indexes from 0) */
+} tg_plan_summary_t;
+
+/* Summarizes samples, an array of {"arguments", "result", "epoch"} of a
+ * plan that calls tool (an index of r, or -1 when the tool's name did not
+ * resolve: then every sample fails), in one pass: each sample's arguments
+ * through the tool's input schema, their canonical form normalized by norm
+ * (NULL: none) and hashed, the result's canonical hash (a missing result
+ * hashes as a stand-in unlike any JSON), the epochs, then tg_agree on
+ * arguments and on results.  n == 0 leaves the agreements zero.  Errors:
+ * TG_E_BAD_CALL (samples not an array, a sample not an object),
+ * TG_E_BAD_ARGUMENTS (a sample without an "arguments" object; err names the
+ * sample), the validation limits, TG_E_NOMEM; then nothing may be concluded
+ * from *out. */
+TG_API int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool,
+                             const tg_norm_t *norm, const tg_value_t *samples,
+                             tg_plan_summary_t *out, tg_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,8 @@ set_name=${1:-build}
 
 build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev libpcre2-dev"
 demo="$build python3"
-test="$build lua-busted xxhash locales python3 nodejs npm"
+# (clang + libclang-rt-14-dev: libFuzzer and its sanitizers; valgrind: memcheck of the CLI)
+test="$build lua-busted xxhash locales python3 nodejs npm luarocks lua-check lua-ldoc cppcheck clang-format groff-base clang libclang-rt-14-dev valgrind"
 bench="$test"
 
 case "$set_name" in

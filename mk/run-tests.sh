@@ -84,6 +84,25 @@ busted=$(command -v busted)
 run_suite "busted/$LUA" "$LUA" "$busted" -o TAP spec
 run_suite "busted/$LUAJIT" "$LUAJIT" "$busted" -o TAP spec
 
+# Hostile input (mk/hostile.sh): the C unit tests and the CLI over the example
+# corpora under ASan + UBSan, the CLI under valgrind memcheck, every fuzz
+# target for a few seconds, and the fuzz regression corpus and seeds replayed.
+for src in spec/c/test_*.c; do
+  t=$(basename "$src" .c)
+  run_suite "asan/$t" sh mk/hostile.sh asan-c "$BUILD/asan/spec/$t"
+done
+run_suite asan/cli sh mk/hostile.sh asan-cli
+run_suite valgrind/cli sh mk/hostile.sh valgrind-cli
+run_suite fuzz/smoke sh mk/hostile.sh fuzz-smoke
+run_suite fuzz/replay sh mk/hostile.sh fuzz-replay
+
+# Code health and packaging: luacheck, cppcheck, clang-format, the man page
+# and LDoc (mk/lint.sh); make install/uninstall, pkg-config and a C program
+# (mk/test-install.sh); the LuaRocks build into a scratch tree (mk/test-rock.sh).
+run_suite lint sh mk/lint.sh
+run_suite install sh mk/test-install.sh
+run_suite rock sh mk/test-rock.sh
+
 if [ "$skipped" != 0 ]; then
   echo "$skipped skipped: ${TOOLGATE_NPM_UNAVAILABLE:-see the # SKIP lines in $logs}"
 fi

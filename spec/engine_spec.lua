@@ -278,6 +278,7 @@ describe("hot reload", function()
     h.write_file(reg, '{"toolgate":1,"tools":[{"name":"x","input_schema":{"if":{}}}]}')
     ok, err, code = e:reload()
     assert.is_nil(ok)
+    assert.is_string(err)
     assert.equal("UNSUPPORTED_KEYWORD", code)
     assert.equal(hash1, e:snapshot().hash)
 

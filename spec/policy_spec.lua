@@ -86,6 +86,7 @@ describe("policies", function()
     assert.matches("cannot read policy", err)
     p, err, code = load_text("return {")
     assert.is_nil(p)
+    assert.is_string(err)
     assert.equal("POLICY_LOAD", code)
   end)
 

@@ -143,7 +143,7 @@ describe("toolgate.registry", function()
 
   it("turns findings into load errors when the settings say so", function()
     local sources = { "web=" .. DATA .. "openai.json", DATA .. "anthropic.json" }
-    local snap, err, code = load(sources, { on_collision = "error" })
+    local snap, err, code, _ = load(sources, { on_collision = "error" })
     assert.is_nil(snap)
     assert.equal("REGISTRY_COLLISION", code)
     assert.matches("search", err)

@@ -137,7 +137,8 @@ describe("the Resolution Rung on real MCP registries", function()
       { native("filesystem", "read_text_file", args), "auto" },
       { string.format('{"type":"function","function":{"name":"read_text_file","arguments":%q}}', args), "auto" },
       { string.format('{"type":"tool_use","id":"toolu_1","name":"read_text_file","input":%s}', args), "auto" },
-      { string.format('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_text_file","arguments":%s}}', args), "mcp" },
+      { string.format('{"jsonrpc":"2.0","id":3,"method":"tools/call",'
+          .. '"params":{"name":"read_text_file","arguments":%s}}', args), "mcp" },
     }
     for _, f in ipairs(forms) do
       local d = decide(f[1], f[2], "filesystem")

@@ -45,22 +45,22 @@ function M.parse(argv, spec)
       for j = i + 1, #argv do pos[#pos + 1] = argv[j] end
       break
     elseif a:sub(1, 2) == "--" then
-      local name, value = a:match("^%-%-([^=]+)=(.*)$")
+      local name, val = a:match("^%-%-([^=]+)=(.*)$")
       name = name or a:sub(3)
       if spec.flags and spec.flags[name] then
-        if value then M.usage_error("--" .. name .. " takes no value") end
+        if val then M.usage_error("--" .. name .. " takes no value") end
         opts[name] = true
       elseif (spec.options and spec.options[name]) or (spec.multi and spec.multi[name]) then
-        if not value then
+        if not val then
           i = i + 1
-          value = argv[i]
-          if value == nil then M.usage_error("--" .. name .. " needs a value") end
+          val = argv[i]
+          if val == nil then M.usage_error("--" .. name .. " needs a value") end
         end
         if spec.multi and spec.multi[name] then
           opts[name] = opts[name] or {}
-          table.insert(opts[name], value)
+          table.insert(opts[name], val)
         else
-          opts[name] = value
+          opts[name] = val
         end
       else
         M.usage_error("unknown option --" .. name)

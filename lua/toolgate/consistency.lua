@@ -39,6 +39,15 @@ local value = require "toolgate.value"
 
 local M = {}
 
+M.DEFAULT_MAX_SAMPLES = 10000 -- samples per plan (policy consistency.max_samples)
+
+-- What a failing core call (out of memory) makes of a plan: a reject, never
+-- a stand-in value that could let the samples agree.
+local function hash_failed(code, message)
+  return { verdict = "reject", stage = "consistency", code = code or "NOMEM",
+           message = "the samples could not be hashed or counted: " .. tostring(message) }
+end
+
 local array_mt = value.array_mt
 
 local function arr(t) return setmetatable(t or {}, array_mt) end
@@ -192,6 +201,193 @@ local function plan_norms(snap, decoded)
   return norms
 end
 
+-- The two ways of reading a plan's samples.  Both give the same record:
+--   representative, arg_modal, arg_distinct, result_modal, result_distinct,
+--   epochs_equal, rep_steps (the representative's calls: server, name, args,
+--   tool when it passes the rung, ok), failures ({sample, step, server,
+--   name, args} of other samples failing the rung), per_step (multi-step
+--   plans), arg_nodes(k) (every sample's arguments of step k, and the
+--   representative's place among them), norm_of(tool).
+
+-- A single-tool plan, in one pass in C (tg_plan_summarize).  nil when the
+-- tool needs Lua during hashing (a policy function resolves its IDs).
+local function gather_single(snap, plan, samples, n)
+  local reg = snap.registry
+  local tool_node = plan:get("tool")
+  local server_node, name = tool_node:get("server"), tool_node:get("name"):value()
+  local server = server_node and server_node:type() == "string" and server_node:value() or nil
+  local index
+  if server then
+    index = reg.c:find(server, name)
+  else
+    local list = reg.c:find_name(name)
+    index = #list == 1 and list[1] or nil
+  end
+  local tool = index and reg.tools[index]
+  if tool and tool.id_functions then return nil end
+  local usable = tool and not tool.refuse
+  local sum, err, code = reg.c:summarize_plan(usable and index or nil, usable and tool.norm or nil, samples)
+  if not sum then
+    return nil, { verdict = "reject", stage = "decode", code = code == "NOMEM" and code or "BAD_PLAN", message = err }
+  end
+  local rep = sum.representative
+  local function args_of(i) return samples:at(i):get("arguments") end
+  local rep_ok = usable and true or false
+  local rep_error
+  if rep_ok and sum.n_failed > 0 then
+    local res, cerr, ccode = reg.c:check(server, name, args_of(rep))
+    rep_ok = res ~= nil and res.findings == nil
+    if not res then rep_error = { code = ccode, message = cerr } end
+  end
+  local failures = {}
+  for _, i in ipairs(sum.failed) do
+    if i ~= rep then failures[#failures + 1] = { sample = i, step = 1, server = server, name = name, args = args_of(i) } end
+  end
+  return {
+    representative = rep, arg_modal = sum.arg_modal, arg_distinct = sum.arg_distinct,
+    result_modal = sum.result_modal, result_distinct = sum.result_distinct, epochs_equal = sum.epochs_equal,
+    rep_steps = { { server = server, name = name, args = args_of(rep), tool = rep_ok and tool or nil, ok = rep_ok,
+                    error = rep_error } },
+    failures = failures,
+    arg_nodes = function()
+      local nodes = {}
+      for i = 1, n do nodes[i] = args_of(i) end
+      return nodes, rep
+    end,
+    norm_of = function(t) return t and t.norm or nil end,
+  }
+end
+
+-- Any plan, sample by sample in Lua.
+local function gather(snap, plan, samples, n, single)
+  local reg, core = snap.registry, snap.core
+  -- read every sample, and check every call of every sample in the rung
+  local decoded = {}
+  local max_steps = 0
+  for i = 1, n do
+    local s = samples:at(i)
+    local steps, results_or_err = read_sample(plan, s, single)
+    if not steps then
+      return nil, { verdict = "reject", stage = "decode", code = "BAD_PLAN",
+                    message = string.format("sample %d: %s", i, results_or_err) }
+    end
+    for _, step in ipairs(steps) do
+      if step.args then
+        local res, cerr, ccode = reg.c:check(step.server, step.name, step.args)
+        if not res then -- the check could not finish (a limit, out of memory): refuse the plan
+          return nil, { verdict = "reject", stage = "rung", code = ccode,
+                        message = string.format("sample %d: the rung could not finish its check: %s", i, tostring(cerr)) }
+        end
+        local tool = res and res.tool and reg.tools[res.tool]
+        step.ok = res ~= nil and res.tool ~= nil and not res.findings and not tool.refuse
+        step.resolved = tool
+        step.tool = step.ok and tool or nil
+      else
+        step.ok = false
+      end
+    end
+    if #steps > max_steps then max_steps = #steps end
+    decoded[i] = { steps = steps, results = results_or_err, sample = s }
+  end
+
+  -- IDs a policy function resolves: ask it once per distinct ID in this plan
+  local norms, perr = plan_norms(snap, decoded)
+  if not norms then
+    return nil, { verdict = snap.policy.on_error, stage = "consistency", code = "POLICY_ERROR",
+                  message = "policy resolver failed: " .. tostring(perr) }
+  end
+  local function norm_of(tool) return tool and (norms[tool] or tool.norm) or nil end
+
+  -- hash (16-byte digest tokens: no hex round trips)
+  local plan_hashes, result_hashes, epochs = {}, {}, {}
+  for i = 1, n do
+    local steps, parts = decoded[i].steps, {}
+    for k, step in ipairs(steps) do
+      step.digest = NO_ARGUMENTS
+      if step.args then
+        local dg, derr, dcode = step.args:digest(norm_of(step.resolved))
+        if not dg then return nil, hash_failed(dcode, derr) end
+        step.digest = dg
+      end
+      parts[k] = (step.server or "") .. "\0" .. step.name .. "\0" .. step.digest
+    end
+    plan_hashes[i] = single and steps[1].digest or core_mod.hash_bytes(table.concat(parts, "\1"))
+    local results = decoded[i].results
+    result_hashes[i] = NO_RESULT
+    if results then
+      local dg, derr, dcode = results:digest()
+      if not dg then return nil, hash_failed(dcode, derr) end
+      result_hashes[i] = dg
+    end
+    epochs[i] = epoch_key(decoded[i].sample:get("epoch"))
+  end
+  local arg, aerr, acode = core:agree(plan_hashes)
+  if not arg then return nil, hash_failed(acode, aerr) end
+  local res, rerr, rcode = core:agree(result_hashes)
+  if not res then return nil, hash_failed(rcode, rerr) end
+  local rep = arg.representative
+  local epochs_equal = epochs[1] ~= nil
+  for i = 2, n do if epochs[i] ~= epochs[1] then epochs_equal = false end end
+
+  local failures = {}
+  for i = 1, n do
+    if i ~= rep then
+      for k, step in ipairs(decoded[i].steps) do
+        if not step.ok then
+          failures[#failures + 1] = { sample = i, step = k, server = step.server, name = step.name, args = step.args }
+          break
+        end
+      end
+    end
+  end
+
+  -- per-step agreement of multi-step plans
+  local per_step
+  if not single then
+    per_step = arr()
+    for k = 1, max_steps do
+      local ah, rh = {}, {}
+      for i = 1, n do
+        local step = decoded[i].steps[k]
+        ah[i] = step and core_mod.hash_bytes((step.server or "") .. "\0" .. step.name .. "\0" .. step.digest)
+          or NO_STEP
+        local r = decoded[i].results
+        local rk = r and r:type() == "array" and r:at(k) or nil
+        rh[i] = NO_RESULT
+        if rk then
+          local dg, derr, dcode = rk:digest()
+          if not dg then return nil, hash_failed(dcode, derr) end
+          rh[i] = dg
+        end
+      end
+      local a, aerr2, acode2 = core:agree(ah)
+      if not a then return nil, hash_failed(acode2, aerr2) end
+      local r, rerr2, rcode2 = core:agree(rh)
+      if not r then return nil, hash_failed(rcode2, rerr2) end
+      local rs = decoded[rep].steps[k]
+      per_step[k] = { step = k, tool = rs and rs.name or value.null,
+        arg_agreement = share(a.modal_count, n), result_agreement = share(r.modal_count, n) }
+    end
+  end
+
+  return {
+    representative = rep, arg_modal = arg.modal_count, arg_distinct = arg.distinct,
+    result_modal = res.modal_count, result_distinct = res.distinct, epochs_equal = epochs_equal,
+    rep_steps = decoded[rep].steps, failures = failures, per_step = per_step, norm_of = norm_of,
+    arg_nodes = function(k)
+      local nodes, index_of_rep = {}, nil
+      for i = 1, n do
+        local step = decoded[i].steps[k]
+        if step and step.args then
+          nodes[#nodes + 1] = step.args
+          if i == rep then index_of_rep = #nodes end
+        end
+      end
+      return nodes, index_of_rep
+    end,
+  }
+end
+
 -- classify(snap, plan, ctx, store, settings) -> decision fields, tools to
 -- run the later stages on (the representative sample's resolved steps)
 -- plan: the plan's root node; snap: an engine snapshot.
@@ -221,72 +417,38 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
 
   local n = samples:len()
   base.n = n
+  -- a limit (README, "Limits"): the policy's consistency.max_samples
+  local max_samples = settings.max_samples or M.DEFAULT_MAX_SAMPLES
+  if n > max_samples then
+    base.verdict, base.code = "reject", "TOO_MANY_SAMPLES"
+    base.message = string.format("%d samples; a plan may have at most max_samples = %d", n, max_samples)
+    return base
+  end
   if n == 0 then
     base.verdict, base.code = settings.on_invalid, "INSUFFICIENT_SAMPLES"
     base.message = "no samples"
     return base
   end
 
-  -- read every sample, and check every call of every sample in the rung
-  local decoded = {}
-  local max_steps = 0
-  for i = 1, n do
-    local s = samples:at(i)
-    local steps, results_or_err = read_sample(plan, s, single)
-    if not steps then
-      return { verdict = "reject", stage = "decode", code = "BAD_PLAN", plan_id = base.plan_id,
-               message = string.format("sample %d: %s", i, results_or_err) }
-    end
-    for _, step in ipairs(steps) do
-      if step.args then
-        local res = reg.c:check(step.server, step.name, step.args)
-        local tool = res and res.tool and reg.tools[res.tool]
-        step.ok = res ~= nil and res.tool ~= nil and not res.findings and not tool.refuse
-        step.resolved = tool
-        step.tool = step.ok and tool or nil
-      else
-        step.ok = false
-      end
-    end
-    if #steps > max_steps then max_steps = #steps end
-    decoded[i] = { steps = steps, results = results_or_err, sample = s }
+  local G, gerr
+  if single then G, gerr = gather_single(snap, plan, samples, n) end
+  if not G and not gerr then G, gerr = gather(snap, plan, samples, n, single) end
+  if not G then
+    gerr.plan_id = base.plan_id
+    return gerr
   end
-
-  -- IDs a policy function resolves: ask it once per distinct ID in this plan
-  local norms, perr = plan_norms(snap, decoded)
-  if not norms then
-    return { verdict = snap.policy.on_error, stage = "consistency", code = "POLICY_ERROR", plan_id = base.plan_id,
-             message = "policy resolver failed: " .. tostring(perr) }
-  end
-  local function norm_of(tool) return tool and (norms[tool] or tool.norm) or nil end
-
-  -- hash (16-byte digest tokens: no hex round trips)
-  local plan_hashes, result_hashes, epochs = {}, {}, {}
-  for i = 1, n do
-    local steps, parts = decoded[i].steps, {}
-    for k, step in ipairs(steps) do
-      step.digest = step.args and step.args:digest(norm_of(step.resolved)) or NO_ARGUMENTS
-      parts[k] = (step.server or "") .. "\0" .. step.name .. "\0" .. step.digest
-    end
-    plan_hashes[i] = single and steps[1].digest or core_mod.hash_bytes(table.concat(parts, "\1"))
-    local results = decoded[i].results
-    result_hashes[i] = results and results:digest() or NO_RESULT
-    epochs[i] = epoch_key(decoded[i].sample:get("epoch"))
-  end
-
-  local arg = assert(core:agree(plan_hashes))
-  local res = assert(core:agree(result_hashes))
-  local rep = arg.representative
-  base.arg_agreement = share(arg.modal_count, n)
-  base.result_agreement = share(res.modal_count, n)
-  base.distinct_args, base.distinct_results = arg.distinct, res.distinct
+  local rep, rep_steps = G.representative, G.rep_steps
+  base.arg_agreement = share(G.arg_modal, n)
+  base.result_agreement = share(G.result_modal, n)
+  base.distinct_args, base.distinct_results = G.arg_distinct, G.result_distinct
   base.representative = rep
 
   -- the plan that would run is the representative one: its rung verdict stands
-  local rep_steps = decoded[rep].steps
   for k, step in ipairs(rep_steps) do
     if not step.ok then
-      local d = step.args and rung.check(reg, step.server, step.name, step.args)
+      local d = step.error and { verdict = "reject", stage = "rung", code = step.error.code,
+          message = "the rung could not finish its check: " .. tostring(step.error.message) }
+        or step.args and rung.check(reg, step.server, step.name, step.args)
         or { verdict = "reject", stage = "rung", code = "BAD_ARGUMENTS", message = "the call has no arguments object" }
       d.stage, d.plan_id, d.n, d.representative = "rung", base.plan_id, n, rep
       d.arg_agreement, d.result_agreement = base.arg_agreement, base.result_agreement
@@ -295,54 +457,27 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
     end
   end
   local failures = arr()
-  for i = 1, n do
-    for k, step in ipairs(decoded[i].steps) do
-      if not step.ok then
-        local d = step.args and rung.check(reg, step.server, step.name, step.args)
-          or { code = "BAD_ARGUMENTS", message = "the call has no arguments object" }
-        failures[#failures + 1] = { sample = i, step = (not single) and k or nil, code = d.code,
-          path = d.path, message = d.message }
-        break
-      end
-    end
+  for _, f in ipairs(G.failures) do
+    local d = f.args and rung.check(reg, f.server, f.name, f.args)
+      or { code = "BAD_ARGUMENTS", message = "the call has no arguments object" }
+    failures[#failures + 1] = { sample = f.sample, step = (not single) and f.step or nil, code = d.code,
+      path = d.path, message = d.message }
   end
   if #failures > 0 then base.rung_failures = failures end
-
-  -- per-step agreement of multi-step plans
-  if not single then
-    local per_step = arr()
-    for k = 1, max_steps do
-      local ah, rh = {}, {}
-      for i = 1, n do
-        local step = decoded[i].steps[k]
-        ah[i] = step and core_mod.hash_bytes((step.server or "") .. "\0" .. step.name .. "\0" .. step.digest)
-          or NO_STEP
-        local r = decoded[i].results
-        local rk = r and r:type() == "array" and r:at(k) or nil
-        rh[i] = rk and rk:digest() or NO_RESULT
-      end
-      local a, r = assert(core:agree(ah)), assert(core:agree(rh))
-      per_step[k] = { step = k, tool = rep_steps[k] and rep_steps[k].name or value.null,
-        arg_agreement = share(a.modal_count, n), result_agreement = share(r.modal_count, n) }
-    end
-    base.steps = per_step
-  end
+  base.steps = G.per_step
 
   -- which argument was made up: per-pointer agreement with the representative
-  if arg.modal_count < n then
+  if G.arg_modal < n then
     local disagreeing = arr()
-    local by_step = single and 1 or #rep_steps
-    for k = 1, by_step do
-      local nodes, index_of_rep = {}, nil
-      for i = 1, n do
-        local step = decoded[i].steps[k]
-        if step and step.args then
-          nodes[#nodes + 1] = step.args
-          if i == rep then index_of_rep = #nodes end
-        end
-      end
+    for k = 1, #rep_steps do
+      local nodes, index_of_rep = G.arg_nodes(k)
       if index_of_rep then
-        local list = assert(core:pointer_agreement(nodes, index_of_rep, norm_of(rep_steps[k].tool), 16))
+        local list, perr2, pcode = core:pointer_agreement(nodes, index_of_rep, G.norm_of(rep_steps[k].tool), 16)
+        if not list then
+          local d = hash_failed(pcode, perr2)
+          d.plan_id = base.plan_id
+          return d
+        end
         for _, p in ipairs(list) do
           if p.agree < n and #disagreeing < 16 then
             disagreeing[#disagreeing + 1] = {
@@ -362,8 +497,7 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
   if ef and ef:type() == "boolean" then
     fixed = ef:value()
   else
-    fixed = epochs[1] ~= nil
-    for i = 2, n do if epochs[i] ~= epochs[1] then fixed = false end end
+    fixed = G.epochs_equal
   end
   local epoch = samples:at(1):get("epoch")
   base.epoch = (fixed and epoch) and json.to_lua(epoch) or value.null

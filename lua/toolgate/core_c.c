@@ -30,9 +30,10 @@
 
 typedef struct {
     tg_engine_t *e;
-    tg_buf_t out;           /* reused by every call on this engine */
-    tg_rung_result_t rung;  /* scratch for registry:check */
+    tg_buf_t out;                                /* reused by every call on this engine */
+    tg_rung_result_t rung;                       /* scratch for registry:check */
     tg_finding_t findings[TG_RUNG_MAX_FINDINGS]; /* scratch for schema:validate */
+    tg_plan_summary_t plan;                      /* scratch for registry:summarize_plan */
 } engine_ud;
 
 /* Objects made from an engine are full userdata whose first user value is
@@ -92,14 +93,15 @@ static const char *check_string(lua_State *L, int i, size_t *len)
 /* ---- limits tables --------------------------------------------------------- */
 
 static const char *const limit_names[] = {
-    "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
-    "regex_match_limit", "max_validation_steps", "max_pattern_bytes", NULL,
+    "max_input_bytes",      "max_depth",         "max_string_bytes",
+    "max_members",          "max_items",         "regex_match_limit",
+    "max_validation_steps", "max_pattern_bytes", NULL,
 };
 
 static size_t *limit_field(tg_limits_t *l, int i)
 {
-    size_t *f[] = {&l->max_input_bytes, &l->max_depth, &l->max_string_bytes,
-                   &l->max_members, &l->max_items, &l->regex_match_limit,
+    size_t *f[] = {&l->max_input_bytes,      &l->max_depth,        &l->max_string_bytes,
+                   &l->max_members,          &l->max_items,        &l->regex_match_limit,
                    &l->max_validation_steps, &l->max_pattern_bytes};
     return f[i];
 }
@@ -227,11 +229,10 @@ static int l_engine_hash(lua_State *L)
     return 1;
 }
 
-
 /* ---- documents and nodes ------------------------------------------------------ */
 
-static const char *const type_names[] = {"null", "boolean", "boolean", "number",
-                                         "string", "array", "object"};
+static const char *const type_names[] = {"null",   "boolean", "boolean", "number",
+                                         "string", "array",   "object"};
 static const char *const format_names[] = {"auto", "native", "openai", "anthropic", "mcp", NULL};
 static const char *const resolution_names[] = {"resolved", "unknown", "ambiguous"};
 
@@ -392,14 +393,21 @@ static int l_node_value(lua_State *L)
     size_t len;
     const char *str;
     switch (tg_type_of(v)) {
-    case TG_FALSE: lua_pushboolean(L, 0); break;
-    case TG_TRUE: lua_pushboolean(L, 1); break;
-    case TG_NUMBER: lua_pushnumber(L, (lua_Number)tg_num(v)); break;
+    case TG_FALSE:
+        lua_pushboolean(L, 0);
+        break;
+    case TG_TRUE:
+        lua_pushboolean(L, 1);
+        break;
+    case TG_NUMBER:
+        lua_pushnumber(L, (lua_Number)tg_num(v));
+        break;
     case TG_STRING:
         str = tg_str(v, &len);
         lua_pushlstring(L, str, len);
         break;
-    default: lua_pushnil(L);
+    default:
+        lua_pushnil(L);
     }
     return 1;
 }
@@ -542,8 +550,8 @@ static int l_call_id(lua_State *L)
 /* Reads {closed =, assert_formats =, ignore_keywords = {...}} at index i into
  * *o.  The keyword strings are anchored in a new table left on the stack
  * (always one value pushed), so they live through the C call. */
-static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o,
-                                const char **keywords, int max_keywords)
+static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o, const char **keywords,
+                                int max_keywords)
 {
     tg_schema_options_default(o);
     i = lua_absindex(L, i);
@@ -684,8 +692,8 @@ static int l_registry_add(lua_State *L)
     tg_error_t err;
     size_t index;
     read_schema_options(L, 7, &o, keywords, MAX_IGNORED_KEYWORDS);
-    if (tg_registry_add(r, server, slen, name, nlen, desc, dlen, input, output, &o, &index,
-                        &err) != TG_OK)
+    if (tg_registry_add(r, server, slen, name, nlen, desc, dlen, input, output, &o, &index, &err) !=
+        TG_OK)
         return push_schema_error(L, &err);
     lua_pushinteger(L, (lua_Integer)index + 1);
     return 1;
@@ -710,6 +718,44 @@ static int l_registry_find(lua_State *L)
 }
 
 static void push_index_list(lua_State *L, const size_t *idx, size_t n);
+
+/* registry:summarize_plan(tool|nil, norm|nil, samples_node) -> summary | nil, message, code
+ * summary = {n =, arg_modal =, arg_distinct =, representative = (from 1),
+ *            result_modal =, result_distinct =, epochs_equal =, n_failed =,
+ *            failed = {sample indexes from 1 (the first 16)}} */
+static int l_registry_summarize_plan(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    long tool = lua_isnoneornil(L, 2) ? -1 : (long)luaL_checkinteger(L, 2) - 1;
+    const tg_norm_t *plan = opt_norm(L, 3);
+    const tg_value_t *samples = check_node(L, 4)->v;
+    engine_ud *u = engine_of(L, 1);
+    tg_plan_summary_t *s = &u->plan;
+    tg_error_t err;
+    if (tg_plan_summarize(u->e, r, tool, plan, samples, s, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_createtable(L, 0, 9);
+    lua_pushinteger(L, (lua_Integer)s->n);
+    lua_setfield(L, -2, "n");
+    lua_pushinteger(L, (lua_Integer)s->args.modal_count);
+    lua_setfield(L, -2, "arg_modal");
+    lua_pushinteger(L, (lua_Integer)s->args.distinct);
+    lua_setfield(L, -2, "arg_distinct");
+    lua_pushinteger(L, (lua_Integer)s->args.representative + 1);
+    lua_setfield(L, -2, "representative");
+    lua_pushinteger(L, (lua_Integer)s->results.modal_count);
+    lua_setfield(L, -2, "result_modal");
+    lua_pushinteger(L, (lua_Integer)s->results.distinct);
+    lua_setfield(L, -2, "result_distinct");
+    lua_pushboolean(L, s->epochs_equal);
+    lua_setfield(L, -2, "epochs_equal");
+    lua_pushinteger(L, (lua_Integer)s->n_failed);
+    lua_setfield(L, -2, "n_failed");
+    push_index_list(L, s->failed,
+                    s->n_failed < TG_RUNG_MAX_FINDINGS ? s->n_failed : TG_RUNG_MAX_FINDINGS);
+    lua_setfield(L, -2, "failed");
+    return 1;
+}
 
 /* registry:validate_output(i, node) -> findings (empty when valid)
  *   | nil, message, code (NO_OUTPUT_SCHEMA when the tool declares none) */
@@ -811,7 +857,8 @@ static int l_registry_check(lua_State *L)
     lua_setfield(L, -2, "n_candidates");
     if (res->n_candidates) {
         push_index_list(L, res->candidates,
-                        res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates : TG_RUNG_MAX_FINDINGS);
+                        res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates
+                                                                 : TG_RUNG_MAX_FINDINGS);
         lua_setfield(L, -2, "candidates");
     }
     if (res->n_findings) {
@@ -921,7 +968,8 @@ static int l_norm_add_rule(lua_State *L)
         const char *name;
         int k;
         if (lua_geti(L, 3, i) != LUA_TSTRING)
-            return luaL_error(L, "bad argument #2 to 'add_rule' (operation %d is not a string)", (int)i);
+            return luaL_error(L, "bad argument #2 to 'add_rule' (operation %d is not a string)",
+                              (int)i);
         name = lua_tostring(L, -1);
         for (k = 0; op_names[k] && strcmp(op_names[k], name) != 0; k++)
             ;
@@ -1047,19 +1095,23 @@ static int l_engine_pointer_agreement(lua_State *L)
         node_ud *nd;
         lua_geti(L, 2, i);
         if (!(nd = luaL_testudata(L, -1, NODE_MT)))
-            return luaL_error(L, "bad argument #1 to 'pointer_agreement' (item %d is not a toolgate node)", (int)i);
+            return luaL_error(
+                L, "bad argument #1 to 'pointer_agreement' (item %d is not a toolgate node)",
+                (int)i);
         check_alive(L, -1);
         docs[i - 1] = nd->v; /* the list keeps the node, and so its document, alive */
         lua_pop(L, 1);
     }
     asked = max < POINTERS_FIRST ? (size_t)max : POINTERS_FIRST;
     out = lua_newuserdatauv(L, (asked ? asked : 1) * sizeof *out, 0);
-    if (tg_pointer_agreement(u->e, docs, (size_t)n, (size_t)(rep - 1), plan, out, asked, &count, &err) != TG_OK)
+    if (tg_pointer_agreement(u->e, docs, (size_t)n, (size_t)(rep - 1), plan, out, asked, &count,
+                             &err) != TG_OK)
         return push_error(L, &err, 0);
     if (count > asked && (size_t)max > asked) {
         asked = (size_t)max < count ? (size_t)max : count;
         out = lua_newuserdatauv(L, asked * sizeof *out, 0);
-        if (tg_pointer_agreement(u->e, docs, (size_t)n, (size_t)(rep - 1), plan, out, asked, &count, &err) != TG_OK)
+        if (tg_pointer_agreement(u->e, docs, (size_t)n, (size_t)(rep - 1), plan, out, asked, &count,
+                                 &err) != TG_OK)
             return push_error(L, &err, 0);
     }
     shown = count < asked ? count : asked;
@@ -1140,27 +1192,41 @@ static const luaL_Reg engine_methods[] = {
 static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {"free", l_doc_gc}, {NULL, NULL}};
 
 static const luaL_Reg node_methods[] = {
-    {"type", l_node_type}, {"len", l_node_len},     {"offset", l_node_offset},
-    {"at", l_node_at},     {"key", l_node_key},     {"get", l_node_get},
-    {"value", l_node_value}, {"text", l_node_text}, {"canon", l_node_canon},
-    {"hash", l_node_hash}, {"digest", l_node_digest}, {NULL, NULL},
+    {"type", l_node_type},   {"len", l_node_len},       {"offset", l_node_offset},
+    {"at", l_node_at},       {"key", l_node_key},       {"get", l_node_get},
+    {"value", l_node_value}, {"text", l_node_text},     {"canon", l_node_canon},
+    {"hash", l_node_hash},   {"digest", l_node_digest}, {NULL, NULL},
 };
 
 static const luaL_Reg call_methods[] = {
-    {"format", l_call_format}, {"server", l_call_server}, {"name", l_call_name},
-    {"arguments", l_call_arguments}, {"id", l_call_id}, {"free", l_call_gc}, {NULL, NULL},
+    {"format", l_call_format},
+    {"server", l_call_server},
+    {"name", l_call_name},
+    {"arguments", l_call_arguments},
+    {"id", l_call_id},
+    {"free", l_call_gc},
+    {NULL, NULL},
 };
 
 static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate}, {NULL, NULL}};
 
 static const luaL_Reg registry_methods[] = {
-    {"add", l_registry_add},   {"count", l_registry_count}, {"find", l_registry_find},
-    {"find_name", l_registry_find_name}, {"tool", l_registry_tool},
-    {"check", l_registry_check}, {"validate_output", l_registry_validate_output}, {NULL, NULL},
+    {"add", l_registry_add},
+    {"count", l_registry_count},
+    {"find", l_registry_find},
+    {"find_name", l_registry_find_name},
+    {"tool", l_registry_tool},
+    {"check", l_registry_check},
+    {"validate_output", l_registry_validate_output},
+    {"summarize_plan", l_registry_summarize_plan},
+    {NULL, NULL},
 };
 
 static const luaL_Reg norm_methods[] = {
-    {"add_rule", l_norm_add_rule}, {"add_alias", l_norm_add_alias}, {"apply", l_norm_apply}, {NULL, NULL},
+    {"add_rule", l_norm_add_rule},
+    {"add_alias", l_norm_add_alias},
+    {"apply", l_norm_apply},
+    {NULL, NULL},
 };
 
 static const luaL_Reg functions[] = {

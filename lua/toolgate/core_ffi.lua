@@ -136,6 +136,15 @@ typedef struct tg_agreement_t {
     size_t representative;
 } tg_agreement_t;
 int tg_agree(tg_engine_t *e, const tg_hash128_t *values, size_t n, tg_agreement_t *out, tg_error_t *err);
+typedef struct tg_plan_summary_t {
+    size_t n;
+    tg_agreement_t args;
+    tg_agreement_t results;
+    int epochs_equal;
+    size_t n_failed;
+    size_t failed[16];
+} tg_plan_summary_t;
+int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool, const tg_norm_t *norm, const tg_value_t *samples, tg_plan_summary_t *out, tg_error_t *err);
 typedef struct tg_pointer_agreement_t {
     char pointer[256];
     size_t agree;
@@ -296,6 +305,7 @@ struct {
     tg_rung_result_t rung;
     tg_finding_t findings[16];
     tg_agreement_t agreement;
+    tg_plan_summary_t plan;
 }
 ]]
 
@@ -610,6 +620,29 @@ function Registry:validate_output(i, n)
   local out = {}
   for k = 0, tonumber(size_box[0]) - 1 do out[#out + 1] = finding_table(st.findings[k]) end
   return out
+end
+
+-- summarize_plan(tool|nil, norm|nil, samples_node) -> summary | nil, message, code
+-- summary = {n =, arg_modal =, arg_distinct =, representative = (from 1),
+--            result_modal =, result_distinct =, epochs_equal =, n_failed =,
+--            failed = {sample indexes from 1 (the first 16)}}
+function Registry:summarize_plan(tool, norm, samples)
+  local st = self.engine.st
+  if tool ~= nil and type(tool) ~= "number" then error("bad argument #1 to 'summarize_plan' (number expected)", 2) end
+  local plan = opt_norm(norm, 2)
+  local p = check_node(samples, 3)
+  local s = st.plan
+  if C.tg_plan_summarize(st.e, self.r, tool and tool - 1 or -1, plan, p, s, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  local failed = {}
+  for i = 0, math.min(tonumber(s.n_failed), 16) - 1 do failed[i + 1] = tonumber(s.failed[i]) + 1 end
+  return {
+    n = tonumber(s.n), arg_modal = tonumber(s.args.modal_count), arg_distinct = tonumber(s.args.distinct),
+    representative = tonumber(s.args.representative) + 1, result_modal = tonumber(s.results.modal_count),
+    result_distinct = tonumber(s.results.distinct), epochs_equal = s.epochs_equal ~= 0,
+    n_failed = tonumber(s.n_failed), failed = failed,
+  }
 end
 
 -- check(server|nil, name, args_node, report_also) -> result | nil, message, code

@@ -1,4 +1,4 @@
--- toolgate.engine: a policy and a registry, used together, swapped together.
+--- toolgate.engine: a policy and a registry, used together, swapped together.
 --
 --   local engine, err, code = toolgate.new{
 --     policy = "policies/default.lua",       -- a path or a policy table
@@ -19,6 +19,7 @@
 -- Each decision names what decided it: policy_version and registry_hash,
 -- and for a defer the binding {server, tool, args_digest, policy_version,
 -- registry_hash, epoch} an approval must match.
+-- @module toolgate.engine
 
 local consistency = require "toolgate.consistency"
 local core = require "toolgate.core"
@@ -96,7 +97,17 @@ local function build(opts)
   return { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash }
 end
 
+--- Makes an engine (also toolgate.new).
 -- new(opts) -> engine | nil, message, code
+-- @tparam table opts policy (a policy file's path or a policy table;
+-- default: the built-in default policy), registry (a list of sources added
+-- to the policy's: paths, "SERVER=PATH" or {path=, server=, trusted=}),
+-- context (the default per-call context), limits (the core's limits),
+-- format (the call format of text calls: auto, native, openai, anthropic,
+-- mcp), observe (function(stage_name, state) called before each stage),
+-- state (a determinism store, see toolgate.state; default: in memory)
+-- @treturn Engine the engine, or nil, message, code when the policy or a
+-- registry cannot be loaded
 function M.new(opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("toolgate.new: a table of options expected", 2) end
@@ -113,6 +124,10 @@ function M.new(opts)
   return setmetatable({ opts = opts, current = snap, store = opts.state or state_mod.memory() }, Engine)
 end
 
+--- An engine: toolgate.new's result.
+-- @type Engine
+
+--- Rebuilds the snapshot from the policy and registry files and swaps it in.
 -- reload() -> true, policy_version | nil, message, code (the old snapshot stays)
 function Engine:reload()
   local snap, err, code = build(self.opts)
@@ -121,10 +136,12 @@ function Engine:reload()
   return true, snap.version
 end
 
+--- The snapshot in force: {policy, registry, core, version, hash}.
 function Engine:snapshot()
   return self.current
 end
 
+--- The policy loader's warnings (for instance a verdict the settings make unreachable).
 function Engine:warnings()
   return self.current.policy.warnings
 end
@@ -180,7 +197,13 @@ local function start(self, snap, call, ctx)
   return state
 end
 
+--- Runs the policy's stages on one tool call.
 -- check(call[, ctx]) -> decision
+-- @param call JSON text in any call format, or a table {server=, name=, arguments=}
+-- @tparam[opt] table ctx the call's context (scopes, max_risk, epoch, ...),
+-- merged over the policy's and the engine's
+-- @treturn table the decision: verdict ("accept", "reject", "defer"), stage,
+-- code, message, path, server, tool, args_digest, policy_version, registry_hash, ...
 function Engine:check(call, ctx)
   local snap = self.current -- this decision's snapshot, start to end
   ctx = merge(snap.policy.context, self.opts.context, ctx)
@@ -193,6 +216,7 @@ function Engine:check(call, ctx)
   return d
 end
 
+--- Self-consistency of a plan sampled several times.
 -- classify(plan[, ctx]) -> decision
 -- plan: JSON text (or a Lua table) in either form:
 --   {"plan_id", "tool": {"server", "name"[, "deterministic", "verified"]},
@@ -224,17 +248,26 @@ function Engine:classify(plan, ctx)
   if rep_steps and #rep_steps == 1 then
     d.server, d.tool = rep_steps[1].tool.server, rep_steps[1].tool.name
   end
+  -- the exact arguments of the calls that would run (not normalized); a
+  -- hash that fails (out of memory) refuses the plan
+  local digests = {}
+  for k, step in ipairs(rep_steps or {}) do
+    local hex, herr, hcode = step.args:hash()
+    if not hex then
+      d, rep_steps = { verdict = "reject", stage = "consistency", code = hcode, plan_id = d.plan_id,
+                       message = "the arguments could not be hashed: " .. tostring(herr) }, nil
+      break
+    end
+    digests[k] = hex
+  end
   if rep_steps and not d.args_digest then
-    -- the exact arguments of the call that would run (not normalized)
-    local parts = {}
-    for k, step in ipairs(rep_steps) do parts[k] = step.args:hash() end
-    d.args_digest = #parts == 1 and parts[1] or core.hash_bytes(table.concat(parts, "\1"))
+    d.args_digest = #digests == 1 and digests[1] or core.hash_bytes(table.concat(digests, "\1"))
   end
   local go_on = d.verdict == "accept" or (d.verdict == "defer" and settings.on_defer == "continue")
   if rep_steps and go_on then
     for k, step in ipairs(rep_steps) do
       local state = { snap = snap, ctx = ctx, server = step.tool.server, name = step.tool.name, args = step.args,
-                      tool = step.tool, args_digest = step.args:hash() }
+                      tool = step.tool, args_digest = digests[k] }
       local sd = pipeline.run(state, self.opts.observe, { rung = true, consistency = true })
       if sd.verdict ~= "accept" then
         for _, key in ipairs({ "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args",
@@ -251,6 +284,7 @@ function Engine:classify(plan, ctx)
   return finish(snap, d, ctx)
 end
 
+--- Determinism probe of one tool.
 -- probe(tool, arguments, call_fn, epoch) -> report
 -- Runs call_fn(call) twice with the same call in the same epoch and
 -- compares the canonical results byte for byte.  Equal: the tool's
@@ -306,11 +340,12 @@ function Engine:probe(tool, arguments, call_fn, epoch)
   return report
 end
 
--- The determinism record of a tool: {verified_epoch =, quarantined =} | nil
+--- The determinism record of a tool: {verified_epoch =, quarantined =} | nil
 function Engine:determinism(server, name)
   return self.store:get(server, name)
 end
 
+--- Checks a call's result against the tool's contract, after the call ran.
 -- verify(call, result[, ctx]) -> decision
 -- result: JSON text or a Lua value (an MCP CallToolResult for MCP tools).
 -- The call goes through the rung first: only a call to a known tool with

@@ -1,10 +1,11 @@
--- toolgate.json: reading parsed JSON (core nodes) from Lua.
+--- toolgate.json: reading parsed JSON (core nodes) from Lua.
 --
 -- Documents are parsed strictly by the C core; this module turns a node (or
 -- a whole document) into plain Lua values when Lua code needs them: null
 -- becomes toolgate.null (cjson.null), arrays carry toolgate.array_mt so
 -- they encode back as arrays even when empty, and numbers are doubles
 -- (integers beyond 2^53 are rounded: keep exact values in the C path).
+-- @module toolgate.json
 
 local value = require "toolgate.value"
 
@@ -30,14 +31,14 @@ end
 
 M.to_lua = to_lua
 
--- decode(engine, text) -> Lua value | nil, message, code, offset
+--- decode(engine, text) -> Lua value | nil, message, code, offset
 function M.decode(engine, text)
   local doc, err, code, offset = engine:parse(text)
   if not doc then return nil, err, code, offset end
   return to_lua(doc:root())
 end
 
--- The member of an object node, if it is of one of the wanted types
+--- The member of an object node, if it is of one of the wanted types
 -- ("string", "object", ...); nil when absent; raises nothing.
 function M.field(node, key, wanted)
   local v = node:get(key)

@@ -1,4 +1,4 @@
--- toolgate.policy: loading and checking policy files.
+--- toolgate.policy: loading and checking policy files.
 --
 -- A policy is a Lua chunk that returns a table (docs/policies.md describes
 -- every field):
@@ -19,6 +19,7 @@
 -- a stage that reads a tool's contract (gate, verifier, consistency, custom
 -- stages with reads_contract = true) before the rung is refused, because
 -- a fabricated tool has no contract, so such a stage cannot reject it.
+-- @module toolgate.policy
 
 local sandbox = require "toolgate.sandbox"
 
@@ -52,6 +53,7 @@ local STAGE_SETTINGS = {
   },
   consistency = {
     min_samples = { 5, "number" },
+    max_samples = { 10000, "number" },      -- a limit: more samples are TOO_MANY_SAMPLES (reject)
     arg_accept = { 0.80, "number" },
     arg_reject = { 0.20, "number" },
     result_accept = { 0.80, "number" },
@@ -106,6 +108,9 @@ local function check_consistency(c, warnings)
   end
   if c.min_samples < 1 or c.min_samples ~= math.floor(c.min_samples) then
     return invalid("consistency.min_samples", "must be a whole number of at least 1")
+  end
+  if c.max_samples < c.min_samples or c.max_samples > 2147483647 or c.max_samples ~= math.floor(c.max_samples) then
+    return invalid("consistency.max_samples", "must be a whole number from min_samples to 2^31-1")
   end
   if c.arg_reject > c.arg_accept then
     return invalid("consistency.arg_reject", "must not be above arg_accept")
@@ -175,7 +180,7 @@ local function build_stages(p, settings)
   return stages
 end
 
--- The policy used when none is given: policies/default.lua's rules, with
+--- The policy used when none is given: policies/default.lua's rules, with
 -- no registry sources of its own.
 function M.builtin_default()
   return {
@@ -197,7 +202,7 @@ local function dirname(path)
   return path:match("^(.*)/[^/]*$") or "."
 end
 
--- load(source[, budget]) -> policy | nil, message, code
+--- load(source[, budget]) -> policy | nil, message, code
 -- source: a path to a policy file, or a policy table (already built).
 -- The policy record holds the checked settings, the stage list, warnings,
 -- and version (name@version, plus the XXH3-128 prefix of the file's text).

@@ -53,6 +53,11 @@ function M.check(snap, server, name, args, opts)
   if t.refuse then -- flagged at load, and the settings say to refuse its calls
     return decision("reject", t.refuse.code, t.refuse.message, t.server, t.name, snap)
   end
+  -- the digest binds the decision to these arguments: without it, no accept
+  local digest, herr, hcode = args:hash()
+  if not digest then
+    return decision("reject", hcode, "the arguments could not be hashed: " .. tostring(herr), t.server, t.name, snap)
+  end
   local findings = res.findings
   if findings then
     local first, n = findings[1], #findings
@@ -60,11 +65,11 @@ function M.check(snap, server, name, args, opts)
     local d = decision("reject", first.code, first.message .. more, t.server, t.name, snap)
     d.findings = setmetatable(findings, array_mt)
     d.path, d.keyword = first.pointer, first.keyword
-    d.args_digest = args:hash()
+    d.args_digest = digest
     return d
   end
   local d = decision("accept", nil, nil, t.server, t.name, snap)
-  d.args_digest = args:hash()
+  d.args_digest = digest
   if also then d.also_accepted_by = refs(snap, res.also) end
   return d
 end

@@ -1,4 +1,4 @@
--- toolgate.sandbox: where policy code runs.
+--- toolgate.sandbox: where policy code runs.
 --
 -- Like Redis scripting: an allow-list environment (unknown globals raise,
 -- globals cannot be set), text chunks only, and an instruction budget on
@@ -10,6 +10,7 @@
 -- policy that builds huge tables can still use memory; policies are
 -- operators' code, the sandbox guards against their mistakes (a loop that
 -- never ends, a stray os.execute), not against a determined adversary.
+-- @module toolgate.sandbox
 
 local value = require "toolgate.value"
 
@@ -44,6 +45,7 @@ end
 -- Helpers policies may require (the only modules they can).
 local HELPERS = {}
 
+--- Makes module available to policies as require(name).
 function M.register_helper(name, module)
   HELPERS[name] = module
 end
@@ -62,7 +64,7 @@ local function safe_string()
   return s
 end
 
--- A fresh environment for one policy chunk.
+--- A fresh environment for one policy chunk.
 function M.environment()
   local env = {
     assert = assert, error = error, ipairs = ipairs, pairs = pairs, next = next,
@@ -107,6 +109,7 @@ function M.environment()
   })
 end
 
+--- Calls fn under an instruction budget.
 -- call(budget, fn, ...) -> true, results... | false, message
 -- Runs fn with the count hook armed; restores whatever hook was there.
 function M.call(budget, fn, ...)
@@ -123,7 +126,7 @@ function M.call(budget, fn, ...)
   return true, unpack(r, 2, r.n)
 end
 
--- confine(t): switches the JIT off for every function in the table t (and
+--- confine(t): switches the JIT off for every function in the table t (and
 -- the tables in it), so the budget holds for policies given as Lua tables
 -- too.  A file's chunk is switched off as a whole in load().  (Under LuaJIT
 -- a function a table-policy calls that was defined elsewhere keeps its JIT:
@@ -139,7 +142,7 @@ function M.confine(t, seen)
   end
 end
 
--- load(text, chunkname, budget) -> the chunk's result | nil, message
+--- load(text, chunkname, budget) -> the chunk's result | nil, message
 -- Compiles text (never bytecode) in a fresh environment, switches the JIT
 -- off for it, and runs it under the budget.
 function M.load(text, chunkname, budget)

@@ -1,4 +1,4 @@
--- toolgate.state: what toolgate remembers about tools' determinism.
+--- toolgate.state: what toolgate remembers about tools' determinism.
 --
 -- Per (server, tool): whether a probe verified its determinism declaration
 -- in an epoch, and whether the declaration is quarantined (why, since
@@ -14,12 +14,14 @@
 --   store:quarantine(server, name, reason, epoch)
 --   store:records()                           -> { ["server\0name"] = record }
 -- record = { verified_epoch = E|nil, quarantined = { reason =, since =, epoch = } | nil }
+-- @module toolgate.state
 
 local M = {}
 
 local Memory = {}
 Memory.__index = Memory
 
+--- The in-process store (what toolgate.new uses unless given opts.state).
 function M.memory()
   return setmetatable({ data = {} }, Memory)
 end
@@ -53,12 +55,13 @@ function Memory:records()
   return self.data
 end
 
--- is_verified(store, server, name, epoch): verified in this epoch and not quarantined
+--- is_verified(store, server, name, epoch): verified in this epoch and not quarantined
 function M.is_verified(store, server, name, epoch)
   local r = store:get(server, name)
   return r ~= nil and r.quarantined == nil and epoch ~= nil and r.verified_epoch == epoch
 end
 
+--- is_quarantined(store, server, name): whether the tool's declaration is quarantined
 function M.is_quarantined(store, server, name)
   local r = store:get(server, name)
   return r ~= nil and r.quarantined ~= nil

@@ -1,4 +1,4 @@
--- toolgate.value: Lua values to JSON text.
+--- toolgate.value: Lua values to JSON text.
 --
 -- How a Lua value maps to JSON (the same under Lua 5.4 and LuaJIT):
 --   nil, toolgate.null (= cjson.null, a NULL light userdata) -> null
@@ -15,6 +15,7 @@
 --               toolgate.empty_array (or cjson.empty_array) is [].
 --               Mixed or sparse keys are errors.
 -- Errors are returned as nil, message, "BAD_VALUE".
+-- @module toolgate.value
 
 local core = require "toolgate.core"
 local has_cjson, cjson = pcall(require, "cjson")
@@ -122,7 +123,7 @@ encode_value = function(v, out, depth)
   return true
 end
 
--- copy(v) -> a deep copy of a Lua value (tables copied, array marks kept,
+--- copy(v) -> a deep copy of a Lua value (tables copied, array marks kept,
 -- shared and cyclic tables stay shared and cyclic in the copy)
 function M.copy(v, seen)
   if type(v) ~= "table" then return v end
@@ -135,7 +136,7 @@ function M.copy(v, seen)
   return c
 end
 
--- encode(v) -> JSON text | nil, message, "BAD_VALUE"
+--- encode(v) -> JSON text | nil, message, "BAD_VALUE"
 function M.encode(v)
   local out = {}
   local ok, err = encode_value(v, out, 0)

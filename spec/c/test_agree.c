@@ -40,8 +40,9 @@ static int agree_is(const tg_hash128_t *v, size_t n, size_t distinct, size_t mod
              a.representative == rep;
     tap_ok(ok, name);
     if (!ok)
-        printf("#   rc %s: n %zu distinct %zu modal %zu rep %zu; want %zu %zu %zu\n", tg_code_name(rc),
-               a.n, a.distinct, a.modal_count, a.representative, distinct, modal, rep);
+        printf("#   rc %s: n %zu distinct %zu modal %zu rep %zu; want %zu %zu %zu\n",
+               tg_code_name(rc), a.n, a.distinct, a.modal_count, a.representative, distinct, modal,
+               rep);
     return ok;
 }
 
@@ -88,12 +89,14 @@ static void agree_values(void)
         v[i] = hv((uint64_t)(50 - i), 0); /* descending: sorting reverses them */
     agree_is(v, 50, 50, 1, 0, "all distinct: the first value represents");
     v[0] = hv(2, 0), v[1] = hv(1, 0), v[2] = hv(1, 0), v[3] = hv(2, 0);
-    agree_is(v, 4, 2, 2, 0, "a tie goes to the group whose first member comes first (not the smaller value)");
+    agree_is(v, 4, 2, 2, 0,
+             "a tie goes to the group whose first member comes first (not the smaller value)");
     v[0] = hv(9, 0), v[1] = hv(3, 0), v[2] = hv(1, 0), v[3] = hv(3, 0), v[4] = hv(1, 0);
     agree_is(v, 5, 3, 2, 1, "tie between later groups");
     v[0] = hv(7, 2), v[1] = hv(7, 1), v[2] = hv(7, 2), v[3] = hv(6, 2);
     agree_is(v, 4, 3, 2, 0, "equal high halves, different low halves are different values");
-    v[0] = hv(1, 1), v[1] = hv(2, 2), v[2] = hv(3, 3), v[3] = hv(2, 2), v[4] = hv(3, 3), v[5] = hv(3, 3);
+    v[0] = hv(1, 1), v[1] = hv(2, 2), v[2] = hv(3, 3), v[3] = hv(2, 2), v[4] = hv(3, 3),
+    v[5] = hv(3, 3);
     agree_is(v, 6, 3, 3, 2, "the biggest group wins over an earlier one");
     for (int i = 0; i < 40; i++) /* past the stack size: the sorted path */
         v[i] = hv((uint64_t)(i % 4 == 3 ? 1 : 100 + i), 0);
@@ -109,7 +112,8 @@ static void agree_values(void)
             big[7 + 3 * k] = hv(0xDEAD, 0xBEEF);
         for (size_t k = 0; k < 2999; k++) /* Y starts earlier but is one short */
             big[5 + 3 * k] = hv(0x1, 0x1);
-        agree_is(big, n, 10000 - 3000 - 2999 + 2, 3000, 7, "10,000 values with a modal group of 3000 from index 7");
+        agree_is(big, n, 10000 - 3000 - 2999 + 2, 3000, 7,
+                 "10,000 values with a modal group of 3000 from index 7");
         free(big);
     }
 
@@ -179,8 +183,8 @@ static void pointers_are(const char *const *texts, size_t n, size_t rep, const t
     int rc = tg_pointer_agreement(E, s.roots, n, rep, plan, out, 32, &count, &err);
     got[0] = '\0';
     for (size_t i = 0; rc == TG_OK && i < count && i < 32; i++)
-        len += (size_t)snprintf(got + len, sizeof got - len, "%s %zu %zu\n", out[i].pointer, out[i].agree,
-                                out[i].present);
+        len += (size_t)snprintf(got + len, sizeof got - len, "%s %zu %zu\n", out[i].pointer,
+                                out[i].agree, out[i].present);
     if (rc != TG_OK)
         snprintf(got, sizeof got, "error %s: %s", tg_code_name(rc), err.message);
     tap_is_mem(got, strlen(got), want, name);
@@ -209,13 +213,15 @@ static void pointer_cases(void)
             "{\"a\":{\"b\":[1.0,2,{\"c\":false}]},\"d\":{}}",
             "{\"a\":{\"b\":[10e-1,2]},\"d\":[]}",
         };
-        pointers_are(d, 4, 0, NULL,
-                     "/a/b/2/c 2 3\n/a/b/1 3 4\n/d 3 4\n/a/b/0 4 4\n",
+        pointers_are(d, 4, 0, NULL, "/a/b/2/c 2 3\n/a/b/1 3 4\n/d 3 4\n/a/b/0 4 4\n",
                      "nested objects and arrays; 1 == 1.0 == 10e-1; [] != {}");
     }
     {
         static const char *const d[] = {
-            "{\"a\":1}", "{\"a\":1,\"x\":2}", "{\"a\":1,\"x\":2}", "{\"a\":1,\"y\":null}",
+            "{\"a\":1}",
+            "{\"a\":1,\"x\":2}",
+            "{\"a\":1,\"x\":2}",
+            "{\"a\":1,\"y\":null}",
         };
         pointers_are(d, 4, 0, NULL, "/x 2 2\n/y 3 1\n/a 4 4\n",
                      "absent at the representative: agreeing means absent too");
@@ -224,7 +230,10 @@ static void pointer_cases(void)
     }
     {
         static const char *const d[] = {
-            "{\"x\":{\"y\":1,\"z\":2}}", "{\"x\":{\"y\":1}}", "{\"x\":5}", "{\"x\":{\"z\":2,\"y\":1}}",
+            "{\"x\":{\"y\":1,\"z\":2}}",
+            "{\"x\":{\"y\":1}}",
+            "{\"x\":5}",
+            "{\"x\":{\"z\":2,\"y\":1}}",
         };
         pointers_are(d, 4, 0, NULL, "/x 2 4\n/x/z 2 2\n/x/y 3 3\n",
                      "a leaf against containers: containers compare whole");
@@ -232,7 +241,8 @@ static void pointer_cases(void)
     }
     {
         static const char *const d[] = {"{\"0\":1}", "[1]", "[2]"};
-        pointers_are(d, 3, 0, NULL, "/0 2 3\n", "a pointer is its text: {\"0\":x} and [x] share /0");
+        pointers_are(d, 3, 0, NULL, "/0 2 3\n",
+                     "a pointer is its text: {\"0\":x} and [x] share /0");
     }
     {
         static const char *const d[] = {"{\"x\":{\"0\":1}}", "{\"x\":[1]}", "{\"x\":5}"};
@@ -240,10 +250,12 @@ static void pointer_cases(void)
                      "an object and an array with the same leaves still differ");
     }
     {
-        static const char *const d[] = {"1", "1.0", "-0", "0", "\"1\"", "9007199254740993", "9007199254740992"};
+        static const char *const d[] = {
+            "1", "1.0", "-0", "0", "\"1\"", "9007199254740993", "9007199254740992"};
         pointers_are(d, 4, 0, NULL, " 2 4\n", "root scalars: pointer \"\"");
         pointers_are(d + 2, 2, 0, NULL, " 2 2\n", "-0 and 0 agree");
-        pointers_are(d + 5, 2, 0, NULL, " 2 2\n", "numbers agree when their canonical forms do (one double)");
+        pointers_are(d + 5, 2, 0, NULL, " 2 2\n",
+                     "numbers agree when their canonical forms do (one double)");
         pointers_are(d, 5, 4, NULL, " 1 5\n", "a string is not a number");
     }
     {
@@ -252,8 +264,10 @@ static void pointer_cases(void)
     }
     {
         static const char *const d[] = {
-            "{\"p\":\"/a/b/\",\"u\":\"ALICE\"}", "{\"p\":\"/a//b\",\"u\":\" alice\"}",
-            "{\"p\":\"/a/b\",\"u\":\"user:17\"}", "{\"p\":\"/a/./b\",\"u\":\"bob\"}",
+            "{\"p\":\"/a/b/\",\"u\":\"ALICE\"}",
+            "{\"p\":\"/a//b\",\"u\":\" alice\"}",
+            "{\"p\":\"/a/b\",\"u\":\"user:17\"}",
+            "{\"p\":\"/a/./b\",\"u\":\"bob\"}",
         };
         tg_norm_t *n = tg_norm_new(E, &err);
         pointers_are(d, 4, 0, NULL, "/p 1 4\n/u 1 4\n", "without a plan they disagree");
@@ -266,14 +280,17 @@ static void pointer_cases(void)
     }
     {
         static const char *const d[] = {
-            "{\"a\":{\"b\":1},\"a!\":1,\"a/b\":1,\"a0\":1,\"~\":1,\"/\":1,\"\":1}", "{\"a\":2}",
+            "{\"a\":{\"b\":1},\"a!\":1,\"a/b\":1,\"a0\":1,\"~\":1,\"/\":1,\"\":1}",
+            "{\"a\":2}",
         };
         static const char *const arr[] = {"[0,0,0,0,0,0,0,0,0,0,0,0]"};
-        pointers_are(d, 2, 0, NULL, "/ 1 1\n/a 1 2\n/a! 1 1\n/a/b 1 1\n/a0 1 1\n/a~1b 1 1\n/~0 1 1\n/~1 1 1\n",
+        pointers_are(d, 2, 0, NULL,
+                     "/ 1 1\n/a 1 2\n/a! 1 1\n/a/b 1 1\n/a0 1 1\n/a~1b 1 1\n/~0 1 1\n/~1 1 1\n",
                      "ties in bytewise pointer order, escapes included");
-        pointers_are(arr, 1, 0, NULL,
-                     "/0 1 1\n/1 1 1\n/10 1 1\n/11 1 1\n/2 1 1\n/3 1 1\n/4 1 1\n/5 1 1\n/6 1 1\n/7 1 1\n/8 1 1\n/9 1 1\n",
-                     "array indexes in bytewise order");
+        pointers_are(
+            arr, 1, 0, NULL,
+            "/0 1 1\n/1 1 1\n/10 1 1\n/11 1 1\n/2 1 1\n/3 1 1\n/4 1 1\n/5 1 1\n/6 1 1\n/7 1 1\n/8 1 1\n/9 1 1\n",
+            "array indexes in bytewise order");
     }
     {
         /* truncation: "/a/" + 250 k + "/bc" is 256 bytes, one too many */
@@ -287,8 +304,9 @@ static void pointer_cases(void)
         len = (size_t)sprintf(want, "/a/");
         memset(want + len, 'k', 250);
         sprintf(want + len + 250, "/b 1 1\n/a/... 1 1\n");
-        pointers_are(d, 1, 0, NULL, want,
-                     "255 bytes fit; 256 are cut after the last whole segment that leaves room, then /...");
+        pointers_are(
+            d, 1, 0, NULL, want,
+            "255 bytes fit; 256 are cut after the last whole segment that leaves room, then /...");
         sprintf(text, "{\"~/~/~/~/\":{\"x\":1}}");
         pointers_are(d, 1, 0, NULL, "/~0~1~0~1~0~1~0~1/x 1 1\n", "escapes are written");
     }
@@ -307,7 +325,8 @@ static void pointer_cases(void)
                "NULL out with max > 0 is BAD_ARGUMENT");
         tap_ok(tg_pointer_agreement(E, s.roots, 2, 0, NULL, out, 1, NULL, &err) == TG_E_ARG,
                "NULL count is BAD_ARGUMENT");
-        tap_ok(tg_pointer_agreement(E, s.roots, 2, 0, NULL, NULL, 0, &count, &err) == TG_OK && count == 1,
+        tap_ok(tg_pointer_agreement(E, s.roots, 2, 0, NULL, NULL, 0, &count, &err) == TG_OK &&
+                   count == 1,
                "max 0 only counts");
         s.roots[1] = NULL;
         tap_ok(tg_pointer_agreement(E, s.roots, 2, 0, NULL, out, 1, &count, &err) == TG_E_ARG,
@@ -399,8 +418,9 @@ static uint64_t pick(uint64_t *tmpl)
 
 static void gen(char *out, size_t *len, int depth, uint64_t *tmpl)
 {
-    static const char *const scalars[] = {"0", "1", "1.0", "\"x\"", "\"X \"", "\"/a//b/\"", "\"/a/b\"",
-                                          "true", "null", "{}", "[]", "\"A\""};
+    static const char *const scalars[] = {"0",      "1",          "1.0",      "\"x\"",
+                                          "\"X \"", "\"/a//b/\"", "\"/a/b\"", "true",
+                                          "null",   "{}",         "[]",       "\"A\""};
     static const char *const keys[] = {"a", "b", "c", "0", "1"};
     unsigned r = (unsigned)(pick(tmpl) % 10);
     if (depth >= 3 || r < 4) {
@@ -485,8 +505,8 @@ static int check_random(const tg_value_t *const *roots, size_t n, size_t rep, co
         ok &= strcmp(out[i].pointer, want[i].ptr) == 0 && out[i].agree == want[i].agree &&
               out[i].present == want[i].present;
         if (!ok)
-            printf("#   entry %zu: got %s %zu %zu, want %s %zu %zu\n", i, out[i].pointer, out[i].agree,
-                   out[i].present, want[i].ptr, want[i].agree, want[i].present);
+            printf("#   entry %zu: got %s %zu %zu, want %s %zu %zu\n", i, out[i].pointer,
+                   out[i].agree, out[i].present, want[i].ptr, want[i].agree, want[i].present);
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < lists[i].n; k++)
@@ -550,15 +570,19 @@ static void ten_thousand(void)
     /* user_id: 4000 share the representative's; everyone has an extra key of its own */
     for (size_t i = 0; i < n; i++) {
         texts[i] = malloc(160);
-        sprintf(texts[i], "{\"path\":\"/srv/data/%s\",\"mode\":\"r\",\"user_id\":\"u-%zu\",\"extra_%05zu\":%zu}",
-                i % 2 ? "x" : "x/", i % 5 < 2 ? (size_t)1 : 1000 + i, i, i);
+        sprintf(
+            texts[i],
+            "{\"path\":\"/srv/data/%s\",\"mode\":\"r\",\"user_id\":\"u-%zu\",\"extra_%05zu\":%zu}",
+            i % 2 ? "x" : "x/", i % 5 < 2 ? (size_t)1 : 1000 + i, i, i);
     }
     s = load((const char *const *)texts, n);
     ok = tg_pointer_agreement(E, s.roots, n, 0, NULL, out, 4, &count, &err) == TG_OK;
     tap_ok(ok && count == 3 + n, "10,000 documents: 10,003 leaf pointers");
-    tap_ok(ok && strcmp(out[0].pointer, "/extra_00000") == 0 && out[0].agree == 1 && out[0].present == 1,
+    tap_ok(ok && strcmp(out[0].pointer, "/extra_00000") == 0 && out[0].agree == 1 &&
+               out[0].present == 1,
            "the representative's own extra key: agree 1");
-    tap_ok(ok && strcmp(out[1].pointer, "/user_id") == 0 && out[1].agree == 4000 && out[1].present == n,
+    tap_ok(ok && strcmp(out[1].pointer, "/user_id") == 0 && out[1].agree == 4000 &&
+               out[1].present == n,
            "/user_id: 4000 agree");
     tap_ok(ok && strcmp(out[2].pointer, "/path") == 0 && out[2].agree == 5000,
            "/path: half spell it with a trailing slash");
@@ -649,8 +673,10 @@ static void allocation_failures(void)
     docset s;
 
     static const char *const five[] = {
-        "{\"path\":\"/a\",\"user_id\":\"u-1\",\"mode\":\"r\"}", "{\"path\":\"/a\",\"user_id\":\"u-2\",\"mode\":\"r\"}",
-        "{\"path\":\"/a\",\"user_id\":\"u-3\",\"mode\":\"r\"}", "{\"path\":\"/a\",\"user_id\":\"u-4\",\"mode\":\"r\"}",
+        "{\"path\":\"/a\",\"user_id\":\"u-1\",\"mode\":\"r\"}",
+        "{\"path\":\"/a\",\"user_id\":\"u-2\",\"mode\":\"r\"}",
+        "{\"path\":\"/a\",\"user_id\":\"u-3\",\"mode\":\"r\"}",
+        "{\"path\":\"/a\",\"user_id\":\"u-4\",\"mode\":\"r\"}",
         "{\"path\":\"/a\",\"user_id\":\"u-5\",\"mode\":\"r\"}",
     };
     docset small = load(five, 5);
@@ -689,13 +715,17 @@ static void allocation_failures(void)
         e = tg_engine_new(NULL, acct_alloc, &a, &err);
         a.calls = 0;
         a.fail_at = 1;
-        tap_ok(tg_agree(e, values, 32, &ag, &err) == TG_OK && ag.distinct == 7, "tg_agree of 32 allocates nothing");
-        tap_ok(tg_agree(e, values, 33, &ag, &err) == TG_E_NOMEM, "of 33 it does, and says NOMEM when it cannot");
+        tap_ok(tg_agree(e, values, 32, &ag, &err) == TG_OK && ag.distinct == 7,
+               "tg_agree of 32 allocates nothing");
+        tap_ok(tg_agree(e, values, 33, &ag, &err) == TG_E_NOMEM,
+               "of 33 it does, and says NOMEM when it cannot");
         {
             /* five samples of one tool's arguments: no allocation either */
             tg_pointer_agreement_t out[4];
             size_t count;
-            tap_ok(tg_pointer_agreement(e, roots_of_five, 5, 0, NULL, out, 4, &count, &err) == TG_OK && count == 3,
+            tap_ok(tg_pointer_agreement(e, roots_of_five, 5, 0, NULL, out, 4, &count, &err) ==
+                           TG_OK &&
+                       count == 3,
                    "tg_pointer_agreement of five small documents allocates nothing");
         }
         a.fail_at = 0;

@@ -56,28 +56,35 @@ int main(void)
 
     decodes("{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/a\"}}", TG_FORMAT_AUTO,
             TG_FORMAT_NATIVE, "fs", "read", "{\"path\":\"/a\"}", "native with server");
-    decodes("{\"name\":\"read\",\"arguments\":{}}", TG_FORMAT_AUTO, TG_FORMAT_NATIVE, NULL, "read", "{}",
-            "native without server");
+    decodes("{\"name\":\"read\",\"arguments\":{}}", TG_FORMAT_AUTO, TG_FORMAT_NATIVE, NULL, "read",
+            "{}", "native without server");
     decodes("{\"name\":\"now\"}", TG_FORMAT_NATIVE, TG_FORMAT_NATIVE, NULL, "now", "{}",
             "native without arguments means {}");
     decodes("{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
             "\"arguments\":\"{\\\"city\\\":\\\"Z\\\\u00fcrich\\\",\\\"days\\\":3}\"}}",
-            TG_FORMAT_AUTO, TG_FORMAT_OPENAI, NULL, "get_weather", "{\"city\":\"Z\xc3\xbcrich\",\"days\":3}",
+            TG_FORMAT_AUTO, TG_FORMAT_OPENAI, NULL, "get_weather",
+            "{\"city\":\"Z\xc3\xbcrich\",\"days\":3}",
             "OpenAI tool call, arguments as a JSON string");
-    decodes("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}", TG_FORMAT_AUTO,
-            TG_FORMAT_OPENAI, NULL, "f", "{\"a\":1}", "OpenAI tool call, arguments already an object");
-    decodes("{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"search\",\"input\":{\"q\":\"x\"}}",
-            TG_FORMAT_AUTO, TG_FORMAT_ANTHROPIC, NULL, "search", "{\"q\":\"x\"}", "Anthropic tool_use");
-    decodes("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
-            "\"arguments\":{\"path\":\"/etc/hosts\"}}}",
-            TG_FORMAT_AUTO, TG_FORMAT_MCP, NULL, "read_file", "{\"path\":\"/etc/hosts\"}", "MCP tools/call");
-    decodes("{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"list\"}}",
-            TG_FORMAT_MCP, TG_FORMAT_MCP, NULL, "list", "{}", "MCP tools/call without arguments");
+    decodes("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":{\"a\":1}}}",
+            TG_FORMAT_AUTO, TG_FORMAT_OPENAI, NULL, "f", "{\"a\":1}",
+            "OpenAI tool call, arguments already an object");
+    decodes(
+        "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"search\",\"input\":{\"q\":\"x\"}}",
+        TG_FORMAT_AUTO, TG_FORMAT_ANTHROPIC, NULL, "search", "{\"q\":\"x\"}", "Anthropic tool_use");
+    decodes(
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+        "\"arguments\":{\"path\":\"/etc/hosts\"}}}",
+        TG_FORMAT_AUTO, TG_FORMAT_MCP, NULL, "read_file", "{\"path\":\"/etc/hosts\"}",
+        "MCP tools/call");
+    decodes(
+        "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"list\"}}",
+        TG_FORMAT_MCP, TG_FORMAT_MCP, NULL, "list", "{}", "MCP tools/call without arguments");
 
     /* ids */
     {
         tg_call_t *c;
-        const char *j = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}";
+        const char *j =
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}";
         tg_call_decode(E, j, strlen(j), TG_FORMAT_AUTO, &c, NULL);
         tap_ok(tg_num(tg_call_id(c)) == 7.0, "MCP id is kept");
         tg_call_free(c);
@@ -93,29 +100,36 @@ int main(void)
     refuses("{\"name\":\"\"}", TG_FORMAT_AUTO, TG_E_BAD_CALL, "empty name");
     refuses("{\"name\":42}", TG_FORMAT_AUTO, TG_E_BAD_CALL, "name not a string");
     refuses("{\"name\":\"x\",\"server\":1}", TG_FORMAT_AUTO, TG_E_BAD_CALL, "server not a string");
-    refuses("{\"name\":\"x\",\"arguments\":[1]}", TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "arguments an array");
-    refuses("{\"name\":\"x\",\"arguments\":null}", TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "arguments null");
-    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1,\\\"a\\\":2}\"}}",
-            TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "OpenAI arguments with a duplicate key");
-    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":\"}}", TG_FORMAT_AUTO,
-            TG_E_BAD_ARGUMENTS, "OpenAI arguments truncated");
-    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}", TG_FORMAT_AUTO,
-            TG_E_BAD_ARGUMENTS, "OpenAI arguments empty string");
-    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1,2]\"}}", TG_FORMAT_AUTO,
-            TG_E_BAD_ARGUMENTS, "OpenAI arguments not an object");
-    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS,
-            "OpenAI arguments missing");
-    refuses("{\"type\":\"function\",\"function\":\"f\"}", TG_FORMAT_AUTO, TG_E_BAD_CALL, "OpenAI function not an object");
+    refuses("{\"name\":\"x\",\"arguments\":[1]}", TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS,
+            "arguments an array");
+    refuses("{\"name\":\"x\",\"arguments\":null}", TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS,
+            "arguments null");
+    refuses(
+        "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1,\\\"a\\\":2}\"}}",
+        TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "OpenAI arguments with a duplicate key");
+    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":\"}}",
+            TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "OpenAI arguments truncated");
+    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}",
+            TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "OpenAI arguments empty string");
+    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[1,2]\"}}",
+            TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "OpenAI arguments not an object");
+    refuses("{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", TG_FORMAT_AUTO,
+            TG_E_BAD_ARGUMENTS, "OpenAI arguments missing");
+    refuses("{\"type\":\"function\",\"function\":\"f\"}", TG_FORMAT_AUTO, TG_E_BAD_CALL,
+            "OpenAI function not an object");
     refuses("{\"jsonrpc\":\"2.0\",\"method\":\"tools/list\"}", TG_FORMAT_AUTO, TG_E_BAD_CALL,
             "MCP method other than tools/call");
-    refuses("{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":[]}", TG_FORMAT_AUTO, TG_E_BAD_CALL,
-            "MCP params not an object");
-    refuses("{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":\"{}\"}}",
-            TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "MCP arguments as a string");
-    refuses("{\"type\":\"tool_use\",\"name\":\"x\",\"input\":\"{}\"}", TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS,
-            "Anthropic input not an object");
-    refuses("{\"name\":\"x\",\"arguments\":{}}", TG_FORMAT_MCP, TG_E_BAD_CALL, "explicit format that does not fit");
-    refuses("{\"name\":\"x\",\"name\":\"y\"}", TG_FORMAT_AUTO, TG_E_DUPLICATE_KEY, "malformed envelope keeps its JSON code");
+    refuses("{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":[]}", TG_FORMAT_AUTO,
+            TG_E_BAD_CALL, "MCP params not an object");
+    refuses(
+        "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":\"{}\"}}",
+        TG_FORMAT_AUTO, TG_E_BAD_ARGUMENTS, "MCP arguments as a string");
+    refuses("{\"type\":\"tool_use\",\"name\":\"x\",\"input\":\"{}\"}", TG_FORMAT_AUTO,
+            TG_E_BAD_ARGUMENTS, "Anthropic input not an object");
+    refuses("{\"name\":\"x\",\"arguments\":{}}", TG_FORMAT_MCP, TG_E_BAD_CALL,
+            "explicit format that does not fit");
+    refuses("{\"name\":\"x\",\"name\":\"y\"}", TG_FORMAT_AUTO, TG_E_DUPLICATE_KEY,
+            "malformed envelope keeps its JSON code");
     refuses("{\"name\":\"x\"}", 99, TG_E_ARG, "unknown format number");
 
     /* the OpenAI arguments string obeys the engine's limits */
@@ -124,11 +138,13 @@ int main(void)
         tg_engine_t *small;
         tg_call_t *c;
         tg_error_t err;
-        const char *j = "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[[[[1]]]]\"}}";
+        const char *j =
+            "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"[[[[1]]]]\"}}";
         tg_limits_default(&lim);
         lim.max_depth = 3;
         small = tg_engine_new(&lim, NULL, NULL, NULL);
-        tap_ok(tg_call_decode(small, j, strlen(j), TG_FORMAT_AUTO, &c, &err) == TG_E_BAD_ARGUMENTS &&
+        tap_ok(tg_call_decode(small, j, strlen(j), TG_FORMAT_AUTO, &c, &err) ==
+                       TG_E_BAD_ARGUMENTS &&
                    strstr(err.message, "TOO_DEEP") != NULL,
                "limits apply inside the arguments string (and the message names the inner code)");
         tg_engine_free(small);

@@ -73,7 +73,7 @@ static uint64_t rnd(void)
  * UTF-16 orders disagree. */
 static size_t random_key(char *out)
 {
-    static const unsigned picks[] = {0x41, 0x7A, 0xE9, 0x7FF, 0x20AC, 0xD7FF, 0xE000,
+    static const unsigned picks[] = {0x41,   0x7A,   0xE9,   0x7FF,   0x20AC,  0xD7FF,  0xE000,
                                      0xFB33, 0xFFFD, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF};
     size_t len = 0, n = 1 + rnd() % 4;
     for (size_t i = 0; i < n; i++) {
@@ -133,19 +133,22 @@ static size_t put_utf8(char *out, unsigned cp)
  * and writer's 16- and 64-byte blocks. */
 static void random_string(char *src, size_t *srclen, char *want, size_t *wantlen)
 {
-    static const unsigned picks[] = {'a', 'Z', ' ', '~', 0x00, 0x01, 0x08, 0x09, 0x0A, 0x0C, 0x0D,
-                                     0x1F, '"', '\\', '/', 0x7F, 0xE9, 0x7FF, 0x800, 0x20AC, 0xFFFD,
-                                     0xFFFF, 0x10000, 0x1F600, 0x10FFFF};
+    static const unsigned picks[] = {
+        'a',  'Z', ' ',  '~',  0x00,  0x01,  0x08,   0x09,   0x0A,   0x0C,    0x0D,    0x1F,    '"',
+        '\\', '/', 0x7F, 0xE9, 0x7FF, 0x800, 0x20AC, 0xFFFD, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF};
     static const char hexl[] = "0123456789abcdef", hexu[] = "0123456789ABCDEF";
     size_t n = rnd() % 4 == 0 ? rnd() % 200 : rnd() % 40, s = 0, w = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned cp = rnd() % 3 ? 'a' + (unsigned)(rnd() % 26) : picks[rnd() % (sizeof picks / sizeof picks[0])];
+        unsigned cp = rnd() % 3 ? 'a' + (unsigned)(rnd() % 26)
+                                : picks[rnd() % (sizeof picks / sizeof picks[0])];
         unsigned how = (unsigned)(rnd() % 3);
         const char *hex = rnd() % 2 ? hexl : hexu;
         /* the source */
         if (cp == '"' || cp == '\\' || cp < 0x20 || how == 0) {
+            /* clang-format off */
             const char *sh = cp == '"' ? "\\\"" : cp == '\\' ? "\\\\" : cp == '/' ? "\\/" : cp == 8 ? "\\b"
                            : cp == 9 ? "\\t" : cp == 10 ? "\\n" : cp == 12 ? "\\f" : cp == 13 ? "\\r" : NULL;
+            /* clang-format on */
             if (sh && how != 1) {
                 memcpy(src + s, sh, 2);
                 s += 2;
@@ -155,7 +158,8 @@ static void random_string(char *src, size_t *srclen, char *want, size_t *wantlen
                 for (int k = 12; k >= 0; k -= 4)
                     src[s++] = hex[(cp >> k) & 15];
             } else {
-                unsigned hi = 0xD800 + ((cp - 0x10000) >> 10), lo = 0xDC00 + ((cp - 0x10000) & 0x3FF);
+                unsigned hi = 0xD800 + ((cp - 0x10000) >> 10),
+                         lo = 0xDC00 + ((cp - 0x10000) & 0x3FF);
                 for (int u = 0; u < 2; u++) {
                     src[s++] = '\\';
                     src[s++] = 'u';
@@ -188,36 +192,40 @@ int main(void)
     E = tg_engine_new(NULL, NULL, NULL, NULL);
 
     /* RFC 8785 section 3.2.2 */
-    canon_is("{\n  \"numbers\": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],\n"
-             "  \"string\": \"\\u20ac$\\u000F\\u000aA'\\u0042\\u0022\\u005c\\\\\\\"\\/\",\n"
-             "  \"literals\": [null, true, false]\n}",
-             "{\"literals\":[null,true,false],\"numbers\":[333333333.3333333,1e+30,4.5,0.002,1e-27],"
-             "\"string\":\"\xe2\x82\xac$\\u000f\\nA'B\\\"\\\\\\\\\\\"/\"}",
-             "RFC 8785 3.2.2 example");
+    canon_is(
+        "{\n  \"numbers\": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],\n"
+        "  \"string\": \"\\u20ac$\\u000F\\u000aA'\\u0042\\u0022\\u005c\\\\\\\"\\/\",\n"
+        "  \"literals\": [null, true, false]\n}",
+        "{\"literals\":[null,true,false],\"numbers\":[333333333.3333333,1e+30,4.5,0.002,1e-27],"
+        "\"string\":\"\xe2\x82\xac$\\u000f\\nA'B\\\"\\\\\\\\\\\"/\"}",
+        "RFC 8785 3.2.2 example");
     /* RFC 8785 section 3.2.3: sorting */
-    canon_is("{\n  \"\\u20ac\": \"Euro Sign\",\n  \"\\r\": \"Carriage Return\",\n"
-             "  \"\\ufb33\": \"Hebrew Letter Dalet With Dagesh\",\n  \"1\": \"One\",\n"
-             "  \"\\ud83d\\ude00\": \"Emoji: Grinning Face\",\n  \"\\u0080\": \"Control\",\n"
-             "  \"\\u00f6\": \"Latin Small Letter O With Diaeresis\"\n}",
-             "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\xc2\x80\":\"Control\","
-             "\"\xc3\xb6\":\"Latin Small Letter O With Diaeresis\",\"\xe2\x82\xac\":\"Euro Sign\","
-             "\"\xf0\x9f\x98\x80\":\"Emoji: Grinning Face\",\"\xef\xac\xb3\":\"Hebrew Letter Dalet With Dagesh\"}",
-             "RFC 8785 3.2.3 sorting example");
+    canon_is(
+        "{\n  \"\\u20ac\": \"Euro Sign\",\n  \"\\r\": \"Carriage Return\",\n"
+        "  \"\\ufb33\": \"Hebrew Letter Dalet With Dagesh\",\n  \"1\": \"One\",\n"
+        "  \"\\ud83d\\ude00\": \"Emoji: Grinning Face\",\n  \"\\u0080\": \"Control\",\n"
+        "  \"\\u00f6\": \"Latin Small Letter O With Diaeresis\"\n}",
+        "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\xc2\x80\":\"Control\","
+        "\"\xc3\xb6\":\"Latin Small Letter O With Diaeresis\",\"\xe2\x82\xac\":\"Euro Sign\","
+        "\"\xf0\x9f\x98\x80\":\"Emoji: Grinning Face\",\"\xef\xac\xb3\":\"Hebrew Letter Dalet With Dagesh\"}",
+        "RFC 8785 3.2.3 sorting example");
 
     /* astral (surrogate pairs D83D..) sort before BMP characters above U+E000 */
     canon_is("{\"\\uffff\":1,\"\\ud800\\udc00\":2,\"\\ue000\":3,\"\\ud7ff\":4}",
              "{\"\xed\x9f\xbf\":4,\"\xf0\x90\x80\x80\":2,\"\xee\x80\x80\":3,\"\xef\xbf\xbf\":1}",
              "U+D7FF < U+10000 < U+E000 < U+FFFF in UTF-16 order");
-    canon_is("{\"ab\":1,\"a\":2,\"\":3,\"b\":4,\"aa\":5}", "{\"\":3,\"a\":2,\"aa\":5,\"ab\":1,\"b\":4}",
-             "prefixes sort first");
+    canon_is("{\"ab\":1,\"a\":2,\"\":3,\"b\":4,\"aa\":5}",
+             "{\"\":3,\"a\":2,\"aa\":5,\"ab\":1,\"b\":4}", "prefixes sort first");
 
     /* strings: the minimal escapes */
-    canon_is("\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\\\/\\u007f\\u2028\\u2029\\u00e9\"",
-             "\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\/\x7f\xe2\x80\xa8\xe2\x80\xa9\xc3\xa9\"",
-             "string escapes as ECMAScript JSON.stringify writes them");
+    canon_is(
+        "\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\\\/\\u007f\\u2028\\u2029\\u00e9\"",
+        "\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\/\x7f\xe2\x80\xa8\xe2\x80\xa9\xc3\xa9\"",
+        "string escapes as ECMAScript JSON.stringify writes them");
     canon_is("[ ]", "[]", "empty array");
     canon_is("{ }", "{}", "empty object");
-    canon_is("[{\"b\":[{\"d\":1,\"c\":2}],\"a\":{}}]", "[{\"a\":{},\"b\":[{\"c\":2,\"d\":1}]}]", "nested sorting");
+    canon_is("[{\"b\":[{\"d\":1,\"c\":2}],\"a\":{}}]", "[{\"a\":{},\"b\":[{\"c\":2,\"d\":1}]}]",
+             "nested sorting");
     canon_is("[-0, 0.0, -0.0, 1.0e0, 10, 1e1]", "[0,0,0,1,10,10]", "number forms");
 
     /* key order: random keys from the tricky ranges against a real UTF-16 compare */
@@ -256,7 +264,7 @@ int main(void)
                     for (int t = (int)(rnd() % 4); t >= 0; t--)
                         keys[k][klen[k]++] = (char)('a' + rnd() % 26);
                 if (rnd() % 64 == 0)
-                    klen[k] = 0; /* the empty key */
+                    klen[k] = 0;            /* the empty key */
                 if (k && rnd() % 50 == 0) { /* a duplicate */
                     size_t j = rnd() % k;
                     memcpy(keys[k], keys[j], klen[j]);
@@ -288,7 +296,8 @@ int main(void)
             tg_doc_free(doc);
         }
         printf("# %d objects had a duplicate key\n", dups);
-        tap_ok(bad == 0 && dups > 100, "20,000 random objects: members in UTF-16 order, duplicates refused");
+        tap_ok(bad == 0 && dups > 100,
+               "20,000 random objects: members in UTF-16 order, duplicates refused");
     }
 
     /* strings: every way of writing a character, against a reference */
@@ -312,11 +321,13 @@ int main(void)
             if (tg_canon(E, json, len, &b, NULL) != TG_OK || b.len != 2 * wl + 11 ||
                 memcmp(b.data + 2, want, wl) != 0 || memcmp(b.data + wl + 6, want, wl) != 0) {
                 if (bad++ < 3)
-                    printf("#   in:  %.*s\n#   out: %.*s\n#   want: %.*s\n", (int)len, json, (int)b.len, b.data, (int)wl, want);
+                    printf("#   in:  %.*s\n#   out: %.*s\n#   want: %.*s\n", (int)len, json,
+                           (int)b.len, b.data, (int)wl, want);
             }
         }
         tg_buf_free(&b);
-        tap_ok(bad == 0, "50,000 random strings, as values and keys: the minimal escapes, raw UTF-8");
+        tap_ok(bad == 0,
+               "50,000 random strings, as values and keys: the minimal escapes, raw UTF-8");
     }
 
     /* canonical output is a fixed point */
@@ -327,7 +338,8 @@ int main(void)
         tg_buf_init(&b2, E);
         tg_canon(E, in, strlen(in), &b1, NULL);
         tg_canon(E, b1.data, b1.len, &b2, NULL);
-        tap_ok(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0, "canon(canon(x)) == canon(x)");
+        tap_ok(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0,
+               "canon(canon(x)) == canon(x)");
         tg_buf_free(&b1);
         tg_buf_free(&b2);
     }
@@ -351,7 +363,8 @@ int main(void)
         tg_parse(E, " { \"a\" : [ 1 , 2e0 ] , \"b\" : 1 } ", 33, &d2, NULL);
         tg_hash_value(E, tg_doc_root(d1), &h1, NULL);
         tg_hash_value(E, tg_doc_root(d2), &h2, NULL);
-        tap_ok(h1.hi == h2.hi && h1.lo == h2.lo, "equal documents in different spellings hash equal");
+        tap_ok(h1.hi == h2.hi && h1.lo == h2.lo,
+               "equal documents in different spellings hash equal");
         tg_doc_free(d1);
         tg_doc_free(d2);
     }

@@ -33,16 +33,16 @@ static void expect(const char *json, int code, long offset, const char *name)
     int ok = rc == code && (offset < 0 || off == (size_t)offset);
     tap_ok(ok, name);
     if (!ok)
-        printf("#   input %s: got %s at %zu, want %s at %ld\n", json, tg_code_name(rc),
-               off, tg_code_name(code), offset);
+        printf("#   input %s: got %s at %zu, want %s at %ld\n", json, tg_code_name(rc), off,
+               tg_code_name(code), offset);
 }
 
 /* ---- accounting allocator ------------------------------------------------ */
 
 typedef struct {
-    long live;      /* bytes currently allocated */
-    long calls;     /* successful (re)allocations */
-    long fail_at;   /* fail the n-th allocation (0: never) */
+    long live;    /* bytes currently allocated */
+    long calls;   /* successful (re)allocations */
+    long fail_at; /* fail the n-th allocation (0: never) */
 } acct;
 
 static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -97,7 +97,8 @@ static void limits(void)
     {
         char *t = repeat("]", 65, s, "");
         size_t off;
-        tap_ok(parse_code(t, strlen(t), &off) == TG_E_TOO_DEEP && off == 64, "depth 65 is TOO_DEEP at byte 64");
+        tap_ok(parse_code(t, strlen(t), &off) == TG_E_TOO_DEEP && off == 64,
+               "depth 65 is TOO_DEEP at byte 64");
         free(t);
     }
     free(s);
@@ -109,7 +110,8 @@ static void limits(void)
         s = repeat("[", 100000, "", "");
         tap_ok(parse_code(s, strlen(s), &off) == TG_E_TOO_DEEP && off == 64,
                "depth 100,000 is refused at byte 64");
-        printf("# depth 100,000 refused in %.3f ms\n", 1000.0 * (double)(clock() - t0) / CLOCKS_PER_SEC);
+        printf("# depth 100,000 refused in %.3f ms\n",
+               1000.0 * (double)(clock() - t0) / CLOCKS_PER_SEC);
         free(s);
     }
 
@@ -122,13 +124,13 @@ static void limits(void)
     lim.max_depth = 2;
     e = tg_engine_new(&lim, NULL, NULL, &err);
     tap_ok(e != NULL, "engine with small limits");
-#define LIM(json, code, name)                                                    \
-    do {                                                                          \
-        int rc_ = tg_parse(e, json, strlen(json), &doc, &err);                    \
-        if (rc_ == TG_OK)                                                         \
-            tg_doc_free(doc);                                                     \
-        if (!tap_ok(rc_ == (code), name))                                         \
-            printf("#   got %s: %s\n", tg_code_name(rc_), err.message);           \
+#define LIM(json, code, name)                                                                      \
+    do {                                                                                           \
+        int rc_ = tg_parse(e, json, strlen(json), &doc, &err);                                     \
+        if (rc_ == TG_OK)                                                                          \
+            tg_doc_free(doc);                                                                      \
+        if (!tap_ok(rc_ == (code), name))                                                          \
+            printf("#   got %s: %s\n", tg_code_name(rc_), err.message);                            \
     } while (0)
     LIM("[[1],[22]]", TG_OK, "input of max_input_bytes (10) parses");
     LIM("[[1],[222]]", TG_E_INPUT_TOO_LARGE, "input of 11 bytes is INPUT_TOO_LARGE");
@@ -150,9 +152,11 @@ static void limits(void)
     /* limits out of range are refused and change nothing */
     tg_limits_default(&lim);
     lim.max_depth = 0;
-    tap_ok(tg_engine_new(&lim, NULL, NULL, &err) == NULL && err.code == TG_E_ARG, "max_depth 0 is refused");
+    tap_ok(tg_engine_new(&lim, NULL, NULL, &err) == NULL && err.code == TG_E_ARG,
+           "max_depth 0 is refused");
     lim.max_depth = TG_LIMIT_MAX_DEPTH + 1;
-    tap_ok(tg_engine_new(&lim, NULL, NULL, &err) == NULL && err.code == TG_E_ARG, "max_depth above 1000 is refused");
+    tap_ok(tg_engine_new(&lim, NULL, NULL, &err) == NULL && err.code == TG_E_ARG,
+           "max_depth above 1000 is refused");
     lim.max_depth = TG_LIMIT_MAX_DEPTH;
     e = tg_engine_new(&lim, NULL, NULL, &err);
     tap_ok(e != NULL, "max_depth 1000 is accepted");
@@ -161,7 +165,8 @@ static void limits(void)
         bad.max_items = 0;
         tap_ok(tg_engine_set_limits(e, &bad, &err) == TG_E_ARG, "set_limits refuses max_items 0");
         tg_engine_limits(e, &now);
-        tap_ok(now.max_items == lim.max_items && now.max_depth == 1000, "a refused set_limits changes nothing");
+        tap_ok(now.max_items == lim.max_items && now.max_depth == 1000,
+               "a refused set_limits changes nothing");
     }
     /* depth 1000 really parses (recursion within the fixed stack) */
     s = repeat("[", 1000, "", "");
@@ -186,7 +191,8 @@ static void limits(void)
         big[n + 1] = '"';
         big[n + 2] = '\0';
         t0 = clock();
-        tap_ok(parse_code(big, n + 2, &off) == TG_E_INPUT_TOO_LARGE, "50 MB string: INPUT_TOO_LARGE by default");
+        tap_ok(parse_code(big, n + 2, &off) == TG_E_INPUT_TOO_LARGE,
+               "50 MB string: INPUT_TOO_LARGE by default");
         printf("# refused in %.3f ms\n", 1000.0 * (double)(clock() - t0) / CLOCKS_PER_SEC);
         tg_limits_default(&lim);
         lim.max_input_bytes = 64u << 20;
@@ -202,7 +208,8 @@ static void limits(void)
 
 static void allocator(void)
 {
-    const char *doc_text = "{\"b\":[1,2.5,\"x\",{\"c\":null}],\"a\":\"\\u00e9\",\"z\":[true,false]}";
+    const char *doc_text =
+        "{\"b\":[1,2.5,\"x\",{\"c\":null}],\"a\":\"\\u00e9\",\"z\":[true,false]}";
     acct a = {0, 0, 0};
     tg_error_t err;
     tg_engine_t *e = tg_engine_new(NULL, acct_alloc, &a, &err);
@@ -211,7 +218,8 @@ static void allocator(void)
     int all_ok = 1;
 
     tg_buf_init(&b, e);
-    tap_ok(tg_canon(e, doc_text, strlen(doc_text), &b, &err) == TG_OK, "canon with a counting allocator");
+    tap_ok(tg_canon(e, doc_text, strlen(doc_text), &b, &err) == TG_OK,
+           "canon with a counting allocator");
     tg_buf_free(&b);
     tg_engine_free(e);
     tap_ok(a.live == 0, "every allocated byte was given back (osize accounting is exact)");
@@ -295,7 +303,10 @@ static void allocator(void)
 static int ref_utf8(const unsigned char *p, int n)
 {
     unsigned c = p[0], lo = 0x80, hi = 0xBF;
-    int len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    int len = c >= 0xC2 && c <= 0xDF   ? 2
+              : c >= 0xE0 && c <= 0xEF ? 3
+              : c >= 0xF0 && c <= 0xF4 ? 4
+                                       : 0;
     if (c == 0xE0)
         lo = 0xA0;
     if (c == 0xED)
@@ -314,7 +325,8 @@ static int ref_utf8(const unsigned char *p, int n)
 
 static void utf8(void)
 {
-    static const unsigned char cont[] = {0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF};
+    static const unsigned char cont[] = {0x41, 0x7F, 0x80, 0x8F, 0x90,
+                                         0x9F, 0xA0, 0xBF, 0xC0, 0xFF};
     long cases = 0, bad = 0;
     for (unsigned c = 0x80; c < 0x100; c++)
         for (unsigned a = 0; a < 256; a++)
@@ -323,8 +335,8 @@ static void utf8(void)
                     /* the bytes, then a closing quote; strings that hold a
                      * quote, backslash or control character are tested
                      * elsewhere */
-                    unsigned char seq[4] = {(unsigned char)c, (unsigned char)a, cont[k % sizeof cont],
-                                            cont[k / sizeof cont]};
+                    unsigned char seq[4] = {(unsigned char)c, (unsigned char)a,
+                                            cont[k % sizeof cont], cont[k / sizeof cont]};
                     char s[8];
                     size_t off;
                     int rc, i = 0, want = TG_OK, skip = 0;
@@ -352,9 +364,10 @@ static void utf8(void)
                     cases++;
                     if (rc != want || (want != TG_OK && off != want_off)) {
                         if (bad++ < 5)
-                            printf("#   %02x %02x %02x %02x (%d bytes): got %s at %zu, want %s at %zu\n",
-                                   seq[0], seq[1], seq[2], seq[3], len, tg_code_name(rc), off,
-                                   tg_code_name(want), want_off);
+                            printf(
+                                "#   %02x %02x %02x %02x (%d bytes): got %s at %zu, want %s at %zu\n",
+                                seq[0], seq[1], seq[2], seq[3], len, tg_code_name(rc), off,
+                                tg_code_name(want), want_off);
                     }
                 }
     printf("# %ld UTF-8 cases\n", cases);
@@ -365,8 +378,9 @@ static void utf8(void)
  * raw or escaped), so that units and escapes straddle the scanner's blocks. */
 static size_t string_of(char *out, int unit, size_t n)
 {
-    static const char *const src[] = {"a", "\xc3\xa9", "\\u00e9", "\\n", "\xe2\x82\xac", "\\u20ac",
-                                      "\xf0\x9f\x98\x80", "\\ud83d\\ude00"};
+    static const char *const src[] = {
+        "a",       "\xc3\xa9",         "\\u00e9",       "\\n", "\xe2\x82\xac",
+        "\\u20ac", "\xf0\x9f\x98\x80", "\\ud83d\\ude00"};
     static const size_t dec[] = {1, 2, 2, 1, 3, 3, 4, 4};
     size_t len = 0, have = 0;
     out[len++] = '"';
@@ -452,8 +466,10 @@ int main(void)
     expect("", TG_E_EMPTY, 0, "empty input");
     expect(" \n\t ", TG_E_EMPTY, 4, "blank input");
     expect("{\"a\":1,\"a\":2}", TG_E_DUPLICATE_KEY, 7, "duplicate key, offset of the second");
-    expect("{\"b\":{\"x\":1,\"y\":2,\"x\":3}}", TG_E_DUPLICATE_KEY, 18, "duplicate key in a nested object");
-    expect("{\"a\":1,\"\\u0061\":2}", TG_E_DUPLICATE_KEY, 7, "duplicate key spelled with an escape");
+    expect("{\"b\":{\"x\":1,\"y\":2,\"x\":3}}", TG_E_DUPLICATE_KEY, 18,
+           "duplicate key in a nested object");
+    expect("{\"a\":1,\"\\u0061\":2}", TG_E_DUPLICATE_KEY, 7,
+           "duplicate key spelled with an escape");
     expect("\"\xff\"", TG_E_UTF8, 1, "invalid UTF-8 byte FF");
     expect("\"\xc0\xaf\"", TG_E_UTF8, 1, "overlong UTF-8");
     expect("\"\xed\xa0\x80\"", TG_E_UTF8, 1, "UTF-8 encoded surrogate");
@@ -497,8 +513,10 @@ int main(void)
     expect("{\"a\"", TG_E_EOF, 4, "object key without value");
     {
         size_t off;
-        tap_ok(parse_code("[1,\0]", 5, &off) == TG_E_SYNTAX && off == 3, "NUL byte outside a string");
-        tap_ok(parse_code("\"a\0b\"", 5, &off) == TG_E_CONTROL_CHAR && off == 2, "raw NUL inside a string");
+        tap_ok(parse_code("[1,\0]", 5, &off) == TG_E_SYNTAX && off == 3,
+               "NUL byte outside a string");
+        tap_ok(parse_code("\"a\0b\"", 5, &off) == TG_E_CONTROL_CHAR && off == 2,
+               "raw NUL inside a string");
     }
     expect(" [ 1 , { \"a\" : [ ] } ] ", TG_OK, -1, "all four whitespace characters allowed");
     expect("\"\\ud83d\\ude00 \\u00e9 \\u0000 \\/\"", TG_OK, -1, "valid escapes and pairs");

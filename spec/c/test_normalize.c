@@ -150,7 +150,8 @@ static void operations(void)
     tg_norm_t *n;
 
     n = plan1("", TG_NORM_TRIM);
-    norm_is(n, "\"\\t\\n\\u000b\\f\\r x y \\r\\n\"", "\"x y\"", "trim: the six ASCII whitespace bytes, inner ones kept");
+    norm_is(n, "\"\\t\\n\\u000b\\f\\r x y \\r\\n\"", "\"x y\"",
+            "trim: the six ASCII whitespace bytes, inner ones kept");
     norm_is(n, "\"\\u00a0x\\u3000\"", "\"\xc2\xa0x\xe3\x80\x80\"", "trim: no Unicode spaces");
     norm_is(n, "\"   \"", "\"\"", "trim: all blank becomes empty");
     norm_is(n, "\"\"", "\"\"", "trim: empty stays empty");
@@ -159,7 +160,8 @@ static void operations(void)
     n = plan1("", TG_NORM_LOWER);
     norm_is(n, "\"AbC-XYZ_09\"", "\"abc-xyz_09\"", "lower: ASCII letters");
     norm_is(n, "\"\\u00c9T\\u00c9\"", "\"\xc3\x89t\xc3\x89\"", "lower: no Unicode case mapping");
-    norm_is(n, "\"Q\\\"\\\\\\u0001\"", "\"q\\\"\\\\\\u0001\"", "lower: output is still escaped canonically");
+    norm_is(n, "\"Q\\\"\\\\\\u0001\"", "\"q\\\"\\\\\\u0001\"",
+            "lower: output is still escaped canonically");
     norm_is(n, "\"already lower\"", "\"already lower\"", "lower: nothing to do");
     tg_norm_free(n);
 
@@ -220,21 +222,26 @@ static void patterns(void)
             "{\"items\":[{\"name\":\"a\"},{\"name\":\"b\",\"x\":\"C\"}],\"name\":\"D\"}",
             "* matches any array index");
     norm_is(n, "{\"items\":{\"k\":{\"name\":\"A\"},\"*\":{\"name\":\"B\"}}}",
-            "{\"items\":{\"*\":{\"name\":\"b\"},\"k\":{\"name\":\"a\"}}}", "* matches any key, \"*\" too");
+            "{\"items\":{\"*\":{\"name\":\"b\"},\"k\":{\"name\":\"a\"}}}",
+            "* matches any key, \"*\" too");
     tg_norm_free(n);
 
     n = plan1("/*", TG_NORM_LOWER | TG_NORM_TRIM);
-    norm_is(n, "{\"a\":1,\"b\":true,\"c\":null,\"d\":[\"X\"],\"e\":{\"F\":\"G\"},\"n\":1.50,\"s\":\" S \"}",
-            "{\"a\":1,\"b\":true,\"c\":null,\"d\":[\"X\"],\"e\":{\"F\":\"G\"},\"n\":1.5,\"s\":\"s\"}",
-            "non-strings are never changed; only the level named");
-    norm_is(n, "{\"KEY\":\"VAL\",\" K \":\" V \"}", "{\" K \":\"v\",\"KEY\":\"val\"}", "keys are never changed");
+    norm_is(
+        n,
+        "{\"a\":1,\"b\":true,\"c\":null,\"d\":[\"X\"],\"e\":{\"F\":\"G\"},\"n\":1.50,\"s\":\" S \"}",
+        "{\"a\":1,\"b\":true,\"c\":null,\"d\":[\"X\"],\"e\":{\"F\":\"G\"},\"n\":1.5,\"s\":\"s\"}",
+        "non-strings are never changed; only the level named");
+    norm_is(n, "{\"KEY\":\"VAL\",\" K \":\" V \"}", "{\" K \":\"v\",\"KEY\":\"val\"}",
+            "keys are never changed");
     norm_is(n, "[\"A\",\"B\"]", "[\"a\",\"b\"]", "/* at an array root");
     norm_is(n, "\"ROOT\"", "\"ROOT\"", "/* does not match the root");
     tg_norm_free(n);
 
     n = plan1("/a~1b/c~0d", TG_NORM_LOWER);
     norm_is(n, "{\"a/b\":{\"c~d\":\"X\",\"c/d\":\"Y\"},\"a~1b\":{\"c~0d\":\"Z\"}}",
-            "{\"a/b\":{\"c/d\":\"Y\",\"c~d\":\"x\"},\"a~1b\":{\"c~0d\":\"Z\"}}", "~1 and ~0 unescape");
+            "{\"a/b\":{\"c/d\":\"Y\",\"c~d\":\"x\"},\"a~1b\":{\"c~0d\":\"Z\"}}",
+            "~1 and ~0 unescape");
     tg_norm_free(n);
 
     n = plan1("/arr/1", TG_NORM_LOWER);
@@ -248,15 +255,16 @@ static void patterns(void)
 
     n = plan1("/", TG_NORM_LOWER);
     tg_norm_add_rule(n, "//x", 3, TG_NORM_LOWER, &err);
-    norm_is(n, "{\"\":\"A\",\"x\":\"B\",\"y\":{\"\":{\"x\":\"C\"}}}", "{\"\":\"a\",\"x\":\"B\",\"y\":{\"\":{\"x\":\"C\"}}}",
-            "\"/\" names the empty key");
+    norm_is(n, "{\"\":\"A\",\"x\":\"B\",\"y\":{\"\":{\"x\":\"C\"}}}",
+            "{\"\":\"a\",\"x\":\"B\",\"y\":{\"\":{\"x\":\"C\"}}}", "\"/\" names the empty key");
     norm_is(n, "{\"\":{\"\":{\"x\":\"C\"},\"x\":\"D\"}}", "{\"\":{\"\":{\"x\":\"C\"},\"x\":\"d\"}}",
             "\"//x\" names x under the empty key");
     tg_norm_free(n);
 
     n = plan1("/a/b", TG_NORM_LOWER);
     tg_norm_add_rule(n, "/a", 2, TG_NORM_LOWER, &err);
-    norm_is(n, "{\"a\":{\"b\":\"X\"}}", "{\"a\":{\"b\":\"x\"}}", "a rule naming an object leaves it alone");
+    norm_is(n, "{\"a\":{\"b\":\"X\"}}", "{\"a\":{\"b\":\"x\"}}",
+            "a rule naming an object leaves it alone");
     norm_is(n, "{\"a\":\"X\"}", "{\"a\":\"x\"}", "a longer rule does not stop a shorter one");
     tg_norm_free(n);
 
@@ -292,9 +300,11 @@ static void patterns(void)
             int len = snprintf(pat, sizeof pat, "/*/k%d/*", i);
             tg_norm_add_rule(n, pat, (size_t)len, TG_NORM_LOWER, &err);
         }
-        norm_is(n, "{\"x\":{\"k7\":[\"A\",{\"B\":\"C\"}],\"k99\":[\"D\"]},\"y\":{\"k39\":{\"z\":\"E\"}}}",
-                "{\"x\":{\"k7\":[\"a\",{\"B\":\"C\"}],\"k99\":[\"D\"]},\"y\":{\"k39\":{\"z\":\"e\"}}}",
-                "many deep rules");
+        norm_is(
+            n,
+            "{\"x\":{\"k7\":[\"A\",{\"B\":\"C\"}],\"k99\":[\"D\"]},\"y\":{\"k39\":{\"z\":\"E\"}}}",
+            "{\"x\":{\"k7\":[\"a\",{\"B\":\"C\"}],\"k99\":[\"D\"]},\"y\":{\"k39\":{\"z\":\"e\"}}}",
+            "many deep rules");
         tg_norm_free(n);
     }
 
@@ -323,20 +333,25 @@ static void patterns(void)
             tg_buf_free(&x);
             tg_doc_free(d);
         }
-        tap_ok(same, "plan NULL, an empty plan and a plan that matches nothing give tg_canon_value's bytes");
+        tap_ok(
+            same,
+            "plan NULL, an empty plan and a plan that matches nothing give tg_canon_value's bytes");
         tg_norm_free(empty);
         tg_norm_free(miss);
     }
     {
         /* values from tg_value_copy-like sources: a call's arguments */
         tg_call_t *call;
-        const char *text = "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"p\\\":\\\"/A//b/\\\",\\\"q\\\":\\\"Q\\\"}\"}}";
+        const char *text =
+            "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"p\\\":\\\"/A//b/\\\",\\\"q\\\":\\\"Q\\\"}\"}}";
         tg_buf_t b;
         tg_buf_init(&b, E);
         n = plan1("/p", TG_NORM_PATH | TG_NORM_LOWER);
         if (tg_call_decode(E, text, strlen(text), TG_FORMAT_AUTO, &call, &err) == TG_OK) {
-            tap_ok(tg_canon_normalized(n, tg_call_arguments(call), &b, &err) == TG_OK, "OpenAI arguments normalize");
-            tap_is_mem(b.data, b.len, "{\"p\":\"/a/b\",\"q\":\"Q\"}", "OpenAI arguments, normalized");
+            tap_ok(tg_canon_normalized(n, tg_call_arguments(call), &b, &err) == TG_OK,
+                   "OpenAI arguments normalize");
+            tap_is_mem(b.data, b.len, "{\"p\":\"/a/b\",\"q\":\"Q\"}",
+                       "OpenAI arguments, normalized");
             tg_call_free(call);
         } else {
             tap_ok(0, "decode call");
@@ -354,15 +369,19 @@ static void errors(void)
     tg_buf_t b;
     tg_doc_t *d;
 
-    tap_ok(tg_norm_new(NULL, &err) == NULL && err.code == TG_E_ARG, "norm_new(NULL) is BAD_ARGUMENT");
+    tap_ok(tg_norm_new(NULL, &err) == NULL && err.code == TG_E_ARG,
+           "norm_new(NULL) is BAD_ARGUMENT");
     tap_ok(tg_norm_add_rule(n, "/a", 2, 0, &err) == TG_E_ARG, "ops 0 is BAD_ARGUMENT");
     tap_ok(tg_norm_add_rule(n, "/a", 2, 16, &err) == TG_E_ARG, "unknown op bit is BAD_ARGUMENT");
-    tap_ok(tg_norm_add_rule(n, "a", 1, TG_NORM_TRIM, &err) == TG_E_ARG, "a pattern without '/' is BAD_ARGUMENT");
+    tap_ok(tg_norm_add_rule(n, "a", 1, TG_NORM_TRIM, &err) == TG_E_ARG,
+           "a pattern without '/' is BAD_ARGUMENT");
     tap_ok(tg_norm_add_rule(n, "/a~", 3, TG_NORM_TRIM, &err) == TG_E_ARG && err.offset == 2,
            "a trailing '~' is BAD_ARGUMENT at its offset");
     tap_ok(tg_norm_add_rule(n, "/a~2", 4, TG_NORM_TRIM, &err) == TG_E_ARG, "~2 is BAD_ARGUMENT");
-    tap_ok(tg_norm_add_rule(n, NULL, 1, TG_NORM_TRIM, &err) == TG_E_ARG, "NULL pattern is BAD_ARGUMENT");
-    tap_ok(tg_norm_add_rule(NULL, "", 0, TG_NORM_TRIM, &err) == TG_E_ARG, "NULL plan is BAD_ARGUMENT");
+    tap_ok(tg_norm_add_rule(n, NULL, 1, TG_NORM_TRIM, &err) == TG_E_ARG,
+           "NULL pattern is BAD_ARGUMENT");
+    tap_ok(tg_norm_add_rule(NULL, "", 0, TG_NORM_TRIM, &err) == TG_E_ARG,
+           "NULL plan is BAD_ARGUMENT");
     memset(pat, 'x', sizeof pat);
     pat[0] = '/';
     tap_ok(tg_norm_add_rule(n, pat, TG_FINDING_POINTER_MAX, TG_NORM_TRIM, &err) == TG_OK,
@@ -371,14 +390,20 @@ static void errors(void)
            "one byte more is BAD_ARGUMENT");
     tap_ok(tg_norm_add_alias(n, "a", 1, "b", 1, &err) == TG_OK, "alias a -> b");
     tap_ok(tg_norm_add_alias(n, "a", 1, "b", 1, &err) == TG_OK, "the same alias again is fine");
-    tap_ok(tg_norm_add_alias(n, "a", 1, "c", 1, &err) == TG_E_ARG, "a conflicting alias is BAD_ARGUMENT");
-    tap_ok(tg_norm_add_alias(n, "\xff", 1, "c", 1, &err) == TG_E_ARG, "an alias that is not UTF-8 is BAD_ARGUMENT");
-    tap_ok(tg_norm_add_alias(n, "c", 1, "\xed\xa0\x80", 3, &err) == TG_E_ARG, "a surrogate in an alias target is BAD_ARGUMENT");
-    tap_ok(tg_norm_add_alias(n, "", 0, "empty", 5, &err) == TG_OK, "an alias from the empty string");
+    tap_ok(tg_norm_add_alias(n, "a", 1, "c", 1, &err) == TG_E_ARG,
+           "a conflicting alias is BAD_ARGUMENT");
+    tap_ok(tg_norm_add_alias(n, "\xff", 1, "c", 1, &err) == TG_E_ARG,
+           "an alias that is not UTF-8 is BAD_ARGUMENT");
+    tap_ok(tg_norm_add_alias(n, "c", 1, "\xed\xa0\x80", 3, &err) == TG_E_ARG,
+           "a surrogate in an alias target is BAD_ARGUMENT");
+    tap_ok(tg_norm_add_alias(n, "", 0, "empty", 5, &err) == TG_OK,
+           "an alias from the empty string");
     tg_buf_init(&b, E);
-    tap_ok(tg_canon_normalized(n, NULL, &b, &err) == TG_E_ARG, "canon_normalized(NULL value) is BAD_ARGUMENT");
+    tap_ok(tg_canon_normalized(n, NULL, &b, &err) == TG_E_ARG,
+           "canon_normalized(NULL value) is BAD_ARGUMENT");
     d = parse(E, "[1]");
-    tap_ok(tg_canon_normalized(n, tg_doc_root(d), NULL, &err) == TG_E_ARG, "canon_normalized(NULL buffer) is BAD_ARGUMENT");
+    tap_ok(tg_canon_normalized(n, tg_doc_root(d), NULL, &err) == TG_E_ARG,
+           "canon_normalized(NULL buffer) is BAD_ARGUMENT");
     tg_doc_free(d);
     tg_buf_free(&b);
     tg_norm_free(n);
@@ -390,7 +415,8 @@ static void errors(void)
         int all = 1;
         n = plan1("", TG_NORM_ID);
         for (int i = 0; i < 2000; i++) {
-            int fl = snprintf(from, sizeof from, "id-%d", i), tl = snprintf(to, sizeof to, "canonical-%d", i % 7);
+            int fl = snprintf(from, sizeof from, "id-%d", i),
+                tl = snprintf(to, sizeof to, "canonical-%d", i % 7);
             all &= tg_norm_add_alias(n, from, (size_t)fl, to, (size_t)tl, &err) == TG_OK;
         }
         tap_ok(all, "2000 aliases added");
@@ -401,8 +427,8 @@ static void errors(void)
             snprintf(want, sizeof want, "\"canonical-%d\"", i % 7);
             doc = parse(E, json);
             tg_buf_init(&out, E);
-            all &= tg_canon_normalized(n, tg_doc_root(doc), &out, &err) == TG_OK && out.len == strlen(want) &&
-                   memcmp(out.data, want, out.len) == 0;
+            all &= tg_canon_normalized(n, tg_doc_root(doc), &out, &err) == TG_OK &&
+                   out.len == strlen(want) && memcmp(out.data, want, out.len) == 0;
             tg_buf_free(&out);
             tg_doc_free(doc);
         }

@@ -154,9 +154,15 @@ static double special_double(int kind)
 {
     uint64_t m = rnd() & 0xFFFFFFFFFFFFFull, e;
     switch (kind) {
-    case 0: e = 0; break;
-    case 1: e = rnd() % 2 ? rnd() % 40 + 1 : 2046 - rnd() % 40; break;
-    case 2: e = 1075 + 53 + rnd() % 11 - 1 - 52; break; /* 2^53 .. 2^64 */
+    case 0:
+        e = 0;
+        break;
+    case 1:
+        e = rnd() % 2 ? rnd() % 40 + 1 : 2046 - rnd() % 40;
+        break;
+    case 2:
+        e = 1075 + 53 + rnd() % 11 - 1 - 52;
+        break; /* 2^53 .. 2^64 */
     default:
         e = 1 + rnd() % 2046;
         m = rnd() % 2 ? m & (rnd() & 0xF) : (0xFFFFFFFFFFFFFull ^ (rnd() & 0xF));
@@ -219,7 +225,8 @@ static int parse_agrees(tg_engine_t *e, tg_buf_t *b, const char *lit, locale_t c
  * from anywhere or near the ends of the double range. */
 static void random_literal(char *lit, int digits17)
 {
-    int p = 0, nd = digits17 ? 16 + (int)(rnd() % 2) : 1 + (int)(rnd() % (rnd() % 4 == 0 ? 40 : 20));
+    int p = 0,
+        nd = digits17 ? 16 + (int)(rnd() % 2) : 1 + (int)(rnd() % (rnd() % 4 == 0 ? 40 : 20));
     int ip = rnd() % 3 == 0 ? nd : (int)(rnd() % (nd + 1)); /* integer digits */
     if (rnd() % 2)
         lit[p++] = '-';
@@ -238,10 +245,18 @@ static void random_literal(char *lit, int digits17)
     if (digits17 || rnd() % 2) {
         int x;
         switch (rnd() % 4) {
-        case 0: x = (int)(rnd() % 50) - 25; break;
-        case 1: x = (int)(rnd() % 700) - 350; break;
-        case 2: x = 290 + (int)(rnd() % 40) - ip; break;
-        default: x = -300 - (int)(rnd() % 50) - ip; break;
+        case 0:
+            x = (int)(rnd() % 50) - 25;
+            break;
+        case 1:
+            x = (int)(rnd() % 700) - 350;
+            break;
+        case 2:
+            x = 290 + (int)(rnd() % 40) - ip;
+            break;
+        default:
+            x = -300 - (int)(rnd() % 50) - ip;
+            break;
         }
         p += snprintf(lit + p, 16, "%s%d", rnd() % 2 ? "e" : "E", x);
     }
@@ -387,8 +402,10 @@ int main(void)
     snprintf(path, sizeof path, "%s/numbers.tsv", data ? data : "spec/data");
     table(e, path);
 
-    tap_ok(check_random(40000, 0, c) == 0, "random doubles, all exponents: shortest, nearest, round-trip");
-    tap_ok(check_random(40000, 1, c) == 0, "random doubles below 2^53 (fast path): shortest, nearest, round-trip");
+    tap_ok(check_random(40000, 0, c) == 0,
+           "random doubles, all exponents: shortest, nearest, round-trip");
+    tap_ok(check_random(40000, 1, c) == 0,
+           "random doubles below 2^53 (fast path): shortest, nearest, round-trip");
     tap_ok(check_special(80000, c) == 0,
            "subnormals, extreme exponents, integers to 2^64, sparse significands: as the oracle");
 
@@ -410,8 +427,9 @@ int main(void)
                 printf("# literal %s disagrees\n", lit);
         }
         tap_ok(bad17 == 0, "1,000,000 random 16- and 17-digit decimals: strtod_l's double");
-        tap_ok(check_ties(e, &b, 20000, c) == 0,
-               "midpoints between doubles, in full and cut to 17..25 digits, +-1: strtod_l's double");
+        tap_ok(
+            check_ties(e, &b, 20000, c) == 0,
+            "midpoints between doubles, in full and cut to 17..25 digits, +-1: strtod_l's double");
         tg_buf_free(&b);
     }
 
@@ -468,7 +486,8 @@ int main(void)
             tg_buf_init(&b, e);
             tg_number_format(1234.5, out);
             tap_is_mem(out, strlen(out), "1234.5", "format under a decimal-comma locale");
-            tap_ok(tg_canon(e, "[1.5,2.25e-7,0.30000000000000004,123456789.125]", 47, &b, NULL) == TG_OK,
+            tap_ok(tg_canon(e, "[1.5,2.25e-7,0.30000000000000004,123456789.125]", 47, &b, NULL) ==
+                       TG_OK,
                    "parse under a decimal-comma locale");
             tap_is_mem(b.data, b.len, "[1.5,2.25e-7,0.30000000000000004,123456789.125]",
                        "canonical numbers under a decimal-comma locale");

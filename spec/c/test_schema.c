@@ -74,8 +74,8 @@ static void run_cases(const vcase *cases, size_t n, const tg_schema_options_t *o
             else if (vrc != TG_OK)
                 printf("validate %s\n", tg_code_name(vrc));
             else
-                printf("%s%s%s\n", count ? "invalid: " : "valid",
-                       count ? f[0].keyword : "", count ? f[0].message : "");
+                printf("%s%s%s\n", count ? "invalid: " : "valid", count ? f[0].keyword : "",
+                       count ? f[0].message : "");
         }
         tg_schema_free(s);
     }
@@ -138,7 +138,8 @@ static const vcase keyword_cases[] = {
     {"{\"pattern\":\"^\\\\p{gc=Lu}$\"}", "\"a\"", 0, "pattern: \\p{gc=Lu}"},
     {"{\"pattern\":\"^.$\"}", "\"\xf0\x9f\x98\x80\"", 1, "pattern: . is one code point"},
     {"{\"pattern\":\"^[^]$\"}", "\"\\n\"", 1, "pattern: [^] matches any character"},
-    {"{\"properties\":{\"a\":{\"type\":\"integer\"}}}", "{\"a\":\"x\"}", 0, "properties: bad value"},
+    {"{\"properties\":{\"a\":{\"type\":\"integer\"}}}", "{\"a\":\"x\"}", 0,
+     "properties: bad value"},
     {"{\"properties\":{\"a\":{\"type\":\"integer\"}}}", "{\"b\":\"x\"}", 1,
      "properties: others free in standard mode"},
     {"{\"required\":[\"a\",\"b\"]}", "{\"a\":1}", 0, "required: one missing"},
@@ -198,8 +199,8 @@ static const vcase keyword_cases[] = {
      "$ref with ~0, ~1 and %25"},
     {"{\"prefixItems\":[{\"type\":\"integer\"},{\"$ref\":\"#/prefixItems/0\"}]}", "[1,\"x\"]", 0,
      "$ref to an array element"},
-    {"{\"$ref\":\"#/$defs/s\",\"maxLength\":2,\"$defs\":{\"s\":{\"type\":\"string\"}}}",
-     "\"abc\"", 0, "$ref beside other keywords: both apply"},
+    {"{\"$ref\":\"#/$defs/s\",\"maxLength\":2,\"$defs\":{\"s\":{\"type\":\"string\"}}}", "\"abc\"",
+     0, "$ref beside other keywords: both apply"},
     {"{\"properties\":{\"next\":{\"$ref\":\"#\"},\"v\":{\"type\":\"integer\"}}}",
      "{\"v\":1,\"next\":{\"v\":2,\"next\":{\"v\":\"x\"}}}", 0, "$ref # recursion"},
     {"{\"format\":\"date\"}", "\"not a date\"", 1, "format is an annotation by default"},
@@ -354,21 +355,21 @@ static void formats(void)
             instance[k] = '\0';
         }
         if (compile(schema, &asserted, &s, &err) != TG_OK ||
-            validate(s, instance, f, 1, &count) != TG_OK ||
-            (count == 0) != format_cases[i].valid) {
+            validate(s, instance, f, 1, &count) != TG_OK || (count == 0) != format_cases[i].valid) {
             all = 0;
-            printf("# format %s: %s should be %s\n", format_cases[i].format,
-                   format_cases[i].value, format_cases[i].valid ? "valid" : "invalid");
+            printf("# format %s: %s should be %s\n", format_cases[i].format, format_cases[i].value,
+                   format_cases[i].valid ? "valid" : "invalid");
         }
         tg_schema_free(s);
     }
     tap_ok(all, "formats: every valid/invalid case of the table");
-    run_cases((const vcase[]){
-                  {"{\"format\":\"ipv4\"}", "1", 1, "format applies to strings only"},
-                  {"{\"format\":\"hostname\"}", "\"-not a host-\"", 1,
-                   "unknown formats stay annotations"},
-              },
-              2, &asserted);
+    run_cases(
+        (const vcase[]){
+            {"{\"format\":\"ipv4\"}", "1", 1, "format applies to strings only"},
+            {"{\"format\":\"hostname\"}", "\"-not a host-\"", 1,
+             "unknown formats stay annotations"},
+        },
+        2, &asserted);
 }
 
 /* ---- compile errors ----------------------------------------------------------- */
@@ -422,7 +423,8 @@ static const struct {
     {"{\"not\":{\"$ref\":\"#\"}}", TG_E_SCHEMA, "", "cycle"},
     {"{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"allOf\":[{\"$ref\":\"#/$defs/a\"}]}},"
      "\"properties\":{\"p\":{\"$ref\":\"#/$defs/a\"}}}",
-     TG_E_SCHEMA, "/$defs/a", "\"/$defs/a\" -> \"/$defs/b\" -> \"/$defs/b/allOf/0\" -> \"/$defs/a\""},
+     TG_E_SCHEMA, "/$defs/a",
+     "\"/$defs/a\" -> \"/$defs/b\" -> \"/$defs/b/allOf/0\" -> \"/$defs/a\""},
 };
 
 static void compile_error_cases(void)
@@ -432,10 +434,12 @@ static void compile_error_cases(void)
         tg_error_t err;
         char name[160];
         int rc = compile(compile_errors[i].schema, NULL, &s, &err);
-        int ok = rc == compile_errors[i].code && strcmp(err.pointer, compile_errors[i].pointer) == 0 &&
+        int ok = rc == compile_errors[i].code &&
+                 strcmp(err.pointer, compile_errors[i].pointer) == 0 &&
                  strstr(err.message, compile_errors[i].says) != NULL && s == NULL;
-        snprintf(name, sizeof name, "compile error %s at \"%s\": %s", tg_code_name(compile_errors[i].code),
-                 compile_errors[i].pointer, compile_errors[i].schema);
+        snprintf(name, sizeof name, "compile error %s at \"%s\": %s",
+                 tg_code_name(compile_errors[i].code), compile_errors[i].pointer,
+                 compile_errors[i].schema);
         if (!tap_ok(ok, name))
             printf("#   got %s at \"%s\": %s\n", tg_code_name(rc), err.pointer, err.message);
         tg_schema_free(s);
@@ -457,8 +461,8 @@ static void compile_error_cases(void)
         tap_ok(compile("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}}}", NULL, &s, &err) == TG_OK,
                "a $ref cycle the root never reaches does not fail");
         tg_schema_free(s);
-        tap_ok(compile("{\"properties\":{\"child\":{\"$ref\":\"#\"}},\"items\":{\"$ref\":\"#\"}}", NULL,
-                       &s, &err) == TG_OK,
+        tap_ok(compile("{\"properties\":{\"child\":{\"$ref\":\"#\"}},\"items\":{\"$ref\":\"#\"}}",
+                       NULL, &s, &err) == TG_OK,
                "recursion through properties and items is no cycle");
         tg_schema_free(s);
         tap_ok(compile("3", NULL, &s, &err) == TG_E_SCHEMA && s == NULL,
@@ -493,10 +497,10 @@ static const vcase closed_cases[] = {
     {"{\"type\":\"object\"}", "{\"b\":2}", 1, "closed: no properties, nothing to close"},
     {"{\"properties\":{\"o\":{\"properties\":{\"x\":{}}}}}", "{\"o\":{\"x\":1,\"y\":2}}", 0,
      "closed: nested object"},
-    {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}",
-     "{\"a\":1,\"b\":2}", 1, "closed: allOf members declare together"},
-    {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}",
-     "{\"a\":1,\"c\":3}", 0, "closed: allOf group refuses others"},
+    {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", "{\"a\":1,\"b\":2}",
+     1, "closed: allOf members declare together"},
+    {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", "{\"a\":1,\"c\":3}",
+     0, "closed: allOf group refuses others"},
     {"{\"anyOf\":[{\"properties\":{\"a\":{}},\"required\":[\"a\"]},"
      "{\"properties\":{\"b\":{}},\"required\":[\"b\"]}]}",
      "{\"a\":1,\"b\":2}", 1, "closed: anyOf branches declare together"},
@@ -518,16 +522,15 @@ static const vcase closed_cases[] = {
      "closed: additionalProperties true opens"},
     {"{\"properties\":{\"a\":{}},\"additionalProperties\":{\"type\":\"integer\"}}", "{\"b\":1}", 1,
      "closed: additionalProperties schema opens (and checks)"},
-    {"{\"properties\":{\"a\":{}},\"additionalProperties\":{\"type\":\"integer\"}}",
-     "{\"b\":\"x\"}", 0, "closed: additionalProperties schema still checks"},
+    {"{\"properties\":{\"a\":{}},\"additionalProperties\":{\"type\":\"integer\"}}", "{\"b\":\"x\"}",
+     0, "closed: additionalProperties schema still checks"},
     {"{\"properties\":{\"a\":{}},\"patternProperties\":{\"^x-\":{}}}", "{\"a\":1,\"y\":1}", 1,
      "closed: patternProperties opts out"},
     {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"additionalProperties\":true}]}", "{\"z\":1}", 1,
      "closed: one member opening opens the group"},
     {"{\"properties\":{\"a\":{}},\"not\":{\"properties\":{\"b\":{}},\"required\":[\"c\"]}}",
      "{\"a\":1,\"b\":2}", 0, "closed: keys declared under not do not count"},
-    {"{\"items\":{\"properties\":{\"a\":{}}}}", "[{\"a\":1},{\"b\":1}]", 0,
-     "closed: array items"},
+    {"{\"items\":{\"properties\":{\"a\":{}}}}", "[{\"a\":1},{\"b\":1}]", 0, "closed: array items"},
     {"{\"prefixItems\":[{\"properties\":{\"a\":{}}}]}", "[{\"a\":1,\"b\":1}]", 0,
      "closed: prefixItems"},
     {"{\"additionalProperties\":{\"properties\":{\"a\":{}}}}", "{\"k\":{\"a\":1,\"b\":1}}", 0,
@@ -590,8 +593,9 @@ static void findings(void)
 
     /* H2 found after an H3 still comes first; max keeps the first ones. */
     rc = validate(s, "{\"mode\":1,\"path\":2,\"opts\":{\"zz\":1}}", f, 8, &count);
-    tap_ok(rc == TG_OK && count == 3 && f[0].code == TG_H2 && strcmp(f[0].pointer, "/opts/zz") == 0 &&
-               f[1].code == TG_H3 && strcmp(f[1].pointer, "/mode") == 0 && f[2].code == TG_H3 &&
+    tap_ok(rc == TG_OK && count == 3 && f[0].code == TG_H2 &&
+               strcmp(f[0].pointer, "/opts/zz") == 0 && f[1].code == TG_H3 &&
+               strcmp(f[1].pointer, "/mode") == 0 && f[2].code == TG_H3 &&
                strcmp(f[2].pointer, "/path") == 0,
            "findings: H2 before H3, each in the order met");
     rc = validate(s, "{\"mode\":1,\"path\":2,\"opts\":{\"zz\":1}}", f, 1, &count);
@@ -611,7 +615,8 @@ static void findings(void)
     }
 
     /* ~ and / escaped in both pointers */
-    compile("{\"properties\":{\"a/b\":{\"properties\":{\"c~d\":{\"type\":\"string\"}}}}}", NULL, &s, &err);
+    compile("{\"properties\":{\"a/b\":{\"properties\":{\"c~d\":{\"type\":\"string\"}}}}}", NULL, &s,
+            &err);
     rc = validate(s, "{\"a/b\":{\"c~d\":5}}", f, 8, &count);
     tap_ok(rc == TG_OK && count == 1 &&
                finding_is(&f[0], TG_H3, "type", "/a~1b/c~0d",
@@ -633,8 +638,8 @@ static void findings(void)
             {"{\"dependentRequired\":{\"card\":[\"cvv\"]}}", "{\"card\":1}", TG_H2,
              "dependentRequired", "/cvv", "/dependentRequired/card",
              "(root): key \"cvv\" is required when \"card\" is present"},
-            {"{\"anyOf\":[{\"type\":\"string\"},{\"required\":[\"x\"]}]}", "{}", TG_H3, "anyOf",
-             "", "/anyOf", "(root): an object matches none of the 2 alternatives of anyOf"},
+            {"{\"anyOf\":[{\"type\":\"string\"},{\"required\":[\"x\"]}]}", "{}", TG_H3, "anyOf", "",
+             "/anyOf", "(root): an object matches none of the 2 alternatives of anyOf"},
             {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":1},{\"maximum\":9}]}", "5", TG_H3,
              "oneOf", "", "/oneOf",
              "(root): 5 matches 3 of the 3 alternatives of oneOf, exactly one must match"},
@@ -748,7 +753,8 @@ static void limits(void)
            "regex_match_limit: the same pattern on a short match is fine");
     tg_schema_free(s);
     compile("{\"patternProperties\":{\"^(a+)+$\":{}}}", NULL, &s, &err);
-    tap_ok(validate(s, "{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\":1}", f, 4, &count) == TG_E_REGEX_LIMIT,
+    tap_ok(validate(s, "{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\":1}", f, 4, &count) ==
+               TG_E_REGEX_LIMIT,
            "regex_match_limit: patternProperties too");
     tg_schema_free(s);
 
@@ -768,9 +774,10 @@ static void limits(void)
     /* nested anyOf: 2^17 branch evaluations */
     n += (size_t)snprintf(defs + n, sizeof defs - n, "{\"$defs\":{\"a0\":{\"type\":\"string\"}");
     for (int i = 1; i <= 16; i++)
-        n += (size_t)snprintf(defs + n, sizeof defs - n,
-                              ",\"a%d\":{\"anyOf\":[{\"$ref\":\"#/$defs/a%d\"},{\"$ref\":\"#/$defs/a%d\"}]}",
-                              i, i - 1, i - 1);
+        n += (size_t)snprintf(
+            defs + n, sizeof defs - n,
+            ",\"a%d\":{\"anyOf\":[{\"$ref\":\"#/$defs/a%d\"},{\"$ref\":\"#/$defs/a%d\"}]}", i,
+            i - 1, i - 1);
     snprintf(defs + n, sizeof defs - n, "},\"$ref\":\"#/$defs/a16\"}");
     tap_ok(compile(defs, NULL, &s, &err) == TG_OK, "nested anyOf compiles");
     lim = saved;
@@ -805,6 +812,23 @@ static void limits(void)
                "nesting: 700 levels (2100 schemas deep) is VALIDATION_LIMIT, not a deep stack");
     }
     tg_schema_free(s);
+
+    /* max_pattern_bytes: a pattern of N bytes compiles, N + 1 does not */
+    lim = saved;
+    lim.max_pattern_bytes = 8;
+    tg_engine_set_limits(E, &lim, &err);
+    tap_ok(compile("{\"pattern\":\"^[a-z]+$\"}", NULL, &s, &err) == TG_OK,
+           "max_pattern_bytes 8: an 8-byte pattern compiles");
+    tg_schema_free(s);
+    tap_ok(compile("{\"pattern\":\"^[a-z]*$.\"}", NULL, &s, &err) == TG_E_PATTERN_TOO_LONG &&
+               s == NULL && strcmp(err.pointer, "/pattern") == 0 &&
+               strcmp(tg_code_name(err.code), "PATTERN_TOO_LONG") == 0,
+           "max_pattern_bytes 8: a 9-byte pattern is PATTERN_TOO_LONG at /pattern");
+    tap_ok(compile("{\"patternProperties\":{\"^[a-z]*$.\":{}}}", NULL, &s, &err) ==
+               TG_E_PATTERN_TOO_LONG,
+           "max_pattern_bytes 8: patternProperties too");
+    lim.max_pattern_bytes = 0;
+    tap_ok(tg_engine_set_limits(E, &lim, &err) == TG_E_ARG, "max_pattern_bytes 0 is out of range");
     tg_engine_set_limits(E, &saved, &err);
 }
 
@@ -842,7 +866,8 @@ static void allocation_failures(void)
         "\"properties\":{\"c\":{\"const\":{\"k\":[1,2]}},\"d\":{\"items\":{\"$ref\":\"#\"}},"
         "\"e\":{\"patternProperties\":{\"^x\":{\"multipleOf\":0.01}},\"uniqueItems\":true}},"
         "\"required\":[\"a\"],\"dependentRequired\":{\"a\":[\"b\"]}}";
-    const char *instance = "{\"a\":\"abc1\",\"b\":1,\"c\":{\"k\":[1,2]},\"d\":[{\"a\":\"z\",\"b\":2}]}";
+    const char *instance =
+        "{\"a\":\"abc1\",\"b\":1,\"c\":{\"k\":[1,2]},\"d\":[{\"a\":\"z\",\"b\":2}]}";
     tg_doc_t *sdoc = parse(schema), *idoc = parse(instance);
     acct a = {0, 0, 0};
     tg_engine_t *e;
@@ -941,11 +966,13 @@ int main(void)
         tg_error_t err;
         tg_finding_t f[2];
         size_t count;
-        compile("{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", &std, &s, &err);
+        compile("{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", &std, &s,
+                &err);
         tap_ok(validate(s, "{\"a\":1,\"c\":3}", f, 2, &count) == TG_OK && count == 0,
                "closed = 0: standard 2020-12, undeclared keys pass");
         tg_schema_free(s);
-        compile("{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", NULL, &s, &err);
+        compile("{\"allOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", NULL, &s,
+                &err);
         tap_ok(validate(s, "{\"a\":1,\"c\":3}", f, 2, &count) == TG_OK && count == 1 &&
                    finding_is(&f[0], TG_H2, "closed", "/c", "", NULL),
                "closed: one finding for the group, at the group's head");

@@ -173,7 +173,9 @@ static void run_group(const char *file, const tg_value_t *g, tally *t)
         t->failed++;
         printf("#   %s / %s / %s: want %s, got %s", file, desc, text_of(test, "description"),
                want ? "valid" : "invalid",
-               rc != TG_OK ? tg_code_name(rc) : count ? "invalid" : "valid");
+               rc != TG_OK ? tg_code_name(rc)
+               : count     ? "invalid"
+                           : "valid");
         if (rc == TG_OK && count)
             printf(" (%s at \"%s\": %s)", f[0].keyword, f[0].pointer, f[0].message);
         printf("\n");

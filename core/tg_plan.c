@@ -1,0 +1,123 @@
+/*
+ * tg_plan.c -- the byte work of classifying a sampled single-tool plan in
+ * one pass: each sample's arguments through the tool's input schema (the
+ * rung), their normalized canonical digest, the result's canonical digest,
+ * the epoch, then agreement on arguments and, separately, on results.
+ * The decision itself (thresholds, determinism, quarantine) is the policy's
+ * and lives in Lua; this file only counts, so that a plan costs one call
+ * across the binding instead of a few per sample.
+ */
+#include "tg_internal.h"
+
+/* Samples held on the C stack before the scratch goes to the heap. */
+#define PLAN_LOCAL 32
+
+static void stand_in(const char *what, tg_hash128_t *h)
+{
+    tg_hash128(what, strlen(what) + 1, h); /* the NUL keeps it apart from any JSON text */
+}
+
+static int digest(const tg_norm_t *norm, const tg_value_t *v, tg_buf_t *buf, tg_hash128_t *h,
+                  tg_error_t *err)
+{
+    int rc;
+    tg_buf_reset(buf);
+    rc = norm ? tg_canon_normalized(norm, v, buf, err) : tg_canon_value(v, buf, err);
+    if (rc == TG_OK)
+        tg_hash128(buf->data, buf->len, h);
+    return rc;
+}
+
+static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t *norm,
+                     const tg_value_t *samples, size_t n, tg_hash128_t *args, tg_hash128_t *results,
+                     tg_plan_summary_t *out, tg_error_t *err)
+{
+    tg_buf_t buf;
+    tg_hash128_t first_epoch = {0, 0}, h;
+    int rc = TG_OK;
+
+    tg_buf_init(&buf, e);
+    out->epochs_equal = 1;
+    for (size_t i = 0; i < n && rc == TG_OK; i++) {
+        const tg_value_t *s = tg_at(samples, i), *a, *r, *ep;
+        if (tg_type_of(s) != TG_OBJECT) {
+            rc = tg_fail(err, TG_E_BAD_CALL, tg_offset(s), "sample %zu is not an object", i + 1);
+            break;
+        }
+        a = tg_get(s, "arguments", 9);
+        if (tg_type_of(a) != TG_OBJECT) {
+            rc = tg_fail(err, TG_E_BAD_ARGUMENTS, a ? tg_offset(a) : tg_offset(s),
+                         "sample %zu has no \"arguments\" object", i + 1);
+            break;
+        }
+        if (schema) {
+            tg_finding_t f;
+            size_t count;
+            if ((rc = tg_validate(e, schema, a, &f, 1, &count, err)) != TG_OK)
+                break;
+            if (count) {
+                if (out->n_failed < TG_RUNG_MAX_FINDINGS)
+                    out->failed[out->n_failed] = i;
+                out->n_failed++;
+            }
+        } else { /* the tool did not resolve: no sample passes the rung */
+            if (out->n_failed < TG_RUNG_MAX_FINDINGS)
+                out->failed[out->n_failed] = i;
+            out->n_failed++;
+        }
+        if ((rc = digest(norm, a, &buf, &args[i], err)) != TG_OK)
+            break;
+        r = tg_get(s, "result", 6);
+        if (r)
+            rc = digest(NULL, r, &buf, &results[i], err);
+        else
+            stand_in("no result", &results[i]);
+        if (rc != TG_OK)
+            break;
+        ep = tg_get(s, "epoch", 5);
+        if (!ep) {
+            out->epochs_equal = 0;
+        } else if ((rc = digest(NULL, ep, &buf, &h, err)) == TG_OK) {
+            if (i == 0)
+                first_epoch = h;
+            else if (h.hi != first_epoch.hi || h.lo != first_epoch.lo)
+                out->epochs_equal = 0;
+        }
+    }
+    tg_buf_free(&buf);
+    if (rc == TG_OK && (rc = tg_agree(e, args, n, &out->args, err)) == TG_OK)
+        rc = tg_agree(e, results, n, &out->results, err);
+    return rc;
+}
+
+int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool, const tg_norm_t *norm,
+                      const tg_value_t *samples, tg_plan_summary_t *out, tg_error_t *err)
+{
+    tg_hash128_t local[2 * PLAN_LOCAL], *hashes = local;
+    const tg_schema_t *schema = NULL;
+    size_t n;
+    int rc;
+
+    tg_error_clear(err);
+    if (!e || !r || !samples || !out)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "NULL argument");
+    memset(out, 0, sizeof *out);
+    if (tg_type_of(samples) != TG_ARRAY)
+        return tg_fail(err, TG_E_BAD_CALL, tg_offset(samples), "\"samples\" must be an array");
+    n = tg_len(samples);
+    out->n = n;
+    if (n == 0)
+        return TG_OK;
+    if (tool >= 0 && !(schema = tg_registry_input_schema(r, (size_t)tool)))
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "no tool %ld in the registry", tool);
+    if (n > PLAN_LOCAL) {
+        if (n > SIZE_MAX / (2 * sizeof *hashes))
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "too many samples");
+        if (!(hashes = tg_mem_realloc(e, NULL, 0, 2 * n * sizeof *hashes)))
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    }
+    rc = summarize(e, schema, norm, samples, n, hashes, hashes + n, out, err);
+    if (hashes != local)
+        tg_mem_free(e, hashes, 2 * n * sizeof *hashes);
+    return rc;
+}

@@ -1,0 +1,169 @@
+/*
+ * fuzz_call.c -- tool-call decoding in every format, then the Resolution
+ * Rung against a small fixed registry (made once per process).
+ *
+ * Invariants: a decode succeeds with a name and an object of arguments, or
+ * fails with a named code and no call; what auto-detection reads as format
+ * F decodes the same when F is asked for; the rung returns OK or a limit
+ * code, and when it resolves a tool and reports no finding, the tool's
+ * input schema really accepts the arguments (nothing out of schema gets
+ * through) -- with and without H5 reporting.
+ */
+#include "fuzz.h"
+
+/* Two servers, one shared name (ambiguous bare calls), a tool without
+ * arguments, and the keywords a real registry uses. */
+static const char *const REGISTRY[][3] = {
+    {"fs", "read",
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"pattern\":\"^/\","
+     "\"x-toolgate-canonical\":\"path\"},\"head\":{\"type\":\"integer\",\"minimum\":0},"
+     "\"encoding\":{\"enum\":[\"utf-8\",\"latin1\"]}},\"required\":[\"path\"]}"},
+    {"fs", "write",
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"minLength\":1},"
+     "\"content\":{\"type\":\"string\",\"maxLength\":64},\"mode\":{\"const\":\"append\"}},"
+     "\"required\":[\"path\",\"content\"],\"dependentRequired\":{\"mode\":[\"content\"]}}"},
+    {"web", "read",
+     "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"format\":\"uri\"}},"
+     "\"required\":[\"url\"]}"},
+    {"web", "fetch",
+     "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"format\":\"uri\"},"
+     "\"headers\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+     "\"propertyNames\":{\"pattern\":\"^[A-Za-z-]+$\"},\"maxProperties\":4},"
+     "\"retries\":{\"type\":\"number\",\"multipleOf\":0.5,\"exclusiveMaximum\":10}},"
+     "\"required\":[\"url\"]}"},
+    {"mem", "create",
+     "{\"type\":\"object\",\"$defs\":{\"entity\":{\"type\":\"object\",\"properties\":{"
+     "\"name\":{\"type\":\"string\"},\"entityType\":{\"type\":\"string\"},\"tags\":{\"type\":"
+     "\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true,\"maxItems\":8}},"
+     "\"required\":[\"name\",\"entityType\"]}},\"properties\":{\"entities\":{\"type\":\"array\","
+     "\"items\":{\"$ref\":\"#/$defs/entity\"},\"minItems\":1},\"when\":{\"anyOf\":[{\"type\":"
+     "\"string\",\"format\":\"date-time\"},{\"type\":\"null\"}]},\"id\":{\"oneOf\":[{\"type\":"
+     "\"integer\"},{\"type\":\"string\",\"format\":\"uuid\"}]},\"note\":{\"not\":{\"type\":"
+     "\"number\"}}},\"patternProperties\":{\"^x-\":{\"type\":\"boolean\"}},"
+     "\"required\":[\"entities\"]}"},
+    {"", "noargs", NULL},
+    {"", "open", "{\"type\":\"object\",\"additionalProperties\":true}"},
+};
+
+static tg_registry_t *registry(tg_engine_t *e)
+{
+    static tg_registry_t *r;
+    if (r)
+        return r;
+    r = tg_registry_new(e, NULL);
+    FUZZ_CHECK(r != NULL);
+    for (size_t i = 0; i < sizeof REGISTRY / sizeof REGISTRY[0]; i++) {
+        tg_doc_t *d = NULL;
+        tg_error_t err;
+        size_t index;
+        const char *s = REGISTRY[i][2];
+        if (s && tg_parse(e, s, strlen(s), &d, &err) != TG_OK) {
+            fprintf(stderr, "registry schema %zu: %s\n", i, err.message);
+            abort();
+        }
+        if (tg_registry_add(r, REGISTRY[i][0], strlen(REGISTRY[i][0]), REGISTRY[i][1],
+                            strlen(REGISTRY[i][1]), "", 0, d ? tg_doc_root(d) : NULL, NULL, NULL,
+                            &index, &err) != TG_OK) {
+            fprintf(stderr, "registry tool %zu: %s\n", i, err.message);
+            abort();
+        }
+        tg_doc_free(d);
+    }
+    return r;
+}
+
+static int same_bytes(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (!a || !b)
+        return a == b;
+    return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+static void rung(tg_engine_t *e, const tg_call_t *c)
+{
+    tg_registry_t *r = registry(e);
+    static tg_rung_result_t res, res_also; /* large: keep them off the stack */
+    tg_error_t err;
+    size_t slen = 0, nlen = 0, rlen = 0;
+    const char *server = tg_call_server(c, &slen);
+    const char *name = tg_call_name(c, &nlen);
+    const tg_value_t *args = tg_call_arguments(c);
+    int rc = tg_rung_check(e, r, server, slen, name, nlen, args, 0, &res, &err);
+    int rc_also;
+
+    if (rc != TG_OK) {
+        fuzz_check_error(&err, rc);
+        FUZZ_CHECK(rc == TG_E_VALIDATION_LIMIT || rc == TG_E_REGEX_LIMIT);
+        return;
+    }
+    FUZZ_CHECK(res.resolution == TG_RESOLVED || res.resolution == TG_UNKNOWN ||
+               res.resolution == TG_AMBIGUOUS);
+    if (res.resolution == TG_AMBIGUOUS)
+        FUZZ_CHECK(server == NULL && res.n_candidates > 1);
+    if (res.resolution != TG_RESOLVED)
+        return;
+    FUZZ_CHECK(res.tool < tg_registry_count(r));
+    FUZZ_CHECK(same_bytes(tg_registry_name(r, res.tool, &rlen), rlen, name, nlen));
+    FUZZ_CHECK(res.n_findings <= TG_RUNG_MAX_FINDINGS);
+
+    /* An accept must be an accept of the schema itself. */
+    if (res.n_findings == 0) {
+        tg_finding_t f;
+        size_t count = 99;
+        int vrc = tg_validate(e, tg_registry_input_schema(r, res.tool), args, &f, 1, &count, &err);
+        FUZZ_CHECK(vrc == TG_OK && count == 0);
+    }
+    rc_also = tg_rung_check(e, r, server, slen, name, nlen, args, 1, &res_also, &err);
+    FUZZ_CHECK(rc_also == TG_OK);
+    FUZZ_CHECK(res_also.resolution == TG_RESOLVED && res_also.tool == res.tool);
+    FUZZ_CHECK((res_also.n_findings == 0) == (res.n_findings == 0));
+    FUZZ_CHECK(res_also.n_also <= TG_RUNG_MAX_FINDINGS);
+    for (size_t i = 0; i < res_also.n_also; i++)
+        FUZZ_CHECK(res_also.also[i] != res.tool && res_also.also[i] < tg_registry_count(r));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tg_engine_t *e = fuzz_engine();
+    tg_call_t *detected = NULL;
+    tg_error_t err;
+    int rc;
+
+    rc = tg_call_decode(e, (const char *)data, size, TG_FORMAT_AUTO, &detected, &err);
+    if (rc != TG_OK) {
+        fuzz_check_error(&err, rc);
+        FUZZ_CHECK(detected == NULL);
+    } else {
+        FUZZ_CHECK(tg_type_of(tg_call_arguments(detected)) == TG_OBJECT);
+        FUZZ_CHECK(tg_call_format_of(detected) != TG_FORMAT_AUTO);
+        rung(e, detected);
+    }
+
+    for (int format = TG_FORMAT_NATIVE; format <= TG_FORMAT_MCP; format++) {
+        tg_call_t *c = (tg_call_t *)1;
+        size_t len, len2;
+        rc = tg_call_decode(e, (const char *)data, size, format, &c, &err);
+        if (rc != TG_OK) {
+            fuzz_check_error(&err, rc);
+            FUZZ_CHECK(c == NULL);
+            /* what auto-detection read as this format must decode as it */
+            FUZZ_CHECK(!detected || tg_call_format_of(detected) != format);
+            continue;
+        }
+        FUZZ_CHECK(tg_call_format_of(c) == format);
+        FUZZ_CHECK(tg_call_name(c, &len) != NULL);
+        FUZZ_CHECK(tg_type_of(tg_call_arguments(c)) == TG_OBJECT);
+        if (detected && tg_call_format_of(detected) == format) {
+            const char *a = tg_call_name(c, &len), *b = tg_call_name(detected, &len2);
+            FUZZ_CHECK(same_bytes(a, len, b, len2));
+            a = tg_call_server(c, &len);
+            b = tg_call_server(detected, &len2);
+            FUZZ_CHECK(same_bytes(a, len, b, len2));
+        }
+        if (!detected || tg_call_format_of(detected) != format)
+            rung(e, c);
+        tg_call_free(c);
+    }
+    tg_call_free(detected);
+    return 0;
+}

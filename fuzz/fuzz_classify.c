@@ -1,0 +1,296 @@
+/*
+ * fuzz_classify.c -- the C pieces of plan classification: normalized
+ * canonical form (x-toolgate-canonical), agreement of digests (tg_agree),
+ * per-pointer agreement (tg_pointer_agreement) and the one-pass summary of
+ * a single-tool plan (tg_plan_summarize).
+ *
+ * Input: up to 32 documents separated by NUL bytes, the arguments of the
+ * samples of one plan; those that do not parse are dropped.  A fixed
+ * normalization plan (path, trim, lower, id aliases, wildcards) applies.
+ *
+ * Invariants: the normalized canonical form is canonical JSON (it re-parses
+ * and re-canonicalizes to itself) and, with no plan, is exactly
+ * tg_canon_value's; tg_agree's counts equal a naive count over the same
+ * digests (modal group, distinct groups, representative); per-pointer
+ * agreement counts stay within n, come ordered, and are all n when every
+ * sample normalizes to the same bytes; tg_plan_summarize over the same
+ * samples (as a plan's JSON) counts exactly what the pieces count.
+ */
+#include "fuzz.h"
+
+#define MAXDOCS 32
+#define MAXPTRS 16
+
+static tg_norm_t *plan(tg_engine_t *e)
+{
+    static tg_norm_t *n;
+    static const struct {
+        const char *pattern;
+        unsigned ops;
+    } rules[] = {
+        {"/path", TG_NORM_PATH},
+        {"/*/path", TG_NORM_TRIM | TG_NORM_PATH},
+        {"/team", TG_NORM_TRIM | TG_NORM_LOWER},
+        {"/tags/*", TG_NORM_LOWER},
+        {"/account", TG_NORM_TRIM | TG_NORM_ID},
+        {"/entities/*/name", TG_NORM_TRIM | TG_NORM_LOWER | TG_NORM_ID},
+        {"/a~1b/~0", TG_NORM_LOWER},
+    };
+    static const char *const aliases[][2] = {
+        {"acct-1", "A1"},
+        {"alice", "A1"},
+        {"bob", "B2"},
+        {"", "empty"},
+    };
+    if (n)
+        return n;
+    n = tg_norm_new(e, NULL);
+    FUZZ_CHECK(n != NULL);
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        FUZZ_CHECK(tg_norm_add_rule(n, rules[i].pattern, strlen(rules[i].pattern), rules[i].ops,
+                                    NULL) == TG_OK);
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        FUZZ_CHECK(tg_norm_add_alias(n, aliases[i][0], strlen(aliases[i][0]), aliases[i][1],
+                                     strlen(aliases[i][1]), NULL) == TG_OK);
+    return n;
+}
+
+static int hash_eq(const tg_hash128_t *a, const tg_hash128_t *b)
+{
+    return a->hi == b->hi && a->lo == b->lo;
+}
+
+/* tg_agree's answer, worked out the slow way. */
+static void naive_agree(const tg_hash128_t *h, size_t n, tg_agreement_t *out)
+{
+    out->n = n;
+    out->distinct = 0;
+    out->modal_count = 0;
+    out->representative = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t first = i, count = 0;
+        for (size_t j = 0; j < i; j++)
+            if (hash_eq(&h[j], &h[i])) {
+                first = j;
+                break;
+            }
+        if (first != i)
+            continue; /* counted with its group's first member */
+        out->distinct++;
+        for (size_t j = i; j < n; j++)
+            count += hash_eq(&h[j], &h[i]);
+        if (count > out->modal_count) {
+            out->modal_count = count;
+            out->representative = i;
+        }
+    }
+}
+
+static void check_canonical(tg_engine_t *e, const tg_buf_t *b)
+{
+    tg_doc_t *d = NULL;
+    tg_buf_t again;
+    tg_error_t err;
+    FUZZ_CHECK(tg_parse(e, b->data, b->len, &d, &err) == TG_OK);
+    tg_buf_init(&again, e);
+    FUZZ_CHECK(tg_canon_value(tg_doc_root(d), &again, &err) == TG_OK);
+    FUZZ_CHECK(again.len == b->len && memcmp(again.data, b->data, b->len) == 0);
+    tg_buf_free(&again);
+    tg_doc_free(d);
+}
+
+static int cut(const char *p)
+{
+    size_t n = strlen(p);
+    return n >= 4 && memcmp(p + n - 4, "/...", 4) == 0;
+}
+
+static void pointers(tg_engine_t *e, const tg_value_t *const *roots, size_t n, size_t rep,
+                     const tg_norm_t *p, int all_equal)
+{
+    static tg_pointer_agreement_t out[MAXPTRS];
+    size_t count = 0;
+    tg_error_t err;
+    int rc = tg_pointer_agreement(e, roots, n, rep, p, out, MAXPTRS, &count, &err);
+    FUZZ_CHECK(rc == TG_OK);
+    for (size_t i = 0; i < count && i < MAXPTRS; i++) {
+        FUZZ_CHECK(memchr(out[i].pointer, '\0', sizeof out[i].pointer) != NULL);
+        FUZZ_CHECK(out[i].agree <= n && out[i].present <= n);
+        if (all_equal)
+            FUZZ_CHECK(out[i].agree == n && out[i].present == n);
+        if (i > 0) {
+            FUZZ_CHECK(out[i - 1].agree <= out[i].agree);
+            /* Ordered by the full text: a pointer cut to fit (".../...")
+             * is not comparable, and a key holding U+0000 ends the C
+             * string early, so two pointers can print alike (<=). */
+            if (out[i - 1].agree == out[i].agree && !cut(out[i - 1].pointer) &&
+                !cut(out[i].pointer))
+                FUZZ_CHECK(strcmp(out[i - 1].pointer, out[i].pointer) <= 0);
+        }
+    }
+}
+
+/* A growing byte string (the core's buffer writers are not public). */
+struct text {
+    char *data;
+    size_t len, cap;
+};
+
+static void append(struct text *t, const char *s, size_t n)
+{
+    if (t->len + n > t->cap) {
+        t->cap = (t->len + n) * 2;
+        t->data = realloc(t->data, t->cap);
+        FUZZ_CHECK(t->data != NULL);
+    }
+    memcpy(t->data + t->len, s, n);
+    t->len += n;
+}
+
+/* One tool, closed world, for tg_plan_summarize. */
+static tg_registry_t *registry(tg_engine_t *e)
+{
+    static tg_registry_t *r;
+    static const char schema[] =
+        "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+        "\"team\":{\"type\":\"string\",\"maxLength\":16},\"tags\":{\"type\":\"array\","
+        "\"items\":{\"type\":\"string\"}},\"account\":{\"type\":\"string\"},"
+        "\"limit\":{\"type\":\"integer\"}}}";
+    tg_doc_t *d = NULL;
+    size_t index;
+    if (r)
+        return r;
+    FUZZ_CHECK(tg_parse(e, schema, sizeof schema - 1, &d, NULL) == TG_OK);
+    r = tg_registry_new(e, NULL);
+    FUZZ_CHECK(r != NULL);
+    FUZZ_CHECK(tg_registry_add(r, "sb", 2, "lookup", 6, "", 0, tg_doc_root(d), NULL, NULL, &index,
+                               NULL) == TG_OK);
+    tg_doc_free(d);
+    return r;
+}
+
+/* The samples as a plan would carry them -- sample i's arguments are
+ * document i, its result document i+1 (mod n) -- summarized in one pass
+ * by tg_plan_summarize, must count what the pieces count. */
+static void summarize(tg_engine_t *e, const tg_value_t *const *roots, size_t n,
+                      const tg_hash128_t *norm, const tg_hash128_t *plain)
+{
+    tg_registry_t *r = registry(e);
+    struct text text = {NULL, 0, 0};
+    tg_doc_t *d = NULL;
+    tg_plan_summary_t sum;
+    tg_agreement_t want;
+    tg_hash128_t results[MAXDOCS];
+    tg_error_t err;
+    size_t failed = 0;
+    int objects = 1, rc;
+
+    for (size_t i = 0; i < n; i++) {
+        static const char a[] = "{\"arguments\":", b[] = ",\"result\":", c[] = ",\"epoch\":\"e\"}";
+        tg_buf_t one;
+        tg_buf_init(&one, e);
+        FUZZ_CHECK(tg_canon_value(roots[i], &one, &err) == TG_OK);
+        append(&text, i ? "," : "[", 1);
+        append(&text, a, sizeof a - 1);
+        append(&text, one.data, one.len);
+        tg_buf_reset(&one);
+        FUZZ_CHECK(tg_canon_value(roots[(i + 1) % n], &one, &err) == TG_OK);
+        append(&text, b, sizeof b - 1);
+        append(&text, one.data, one.len);
+        append(&text, c, sizeof c - 1);
+        tg_buf_free(&one);
+        results[i] = plain[(i + 1) % n];
+        if (tg_type_of(roots[i]) != TG_OBJECT) {
+            objects = 0;
+        } else {
+            tg_finding_t f;
+            size_t count = 0;
+            if (tg_validate(e, tg_registry_input_schema(r, 0), roots[i], &f, 1, &count, &err) !=
+                TG_OK)
+                objects = 0; /* a limit: the summary may stop there too */
+            failed += count > 0;
+        }
+    }
+    append(&text, "]", 1);
+    /* the plan text may pass the depth limit by one level: then no summary */
+    if (tg_parse(e, text.data, text.len, &d, &err) == TG_OK) {
+        rc = tg_plan_summarize(e, r, 0, plan(e), tg_doc_root(d), &sum, &err);
+        if (!objects) {
+            FUZZ_CHECK(rc != TG_OK || failed <= sum.n_failed);
+        } else {
+            FUZZ_CHECK(rc == TG_OK);
+            FUZZ_CHECK(sum.n == n && sum.epochs_equal);
+            FUZZ_CHECK(sum.n_failed == failed);
+            naive_agree(norm, n, &want);
+            FUZZ_CHECK(sum.args.n == n && sum.args.distinct == want.distinct &&
+                       sum.args.modal_count == want.modal_count &&
+                       sum.args.representative == want.representative);
+            naive_agree(results, n, &want);
+            FUZZ_CHECK(sum.results.distinct == want.distinct &&
+                       sum.results.modal_count == want.modal_count &&
+                       sum.results.representative == want.representative);
+        }
+        tg_doc_free(d);
+    }
+    free(text.data);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tg_engine_t *e = fuzz_engine();
+    const tg_norm_t *p = plan(e);
+    const char *part[MAXDOCS];
+    size_t len[MAXDOCS], parts, n = 0;
+    tg_doc_t *docs[MAXDOCS];
+    const tg_value_t *roots[MAXDOCS];
+    tg_hash128_t plain[MAXDOCS], norm[MAXDOCS];
+    tg_agreement_t got, want;
+    tg_buf_t b, b2;
+    tg_error_t err;
+
+    parts = fuzz_split(data, size, part, len, MAXDOCS);
+    for (size_t i = 0; i < parts; i++)
+        if (tg_parse(e, part[i], len[i], &docs[n], &err) == TG_OK) {
+            roots[n] = tg_doc_root(docs[n]);
+            n++;
+        }
+    if (n == 0)
+        return 0;
+
+    tg_buf_init(&b, e);
+    tg_buf_init(&b2, e);
+    for (size_t i = 0; i < n; i++) {
+        /* no plan: plain canonical form */
+        tg_buf_reset(&b);
+        tg_buf_reset(&b2);
+        FUZZ_CHECK(tg_canon_normalized(NULL, roots[i], &b, &err) == TG_OK);
+        FUZZ_CHECK(tg_canon_value(roots[i], &b2, &err) == TG_OK);
+        FUZZ_CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
+        tg_hash128(b.data, b.len, &plain[i]);
+        /* the plan: still canonical JSON */
+        tg_buf_reset(&b);
+        FUZZ_CHECK(tg_canon_normalized(p, roots[i], &b, &err) == TG_OK);
+        check_canonical(e, &b);
+        tg_hash128(b.data, b.len, &norm[i]);
+    }
+    tg_buf_free(&b);
+    tg_buf_free(&b2);
+
+    FUZZ_CHECK(tg_agree(e, plain, n, &got, &err) == TG_OK);
+    naive_agree(plain, n, &want);
+    FUZZ_CHECK(got.n == n && got.distinct == want.distinct && got.modal_count == want.modal_count &&
+               got.representative == want.representative);
+    pointers(e, roots, n, got.representative, NULL, got.distinct == 1);
+
+    FUZZ_CHECK(tg_agree(e, norm, n, &got, &err) == TG_OK);
+    naive_agree(norm, n, &want);
+    FUZZ_CHECK(got.n == n && got.distinct == want.distinct && got.modal_count == want.modal_count &&
+               got.representative == want.representative);
+    pointers(e, roots, n, got.representative, p, got.distinct == 1);
+
+    summarize(e, roots, n, norm, plain);
+
+    for (size_t i = 0; i < n; i++)
+        tg_doc_free(docs[i]);
+    return 0;
+}

@@ -1,0 +1,100 @@
+/*
+ * fuzz_json.c -- strict JSON parse, RFC 8785 canonical form, XXH3-128.
+ *
+ * Invariants: the input parses or fails with a named code, and tg_canon
+ * (parse + write in one call) agrees with parse-then-write; the canonical
+ * form re-parses and re-canonicalizes to itself byte for byte (a fixed
+ * point); tg_hash_value is XXH3-128 of exactly those bytes; every accessor
+ * stays inside the document.
+ */
+#include "fuzz.h"
+
+/* Walks the DOM through the public accessors: counts must match what the
+ * accessors return, keys must be findable with tg_get. */
+static void walk(const tg_value_t *v, int depth)
+{
+    size_t n = tg_len(v), len;
+    FUZZ_CHECK(depth <= TG_LIMIT_MAX_DEPTH);
+    switch (tg_type_of(v)) {
+    case TG_OBJECT:
+        for (size_t i = 0; i < n; i++) {
+            const char *k = tg_key_at(v, i, &len);
+            FUZZ_CHECK(k != NULL);
+            FUZZ_CHECK(tg_get(v, k, len) == tg_at(v, i));
+            if (i > 0) {
+                size_t plen;
+                const char *pk = tg_key_at(v, i - 1, &plen);
+                FUZZ_CHECK(tg_key_compare(pk, plen, k, len) < 0); /* sorted, no duplicates */
+            }
+            walk(tg_at(v, i), depth + 1);
+        }
+        FUZZ_CHECK(tg_at(v, n) == NULL);
+        break;
+    case TG_ARRAY:
+        for (size_t i = 0; i < n; i++)
+            walk(tg_at(v, i), depth + 1);
+        FUZZ_CHECK(tg_at(v, n) == NULL);
+        break;
+    case TG_STRING:
+        FUZZ_CHECK(tg_str(v, &len) != NULL && len == n);
+        break;
+    case TG_NUMBER:
+        FUZZ_CHECK(tg_num_text(v, &len) != NULL && len > 0);
+        break;
+    default:
+        FUZZ_CHECK(n == 0);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tg_engine_t *e = fuzz_engine();
+    tg_doc_t *doc = NULL, *again = NULL;
+    tg_error_t err;
+    tg_buf_t one, two, direct;
+    tg_hash128_t h1, h2;
+    int rc, rc_direct;
+
+    tg_buf_init(&one, e);
+    tg_buf_init(&two, e);
+    tg_buf_init(&direct, e);
+
+    rc = tg_parse(e, (const char *)data, size, &doc, &err);
+    rc_direct = tg_canon(e, (const char *)data, size, &direct, &err);
+    if (rc != TG_OK) {
+        fuzz_check_error(&err, rc_direct);
+        FUZZ_CHECK(doc == NULL);
+        FUZZ_CHECK(rc_direct == rc); /* the same input fails the same way */
+        goto done;
+    }
+    walk(tg_doc_root(doc), 0);
+
+    rc = tg_canon_value(tg_doc_root(doc), &one, &err);
+    FUZZ_CHECK(rc == TG_OK);
+    FUZZ_CHECK(rc_direct == TG_OK && direct.len == one.len &&
+               memcmp(direct.data, one.data, one.len) == 0);
+
+    /* The fixed point: canonical text is valid JSON and its own canonical form. */
+    rc = tg_parse(e, one.data, one.len, &again, &err);
+    if (rc != TG_OK)
+        fprintf(stderr, "canonical form does not re-parse: %s: %s\n", tg_code_name(rc),
+                err.message);
+    FUZZ_CHECK(rc == TG_OK);
+    FUZZ_CHECK(tg_canon_value(tg_doc_root(again), &two, &err) == TG_OK);
+    FUZZ_CHECK(two.len == one.len && memcmp(two.data, one.data, one.len) == 0);
+
+    /* The digest is XXH3-128 of the canonical bytes, and stable. */
+    FUZZ_CHECK(tg_hash_value(e, tg_doc_root(doc), &h1, &err) == TG_OK);
+    tg_hash128(one.data, one.len, &h2);
+    FUZZ_CHECK(h1.hi == h2.hi && h1.lo == h2.lo);
+    FUZZ_CHECK(tg_hash_value(e, tg_doc_root(again), &h2, &err) == TG_OK);
+    FUZZ_CHECK(h1.hi == h2.hi && h1.lo == h2.lo);
+
+done:
+    tg_doc_free(again);
+    tg_doc_free(doc);
+    tg_buf_free(&one);
+    tg_buf_free(&two);
+    tg_buf_free(&direct);
+    return 0;
+}

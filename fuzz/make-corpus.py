@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Builds the fuzzers' seed corpora (fuzz/corpus/<target>/) from the
+repository's test data: example documents and calls, the registries' tool
+schemas (spec/data/registries, examples/registries), argument objects of
+simulated plans (examples/seed-demo/generate.py), and a few hand-written
+inputs for what the data does not show (each call format against
+fuzz_call.c's registry, escapes, limits).
+
+    python3 fuzz/make-corpus.py      # rewrites fuzz/corpus/ (commit the result)
+
+Each seed is a small file named by a hash of its bytes, so re-running the
+script changes nothing unless the data changed.  Python 3 stdlib only.
+"""
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "fuzz", "corpus")
+MAX_SEED = 4096  # bytes; libFuzzer's default max_len
+
+
+def rel(*p):
+    return os.path.join(ROOT, *p)
+
+
+def lines(path):
+    with open(path, "rb") as f:
+        return [l.rstrip(b"\n") for l in f if l.strip()]
+
+
+def dumps(v):
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def tool_schemas(doc):
+    """(name, input schema, output schema) of every tool in a registry file,
+    whatever its format."""
+    if isinstance(doc, dict):
+        if "result" in doc:
+            doc = doc["result"]
+        tools = doc.get("tools", [])
+    else:
+        tools = doc
+    for t in tools:
+        if not isinstance(t, dict):
+            continue
+        fn = t.get("function") if isinstance(t.get("function"), dict) else t
+        name = fn.get("name")
+        inp = fn.get("parameters", fn.get("input_schema", fn.get("inputSchema")))
+        out = fn.get("output_schema", fn.get("outputSchema"))
+        yield name, inp, out
+
+
+def registries():
+    files = sorted(glob.glob(rel("spec/data/registries/*.json")))
+    files += sorted(glob.glob(rel("examples/registries/mcp-*.json")))
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            yield f, json.load(fh)
+
+
+def write(target, seeds):
+    d = os.path.join(OUT, target)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    kept = 0
+    for s in seeds:
+        if len(s) > MAX_SEED:
+            continue
+        name = hashlib.sha1(s).hexdigest()[:16]
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(s)
+        kept += 1
+    print(f"{target}: {kept} seeds", file=sys.stderr)
+
+
+def json_seeds():
+    seeds = []
+    for f in sorted(glob.glob(rel("examples/documents/*.json"))):
+        with open(f, "rb") as fh:
+            seeds.append(fh.read())
+    seeds += lines(rel("examples/documents/calls.jsonl"))
+    for f in sorted(glob.glob(rel("examples/calls/*.json*"))):
+        seeds += lines(f) if f.endswith(".jsonl") else [open(f, "rb").read()]
+    for f in sorted(glob.glob(rel("spec/data/registries/*.json"))):
+        with open(f, "rb") as fh:
+            seeds.append(fh.read())
+    # the number table's literals, a few to a document
+    nums = []
+    for l in lines(rel("spec/data/numbers.tsv")):
+        if l.startswith(b"#"):
+            continue
+        lit = l.split(b"\t")[0]
+        if not lit.startswith(b"0x"):
+            nums.append(lit)
+    for i in range(0, len(nums), 8):
+        seeds.append(b"[" + b",".join(nums[i:i + 8]) + b"]")
+    seeds += [
+        b'{"a":"\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/","\xc3\xa9":[true,false,null]}',
+        b'{"\\ud800\\udc00":1,"\xef\xac\xb3":2,"\xf0\x9f\x98\x80":3}',
+        b'[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+        b'[-0,0.0,1e21,1e-7,123456789012345678901234567890,5e-324,1.7976931348623157e308]',
+        b'{"a":1,"a":2}', b'"\\udc00"', b'[1,]', b' \t\r\n{} ', b'"\x7f\xc2\x80"',
+    ]
+    return seeds
+
+
+def schema_seeds():
+    seeds = []
+    for _, doc in registries():
+        for _, inp, out in tool_schemas(doc):
+            for s in (inp, out):
+                if isinstance(s, (dict, bool)):
+                    seeds.append(dumps(s))
+    seeds += [
+        b'{"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}',
+        b'{"patternProperties":{"^x-":{"type":"string","pattern":"\\\\p{Letter}+$"}},"propertyNames":{"maxLength":8}}',
+        b'{"anyOf":[{"properties":{"a":{}}},{"properties":{"b":{}}}],"not":{"required":["c"]}}',
+        b'{"oneOf":[{"type":"integer","multipleOf":0.01},{"type":"string","format":"date-time"}]}',
+        b'{"items":[{"type":"string"}],"additionalItems":false,"definitions":{"x":true}}',
+        b'{"type":["array","null"],"prefixItems":[{"const":1}],"items":{"enum":[1,"a",null]},"uniqueItems":true}',
+        b'{"dependentRequired":{"a":["b"]},"minProperties":1,"maxProperties":3,"required":["a"]}',
+        b'{"type":"string","pattern":"^(a+)+$","minLength":1,"maxLength":64}',
+        b'{"type":"number","minimum":-1e308,"exclusiveMaximum":1e308,"multipleOf":1e-300}',
+        b'{"if":{"type":"string"}}', b'{"$ref":"#"}', b'false', b'true', b'{}',
+    ]
+    return seeds
+
+
+# a call for each tool of mcp-*.json that the example calls name, and its arguments
+def call_pairs():
+    tools = {}
+    for _, doc in registries():
+        for name, inp, _ in tool_schemas(doc):
+            if isinstance(inp, (dict, bool)):
+                tools.setdefault(name, inp)
+    pairs = []
+    for f in sorted(glob.glob(rel("examples/calls/*.jsonl"))) + [rel("examples/documents/calls.jsonl")]:
+        for l in lines(f):
+            try:
+                c = json.loads(l)
+            except ValueError:
+                continue
+            name, args = c.get("name"), c.get("arguments", c.get("input"))
+            if "params" in c:
+                name, args = c["params"].get("name"), c["params"].get("arguments")
+            if "function" in c:
+                name = c["function"].get("name")
+                try:
+                    args = json.loads(c["function"].get("arguments", ""))
+                except ValueError:
+                    args = None
+            if name in tools and isinstance(args, dict):
+                pairs.append((tools[name], args))
+    return tools, pairs
+
+
+def validate_seeds():
+    tools, pairs = call_pairs()
+    seeds = [dumps(s) + b"\0" + dumps(a) for s, a in pairs]
+    for name, s in sorted(tools.items(), key=lambda kv: str(kv[0])):
+        seeds.append(dumps(s) + b"\0{}")
+    seeds += [s + b"\0" + i for s, i in [
+        (b'{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}', b'{"a":1.0}'),
+        (b'{"type":"object","properties":{"a":{"type":"integer"}}}', b'{"a":1,"b":2}'),
+        (b'{"type":"string","pattern":"^(a+)+$"}', b'"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"'),
+        (b'{"type":"array","uniqueItems":true}', b'[1,1.0,{"a":1},{"a":1.0}]'),
+        (b'{"type":"string","format":"email"}', b'"a@b.example"'),
+        (b'{"type":"number","multipleOf":0.01}', b'19.99'),
+        (b'{"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"}', b'[[[[]]],[]]'),
+    ]]
+    return seeds
+
+
+# fuzz_call.c's registry: fs/read, fs/write, web/read, web/fetch, mem/create, noargs, open
+def call_seeds():
+    seeds = []
+    for f in sorted(glob.glob(rel("examples/calls/*.jsonl"))) + [rel("examples/documents/calls.jsonl")]:
+        seeds += lines(f)
+    args = [
+        ("fs", "read", {"path": "/srv/a.txt", "head": 3, "encoding": "utf-8"}),
+        ("fs", "write", {"path": "/a", "content": "x", "mode": "append"}),
+        ("web", "fetch", {"url": "https://example.com/", "headers": {"Accept": "text/html"}, "retries": 1.5}),
+        ("mem", "create", {"entities": [{"name": "Ada", "entityType": "person", "tags": ["a", "b"]}],
+                           "when": "2026-11-05T09:00:00Z", "id": 7, "note": "n", "x-flag": True}),
+        (None, "noargs", {}), (None, "open", {"anything": [1, 2]}), (None, "read", {"path": "/a"}),
+    ]
+    for server, name, a in args:
+        native = {"name": name, "arguments": a}
+        if server:
+            native["server"] = server
+        seeds.append(dumps(native))
+        seeds.append(dumps({"type": "function", "id": "call_1", "function": {"name": name, "arguments": json.dumps(a)}}))
+        seeds.append(dumps({"type": "tool_use", "id": "toolu_1", "name": name, "input": a}))
+        seeds.append(dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": a}}))
+    seeds += [b'{"name":"read"}', b'{"type":"function","function":{"name":"read","arguments":"{\\"path\\":1"}}',
+              b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"read","arguments":[]}}']
+    return seeds
+
+
+def classify_seeds():
+    seeds = []
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, rel("examples/seed-demo/generate.py"), "--plans", "40",
+                        "--out", tmp], check=True, stdout=subprocess.DEVNULL)
+        for l in lines(os.path.join(tmp, "plans.jsonl")):
+            plan = json.loads(l)
+            # the first 8 samples: enough to agree or not, small seeds
+            seeds.append(b"\0".join(dumps(s["arguments"]) for s in plan["samples"][:8]))
+    seeds += [b"\0".join(dumps(a) for a in group) for group in [
+        [{"path": "/tmp//a/", "team": " Ops "}, {"path": "/tmp/a", "team": "ops"}, {"path": "/tmp/b", "team": "OPS"}],
+        [{"account": "acct-1", "tags": ["A", "b"]}, {"account": " alice", "tags": ["a", "B"]}, {"account": "bob"}],
+        [{"entities": [{"name": " Alice"}, {"name": "x"}]}, {"entities": [{"name": "acct-1"}]}, [1, 2], {"0": 1}],
+        [{"a/b": {"~": "X"}}, {"a/b": {"~": "x"}}, {"q": {"path": " /a/../b "}}, {"q": {"path": "/b"}}],
+    ]]
+    return seeds
+
+
+def main():
+    write("fuzz_json", json_seeds())
+    write("fuzz_schema_compile", schema_seeds())
+    write("fuzz_schema_validate", validate_seeds())
+    write("fuzz_call", call_seeds())
+    write("fuzz_classify", classify_seeds())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,373 @@
+/*
+ * test_fail_closed.c -- failing closed, as a property: for many generated
+ * calls, fail each allocation of a decision in turn (decode, then the
+ * Resolution Rung with and without H5), on a fresh engine each time so
+ * the first-use allocations (PCRE2's match data) fail too.  Whenever a
+ * fault fired, the decision is either the error (NOMEM, so the call is
+ * refused) or exactly the decision the call gets without the fault -- so
+ * a fault never turns a reject into an accept -- and every byte is given
+ * back.  The same for building a registry: a failed tg_registry_add leaves
+ * the registry as it was.  The validation limits are faults of the same
+ * kind: a check that stops at one is an error, never a valid call.
+ */
+#include "tap.h"
+#include "toolgate.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* ---- a failing, accounting allocator ---------------------------------- */
+
+typedef struct {
+    long live;    /* bytes currently allocated */
+    long calls;   /* successful (re)allocations */
+    long fail_at; /* fail the n-th allocation (0: never) */
+    int fired;    /* an allocation was refused */
+} acct;
+
+static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    acct *a = ud;
+    if (nsize == 0) {
+        if (ptr)
+            a->live -= (long)osize;
+        free(ptr);
+        return NULL;
+    }
+    if (a->fail_at && a->calls + 1 >= a->fail_at) {
+        a->fired = 1;
+        return NULL;
+    }
+    ptr = realloc(ptr, nsize);
+    if (ptr) {
+        a->calls++;
+        a->live += (long)nsize - (ptr && osize ? (long)osize : 0);
+    }
+    return ptr;
+}
+
+/* ---- the registry -------------------------------------------------------- */
+
+static const char *const TOOLS[][3] = {
+    {"fs", "read",
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"pattern\":\"^/\"},"
+     "\"head\":{\"type\":\"integer\",\"minimum\":0},\"encoding\":{\"enum\":[\"utf-8\",\"latin1\"]}},"
+     "\"required\":[\"path\"]}"},
+    {"fs", "tag",
+     "{\"type\":\"object\",\"properties\":{\"tags\":{\"type\":\"array\",\"uniqueItems\":true,"
+     "\"items\":{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"}},\"meta\":{\"type\":\"object\","
+     "\"patternProperties\":{\"^x-\":{\"type\":\"boolean\"}},\"additionalProperties\":false}},"
+     "\"required\":[\"tags\"]}"},
+    {"web", "read",
+     "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"format\":\"uri\"}},"
+     "\"required\":[\"url\"]}"},
+    {"web", "fetch",
+     "{\"type\":\"object\",\"$defs\":{\"h\":{\"type\":\"string\",\"maxLength\":64}},\"properties\":{"
+     "\"url\":{\"type\":\"string\"},\"headers\":{\"type\":\"object\",\"additionalProperties\":"
+     "{\"$ref\":\"#/$defs/h\"}},\"retries\":{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}]}},"
+     "\"required\":[\"url\"]}"},
+    {"", "noargs", NULL},
+};
+#define N_TOOLS (sizeof TOOLS / sizeof TOOLS[0])
+
+/* Adds the tools to r; returns TG_OK or the first error. */
+static int fill(tg_engine_t *e, tg_registry_t *r)
+{
+    for (size_t i = 0; i < N_TOOLS; i++) {
+        tg_doc_t *d = NULL;
+        size_t index;
+        int rc;
+        if (TOOLS[i][2] && (rc = tg_parse(e, TOOLS[i][2], strlen(TOOLS[i][2]), &d, NULL)) != TG_OK)
+            return rc;
+        rc = tg_registry_add(r, TOOLS[i][0], strlen(TOOLS[i][0]), TOOLS[i][1], strlen(TOOLS[i][1]),
+                             "", 0, d ? tg_doc_root(d) : NULL, NULL, NULL, &index, NULL);
+        tg_doc_free(d);
+        if (rc != TG_OK)
+            return rc;
+    }
+    return TG_OK;
+}
+
+/* ---- generated calls ---------------------------------------------------- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static unsigned pick(unsigned n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+/* A call in one of the four formats, to a real or made-up tool, with
+ * valid or broken arguments; at times a long unique array (uniqueItems
+ * over more than 32 items allocates). */
+static char *gen_call(void)
+{
+    static const char *const args[] = {
+        "{\"path\":\"/a\",\"head\":3}",
+        "{\"path\":\"a\"}",
+        "{\"path\":\"/a\",\"mode\":1}",
+        "{\"tags\":[\"a\",\"b\"],\"meta\":{\"x-k\":true}}",
+        "{\"tags\":[\"a\",\"a\"]}",
+        "{\"url\":\"https://example.com/\"}",
+        "{\"url\":\"u\",\"headers\":{\"A\":\"b\"},\"retries\":null}",
+        "{\"url\":\"u\",\"retries\":1.5}",
+        "{}",
+        "{\"path\":\"/\\u00e9\",\"encoding\":\"latin1\"}",
+    };
+    static const char *const names[][2] = {
+        {"fs", "read"}, {"fs", "tag"},   {"web", "read"}, {"web", "fetch"}, {"", "noargs"},
+        {NULL, "read"}, {NULL, "fetch"}, {"fs", "nope"},  {NULL, "tag"},
+    };
+    const char *a = args[pick(sizeof args / sizeof args[0])];
+    unsigned nm = pick(sizeof names / sizeof names[0]);
+    const char *server = names[nm][0], *name = names[nm][1];
+    char big[2048];
+    char *out = malloc(4096);
+    if (pick(6) == 0) {
+        /* 40 distinct (or, every other time, one repeated) tags */
+        int dup = pick(2), k = 0;
+        k += snprintf(big + k, sizeof big - (size_t)k, "{\"tags\":[");
+        for (int i = 0; i < 40; i++)
+            k += snprintf(big + k, sizeof big - (size_t)k, "%s\"t%c%c\"", i ? "," : "",
+                          'a' + (dup && i == 39 ? 0 : i % 26), 'a' + (dup && i == 39 ? 0 : i / 26));
+        snprintf(big + k, sizeof big - (size_t)k, "]}");
+        a = big;
+        server = "fs";
+        name = "tag";
+    }
+    switch (pick(4)) {
+    case 0:
+        if (server)
+            snprintf(out, 4096, "{\"server\":\"%s\",\"name\":\"%s\",\"arguments\":%s}", server,
+                     name, a);
+        else
+            snprintf(out, 4096, "{\"name\":\"%s\",\"arguments\":%s}", name, a);
+        break;
+    case 1: {
+        /* OpenAI: the arguments as a JSON string */
+        char esc[3000];
+        size_t j = 0;
+        for (const char *p = a; *p && j < sizeof esc - 3; p++) {
+            if (*p == '"' || *p == '\\')
+                esc[j++] = '\\';
+            esc[j++] = *p;
+        }
+        esc[j] = '\0';
+        snprintf(out, 4096,
+                 "{\"type\":\"function\",\"id\":\"c1\",\"function\":{\"name\":\"%s\","
+                 "\"arguments\":\"%s\"}}",
+                 name, esc);
+        break;
+    }
+    case 2:
+        snprintf(out, 4096, "{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"%s\",\"input\":%s}",
+                 name, a);
+        break;
+    default:
+        snprintf(out, 4096,
+                 "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":"
+                 "{\"name\":\"%s\",\"arguments\":%s}}",
+                 name, a);
+    }
+    return out;
+}
+
+/* ---- one decision -------------------------------------------------------- */
+
+enum {
+    ACCEPT,
+    REJECT,
+    ERROR
+};
+
+typedef struct {
+    int outcome; /* ACCEPT, REJECT (H1/H2/H3) or ERROR (the code in rc) */
+    int rc;
+    size_t n_findings, n_also;
+} decision;
+
+static decision decide(tg_engine_t *e, const tg_registry_t *r, const char *text, int also)
+{
+    static tg_rung_result_t res;
+    decision d = {ERROR, TG_OK, 0, 0};
+    tg_call_t *c = NULL;
+    size_t slen = 0, nlen = 0;
+    const char *server, *name;
+
+    d.rc = tg_call_decode(e, text, strlen(text), TG_FORMAT_AUTO, &c, NULL);
+    if (d.rc != TG_OK) {
+        /* a call that does not decode is refused: an error unless malformed */
+        d.outcome = d.rc == TG_E_NOMEM ? ERROR : REJECT;
+        return d;
+    }
+    server = tg_call_server(c, &slen);
+    name = tg_call_name(c, &nlen);
+    d.rc = tg_rung_check(e, r, server, slen, name, nlen, tg_call_arguments(c), also, &res, NULL);
+    if (d.rc == TG_OK) {
+        d.outcome = res.resolution == TG_RESOLVED && res.n_findings == 0 ? ACCEPT : REJECT;
+        d.n_findings = res.n_findings;
+        d.n_also = res.n_also;
+    }
+    tg_call_free(c);
+    return d;
+}
+
+/* A fresh engine and registry on allocator a (faults off while building). */
+static tg_engine_t *setup(acct *a, tg_registry_t **r)
+{
+    tg_engine_t *e;
+    a->fail_at = 0;
+    a->fired = 0;
+    e = tg_engine_new(NULL, acct_alloc, a, NULL);
+    *r = tg_registry_new(e, NULL);
+    if (fill(e, *r) != TG_OK)
+        printf("# registry set-up failed\n");
+    return e;
+}
+
+int main(void)
+{
+    enum {
+        CALLS = 200
+    };
+    long decisions = 0, faults = 0, errors = 0, same = 0, accepts_broken = 0, leaks = 0;
+    long sites_max = 0;
+
+    /* the property over generated calls and every allocation site */
+    for (int i = 0; i < CALLS; i++) {
+        char *text = gen_call();
+        for (int also = 0; also < 2; also++) {
+            acct a = {0, 0, 0, 0};
+            tg_registry_t *r;
+            tg_engine_t *e = setup(&a, &r);
+            decision clean = decide(e, r, text, also);
+            tg_registry_free(r);
+            tg_engine_free(e);
+            if (a.live != 0)
+                leaks++;
+            for (long k = 1;; k++) {
+                decision d;
+                e = setup(&a, &r);
+                a.fail_at = a.calls + k;
+                d = decide(e, r, text, also);
+                decisions++;
+                tg_registry_free(r);
+                tg_engine_free(e);
+                if (a.live != 0)
+                    leaks++;
+                if (!a.fired)
+                    break; /* every allocation of this decision has failed once */
+                if (k > sites_max)
+                    sites_max = k;
+                faults++;
+                if (d.outcome == ERROR && d.rc == TG_E_NOMEM)
+                    errors++;
+                else if (d.outcome == clean.outcome && d.n_findings == clean.n_findings)
+                    same++;
+                else {
+                    accepts_broken += d.outcome == ACCEPT;
+                    printf("# call %d also=%d fault at +%ld: outcome %d rc %s, without it %d\n", i,
+                           also, k, d.outcome, tg_code_name(d.rc), clean.outcome);
+                }
+            }
+        }
+        free(text);
+    }
+    printf("# %ld decisions with a fault injected (%ld faults fired, up to %ld allocation sites"
+           " a decision): %ld refused with NOMEM, %ld decided as without the fault\n",
+           decisions, faults, sites_max, errors, same);
+    tap_ok(faults > 200, "faults were injected at every allocation of many decisions");
+    tap_ok(errors + same == faults, "a fault gives NOMEM or the decision the call gets without it");
+    tap_ok(accepts_broken == 0, "no fault ever turns a call into an accept");
+    tap_ok(leaks == 0, "every byte is given back, fault or not");
+
+    /* building a registry: each allocation failing leaves it as it was */
+    {
+        long k, bad = 0, fired = 0;
+        for (k = 1;; k++) {
+            acct a = {0, 0, 0, 0};
+            tg_engine_t *e = tg_engine_new(NULL, acct_alloc, &a, NULL);
+            tg_registry_t *r = tg_registry_new(e, NULL);
+            size_t before;
+            int rc;
+            a.fail_at = a.calls + k;
+            before = r ? tg_registry_count(r) : 0;
+            rc = r ? fill(e, r) : TG_E_NOMEM;
+            if (!a.fired) {
+                tg_registry_free(r);
+                tg_engine_free(e);
+                bad += rc != TG_OK || a.live != 0;
+                break;
+            }
+            fired++;
+            if (rc != TG_E_NOMEM)
+                bad++;
+            if (r) {
+                /* the tools added before the failure are all there, whole:
+                 * what is in the registry still decides as it should */
+                static tg_rung_result_t res;
+                tg_doc_t *d = NULL;
+                size_t n = tg_registry_count(r);
+                a.fail_at = 0;
+                if (n < before || n > N_TOOLS)
+                    bad++;
+                if (n > 0 && tg_parse(e, "{\"path\":1}", 10, &d, NULL) == TG_OK) {
+                    if (tg_rung_check(e, r, "fs", 2, "read", 4, tg_doc_root(d), 0, &res, NULL) !=
+                            TG_OK ||
+                        res.n_findings == 0)
+                        bad++;
+                    tg_doc_free(d);
+                }
+            }
+            tg_registry_free(r);
+            tg_engine_free(e);
+            if (a.live != 0)
+                bad++;
+        }
+        printf("# registry build: %ld allocation sites failed in turn\n", fired);
+        tap_ok(
+            fired > 10 && bad == 0,
+            "a registry build that runs out of memory fails with NOMEM, keeps what it had, leaks nothing");
+    }
+
+    /* the validation limits are faults too: stopping is never a pass */
+    {
+        tg_limits_t lim;
+        tg_engine_t *e;
+        tg_registry_t *r;
+        acct a = {0, 0, 0, 0};
+        long accepted = 0, limited = 0;
+        tg_limits_default(&lim);
+        for (size_t steps = 1; steps <= 12; steps++) {
+            lim.max_validation_steps = steps;
+            lim.regex_match_limit = steps * 3;
+            e = setup(&a, &r);
+            tg_engine_set_limits(e, &lim, NULL);
+            for (int i = 0; i < 30; i++) {
+                char *text = gen_call();
+                decision full, d = decide(e, r, text, 0);
+                tg_limits_t def;
+                tg_limits_default(&def);
+                tg_engine_set_limits(e, &def, NULL);
+                full = decide(e, r, text, 0);
+                tg_engine_set_limits(e, &lim, NULL);
+                if (d.outcome == ERROR) {
+                    limited++;
+                    if (d.rc != TG_E_VALIDATION_LIMIT && d.rc != TG_E_REGEX_LIMIT)
+                        accepted++;
+                } else if (d.outcome == ACCEPT && full.outcome != ACCEPT) {
+                    accepted++;
+                }
+                free(text);
+            }
+            tg_registry_free(r);
+            tg_engine_free(e);
+        }
+        printf("# %ld checks stopped at a limit\n", limited);
+        tap_ok(limited > 0 && accepted == 0,
+               "a check stopped by VALIDATION_LIMIT or REGEX_LIMIT is an error, never an accept");
+    }
+    return tap_done();
+}

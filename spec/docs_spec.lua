@@ -1,0 +1,85 @@
+-- docs/policies.md: the policy authoring guide's examples run as written.
+-- Every complete policy in it loads; the worked examples give the decisions
+-- and warnings the guide says they give.
+local toolgate = require "toolgate"
+local policy = require "toolgate.policy"
+local h = require "helpers"
+
+local guide = assert(h.read_file(h.root .. "/docs/policies.md"))
+
+-- The fenced blocks of one language, in order.
+local function blocks(lang)
+  local out = {}
+  for body in guide:gmatch("\n```" .. lang .. "\n(.-)\n```") do out[#out + 1] = body end
+  return out
+end
+
+-- The lua block that starts "-- NAME:" (a whole policy file).
+local function policy_block(name)
+  for _, b in ipairs(blocks("lua")) do
+    if b:find("^%-%- " .. name:gsub("%p", "%%%0") .. ":") then return b end
+  end
+end
+
+local function write_policy(text)
+  local path = h.tmpname(".lua")
+  h.write_file(path, text)
+  return path
+end
+
+describe("docs/policies.md", function()
+  it("has policies that load, each with the name its file comment gives", function()
+    local n = 0
+    for _, b in ipairs(blocks("lua")) do
+      local file = b:match("^%-%- [%w/]-([%w_-]+)%.lua")
+      if file and b:find("\nreturn {", 1, true) then
+        n = n + 1
+        local path = write_policy(b)
+        local p, err = policy.load(path)
+        os.remove(path)
+        assert.is_table(p, file .. ": " .. tostring(err))
+        assert.equal(file, p.name)
+      end
+    end
+    assert.is_true(n >= 3, "complete policies found: " .. n)
+  end)
+
+  it("gives the project gateway's decisions as its table says", function()
+    local path = write_policy(assert(policy_block("project.lua")))
+    local e = assert(toolgate.new({
+      policy = path,
+      registry = { "filesystem=" .. h.root .. "/examples/registries/mcp-filesystem.json" },
+    }))
+    local section = assert(guide:match("### A project gateway(.-)\n###"))
+    local calls = {}
+    for line in assert(section:match("\n```json\n(.-)\n```")):gmatch("[^\n]+") do calls[#calls + 1] = line end
+    local rows = 0
+    for i, verdict, stage, code in section:gmatch("\n| (%d) | (%a+) | ([%w_]+) |%s*([%w_]*)%s*|") do
+      rows = rows + 1
+      local d = e:check(calls[tonumber(i)])
+      assert.equal(verdict, d.verdict, "line " .. i)
+      assert.equal(stage, d.stage, "line " .. i)
+      if code == "" then assert.is_nil(d.code, "line " .. i) else assert.equal(code, d.code, "line " .. i) end
+      if verdict == "defer" then assert.is_true(d.requires_approval) end
+    end
+    assert.equal(5, rows)
+    assert.equal(5, #calls)
+    -- "without fs:write, line 3 becomes a reject"
+    local d = e:check(calls[3], { scopes = { "fs:read" } })
+    assert.equal("reject", d.verdict)
+    assert.equal("H4", d.code)
+    os.remove(path)
+  end)
+
+  it("warns about min_samples = 5 with arg_reject = 0.20, not about the batches policy", function()
+    local text = assert(policy_block("batches.lua"))
+    local path = write_policy(text)
+    local p = assert(policy.load(path))
+    assert.same({}, p.warnings)
+    h.write_file(path, (text:gsub("min_samples = 10", "min_samples = 5")))
+    p = assert(policy.load(path))
+    assert.equal(1, #p.warnings)
+    assert.matches("at exactly 5 samples it cannot happen", p.warnings[1], 1, true)
+    os.remove(path)
+  end)
+end)

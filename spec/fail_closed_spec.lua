@@ -1,0 +1,331 @@
+-- Failing closed, as a property: whatever fails inside a decision -- the
+-- core running out of memory or hitting a limit, a policy function that
+-- errors or runs past its budget, a registry that does not reload, a
+-- result too large to read -- the decision is never an accept.
+--
+-- Core faults are injected at the binding's surface: every method of the
+-- C binding that can fail (returns nil, message, CODE) is made to fail with
+-- NOMEM at its k-th call, for every k a decision reaches, on generated
+-- calls, results and plans.  (Allocation failure inside the C core itself,
+-- at every allocation site, is spec/c/test_fail_closed.c.)  A decision
+-- that raises instead of returning is not an accept either, but it is
+-- counted and must not happen: an engine that gates untrusted input
+-- returns a decision.
+local toolgate = require "toolgate"
+local h = require "helpers"
+
+local REG = h.root .. "/examples/registries/"
+local DATA = h.root .. "/spec/data/registries/"
+
+-- The binding's methods that can fail, by class.
+local FALLIBLE = {
+  engine = { "canon", "hash", "parse", "decode_call", "agree", "pointer_agreement" },
+  node = { "canon", "hash", "digest" },
+  registry = { "check", "validate_output", "summarize_plan" },
+  norm = { "apply" },
+}
+
+local function classes(snap)
+  local doc = assert(snap.core:parse("{}"))
+  local out = {
+    engine = getmetatable(snap.core).__index,
+    node = getmetatable(doc:root()).__index,
+    registry = getmetatable(snap.registry.c).__index,
+  }
+  local norm = snap.core.norm and snap.core:norm()
+  if norm then out.norm = getmetatable(norm).__index end
+  return out
+end
+
+-- with_fault(snap, k, fn) -> fired, ok, result: runs fn with the k-th
+-- fallible call failing (k = 0: none), then puts every method back.
+local function with_fault(snap, k, fn)
+  local saved, count, fired = {}, 0, nil
+  for cls_name, cls in pairs(classes(snap)) do
+    for _, m in ipairs(FALLIBLE[cls_name]) do
+      local f = rawget(cls, m)
+      if f then
+        saved[#saved + 1] = { cls, m, f }
+        cls[m] = function(...)
+          count = count + 1
+          if count == k then
+            fired = cls_name .. ":" .. m
+            return nil, "injected fault: out of memory", "NOMEM"
+          end
+          return f(...)
+        end
+      end
+    end
+  end
+  local ok, result = pcall(fn)
+  for _, s in ipairs(saved) do s[1][s[2]] = s[3] end
+  return fired, ok, result, count
+end
+
+-- Runs decide() clean, then with each of its fallible calls failing in turn.
+-- Returns how many faults fired, the decisions that became accepts, and the
+-- ones that raised.
+local function property(snap, decide, tally)
+  local _, ok, clean, calls = with_fault(snap, 0, decide)
+  assert(ok, clean)
+  tally.decisions = tally.decisions + 1
+  tally[clean.verdict] = (tally[clean.verdict] or 0) + 1
+  for k = 1, calls do
+    local fired, ok2, d = with_fault(snap, k, decide)
+    if fired then
+      tally.faults = tally.faults + 1
+      if not ok2 then
+        tally.raised[#tally.raised + 1] = tostring(d)
+      elseif d.verdict == "accept" then
+        tally.accepted[#tally.accepted + 1] = string.format("fault %d of %d (%s): %s/%s %s", k, calls,
+          fired, tostring(d.server), tostring(d.tool), tostring(d.code))
+      end
+    end
+  end
+end
+
+local function new_tally()
+  return { decisions = 0, faults = 0, raised = {}, accepted = {} }
+end
+
+local function report(what, t)
+  print(string.format("# %s: %d decisions (%d accepted clean), %d faults injected, %d raised, %d accepted",
+    what, t.decisions, t.accept or 0, t.faults, #t.raised, #t.accepted))
+  assert.is_true(t.faults > 0)
+  assert.is_true((t.accept or 0) > 0, "the property needs decisions that accept without a fault")
+  assert.same({}, t.accepted)
+  -- a raise is fail-closed too, but a decision is owed: list them
+  local distinct, seen = {}, {}
+  for _, r in ipairs(t.raised) do
+    local key = r:gsub("^.-:%d+: ", "")
+    if not seen[key] then seen[key] = true distinct[#distinct + 1] = r end
+  end
+  assert.same({}, distinct)
+end
+
+-- Calls: the example calls, and mutations of them.
+local function lines(path)
+  local out = {}
+  for l in io.lines(path) do if l:match("%S") then out[#out + 1] = l end end
+  return out
+end
+
+local function mutations(text, rnd)
+  local out = { text }
+  out[#out + 1] = text:gsub('"arguments":{', '"arguments":{"extra":1,', 1)
+  out[#out + 1] = text:gsub('"path":"[^"]*"', '"path":' .. rnd(1000), 1)
+  out[#out + 1] = text:gsub('"name":"', '"name":"x', 1)
+  out[#out + 1] = text:sub(1, math.max(1, #text - rnd(10)))
+  return out
+end
+
+describe("failing closed", function()
+  math.randomseed(20261105)
+  local rnd = function(n) return math.random(1, n) end
+
+  it("a core fault at any point of a check is never an accept", function()
+    local e = assert(toolgate.new({
+      policy = { name = "fc", version = "1", stages = { "rung", "gate", "verifier" } },
+      registry = { REG .. "mcp-filesystem.json", REG .. "mcp-everything.json", REG .. "mcp-memory.json" },
+      context = { max_risk = "critical" },
+    }))
+    local tally = new_tally()
+    local calls = {}
+    for _, f in ipairs({ "mcp-calls.jsonl", "pipeline-calls.jsonl" }) do
+      for _, l in ipairs(lines(h.root .. "/examples/calls/" .. f)) do
+        for _, m in ipairs(mutations(l, rnd)) do calls[#calls + 1] = m end
+      end
+    end
+    for _, text in ipairs(calls) do
+      property(e:snapshot(), function() return e:check(text) end, tally)
+    end
+    report("check", tally)
+  end)
+
+  it("a core fault at any point of a verify is never an accept", function()
+    local e = assert(toolgate.new({
+      policy = { name = "fc", version = "1", stages = { "rung", "verifier" } },
+      registry = { DATA .. "contracts.json" },
+    }))
+    local tally = new_tally()
+    local cases = {
+      { { server = "ops", name = "read_log", arguments = { n = 3 } }, '{"lines":["a","b"]}' },
+      { { server = "ops", name = "read_log", arguments = { n = 3 } }, '{"lines":[1]}' },
+      { { server = "ops", name = "restart", arguments = { service = "web" } }, '{"ok":true}' },
+      { { server = "ops", name = "mystery", arguments = {} }, "{}" },
+      { { server = "ops", name = "read_log", arguments = { n = 3 } }, '{"lines":' },
+    }
+    for _, c in ipairs(cases) do
+      property(e:snapshot(), function() return e:verify(c[1], c[2]) end, tally)
+    end
+    report("verify", tally)
+  end)
+
+  it("a core fault at any point of a classify is never an accept", function()
+    local e = assert(toolgate.new({
+      policy = { name = "fc", version = "1", stages = { "rung", "consistency" },
+                 consistency = { min_samples = 3 } },
+      registry = { DATA .. "consistency.json" },
+    }))
+    local tally = new_tally()
+    local function single(args_list, name)
+      local s = {}
+      for i, a in ipairs(args_list) do
+        s[i] = string.format('{"arguments":%s,"result":{"r":%d},"epoch":"e1"}', a, #a % 2)
+      end
+      return string.format('{"plan_id":"p","tool":{"server":"sb","name":"%s","deterministic":true,'
+        .. '"verified":true},"samples":[%s]}', name or "lookup", table.concat(s, ","))
+    end
+    local function multi(n, q)
+      local s = {}
+      for i = 1, n do
+        s[i] = string.format('{"epoch":"e1","calls":[{"server":"sb","name":"search","arguments":{"q":"%s"}},'
+          .. '{"server":"sb","name":"open","arguments":{"id":"d1"}}],"results":[[1],{"t":"x"}]}', i <= 4 and q or q .. i)
+      end
+      return '{"plan_id":"m","samples":[' .. table.concat(s, ",") .. "]}"
+    end
+    local same = '{"user_id":"u1","path":"/a//b/","team":" Ops ","tags":["A"],"limit":5}'
+    local plans = {
+      single({ same, same, same, same, same }),
+      single({ same, same, same, same, '{"user_id":"u2","path":"/a/b"}' }),
+      single({ '{"user_id":"u1"}', '{"user_id":"u2"}', '{"user_id":"u3"}', '{"user_id":"u4"}',
+               '{"user_id":"u5"}', '{"user_id":"u6"}' }),
+      single({ '{"user_id":1}', '{"user_id":1}', '{"user_id":1}' }),
+      single({ '{"q":"x"}', '{"q":"x"}', '{"q":"x"}' }, "search"),
+      single({ '{"tz":"UTC"}', '{"tz":"UTC"}', '{"tz":"UTC"}' }, "now"),
+      multi(5, "alpha"), multi(4, "beta"),
+    }
+    for _, p in ipairs(plans) do
+      property(e:snapshot(), function() return e:classify(p) end, tally)
+    end
+    report("classify", tally)
+  end)
+
+  it("a policy that errors in any hook never yields an accept", function()
+    local boom = function() error("boom") end
+    local call = { server = "ops", name = "read_log", arguments = { n = 1 } }
+    local ctx = { scopes = { "logs:read" }, max_risk = "critical" }
+    local function new(p)
+      p.name, p.version = "fc", "1"
+      return toolgate.new({ policy = p, registry = { DATA .. "contracts.json" } })
+    end
+    -- control: the same call is accepted when nothing fails
+    assert.equal("accept", assert(new({ stages = { "rung", "gate", "verifier" } })):check(call, ctx).verdict)
+    -- the contract mapping runs at load: a failing one fails the load
+    local e, _, code = new({ contract = boom })
+    assert.is_nil(e)
+    assert.equal("POLICY_ERROR", code)
+    e, _, code = new({ contract = function() return "not a table" end })
+    assert.is_nil(e)
+    assert.equal("POLICY_INVALID", code)
+    -- hooks that run per call: an error, a spent budget, a bad return value
+    local spin = function() while true do end end
+    local hooks = {
+      { gate = { admissible = boom }, stages = { "rung", "gate" } },
+      { gate = { admissible = spin }, stages = { "rung", "gate" } },
+      { gate = { admissible = function() return 42 end }, stages = { "rung", "gate" } },
+      { stages = { "rung", { name = "c", run = boom } } },
+      { stages = { "rung", { name = "c", run = spin } } },
+      { stages = { "rung", { name = "c", run = function() return "yes" end } } },
+      { stages = { "rung", { name = "c", run = function() return { verdict = "maybe" } end } } },
+      { stages = { "rung", { name = "c", reads_contract = true, run = function(_, tool) return tool.contract.x.y end } } },
+      { stages = { "rung", { name = "c", on_defer = "continue", run = function() return { verdict = "defer" } end },
+                   { name = "d", run = boom } } },
+    }
+    for i, p in ipairs(hooks) do
+      for _, on_error in ipairs({ "reject", "defer" }) do
+        p.on_error = on_error
+        p.budget = 100000
+        local eng = assert(new(p))
+        local d = eng:check(call, ctx)
+        assert.are_not.equal("accept", d.verdict, "hook " .. i)
+        if d.code ~= "H4" then assert.equal(on_error, d.verdict, "hook " .. i) end
+      end
+    end
+  end)
+
+  it("a resolver that errors makes the plan a non-accept", function()
+    local resolver = function() error("directory down") end
+    local e = assert(toolgate.new({
+      policy = { name = "fc", version = "1", stages = { "rung", "consistency" }, resolvers = { accounts = resolver },
+                 consistency = { min_samples = 3 } },
+      registry = { DATA .. "consistency.json" },
+    }))
+    local s = '{"arguments":{"account":"acme"},"result":1,"epoch":"e1"}'
+    local d = e:classify('{"plan_id":"r","tool":{"server":"sb","name":"lookup","deterministic":true,"verified":true},'
+      .. '"samples":[' .. s .. "," .. s .. "," .. s .. "]}")
+    assert.are_not.equal("accept", d.verdict)
+  end)
+
+  it("a registry that fails to reload leaves the old one deciding as before", function()
+    local path = h.tmpname(".json")
+    h.write_file(path, h.read_file(DATA .. "contracts.json"))
+    local e = assert(toolgate.new({ policy = { name = "fc", version = "1", stages = { "rung" } },
+      registry = { "ops=" .. path } }))
+    local calls = {
+      { server = "ops", name = "read_log", arguments = { n = 1 } },
+      { server = "ops", name = "read_log", arguments = { n = "1" } },
+      { server = "ops", name = "nope", arguments = {} },
+    }
+    local before = {}
+    for i, c in ipairs(calls) do before[i] = e:check(c).verdict end
+    for _, broken in ipairs({ "{", '{"toolgate":1,"tools":[{"name":"read_log","input_schema":{"if":{}}}]}',
+        '{"toolgate":1,"tools":[{"name":"read_log","input_schema":{"type":"object","properties":{"x":'
+        .. '{"pattern":"' .. string.rep("a", 5000) .. '"}}}}]}' }) do
+      h.write_file(path, broken)
+      local ok, _, code = e:reload()
+      assert.is_nil(ok)
+      assert.is_string(code)
+      for i, c in ipairs(calls) do assert.equal(before[i], e:check(c).verdict) end
+    end
+    os.remove(path)
+  end)
+
+  it("a result too large to read or hash is never accepted", function()
+    local e = assert(toolgate.new({ policy = { name = "fc", version = "1", stages = { "rung", "verifier" } },
+      registry = { DATA .. "contracts.json" }, limits = { max_input_bytes = 4096 } }))
+    local call = { server = "ops", name = "read_log", arguments = { n = 1 } }
+    for _, size in ipairs({ 4097, 10000, 1000000 }) do
+      local big = '{"lines":["' .. string.rep("x", size) .. '"]}'
+      local d = e:verify(call, big)
+      assert.equal("reject", d.verdict)
+      assert.equal("INPUT_TOO_LARGE", d.code)
+      -- a plan carrying it is refused whole
+      d = e:classify('{"plan_id":"b","tool":{"server":"ops","name":"read_log"},"samples":[{"arguments":{"n":1},'
+        .. '"result":' .. big .. ',"epoch":"e"}]}')
+      assert.are_not.equal("accept", d.verdict)
+    end
+    -- a determinism probe whose result cannot be hashed quarantines, never verifies
+    local probe = e:probe("ops/read_log", { n = 1 }, function() return '["' .. string.rep("y", 5000) .. '"]' end, "e1")
+    assert.equal("quarantined", probe.verdict)
+  end)
+
+  it("a check stopped by a limit rejects, on generated arguments", function()
+    local reg = { { label = "re.json", text = [[{"toolgate":1,"server":"t","tools":[{"name":"x","input_schema":
+      {"type":"object","properties":{"s":{"type":"string","pattern":"^(a|aa)+$"},"n":{"type":"integer"},
+       "l":{"type":"array","items":{"type":"string"}}}}}]}]] } }
+    local p = { name = "fc", version = "1", stages = { "rung" } }
+    local full = assert(toolgate.new({ policy = p, registry = reg }))
+    local limited = {}
+    for _, lim in ipairs({ { max_validation_steps = 2 }, { max_validation_steps = 4 }, { max_validation_steps = 8 },
+        { regex_match_limit = 50 }, { regex_match_limit = 500 } }) do
+      local e = assert(toolgate.new({ policy = p, registry = reg, limits = lim }))
+      for i = 1, 60 do
+        local args = { s = string.rep("a", i % 25) .. (i % 3 == 0 and "b" or ""), n = i }
+        if i % 2 == 0 then
+          args.l = {}
+          for j = 1, i % 7 do args.l[j] = "x" .. j end
+        end
+        local c = { server = "t", name = "x", arguments = args }
+        local d = e:check(c)
+        if d.code == "VALIDATION_LIMIT" or d.code == "REGEX_LIMIT" then
+          assert.equal("reject", d.verdict)
+          limited[d.code] = (limited[d.code] or 0) + 1
+        else
+          assert.equal(full:check(c).verdict, d.verdict) -- decided in full, as without the limit
+        end
+      end
+    end
+    assert.is_true((limited.VALIDATION_LIMIT or 0) > 0 and (limited.REGEX_LIMIT or 0) > 0)
+  end)
+end)
