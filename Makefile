@@ -82,7 +82,8 @@ demo:
 
 bench:
 	@sh mk/deps.sh bench
-	@$(MAKE) --no-print-directory all $(BUILD)/bench/canon_bench $(BUILD)/bench/validate_bench
+	@$(MAKE) --no-print-directory all $(BUILD)/bench/canon_bench $(BUILD)/bench/validate_bench \
+	  $(BUILD)/bench/plan_bench
 	@$(LUA_ENV) BUILD="$(BUILD)" sh bench/run.sh
 
 $(BUILD)/bench/canon_bench: bench/canon_bench.c $(LIB_A) core/toolgate.h
@@ -90,6 +91,10 @@ $(BUILD)/bench/canon_bench: bench/canon_bench.c $(LIB_A) core/toolgate.h
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
 
 $(BUILD)/bench/validate_bench: bench/validate_bench.c $(LIB_A) core/toolgate.h
+	@mkdir -p $(BUILD)/bench
+	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
+
+$(BUILD)/bench/plan_bench: bench/plan_bench.c $(LIB_A) core/toolgate.h
 	@mkdir -p $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
 

@@ -84,6 +84,8 @@ results="$out/classify.txt"
 {
   "$LUA" bench/classify_bench.lua "$out/plans.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
   "$LUAJIT" bench/classify_bench.lua "$out/plans.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
+  "$BUILD/bench/plan_bench" --registry "$out/plans-registry.json" --plans "$out/plans.jsonl" \
+    --min-seconds "$SECONDS_PER"
   python3 bench/peers/seed_reference.py --bench --with-parse "$out/plans.jsonl"
   python3 bench/peers/seed_reference.py --bench "$out/plans.jsonl"
 } >"$results"

@@ -1,0 +1,250 @@
+/*
+ * plan_bench.c -- what the C core alone spends on a sampled plan, to set
+ * beside the whole classification (bench/classify_bench.lua) and the Python
+ * reference.
+ *
+ *   plan_bench --registry REGISTRY.json --plans PLANS.jsonl [--min-seconds S]
+ *
+ * The inputs are those of classify_bench.lua (gen_plans.py writes them):
+ * a toolgate registry file and one single-tool plan per non-blank line,
+ * {"tool": {"server", "name", ...}, "samples": [...], ...}.  Every plan is
+ * loaded into memory before any timing.  Prints two lines, each timed over
+ * whole passes until S seconds (default 1) have passed:
+ *   toolgate-c-parse plans=<n> seconds=<s> us_per_plan=<x>
+ *   toolgate-c-parse+summarize plans=<n> seconds=<s> us_per_plan=<x>
+ * the first parsing each plan only, the second parsing it, resolving its
+ * tool and summarizing its samples with tg_plan_summarize (rung on every
+ * sample, canonical hashes, agreement): the C work of a classification,
+ * without the decision table and the Lua objects around it.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "toolgate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct plan_t {
+    char *text;
+    size_t len;
+} plan_t;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void usage(const char *msg)
+{
+    if (msg)
+        fprintf(stderr, "plan_bench: %s\n", msg);
+    fprintf(stderr, "usage: plan_bench [--min-seconds S] --registry FILE --plans FILE\n");
+    exit(2);
+}
+
+static void die(const char *what, const tg_error_t *err)
+{
+    fprintf(stderr, "plan_bench: %s: %s: %s%s%s\n", what, tg_code_name(err->code), err->message,
+            err->pointer[0] ? " at " : "", err->pointer);
+    exit(1);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n = 0, got;
+
+    if (!f) {
+        fprintf(stderr, "plan_bench: cannot open %s\n", path);
+        exit(2);
+    }
+    do {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1 << 16;
+            buf = realloc(buf, cap);
+            if (!buf)
+                exit(1);
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    } while (got > 0);
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static const char *string_member(const tg_value_t *obj, const char *key, size_t *len)
+{
+    const tg_value_t *v = tg_get(obj, key, strlen(key));
+    return v && tg_type_of(v) == TG_STRING ? tg_str(v, len) : NULL;
+}
+
+/* Every tool of the registry file, compiled closed-world as toolgate does. */
+static tg_registry_t *load_registry(tg_engine_t *e, const char *path)
+{
+    tg_schema_options_t opt;
+    tg_error_t err;
+    tg_doc_t *doc;
+    tg_registry_t *r;
+    const tg_value_t *tools;
+    size_t len, index;
+    char *text = read_all(path, &len);
+
+    if (tg_parse(e, text, len, &doc, &err) != TG_OK)
+        die(path, &err);
+    free(text);
+    tools = tg_get(tg_doc_root(doc), "tools", 5);
+    if (!tools || tg_type_of(tools) != TG_ARRAY)
+        usage("the registry file needs a \"tools\" array");
+    if (!(r = tg_registry_new(e, &err)))
+        die("registry", &err);
+    tg_schema_options_default(&opt);
+    opt.closed = 1;
+    for (size_t i = 0; i < tg_len(tools); i++) {
+        const tg_value_t *t = tg_at(tools, i);
+        size_t slen = 0, nlen = 0;
+        const char *server = string_member(t, "server", &slen);
+        const char *name = string_member(t, "name", &nlen);
+
+        if (!name)
+            usage("a tool without a string \"name\"");
+        if (tg_registry_add(r, server ? server : "", slen, name, nlen, "", 0,
+                            tg_get(t, "input_schema", 12), tg_get(t, "output_schema", 13), &opt,
+                            &index, &err) != TG_OK)
+            die(name, &err);
+    }
+    tg_doc_free(doc);
+    return r;
+}
+
+/* The tool's index as classification resolves it: by (server, name), or by
+ * a name that exactly one server offers; -1 otherwise. */
+static long resolve(const tg_registry_t *r, const tg_value_t *tool)
+{
+    size_t slen, nlen, first;
+    const char *server = string_member(tool, "server", &slen);
+    const char *name = string_member(tool, "name", &nlen);
+
+    if (!name)
+        return -1;
+    if (server)
+        return tg_registry_find(r, server, slen, name, nlen);
+    return tg_registry_find_name(r, name, nlen, &first, 1) == 1 ? (long)first : -1;
+}
+
+/* One plan's C work; what it returns only keeps the compiler honest. */
+static size_t one(tg_engine_t *e, const tg_registry_t *r, const plan_t *p, int summarize)
+{
+    tg_doc_t *doc;
+    tg_error_t err;
+    tg_plan_summary_t sum;
+    const tg_value_t *root;
+    size_t out;
+
+    if (tg_parse(e, p->text, p->len, &doc, &err) != TG_OK)
+        die("plan", &err);
+    root = tg_doc_root(doc);
+    out = tg_len(root);
+    if (summarize) {
+        const tg_value_t *tool = tg_get(root, "tool", 4);
+        if (!tool || tg_type_of(tool) != TG_OBJECT)
+            usage("a plan without a \"tool\" object");
+        if (tg_plan_summarize(e, r, resolve(r, tool), NULL, tg_get(root, "samples", 7), &sum,
+                              &err) != TG_OK)
+            die("summarize", &err);
+        out = sum.args.distinct + sum.results.distinct + sum.n_failed;
+    }
+    tg_doc_free(doc);
+    return out;
+}
+
+static void timed(const char *label, tg_engine_t *e, const tg_registry_t *r, const plan_t *plans,
+                  size_t n, int summarize, double min_seconds)
+{
+    double t0, elapsed;
+    long passes = 0;
+    size_t sink = 0;
+
+    for (size_t i = 0; i < n; i++) /* warm-up */
+        sink += one(e, r, &plans[i], summarize);
+    t0 = now();
+    do {
+        for (size_t i = 0; i < n; i++)
+            sink += one(e, r, &plans[i], summarize);
+        passes++;
+        elapsed = now() - t0;
+    } while (elapsed < min_seconds);
+    printf("%s plans=%zu seconds=%.3f us_per_plan=%.2f sink=%zu\n", label, n, elapsed,
+           elapsed * 1e6 / ((double)passes * (double)n), sink);
+}
+
+int main(int argc, char **argv)
+{
+    const char *registry_path = NULL, *plans_path = NULL;
+    double min_seconds = 1.0;
+    tg_engine_t *e;
+    tg_registry_t *r;
+    tg_error_t err;
+    plan_t *plans = NULL;
+    size_t n = 0, ncap = 0, cap = 0;
+    char *line = NULL;
+    ssize_t len;
+    FILE *f;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--registry") && i + 1 < argc)
+            registry_path = argv[++i];
+        else if (!strcmp(argv[i], "--plans") && i + 1 < argc)
+            plans_path = argv[++i];
+        else if (!strcmp(argv[i], "--min-seconds") && i + 1 < argc)
+            min_seconds = atof(argv[++i]);
+        else
+            usage("unknown argument");
+    }
+    if (!registry_path || !plans_path)
+        usage("--registry and --plans are required");
+    if (!(min_seconds > 0))
+        usage("--min-seconds must be > 0");
+
+    if (!(e = tg_engine_new(NULL, NULL, NULL, &err)))
+        die("engine", &err);
+    r = load_registry(e, registry_path);
+
+    if (!(f = fopen(plans_path, "rb"))) {
+        fprintf(stderr, "plan_bench: cannot open %s\n", plans_path);
+        return 2;
+    }
+    while ((len = getline(&line, &cap, f)) > 0) {
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (len == 0 || strspn(line, " \t") == (size_t)len)
+            continue;
+        if (n == ncap) {
+            ncap = ncap ? 2 * ncap : 1024;
+            if (!(plans = realloc(plans, ncap * sizeof *plans)))
+                return 1;
+        }
+        if (!(plans[n].text = malloc((size_t)len)))
+            return 1;
+        memcpy(plans[n].text, line, (size_t)len);
+        plans[n++].len = (size_t)len;
+    }
+    free(line);
+    fclose(f);
+    if (n == 0)
+        usage("no plans");
+
+    timed("toolgate-c-parse", e, r, plans, n, 0, min_seconds);
+    timed("toolgate-c-parse+summarize", e, r, plans, n, 1, min_seconds);
+
+    for (size_t i = 0; i < n; i++)
+        free(plans[i].text);
+    free(plans);
+    tg_registry_free(r);
+    tg_engine_free(e);
+    return 0;
+}
