@@ -496,6 +496,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out"),
                     help="output directory (default: out/ next to this script)")
     a = ap.parse_args()
+    # the drifts of the mis-declared tools start at sample 8 to 11 (as in
+    # the seed's batch of 20): fewer samples could not show them
+    if a.samples < 12:
+        ap.error("--samples must be at least 12 (the simulated drifts start at samples 8 to 11)")
+    if a.plans < 1 or a.plans_per_epoch < 1:
+        ap.error("--plans and --plans-per-epoch must be at least 1")
     rng = random.Random(a.seed)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "registry.json"), "w") as f:
