@@ -59,7 +59,7 @@ $(LIB_SO): $(CORE_OBJ)
 $(LUA54_MOD): lua/toolgate/core_c.c $(LIB_A) core/toolgate.h | $(BUILD)/lua54/toolgate
 	$(CC) $(ALL_CFLAGS) $(LUA54_CFLAGS) -shared lua/toolgate/core_c.c $(LIB_A) -o $@ $(LIBS)
 
-$(BUILD)/spec/%: spec/c/%.c spec/c/tap.h $(LIB_A) | $(BUILD)/spec
+$(BUILD)/spec/%: spec/c/%.c spec/c/tap.h spec/c/acct.h $(LIB_A) | $(BUILD)/spec
 	$(CC) $(ALL_CFLAGS) -Ispec/c $< $(LIB_A) -o $@ $(LIBS)
 
 $(BUILD)/core $(BUILD)/lua54/toolgate $(BUILD)/spec:

@@ -6,6 +6,7 @@
  * pointer order and truncation, 10,000 documents, and against a naive
  * reference on random documents; allocation failures for both.
  */
+#include "acct.h"
 #include "tap.h"
 #include "toolgate.h"
 
@@ -604,29 +605,6 @@ static void ten_thousand(void)
 
 /* ---- allocation failures ---------------------------------------------------------- */
 
-typedef struct {
-    long live, calls, fail_at;
-} acct;
-
-static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    acct *a = ud;
-    if (nsize == 0) {
-        if (ptr)
-            a->live -= (long)osize;
-        free(ptr);
-        return NULL;
-    }
-    if (a->fail_at && a->calls + 1 == a->fail_at)
-        return NULL;
-    ptr = realloc(ptr, nsize);
-    if (ptr) {
-        a->calls++;
-        a->live += (long)nsize - (osize && ptr ? (long)osize : 0);
-    }
-    return ptr;
-}
-
 /* The documents are made with E; only the work under test uses engine e. */
 static int scenario(acct *a, const tg_value_t *const *roots, size_t n, const tg_hash128_t *values)
 {
@@ -667,7 +645,7 @@ static void allocation_failures(void)
     size_t n = 300;
     char **texts = malloc(n * sizeof *texts);
     tg_hash128_t *values = malloc(n * sizeof *values);
-    acct a = {0, 0, 0};
+    acct a = {0};
     long calls;
     int all_ok = 1, rc;
     docset s;

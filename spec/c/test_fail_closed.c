@@ -10,41 +10,12 @@
  * the registry as it was.  The validation limits are faults of the same
  * kind: a check that stops at one is an error, never a valid call.
  */
+#include "acct.h"
 #include "tap.h"
 #include "toolgate.h"
 
 #include <stdint.h>
 #include <stdlib.h>
-
-/* ---- a failing, accounting allocator ---------------------------------- */
-
-typedef struct {
-    long live;    /* bytes currently allocated */
-    long calls;   /* successful (re)allocations */
-    long fail_at; /* fail the n-th allocation (0: never) */
-    int fired;    /* an allocation was refused */
-} acct;
-
-static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    acct *a = ud;
-    if (nsize == 0) {
-        if (ptr)
-            a->live -= (long)osize;
-        free(ptr);
-        return NULL;
-    }
-    if (a->fail_at && a->calls + 1 >= a->fail_at) {
-        a->fired = 1;
-        return NULL;
-    }
-    ptr = realloc(ptr, nsize);
-    if (ptr) {
-        a->calls++;
-        a->live += (long)nsize - (ptr && osize ? (long)osize : 0);
-    }
-    return ptr;
-}
 
 /* ---- the registry -------------------------------------------------------- */
 
@@ -239,7 +210,7 @@ int main(void)
     for (int i = 0; i < CALLS; i++) {
         char *text = gen_call();
         for (int also = 0; also < 2; also++) {
-            acct a = {0, 0, 0, 0};
+            acct a = {.sticky = 1}; /* a refused allocation stays refused */
             tg_registry_t *r;
             tg_engine_t *e = setup(&a, &r);
             decision clean = decide(e, r, text, also);
@@ -287,7 +258,7 @@ int main(void)
     {
         long k, bad = 0, fired = 0;
         for (k = 1;; k++) {
-            acct a = {0, 0, 0, 0};
+            acct a = {.sticky = 1};
             tg_engine_t *e = tg_engine_new(NULL, acct_alloc, &a, NULL);
             tg_registry_t *r = tg_registry_new(e, NULL);
             size_t before;
@@ -337,7 +308,7 @@ int main(void)
         tg_limits_t lim;
         tg_engine_t *e;
         tg_registry_t *r;
-        acct a = {0, 0, 0, 0};
+        acct a = {.sticky = 1};
         long accepted = 0, limited = 0;
         tg_limits_default(&lim);
         for (size_t steps = 1; steps <= 12; steps++) {

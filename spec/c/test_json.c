@@ -6,6 +6,7 @@
  * checked against a reference for every lead byte with every kind of
  * second byte, and string lengths at N and N+1 across the scanner's blocks.
  */
+#include "acct.h"
 #include "tap.h"
 #include "toolgate.h"
 
@@ -35,33 +36,6 @@ static void expect(const char *json, int code, long offset, const char *name)
     if (!ok)
         printf("#   input %s: got %s at %zu, want %s at %ld\n", json, tg_code_name(rc), off,
                tg_code_name(code), offset);
-}
-
-/* ---- accounting allocator ------------------------------------------------ */
-
-typedef struct {
-    long live;    /* bytes currently allocated */
-    long calls;   /* successful (re)allocations */
-    long fail_at; /* fail the n-th allocation (0: never) */
-} acct;
-
-static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    acct *a = ud;
-    if (nsize == 0) {
-        if (ptr)
-            a->live -= (long)osize;
-        free(ptr);
-        return NULL;
-    }
-    if (a->fail_at && a->calls + 1 == a->fail_at)
-        return NULL;
-    ptr = realloc(ptr, nsize);
-    if (ptr) {
-        a->calls++;
-        a->live += (long)nsize - (ptr && osize ? (long)osize : 0);
-    }
-    return ptr;
 }
 
 static char *repeat(const char *unit, size_t times, const char *prefix, const char *suffix)
@@ -210,7 +184,7 @@ static void allocator(void)
 {
     const char *doc_text =
         "{\"b\":[1,2.5,\"x\",{\"c\":null}],\"a\":\"\\u00e9\",\"z\":[true,false]}";
-    acct a = {0, 0, 0};
+    acct a = {0};
     tg_error_t err;
     tg_engine_t *e = tg_engine_new(NULL, acct_alloc, &a, &err);
     tg_buf_t b;

@@ -5,6 +5,7 @@
  * "*", escapes and indexes, what is never touched (keys, non-strings),
  * plan NULL == tg_canon_value, argument errors, and allocation failures.
  */
+#include "acct.h"
 #include "tap.h"
 #include "toolgate.h"
 
@@ -439,29 +440,6 @@ static void errors(void)
 
 /* ---- allocation failures ---------------------------------------------------- */
 
-typedef struct {
-    long live, calls, fail_at;
-} acct;
-
-static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    acct *a = ud;
-    if (nsize == 0) {
-        if (ptr)
-            a->live -= (long)osize;
-        free(ptr);
-        return NULL;
-    }
-    if (a->fail_at && a->calls + 1 == a->fail_at)
-        return NULL;
-    ptr = realloc(ptr, nsize);
-    if (ptr) {
-        a->calls++;
-        a->live += (long)nsize - (osize && ptr ? (long)osize : 0);
-    }
-    return ptr;
-}
-
 /* Everything that allocates, in one go; the first failure's code. */
 static int scenario(acct *a)
 {
@@ -519,7 +497,7 @@ out:
 
 static void allocation_failures(void)
 {
-    acct a = {0, 0, 0};
+    acct a = {0};
     long calls;
     int all_ok = 1, rc;
 

@@ -4,6 +4,7 @@
  * rung failures, epochs, malformed samples, many samples, and allocation
  * failure at every allocation.
  */
+#include "acct.h"
 #include "tap.h"
 #include "toolgate.h"
 
@@ -20,29 +21,6 @@ static const tg_value_t *samples_of(tg_doc_t **doc, const char *json)
         return NULL;
     }
     return tg_get(tg_doc_root(*doc), "samples", 7);
-}
-
-typedef struct {
-    long live, calls, fail_at;
-} acct;
-
-static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    acct *a = ud;
-    if (nsize == 0) {
-        if (ptr)
-            a->live -= (long)osize;
-        free(ptr);
-        return NULL;
-    }
-    if (a->fail_at && a->calls + 1 == a->fail_at)
-        return NULL;
-    ptr = realloc(ptr, nsize);
-    if (ptr) {
-        a->calls++;
-        a->live += (long)nsize - (osize && ptr ? (long)osize : 0);
-    }
-    return ptr;
 }
 
 int main(void)
@@ -129,7 +107,7 @@ int main(void)
         char *text = malloc(cap);
         long calls;
         int all_ok = 1;
-        acct a = {0, 0, 0};
+        acct a = {0};
         tg_engine_t *e;
         len += (size_t)snprintf(text + len, cap - len, "{\"samples\":[");
         for (size_t i = 0; i < n; i++)

@@ -5,6 +5,7 @@
  * truncation), the two validation budgets, formats, exact multipleOf, and
  * allocation failure at every allocation.
  */
+#include "acct.h"
 #include "tap.h"
 #include "toolgate.h"
 
@@ -834,29 +835,6 @@ static void limits(void)
 
 /* ---- allocation failures -------------------------------------------------------- */
 
-typedef struct {
-    long live, calls, fail_at;
-} acct;
-
-static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    acct *a = ud;
-    if (nsize == 0) {
-        if (ptr)
-            a->live -= (long)osize;
-        free(ptr);
-        return NULL;
-    }
-    if (a->fail_at && a->calls + 1 == a->fail_at)
-        return NULL;
-    ptr = realloc(ptr, nsize);
-    if (ptr) {
-        a->calls++;
-        a->live += (long)nsize - (long)(ptr && osize ? osize : 0);
-    }
-    return ptr;
-}
-
 static void allocation_failures(void)
 {
     const char *schema =
@@ -869,7 +847,7 @@ static void allocation_failures(void)
     const char *instance =
         "{\"a\":\"abc1\",\"b\":1,\"c\":{\"k\":[1,2]},\"d\":[{\"a\":\"z\",\"b\":2}]}";
     tg_doc_t *sdoc = parse(schema), *idoc = parse(instance);
-    acct a = {0, 0, 0};
+    acct a = {0};
     tg_engine_t *e;
     tg_schema_t *s;
     tg_error_t err;
