@@ -379,59 +379,23 @@ int tg_canon_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err)
  * generation.  Returns the digit count, 0 for a zero value, -1 otherwise. */
 static int literal_digits(const char *t, size_t len, char *digits, int *n)
 {
-    const char *p = t + (*t == '-'), *end = t + len;
-    int nd = 0, sig = 0, point = 0, seen = 0;
-    long x = 0;
+    tg_decimal d;
+    int nd = 0;
+    int64_t x;
 
-    for (; p < end && *p >= '0' && *p <= '9'; p++) {
-        if (!seen && *p == '0')
-            continue;
-        seen = 1;
-        point++;
-        if (*p != '0' && nd >= 15)
-            return -1;
-        if (nd < 15)
-            digits[nd] = *p;
-        nd++;
-        if (*p != '0')
-            sig = nd;
-    }
-    if (p < end && *p == '.') {
-        for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
-            if (!seen && *p == '0') {
-                point--;
-                continue;
-            }
-            seen = 1;
-            if (*p != '0' && nd >= 15)
-                return -1;
-            if (nd < 15)
-                digits[nd] = *p;
-            nd++;
-            if (*p != '0')
-                sig = nd;
-        }
-    }
-    if (!seen)
+    tg_decimal_init(&d, t, len);
+    if (!d.first)
         return 0;
-    if (p < end) { /* exponent */
-        int neg = 0;
-        p++;
-        if (*p == '+' || *p == '-')
-            neg = *p++ == '-';
-        for (; p < end; p++) {
-            x = x * 10 + (*p - '0');
-            if (x > 100000)
-                return -1;
-        }
-        if (neg)
-            x = -x;
-    }
-    x += point;
+    if (d.n_digits > 15)
+        return -1;
+    x = d.exp + (int64_t)d.n_digits;
     if (x < -300 || x > 300)
         return -1;
+    for (const char *p = d.first; p <= d.last; p++)
+        if (*p != '.')
+            digits[nd++] = *p;
     *n = (int)x;
-    return sig;
+    return nd;
 }
 
 /* Copies n bytes and some after them in whole blocks: always the first 64
@@ -525,12 +489,8 @@ static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
     case TG_TRUE:
         return tg_buf_put(out, "true", 4, err);
     case TG_NUMBER:
-        if (v->flags & TG_F_RAW_NUM)
-            return write_child(v, out, err);
         return write_number(out, v, err);
     case TG_STRING:
-        if (v->flags & TG_F_RAW_STR)
-            return write_child(v, out, err);
         return tg_canon_string(out, v->p.str, v->len, err);
     case TG_ARRAY:
         if ((rc = tg_buf_put(out, "[", 1, err)) != TG_OK)
@@ -580,7 +540,7 @@ int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
     tg_error_clear(err);
     if (!v || !out)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "NULL value or buffer");
-    return write_value(v, out, err);
+    return write_child(v, out, err);
 }
 
 int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err)

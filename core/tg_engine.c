@@ -213,8 +213,9 @@ int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits, tg_error_t *
     tg_error_clear(err);
     if (!limits)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "limits is NULL");
-    if (check_limits(limits, err) != TG_OK)
-        return err ? err->code : TG_E_ARG;
+    int rc = check_limits(limits, err);
+    if (rc != TG_OK)
+        return rc;
     e->limits = *limits;
     return TG_OK;
 }
