@@ -142,12 +142,20 @@ typedef struct tg_sdependency {
     uint32_t n_needs;
 } tg_sdependency;
 
+/* How a node's closed world is checked (opt->closed). */
+enum tg_closed {
+    TG_OPEN = 0,
+    TG_CLOSED_APART,  /* a pass of its own over the group's declared keys */
+    TG_CLOSED_INLINE, /* the node's own `properties` are all the group declares:
+                       * checked in the same pass as them (check_members) */
+};
+
 typedef struct tg_snode {
     uint32_t has;    /* TG_K_* */
     uint8_t kind;    /* enum tg_snode_kind */
     uint8_t types;   /* TG_T_* of `type` */
     uint8_t format;  /* enum tg_string_format */
-    uint8_t closed;  /* closed world applies when reached at an instance location */
+    uint8_t closed;  /* enum tg_closed: closed world when reached at an instance location */
     const char *ptr; /* JSON Pointer of this schema in its document */
     uint32_t ptr_len;
 

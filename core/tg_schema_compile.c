@@ -1076,11 +1076,14 @@ static int close_group(compiler *C, uint32_t head, uint32_t *seen, uint32_t *mem
     }
     if (!with_props || opens)
         return TG_OK;
-    s->nodes[head].closed = 1;
+    s->nodes[head].closed = TG_CLOSED_APART;
     if (with_props == 1) {
-        /* One member declares them all: share its (sorted) array. */
+        /* One member declares them all: share its (sorted) array, and when
+         * that member is the head, check in the pass over its properties. */
         s->nodes[head].declared = s->nodes[last_with_props].properties;
         s->nodes[head].n_declared = s->nodes[last_with_props].n_properties;
+        if (last_with_props == head)
+            s->nodes[head].closed = TG_CLOSED_INLINE;
         return TG_OK;
     }
     if (!(names = tg_arena_alloc(&s->arena, (n_names ? n_names : 1) * sizeof *names)))

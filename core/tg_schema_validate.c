@@ -937,7 +937,7 @@ static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpat
     /* Closed world is the group's: checked once, where the walk enters
      * an instance location, never again by the group's members. */
     int closed = entry && n->closed && v->type == TG_OBJECT;
-    if (closed && n->declared != n->properties) {
+    if (closed && n->closed == TG_CLOSED_APART) {
         check_closed(c, n, v, at, ok);
         closed = 0;
         if (DECIDED(c, ok))

@@ -543,6 +543,13 @@ static const vcase closed_cases[] = {
      "{\"name\":\"a\",\"children\":[{\"name\":\"b\",\"extra\":1}]}", 0,
      "closed: recursive schema, undeclared deep down"},
     {"{\"properties\":{\"a\":{}}}", "[1]", 1, "closed: only objects are closed"},
+    /* empty properties declare no key, wherever in the group they stand */
+    {"{\"properties\":{}}", "{\"x\":1}", 0, "closed: empty properties refuse every key"},
+    {"{\"allOf\":[{\"properties\":{}}]}", "{\"x\":1}", 0,
+     "closed: empty properties in an allOf member refuse every key"},
+    {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"type\":\"object\",\"properties\":{}}}}",
+     "{\"x\":1}", 0, "closed: empty properties behind $ref refuse every key"},
+    {"{\"allOf\":[{\"properties\":{}}]}", "{}", 1, "closed: empty properties accept {}"},
 };
 
 /* ---- findings ---------------------------------------------------------------- */
