@@ -418,36 +418,64 @@ static int name_cmp(const void *a, const void *b)
     return tg_key_compare(x->name, x->len, y->name, y->len);
 }
 
+/* Names by name, then (node holding it) by first appearance. */
+static int name_then_index_cmp(const void *a, const void *b)
+{
+    const tg_sname *x = a, *y = b;
+    int c = name_cmp(a, b);
+    return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+static int index_cmp(const void *a, const void *b)
+{
+    const tg_sname *x = a, *y = b;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Keeps the first of each run of equal names in sorted names; returns
+ * how many are kept.  (Equal in tg_key_compare is equal bytes.) */
+static size_t drop_repeats(tg_sname *names, size_t n)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!w || name_cmp(&names[w - 1], &names[i]) != 0)
+            names[w++] = names[i];
+    return w;
+}
+
 /* An array of strings (duplicates dropped), copied; in RFC 8785 order when
- * sorted is set. */
+ * sorted is set, else in order of first appearance.  O(n log n): repeats
+ * are found by sorting, not by comparing each name with all before it. */
 static int want_names(compiler *C, const char *ptr, const char *kw, const tg_value_t *v, int sorted,
                       const tg_sname **out, uint32_t *count)
 {
     tg_sname *names = NULL;
-    uint32_t k = 0;
+    size_t k = v->len;
     if (v->type != TG_ARRAY)
         return fail(C, TG_E_SCHEMA, ptr, kw, v, "\"%s\" must be an array of strings", kw);
     if (v->len && !(names = tg_arena_alloc(&C->s->arena, v->len * sizeof *names)))
         return nomem(C);
     for (uint32_t i = 0; i < v->len; i++) {
         const tg_value_t *x = &v->p.items[i];
-        int dup = 0;
         if (x->type != TG_STRING)
             return fail(C, TG_E_SCHEMA, ptr, kw, x, "\"%s\" must be an array of strings", kw);
-        for (uint32_t j = 0; j < k && !dup; j++)
-            dup = names[j].len == x->len && memcmp(names[j].name, x->p.str, x->len) == 0;
-        if (dup)
-            continue;
-        if (!(names[k].name = copy_str(C, x->p.str, x->len)))
-            return nomem(C);
-        names[k].len = x->len;
-        names[k].node = TG_SNONE;
-        k++;
+        names[i].name = x->p.str; /* the schema's own text until the copy below */
+        names[i].len = x->len;
+        names[i].node = i;
     }
-    if (sorted && k > 1)
-        qsort(names, k, sizeof *names, name_cmp);
+    if (k > 1) {
+        qsort(names, k, sizeof *names, name_then_index_cmp);
+        k = drop_repeats(names, k);
+        if (!sorted)
+            qsort(names, k, sizeof *names, index_cmp);
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (!(names[i].name = copy_str(C, names[i].name, names[i].len)))
+            return nomem(C);
+        names[i].node = TG_SNONE;
+    }
     *out = k ? names : NULL;
-    *count = k;
+    *count = (uint32_t)k;
     return TG_OK;
 }
 
@@ -1095,13 +1123,7 @@ static int close_group(compiler *C, uint32_t head, uint32_t *seen, uint32_t *mem
             names[n_names++] = n->properties[k];
     }
     qsort(names, n_names, sizeof *names, name_cmp);
-    {
-        size_t w = 0;
-        for (size_t i = 0; i < n_names; i++)
-            if (!w || name_cmp(&names[w - 1], &names[i]) != 0)
-                names[w++] = names[i];
-        n_names = w;
-    }
+    n_names = drop_repeats(names, n_names);
     s->nodes[head].declared = names;
     s->nodes[head].n_declared = (uint32_t)n_names;
     return TG_OK;

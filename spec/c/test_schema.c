@@ -737,6 +737,20 @@ static void findings(void)
         printf("#   %s\n#   %s\n", f[0].pointer, f[0].message);
         tg_schema_free(s);
     }
+
+    /* repeated names count once: required in RFC 8785 order, a
+     * dependentRequired list in the order the names first appear */
+    tap_ok(compile("{\"required\":[\"zz\",\"a\",\"zz\",\"m\",\"a\"],"
+                   "\"dependentRequired\":{\"t\":[\"c\",\"b\",\"c\",\"a\",\"b\"]}}",
+                   NULL, &s, &err) == TG_OK,
+           "findings: names given twice compile");
+    rc = validate(s, "{\"t\":1}", f, 8, &count);
+    tap_ok(rc == TG_OK && count == 6 && strcmp(f[0].pointer, "/a") == 0 &&
+               strcmp(f[1].pointer, "/m") == 0 && strcmp(f[2].pointer, "/zz") == 0 &&
+               strcmp(f[3].pointer, "/c") == 0 && strcmp(f[4].pointer, "/b") == 0 &&
+               strcmp(f[5].pointer, "/a") == 0,
+           "findings: repeated required and dependentRequired names are reported once, in order");
+    tg_schema_free(s);
 }
 
 /* ---- limits ------------------------------------------------------------------- */
