@@ -72,6 +72,7 @@ build = {
         "core/tg_normalize.c",
         "core/tg_number.c",
         "core/tg_plan.c",
+        "core/tg_pointer.c",
         "core/tg_regex.c",
         "core/tg_registry.c",
         "core/tg_rung.c",

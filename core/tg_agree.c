@@ -325,18 +325,14 @@ static int match_rules(actx *c, uint32_t id)
     return TG_OK;
 }
 
-/* Writes the decimal text of index to the start of digits; returns its length. */
-static size_t index_text(size_t index, char digits[INDEX_DIGITS])
+/* Writes the decimal text of index (< 2^32) to the start of digits; returns
+ * its length. */
+static inline size_t index_text(size_t index, char digits[INDEX_DIGITS])
 {
-    char tmp[INDEX_DIGITS];
-    size_t k = sizeof tmp, len;
-    do {
-        tmp[--k] = (char)('0' + index % 10);
-        index /= 10;
-    } while (index && k);
-    len = sizeof tmp - k;
-    memcpy(digits, tmp + k, len);
-    return len;
+    char tmp[20];
+    int n = tg_u64_text(index, tmp);
+    memcpy(digits, tmp, (size_t)n);
+    return (size_t)n;
 }
 
 /* Whether node g is the child of parent named by key (klen bytes) or by
@@ -621,42 +617,19 @@ static uint32_t *sort_entries(const actx *c, uint32_t *a, uint32_t *tmp, size_t 
 #define PTR_RING 256
 static void write_pointer(const actx *c, uint32_t id, char *out)
 {
-    const size_t cap = TG_FINDING_POINTER_MAX - 1; /* bytes before the NUL */
     uint32_t ring[PTR_RING];
-    size_t count = 0, len = 0, keep = 0;
-    int cut = 0;
+    size_t count = 0;
+    tg_ptr_writer w;
 
     _Static_assert(PTR_RING >= TG_FINDING_POINTER_MAX, "every segment takes a byte");
     for (uint32_t x = id; c->nodes[x].parent != NONE; x = c->nodes[x].parent)
         ring[count++ % PTR_RING] = x;
-    for (size_t k = 0; k < count && k < PTR_RING && !cut; k++) {
+    tg_pw_init(&w, out, TG_FINDING_POINTER_MAX);
+    for (size_t k = 0; k < count && k < PTR_RING && !w.cut; k++) {
         const pnode *p = &c->nodes[ring[(count - 1 - k) % PTR_RING]];
-        const char *s = seg_of(p);
-        size_t need = 1 + p->key_len;
-        for (size_t i = 0; i < p->key_len; i++)
-            need += s[i] == '~' || s[i] == '/';
-        if (need > cap - len) {
-            cut = 1;
-            break;
-        }
-        out[len++] = '/';
-        for (size_t i = 0; i < p->key_len; i++) {
-            if (s[i] == '~' || s[i] == '/') {
-                out[len++] = '~';
-                out[len++] = s[i] == '~' ? '0' : '1';
-            } else {
-                out[len++] = s[i];
-            }
-        }
-        if (len + 4 <= cap)
-            keep = len;
+        tg_pw_seg(&w, seg_of(p), p->key_len, 0);
     }
-    if (cut) {
-        len = keep;
-        memcpy(out + len, "/...", 4);
-        len += 4;
-    }
-    out[len] = '\0';
+    tg_pw_end(&w);
 }
 
 int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n, size_t rep,

@@ -151,6 +151,71 @@ static inline void tg_mul64(uint64_t a, uint64_t b, uint64_t *hi, uint64_t *lo)
 #endif
 }
 
+/* Writes the decimal digits of v into out (at most 20); returns the count.
+ * Two digits per division. */
+static inline int tg_u64_text(uint64_t v, char *out)
+{
+    static const char pairs[] = "00010203040506070809"
+                                "10111213141516171819"
+                                "20212223242526272829"
+                                "30313233343536373839"
+                                "40414243444546474849"
+                                "50515253545556575859"
+                                "60616263646566676869"
+                                "70717273747576777879"
+                                "80818283848586878889"
+                                "90919293949596979899";
+    char tmp[20], *p = tmp + sizeof tmp;
+    int n;
+    while (v >= 100) {
+        p -= 2;
+        memcpy(p, pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, pairs + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+    n = (int)(tmp + sizeof tmp - p);
+    memcpy(out, p, (size_t)n);
+    return n;
+}
+
+/* ---- JSON Pointers (tg_pointer.c) ---------------------------------------- */
+
+/* Length of s (n bytes) escaped as a pointer segment ("~" -> "~0", "/" -> "~1"). */
+size_t tg_ptr_escaped_len(const char *s, size_t n);
+/* Writes s escaped at w; returns the end of what it wrote. */
+char *tg_ptr_escape(char *w, const char *s, size_t n);
+
+/* Appends segments to a fixed buffer; when one no longer fits, the result
+ * is the longest whole-segment prefix that leaves room for "/...", then
+ * "/...". */
+typedef struct tg_ptr_writer {
+    char *out;
+    size_t cap, len;
+    size_t keep; /* length of that prefix so far */
+    int cut;
+} tg_ptr_writer;
+
+void tg_pw_init(tg_ptr_writer *w, char *out, size_t cap);
+/* Appends "/" + seg; seg is escaped unless raw. */
+void tg_pw_seg(tg_ptr_writer *w, const char *seg, size_t n, int raw);
+void tg_pw_index(tg_ptr_writer *w, size_t i);
+/* Appends an already escaped pointer ("/a/b~1c"), segment by segment. */
+void tg_pw_escaped(tg_ptr_writer *w, const char *ptr, size_t len);
+/* Cuts when needed and NUL-terminates. */
+void tg_pw_end(tg_ptr_writer *w);
+
+/* Writes the JSON Pointer ptr (already escaped), followed by seg (escaped
+ * here) when seg is not NULL, into out (cap bytes, NUL-terminated).  One
+ * too long is cut after its last whole segment that leaves room for "/..."
+ * and ends in "/...". */
+void tg_pointer_write(char *out, size_t cap, const char *ptr, size_t len, const char *seg,
+                      size_t seg_len);
+
 /* Writes ECMAScript's layout of 0.digits x 10^n (nd digits, no leading or
  * trailing zeros) into out (TG_NUMBER_BUF bytes); returns the length. */
 size_t tg_number_layout(char *out, int negative, const char *digits, int nd, int n);

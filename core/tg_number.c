@@ -20,38 +20,6 @@
 
 #include "tg_pow5_format.h"
 
-/* Writes the decimal digits of v (v > 0) into out; returns the count.  Two
- * digits per division. */
-static int u64_digits(uint64_t v, char *out)
-{
-    static const char pairs[] = "00010203040506070809"
-                                "10111213141516171819"
-                                "20212223242526272829"
-                                "30313233343536373839"
-                                "40414243444546474849"
-                                "50515253545556575859"
-                                "60616263646566676869"
-                                "70717273747576777879"
-                                "80818283848586878889"
-                                "90919293949596979899";
-    char tmp[20], *p = tmp + sizeof tmp;
-    int n;
-    while (v >= 100) {
-        p -= 2;
-        memcpy(p, pairs + 2 * (v % 100), 2);
-        v /= 100;
-    }
-    if (v >= 10) {
-        p -= 2;
-        memcpy(p, pairs + 2 * v, 2);
-    } else {
-        *--p = (char)('0' + v);
-    }
-    n = (int)(tmp + sizeof tmp - p);
-    memcpy(out, p, (size_t)n);
-    return n;
-}
-
 /* ---- layout ------------------------------------------------------------ */
 
 size_t tg_number_layout(char *out, int negative, const char *digits, int nd, int n)
@@ -87,7 +55,7 @@ size_t tg_number_layout(char *out, int negative, const char *digits, int nd, int
         }
         *p++ = 'e';
         *p++ = x < 0 ? '-' : '+';
-        p += u64_digits((uint64_t)(x < 0 ? -x : x), p);
+        p += tg_u64_text((uint64_t)(x < 0 ? -x : x), p);
     }
     *p = '\0';
     return (size_t)(p - out);
@@ -277,6 +245,6 @@ size_t tg_number_format(double d, char out[TG_NUMBER_BUF])
         m /= 10;
         exp10++;
     }
-    nd = u64_digits(m, digits);
+    nd = tg_u64_text(m, digits);
     return tg_number_layout(out, d < 0, digits, nd, (int)exp10 + nd);
 }

@@ -199,13 +199,6 @@ typedef struct tg_snode {
     uint32_t n_declared;
 } tg_snode;
 
-/* Writes the JSON Pointer ptr (already escaped), followed by seg (escaped
- * here) when seg is not NULL, into out (cap bytes, NUL-terminated).  One
- * too long is cut after its last whole segment that leaves room for "/..."
- * and ends in "/...". */
-void tg_pointer_write(char *out, size_t cap, const char *ptr, size_t len, const char *seg,
-                      size_t seg_len);
-
 struct tg_schema_t {
     tg_engine_t *engine;
     tg_arena arena;  /* everything the nodes point to */

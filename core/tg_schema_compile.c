@@ -201,41 +201,24 @@ static int nomem(compiler *C)
     return tg_fail(C->err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
 }
 
-static size_t escaped_len(const char *s, size_t n)
-{
-    size_t k = n;
-    for (size_t i = 0; i < n; i++)
-        k += s[i] == '~' || s[i] == '/';
-    return k;
-}
-
 /* base + "/" + seg (RFC 6901 escaped) as a new NUL-terminated arena string. */
 static const char *ptr_child(compiler *C, const char *base, const char *seg, size_t seg_len)
 {
-    size_t blen = strlen(base), elen = escaped_len(seg, seg_len);
+    size_t blen = strlen(base), elen = tg_ptr_escaped_len(seg, seg_len);
     char *p = tg_arena_alloc(&C->s->arena, blen + 1 + elen + 1), *w;
     if (!p)
         return NULL;
     memcpy(p, base, blen);
     w = p + blen;
     *w++ = '/';
-    for (size_t i = 0; i < seg_len; i++) {
-        if (seg[i] == '~' || seg[i] == '/') {
-            *w++ = '~';
-            *w++ = seg[i] == '~' ? '0' : '1';
-        } else {
-            *w++ = seg[i];
-        }
-    }
-    *w = '\0';
+    *tg_ptr_escape(w, seg, seg_len) = '\0';
     return p;
 }
 
 static const char *ptr_index(compiler *C, const char *base, size_t i)
 {
-    char digits[24];
-    int n = snprintf(digits, sizeof digits, "%zu", i);
-    return ptr_child(C, base, digits, (size_t)n);
+    char digits[20];
+    return ptr_child(C, base, digits, (size_t)tg_u64_text(i, digits));
 }
 
 static const char *copy_str(compiler *C, const char *s, size_t n)

@@ -33,94 +33,6 @@
 
 /* ---- JSON Pointers ------------------------------------------------------ */
 
-/* Appends segments to a fixed buffer; when one no longer fits, the result
- * is the longest whole-segment prefix that leaves room for "/...", then
- * "/...". */
-typedef struct ptr_writer {
-    char *out;
-    size_t cap, len;
-    size_t keep; /* length of that prefix so far */
-    int cut;
-} ptr_writer;
-
-static void pw_init(ptr_writer *w, char *out, size_t cap)
-{
-    w->out = out;
-    w->cap = cap;
-    w->len = w->keep = 0;
-    w->cut = 0;
-}
-
-/* Appends "/" + seg; seg is escaped per RFC 6901 unless raw. */
-static void pw_seg(ptr_writer *w, const char *seg, size_t n, int raw)
-{
-    size_t need = 1 + n;
-    if (w->cut)
-        return;
-    if (!raw)
-        for (size_t i = 0; i < n; i++)
-            need += seg[i] == '~' || seg[i] == '/';
-    if (need > w->cap - 1 - w->len) {
-        w->cut = 1;
-        return;
-    }
-    w->out[w->len++] = '/';
-    for (size_t i = 0; i < n; i++) {
-        if (!raw && (seg[i] == '~' || seg[i] == '/')) {
-            w->out[w->len++] = '~';
-            w->out[w->len++] = seg[i] == '~' ? '0' : '1';
-        } else {
-            w->out[w->len++] = seg[i];
-        }
-    }
-    if (w->len + 4 <= w->cap - 1)
-        w->keep = w->len;
-}
-
-static void pw_index(ptr_writer *w, size_t i)
-{
-    char digits[24];
-    size_t n = 0;
-    do {
-        digits[sizeof digits - 1 - n++] = (char)('0' + i % 10);
-        i /= 10;
-    } while (i);
-    pw_seg(w, digits + sizeof digits - n, n, 1);
-}
-
-/* Appends an already escaped pointer ("/a/b~1c"), segment by segment. */
-static void pw_escaped(ptr_writer *w, const char *ptr, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        size_t start = ++i; /* past the '/' */
-        while (i < len && ptr[i] != '/')
-            i++;
-        pw_seg(w, ptr + start, i - start, 1);
-    }
-}
-
-static void pw_end(ptr_writer *w)
-{
-    if (w->cut) {
-        w->len = w->keep;
-        memcpy(w->out + w->len, "/...", 4);
-        w->len += 4;
-    }
-    w->out[w->len] = '\0';
-}
-
-void tg_pointer_write(char *out, size_t cap, const char *ptr, size_t len, const char *seg,
-                      size_t seg_len)
-{
-    ptr_writer w;
-    pw_init(&w, out, cap);
-    pw_escaped(&w, ptr, len);
-    if (seg)
-        pw_seg(&w, seg, seg_len, 0);
-    pw_end(&w);
-}
-
 /* Where the walk is in the instance: a chain of frames on the C stack. */
 typedef struct vpath {
     const struct vpath *up;
@@ -129,7 +41,7 @@ typedef struct vpath {
     uint32_t index;
 } vpath;
 
-static void pw_instance(ptr_writer *w, const vpath *at)
+static void pw_instance(tg_ptr_writer *w, const vpath *at)
 {
     size_t depth = 0;
     for (const vpath *p = at; p; p = p->up)
@@ -140,9 +52,9 @@ static void pw_instance(ptr_writer *w, const vpath *at)
         for (size_t k = depth - 1 - d; k; k--)
             p = p->up;
         if (p->key)
-            pw_seg(w, p->key, p->key_len, 0);
+            tg_pw_seg(w, p->key, p->key_len, 0);
         else
-            pw_index(w, p->index);
+            tg_pw_index(w, p->index);
     }
 }
 
@@ -178,13 +90,8 @@ static void mw_str(msg_writer *w, const char *s)
 
 static void mw_u64(msg_writer *w, uint64_t x)
 {
-    char digits[24];
-    size_t n = 0;
-    do {
-        digits[sizeof digits - 1 - n++] = (char)('0' + x % 10);
-        x /= 10;
-    } while (x);
-    mw_put(w, digits + sizeof digits - n, n);
+    char digits[20];
+    mw_put(w, digits, (size_t)tg_u64_text(x, digits));
 }
 
 /* A cut message ends in "..." after its last whole UTF-8 character. */
@@ -259,14 +166,14 @@ static void mw_value(msg_writer *w, const tg_value_t *v)
 static void mw_where(msg_writer *w, const vpath *at)
 {
     char ptr[MSG_POINTER_MAX + 1];
-    ptr_writer pw;
+    tg_ptr_writer pw;
     if (!at) {
         mw_str(w, "(root): ");
         return;
     }
-    pw_init(&pw, ptr, sizeof ptr);
+    tg_pw_init(&pw, ptr, sizeof ptr);
     pw_instance(&pw, at);
-    pw_end(&pw);
+    tg_pw_end(&pw);
     mw_put(w, "\"", 1);
     mw_str(w, ptr);
     mw_put(w, "\": ", 3);
@@ -345,21 +252,21 @@ COLD static tg_finding_t *begin(vctx *c, int code, const char *keyword, const vp
                                 const char *seg2, size_t seg2_len, msg_writer *w)
 {
     tg_finding_t *f = slot(c, code);
-    ptr_writer pw;
+    tg_ptr_writer pw;
     if (!f)
         return NULL;
     f->code = code;
     f->keyword = keyword;
-    pw_init(&pw, f->pointer, sizeof f->pointer);
+    tg_pw_init(&pw, f->pointer, sizeof f->pointer);
     pw_instance(&pw, at);
-    pw_end(&pw);
-    pw_init(&pw, f->schema_pointer, sizeof f->schema_pointer);
-    pw_escaped(&pw, n->ptr, n->ptr_len);
+    tg_pw_end(&pw);
+    tg_pw_init(&pw, f->schema_pointer, sizeof f->schema_pointer);
+    tg_pw_escaped(&pw, n->ptr, n->ptr_len);
     if (seg)
-        pw_seg(&pw, seg, strlen(seg), 1);
+        tg_pw_seg(&pw, seg, strlen(seg), 1);
     if (seg2)
-        pw_seg(&pw, seg2, seg2_len, 0);
-    pw_end(&pw);
+        tg_pw_seg(&pw, seg2, seg2_len, 0);
+    tg_pw_end(&pw);
     w->out = f->message;
     w->cap = sizeof f->message;
     w->len = 0;
