@@ -59,6 +59,17 @@ void *tg_arena_alloc_block(tg_arena *a, size_t size)
     return b + 1;
 }
 
+const char *tg_arena_strdup(tg_arena *a, const char *s, size_t n)
+{
+    char *p = tg_arena_alloc(a, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
 void tg_arena_free(tg_arena *a)
 {
     tg_engine_t *e = a->engine;

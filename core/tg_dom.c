@@ -181,29 +181,18 @@ uint64_t tg_value_hash(const tg_value_t *v)
     }
 }
 
-static const char *copy_bytes(tg_arena *a, const char *s, size_t n)
-{
-    char *p = tg_arena_alloc(a, n + 1);
-    if (p) {
-        if (n)
-            memcpy(p, s, n);
-        p[n] = '\0';
-    }
-    return p;
-}
-
 int tg_value_copy(tg_arena *a, tg_value_t *dst, const tg_value_t *src)
 {
     *dst = *src;
     /* the copied bytes have no quotes and no padding around them */
     dst->flags = 0;
-    if (src->key && !(dst->key = copy_bytes(a, src->key, src->key_len)))
+    if (src->key && !(dst->key = tg_arena_strdup(a, src->key, src->key_len)))
         return TG_E_NOMEM;
     switch (src->type) {
     case TG_NUMBER:
-        return (dst->p.text = copy_bytes(a, src->p.text, src->len)) ? TG_OK : TG_E_NOMEM;
+        return (dst->p.text = tg_arena_strdup(a, src->p.text, src->len)) ? TG_OK : TG_E_NOMEM;
     case TG_STRING:
-        return (dst->p.str = copy_bytes(a, src->p.str, src->len)) ? TG_OK : TG_E_NOMEM;
+        return (dst->p.str = tg_arena_strdup(a, src->p.str, src->len)) ? TG_OK : TG_E_NOMEM;
     case TG_ARRAY:
     case TG_OBJECT:
         dst->p.items = NULL;

@@ -91,6 +91,8 @@ static inline void *tg_arena_alloc(tg_arena *a, size_t size)
     }
     return tg_arena_alloc_block(a, size);
 }
+/* A NUL-terminated copy of n bytes of s, or NULL on OOM. */
+const char *tg_arena_strdup(tg_arena *a, const char *s, size_t n);
 /* Frees every block, except that the engine keeps one (small) block for
  * the next arena. */
 void tg_arena_free(tg_arena *a);

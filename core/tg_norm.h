@@ -15,10 +15,9 @@
 /* A walk keeps, for the node it stands on, the list of rules that matched
  * the path so far and still have segments to go (opaque uint32_t entries:
  * which segment each has to match next).  No list is longer than
- * tg_norm_rule_count(n), and none is non-empty deeper than
- * tg_norm_max_depth(n) (the most segments of any rule). */
+ * tg_norm_rule_count(n), and none is non-empty deeper than the most
+ * segments of any rule. */
 size_t tg_norm_rule_count(const tg_norm_t *n);
-size_t tg_norm_max_depth(const tg_norm_t *n);
 
 /* The root's list, written to live (room for tg_norm_rule_count): returns
  * its length and sets *ops to the operations of the rules for "". */

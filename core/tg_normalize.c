@@ -28,7 +28,6 @@ typedef struct psegment {
 
 typedef struct nrule {
     size_t seg, nseg; /* its segments: segs[seg .. seg + nseg) */
-    unsigned ops;
 } nrule;
 
 typedef struct nalias {
@@ -183,7 +182,6 @@ int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsigned ops
     r = &n->rules[n->n_rules++];
     r->seg = first;
     r->nseg = nseg;
-    r->ops = ops;
     if (nseg > n->max_nseg)
         n->max_nseg = nseg;
     if (nseg == 0)
@@ -312,11 +310,6 @@ int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *t
 size_t tg_norm_rule_count(const tg_norm_t *n)
 {
     return n ? n->n_rules : 0;
-}
-
-size_t tg_norm_max_depth(const tg_norm_t *n)
-{
-    return n ? n->max_nseg : 0;
 }
 
 size_t tg_norm_root(const tg_norm_t *n, uint32_t *live, unsigned *ops)
@@ -537,8 +530,7 @@ int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len, 
     int rc;
 
     tg_error_clear(err);
-    if (!out || (!s && len) ||
-        (ops & ~(unsigned)(TG_NORM_TRIM | TG_NORM_LOWER | TG_NORM_PATH | TG_NORM_ID)))
+    if (!out || (!s && len) || (ops & ~ALL_OPS))
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "bad arguments to tg_norm_string");
     if ((ops & TG_NORM_ID) && !n)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "TG_NORM_ID needs a plan (its aliases)");

@@ -221,17 +221,6 @@ static const char *ptr_index(compiler *C, const char *base, size_t i)
     return ptr_child(C, base, digits, (size_t)tg_u64_text(i, digits));
 }
 
-static const char *copy_str(compiler *C, const char *s, size_t n)
-{
-    char *p = tg_arena_alloc(&C->s->arena, n + 1);
-    if (p) {
-        if (n)
-            memcpy(p, s, n);
-        p[n] = '\0';
-    }
-    return p;
-}
-
 /* A short, printable excerpt of a key or string for messages. */
 static int excerpt_len(const char *s, size_t n)
 {
@@ -347,7 +336,7 @@ static int want_number(compiler *C, const tg_snode *n, const char *kw, const tg_
     if (v->type != TG_NUMBER)
         return fail(C, TG_E_SCHEMA, n->ptr, kw, v, "%s must be a number", kw);
     out->value = v->num;
-    if (!(out->text = copy_str(C, v->p.text, v->len)))
+    if (!(out->text = tg_arena_strdup(&C->s->arena, v->p.text, v->len)))
         return nomem(C);
     return TG_OK;
 }
@@ -453,7 +442,7 @@ static int want_names(compiler *C, const char *ptr, const char *kw, const tg_val
             qsort(names, k, sizeof *names, index_cmp);
     }
     for (size_t i = 0; i < k; i++) {
-        if (!(names[i].name = copy_str(C, names[i].name, names[i].len)))
+        if (!(names[i].name = tg_arena_strdup(&C->s->arena, names[i].name, names[i].len)))
             return nomem(C);
         names[i].node = TG_SNONE;
     }
@@ -662,7 +651,7 @@ static int want_properties(compiler *C, tg_snode *n, const tg_value_t *v)
         int rc = subschema(C, m, ptr_child(C, base, m->key, m->key_len), &props[i].node);
         if (rc != TG_OK)
             return rc;
-        if (!(props[i].name = copy_str(C, m->key, m->key_len)))
+        if (!(props[i].name = tg_arena_strdup(&C->s->arena, m->key, m->key_len)))
             return nomem(C);
         props[i].len = m->key_len;
     }
@@ -693,6 +682,7 @@ static int want_pattern_properties(compiler *C, tg_snode *n, const tg_value_t *v
         if ((rc = subschema(C, m, ptr, &pats[i].node)) != TG_OK)
             return rc;
         pats[i].re = NULL;
+        pats[i].source = NULL; /* only `pattern` keeps its text */
         /* Counted before compiling, so tg_schema_free sees every regex. */
         n->pattern_properties = pats;
         n->n_pattern_properties = i + 1;
@@ -716,7 +706,7 @@ static int want_dependent_required(compiler *C, tg_snode *n, const tg_value_t *v
     for (uint32_t i = 0; i < v->len; i++) {
         const tg_value_t *m = &v->p.items[i];
         int rc;
-        if (!(deps[i].key.name = copy_str(C, m->key, m->key_len)))
+        if (!(deps[i].key.name = tg_arena_strdup(&C->s->arena, m->key, m->key_len)))
             return nomem(C);
         deps[i].key.len = m->key_len;
         deps[i].key.node = TG_SNONE;
@@ -825,7 +815,8 @@ static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
             n->has |= TG_K_PATTERN;
             rc = want_regex(C, n->ptr, kw, m, m->p.str, m->len, &n->pattern);
             /* its text, for the messages */
-            if (rc == TG_OK && !(n->pattern.source = copy_str(C, m->p.str, m->len)))
+            if (rc == TG_OK &&
+                !(n->pattern.source = tg_arena_strdup(&C->s->arena, m->p.str, m->len)))
                 rc = nomem(C);
             break;
         case KW_FORMAT:

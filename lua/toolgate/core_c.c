@@ -912,8 +912,6 @@ static const tg_norm_t *opt_norm(lua_State *L, int i)
     return check_norm(L, i);
 }
 
-/* norm:add_rule(pattern, {"trim", "lower", "path", "id"...}) -> true | nil, message, code
- * (an unknown operation name is misuse and raises) */
 /* The bits of the list of operation names at index i; misuse raises. */
 static unsigned read_ops(lua_State *L, int i, const char *fname)
 {
@@ -954,30 +952,15 @@ static int l_norm_apply(lua_State *L)
     return 1;
 }
 
+/* norm:add_rule(pattern, {"trim", "lower", "path", "id"...}) -> true | nil, message, code
+ * (an unknown operation name is misuse and raises) */
 static int l_norm_add_rule(lua_State *L)
 {
     tg_norm_t *n = check_norm(L, 1);
     size_t len;
     const char *pattern = check_string(L, 2, &len);
-    unsigned ops = 0;
-    lua_Integer count;
+    unsigned ops = read_ops(L, 3, "add_rule");
     tg_error_t err;
-    luaL_checktype(L, 3, LUA_TTABLE);
-    count = luaL_len(L, 3);
-    for (lua_Integer i = 1; i <= count; i++) {
-        const char *name;
-        int k;
-        if (lua_geti(L, 3, i) != LUA_TSTRING)
-            return luaL_error(L, "bad argument #2 to 'add_rule' (operation %d is not a string)",
-                              (int)i);
-        name = lua_tostring(L, -1);
-        for (k = 0; op_names[k] && strcmp(op_names[k], name) != 0; k++)
-            ;
-        if (!op_names[k])
-            return luaL_error(L, "bad argument #2 to 'add_rule' (unknown operation '%s')", name);
-        ops |= op_bits[k];
-        lua_pop(L, 1);
-    }
     if (tg_norm_add_rule(n, pattern, len, ops, &err) != TG_OK)
         return push_error(L, &err, 0);
     lua_pushboolean(L, 1);
