@@ -40,6 +40,7 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
     out->epochs_equal = 1;
     for (size_t i = 0; i < n && rc == TG_OK; i++) {
         const tg_value_t *s = tg_at(samples, i), *a, *r, *ep;
+        int fails;
         if (tg_type_of(s) != TG_OBJECT) {
             rc = tg_fail(err, TG_E_BAD_CALL, tg_offset(s), "sample %zu is not an object", i + 1);
             break;
@@ -50,17 +51,15 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
                          "sample %zu has no \"arguments\" object", i + 1);
             break;
         }
+        fails = 1; /* the tool did not resolve: no sample passes the rung */
         if (schema) {
             tg_finding_t f;
             size_t count;
             if ((rc = tg_validate(e, schema, a, &f, 1, &count, err)) != TG_OK)
                 break;
-            if (count) {
-                if (out->n_failed < TG_RUNG_MAX_FINDINGS)
-                    out->failed[out->n_failed] = i;
-                out->n_failed++;
-            }
-        } else { /* the tool did not resolve: no sample passes the rung */
+            fails = count != 0;
+        }
+        if (fails) {
             if (out->n_failed < TG_RUNG_MAX_FINDINGS)
                 out->failed[out->n_failed] = i;
             out->n_failed++;
