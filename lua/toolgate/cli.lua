@@ -103,14 +103,71 @@ function M.read_all(cmd, path)
   return data, name
 end
 
--- each_line(f, fn): calls fn(line, number) for every line that is not blank
--- (JSON Lines readers skip blank lines); the number counts all lines from 1.
-function M.each_line(f, fn)
+-- each_line(cmd, path, fn) -> true | nil (after a diagnostic): calls
+-- fn(line, number, display name) for every line of the input that is not
+-- blank (JSON Lines readers skip blank lines); the number counts all lines
+-- from 1.
+function M.each_line(cmd, path, fn)
+  local f, name = M.open_input(cmd, path)
+  if not f then return nil end
   local n = 0
   for line in f:lines() do
     n = n + 1
-    if line:find("%S") then fn(line, n) end
+    if line:find("%S") then fn(line, n, name) end
   end
+  if f ~= io.stdin then f:close() end
+  return true
+end
+
+-- A policy argument: a path, or the name of a shipped policy (default:
+-- "default") -> path | nil, message
+function M.resolve_policy(arg, policy_dir)
+  if arg == nil then arg = "default" end
+  if arg:find("/", 1, true) or arg:match("%.lua$") then return arg end
+  local dir = os.getenv("TOOLGATE_POLICY_DIR") or policy_dir
+  if not dir then return nil, "no directory of shipped policies is known; give --policy a path" end
+  local path = dir .. "/" .. arg .. ".lua"
+  local f = io.open(path, "rb")
+  if not f then return nil, "no shipped policy named '" .. arg .. "' in " .. dir end
+  f:close()
+  return path
+end
+
+-- load_engine(cmd, opts, env, format, warn) -> engine | nil (after a
+-- diagnostic): the engine of --policy and --registry; warn prints the
+-- policy's load warnings.
+function M.load_engine(cmd, opts, env, format, warn)
+  local policy, perr = M.resolve_policy(opts.policy, env and env.policy_dir)
+  if not policy then
+    M.diag(cmd, perr)
+    return nil
+  end
+  local engine, err, code = require("toolgate.engine").new({ policy = policy, registry = opts.registry,
+                                                             format = format })
+  if not engine then
+    M.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
+    return nil
+  end
+  if warn then
+    for _, w in ipairs(engine:warnings()) do M.diag(cmd, "warning: " .. w) end
+  end
+  return engine
+end
+
+-- read_context(cmd, core_engine, path) -> table | nil (after a diagnostic)
+function M.read_context(cmd, core_engine, path)
+  local text = M.read_all(cmd, path)
+  if not text then return nil end
+  local v, err, code, offset = require("toolgate.json").decode(core_engine, text)
+  if v == nil then
+    M.diag(cmd, path .. ": " .. M.describe(err, code, offset))
+    return nil
+  end
+  if type(v) ~= "table" then
+    M.diag(cmd, path .. ": a context must be a JSON object")
+    return nil
+  end
+  return v
 end
 
 -- A decision (or any Lua value) as one line of canonical JSON: sorted keys,

@@ -38,7 +38,9 @@ local M = {}
 local Engine = {}
 Engine.__index = Engine
 
+-- The call formats engine:check reads (toolgate.new's format option).
 local FORMATS = { auto = true, native = true, openai = true, anthropic = true, mcp = true }
+M.FORMATS = FORMATS
 
 local function merge(...)
   local out = {}

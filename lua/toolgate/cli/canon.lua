@@ -43,10 +43,8 @@ function M.run(args)
     return cli.EXIT_OK
   end
 
-  local f, name = cli.open_input("canon", pos[1])
-  if not f then return cli.EXIT_USAGE end
   local failed = 0
-  cli.each_line(f, function(line, n)
+  local read = cli.each_line("canon", pos[1], function(line, n, name)
     local out, err, code, offset = transform(line)
     if out then
       io.stdout:write(out, "\n")
@@ -56,7 +54,7 @@ function M.run(args)
       cli.diag("canon", name .. ":" .. n .. ": " .. cli.describe(err, code, offset))
     end
   end)
-  if f ~= io.stdin then f:close() end
+  if not read then return cli.EXIT_USAGE end
   return failed > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

@@ -41,37 +41,6 @@ exit status: 0 done, 1 --fail-on matched, 2 bad usage, or a policy or
 registry that cannot be loaded
 ]]
 
-local FORMATS = { auto = true, native = true, openai = true, anthropic = true, mcp = true }
-
--- A policy argument: a path, or the name of a shipped policy.
-function M.resolve_policy(arg, policy_dir)
-  if arg == nil then arg = "default" end
-  if arg:find("/", 1, true) or arg:match("%.lua$") then return arg end
-  local dir = os.getenv("TOOLGATE_POLICY_DIR") or policy_dir
-  if not dir then return nil, "no directory of shipped policies is known; give --policy a path" end
-  local path = dir .. "/" .. arg .. ".lua"
-  local f = io.open(path, "rb")
-  if not f then return nil, "no shipped policy named '" .. arg .. "' in " .. dir end
-  f:close()
-  return path
-end
-
--- read_context(engine, path) -> table | nil (after a diagnostic)
-local function read_context(core_engine, path)
-  local text = cli.read_all("check", path)
-  if not text then return nil end
-  local v, err, code, offset = json.decode(core_engine, text)
-  if v == nil then
-    cli.diag("check", path .. ": " .. cli.describe(err, code, offset))
-    return nil
-  end
-  if type(v) ~= "table" then
-    cli.diag("check", path .. ": a context must be a JSON object")
-    return nil
-  end
-  return v
-end
-
 function M.run(args, env)
   local opts, pos = cli.parse(args, {
     flags = { also = true },
@@ -80,37 +49,25 @@ function M.run(args, env)
   })
   if #pos > 1 then cli.usage_error("at most one FILE") end
   local format = opts.format or "auto"
-  if not FORMATS[format] then cli.usage_error("unknown --format " .. format) end
+  if not engine_mod.FORMATS[format] then cli.usage_error("unknown --format " .. format) end
   local fail_on = opts["fail-on"]
   if fail_on and fail_on ~= "reject" and fail_on ~= "defer" and fail_on ~= "accept" then
     cli.usage_error("--fail-on takes reject, defer or accept")
   end
-  local policy, perr = M.resolve_policy(opts.policy, env and env.policy_dir)
-  if not policy then
-    cli.diag("check", perr)
-    return cli.EXIT_USAGE
-  end
-
-  local engine, err, code = engine_mod.new({ policy = policy, registry = opts.registry, format = format })
-  if not engine then
-    cli.diag("check", (code and (code .. ": ") or "") .. tostring(err))
-    return cli.EXIT_USAGE
-  end
-  for _, w in ipairs(engine:warnings()) do cli.diag("check", "warning: " .. w) end
+  local engine = cli.load_engine("check", opts, env, format, true)
+  if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core
   if opts.also then engine:snapshot().policy.settings.rung.report_also = true end
 
   local base_ctx = {}
   if opts.context then
-    base_ctx = read_context(core_engine, opts.context)
+    base_ctx = cli.read_context("check", core_engine, opts.context)
     if not base_ctx then return cli.EXIT_USAGE end
   end
   if opts.server then base_ctx.server = opts.server end
 
-  local f = cli.open_input("check", pos[1])
-  if not f then return cli.EXIT_USAGE end
   local matched = false
-  cli.each_line(f, function(line, n)
+  local read = cli.each_line("check", pos[1], function(line, n)
     local ctx = base_ctx
     -- a "context" member of the line itself, merged over --context
     local doc = core_engine:parse(line)
@@ -120,12 +77,13 @@ function M.run(args, env)
       for k, v in pairs(base_ctx) do ctx[k] = v end
       for k, v in pairs(json.to_lua(own)) do ctx[k] = v end
     end
+    if doc then doc:free() end -- now, not at some later collection (engine:check parses its own)
     local decision = engine:check(line, ctx)
     decision.line = n
     if decision.verdict == fail_on then matched = true end
     io.stdout:write(cli.encode(core_engine, decision), "\n")
   end)
-  if f ~= io.stdin then f:close() end
+  if not read then return cli.EXIT_USAGE end
   return matched and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

@@ -1,8 +1,5 @@
 -- toolgate classify: self-consistency of sampled plans.
-local check = require "toolgate.cli.check"
 local cli = require "toolgate.cli"
-local engine_mod = require "toolgate.engine"
-local json = require "toolgate.json"
 
 local M = {}
 
@@ -46,41 +43,23 @@ function M.run(args, env)
     multi = { registry = true },
   })
   if #pos > 1 then cli.usage_error("at most one FILE") end
-  local policy, perr = check.resolve_policy(opts.policy, env and env.policy_dir)
-  if not policy then
-    cli.diag("classify", perr)
-    return cli.EXIT_USAGE
-  end
-  local engine, err, code = engine_mod.new({ policy = policy, registry = opts.registry })
-  if not engine then
-    cli.diag("classify", (code and (code .. ": ") or "") .. tostring(err))
-    return cli.EXIT_USAGE
-  end
-  for _, w in ipairs(engine:warnings()) do cli.diag("classify", "warning: " .. w) end
+  local engine = cli.load_engine("classify", opts, env, nil, true)
+  if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core
   local ctx = {}
   if opts.context then
-    local text = cli.read_all("classify", opts.context)
-    if not text then return cli.EXIT_USAGE end
-    local v, jerr, jcode, joff = json.decode(core_engine, text)
-    if type(v) ~= "table" then
-      cli.diag("classify", opts.context .. ": " .. (v == nil and cli.describe(jerr, jcode, joff)
-        or "a context must be a JSON object"))
-      return cli.EXIT_USAGE
-    end
-    ctx = v
+    ctx = cli.read_context("classify", core_engine, opts.context)
+    if not ctx then return cli.EXIT_USAGE end
   end
 
-  local f = cli.open_input("classify", pos[1])
-  if not f then return cli.EXIT_USAGE end
   local matched = false
-  cli.each_line(f, function(line, n)
+  local read = cli.each_line("classify", pos[1], function(line, n)
     local d = engine:classify(line, ctx)
     d.line = n
     if d.verdict == opts["fail-on"] then matched = true end
     io.stdout:write(cli.encode(core_engine, d), "\n")
   end)
-  if f ~= io.stdin then f:close() end
+  if not read then return cli.EXIT_USAGE end
   io.stdout:flush()
   local names = {}
   for key, r in pairs(engine.store:records()) do

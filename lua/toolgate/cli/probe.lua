@@ -1,7 +1,5 @@
 -- toolgate probe: verify tools' determinism declarations with a dry run.
-local check = require "toolgate.cli.check"
 local cli = require "toolgate.cli"
-local engine_mod = require "toolgate.engine"
 local json = require "toolgate.json"
 
 local M = {}
@@ -55,22 +53,12 @@ function M.run(args, env)
   if #pos > 1 then cli.usage_error("at most one FILE") end
   if not opts.exec then cli.usage_error("--exec is required") end
   if not opts.epoch then cli.usage_error("--epoch is required") end
-  local policy, perr = check.resolve_policy(opts.policy, env and env.policy_dir)
-  if not policy then
-    cli.diag("probe", perr)
-    return cli.EXIT_USAGE
-  end
-  local engine, err, code = engine_mod.new({ policy = policy, registry = opts.registry })
-  if not engine then
-    cli.diag("probe", (code and (code .. ": ") or "") .. tostring(err))
-    return cli.EXIT_USAGE
-  end
+  local engine = cli.load_engine("probe", opts, env, nil, false)
+  if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core
-  local f = cli.open_input("probe", pos[1])
-  if not f then return cli.EXIT_USAGE end
   local all_verified = true
-  cli.each_line(f, function(line, n)
-    local call = engine:snapshot().core:decode_call(line, "native")
+  local read = cli.each_line("probe", pos[1], function(line, n)
+    local call = core_engine:decode_call(line, "native")
     local report
     if not call then
       report = { verdict = "invalid", code = "BAD_CALL", message = "line is not a native call" }
@@ -83,7 +71,7 @@ function M.run(args, env)
     if report.verdict ~= "verified" then all_verified = false end
     io.stdout:write(cli.encode(core_engine, report), "\n")
   end)
-  if f ~= io.stdin then f:close() end
+  if not read then return cli.EXIT_USAGE end
   return all_verified and cli.EXIT_OK or cli.EXIT_FAILED
 end
 

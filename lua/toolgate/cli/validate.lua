@@ -77,10 +77,8 @@ function M.run(args)
   end
 
   if opts.lines then
-    local f, name = cli.open_input("validate", pos[1])
-    if not f then return cli.EXIT_USAGE end
-    cli.each_line(f, function(line, n) one(line, name .. ":" .. n, n) end)
-    if f ~= io.stdin then f:close() end
+    local read = cli.each_line("validate", pos[1], function(line, n, name) one(line, name .. ":" .. n, n) end)
+    if not read then return cli.EXIT_USAGE end
   else
     local data, name = cli.read_all("validate", pos[1])
     if not data then return cli.EXIT_USAGE end
