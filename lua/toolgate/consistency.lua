@@ -32,6 +32,7 @@
 
 local core_mod = require "toolgate.core"
 local json = require "toolgate.json"
+local registry = require "toolgate.registry"
 local rung = require "toolgate.rung"
 local sandbox = require "toolgate.sandbox"
 local state_mod = require "toolgate.state"
@@ -132,7 +133,8 @@ local function read_sample(plan, sample, single)
   return steps, sample:get("results")
 end
 
--- The string values of node at the locations a pattern ("/a/*/b") matches.
+-- The string values of node at the locations a pattern's segments (unescaped:
+-- "/a/*/b" as {"a", "*", "b"}) match.
 local function strings_at(node, segments, i, out)
   if not node then return end
   if i > #segments then
@@ -143,7 +145,7 @@ local function strings_at(node, segments, i, out)
   if seg == "*" and (t == "object" or t == "array") then
     for k = 1, node:len() do strings_at(node:at(k), segments, i + 1, out) end
   elseif t == "object" then
-    strings_at(node:get((seg:gsub("~1", "/"):gsub("~0", "~"))), segments, i + 1, out)
+    strings_at(node:get(seg), segments, i + 1, out)
   elseif t == "array" and seg:match("^%d+$") then
     strings_at(node:at(tonumber(seg) + 1), segments, i + 1, out)
   end
@@ -163,20 +165,12 @@ local function plan_norms(snap, decoded)
         if not norm then
           norm = assert(snap.core:norm())
           for _, r in ipairs(tool.norm_rules) do assert(norm:add_rule(r.pattern, r.ops)) end
-          for _, aliases in pairs(snap.policy.resolvers or {}) do
-            if type(aliases) == "table" then
-              for from, to in pairs(aliases) do
-                if type(from) == "string" and type(to) == "string" then assert(norm:add_alias(from, to)) end
-              end
-            end
-          end
+          registry.add_alias_tables(norm, snap.policy.resolvers)
           norms[tool], seen[tool] = norm, {}
         end
         for _, r in ipairs(tool.id_functions) do
-          local segments = {}
-          for seg in r.pattern:gmatch("/([^/]*)") do segments[#segments + 1] = seg end
           local found = {}
-          strings_at(step.args, segments, 1, found)
+          strings_at(step.args, r.segments, 1, found)
           for _, raw in ipairs(found) do
             local pre = assert(tool.norm:apply(raw, r.pre_ops))
             local key = r.resolver .. "\0" .. pre

@@ -425,10 +425,20 @@ local function norm_plan(engine, schema, resolvers)
       end
       name = name or only
       if name and type(resolvers[name]) == "function" then
-        fn_rules[#fn_rules + 1] = { pattern = r.pattern, pre_ops = pre, resolver = name }
+        -- the pattern's segments, unescaped, for finding the IDs in a call
+        local segments = {}
+        for seg in r.pattern:gmatch("/([^/]*)") do segments[#segments + 1] = (seg:gsub("~1", "/"):gsub("~0", "~")) end
+        fn_rules[#fn_rules + 1] = { pattern = r.pattern, segments = segments, pre_ops = pre, resolver = name }
       end
     end
   end
+  M.add_alias_tables(norm, resolvers)
+  return norm, nil, rules, #fn_rules > 0 and fn_rules or nil
+end
+
+-- add_alias_tables(norm, resolvers): the resolvers that are alias tables
+-- ({alias = canonical id}), compiled into the normalization plan norm.
+function M.add_alias_tables(norm, resolvers)
   for _, aliases in pairs(resolvers or {}) do
     if type(aliases) == "table" then
       for from, to in pairs(aliases) do
@@ -436,7 +446,6 @@ local function norm_plan(engine, schema, resolvers)
       end
     end
   end
-  return norm, nil, rules, #fn_rules > 0 and fn_rules or nil
 end
 
 -- Findings over the whole tool list -------------------------------------------
