@@ -311,11 +311,10 @@ function Engine:probe(tool, arguments, call_fn, epoch)
   local text, err = call_text(call)
   local c = text and snap.core:decode_call(text, "native")
   if not c then return { verdict = "invalid", code = "BAD_CALL", message = err or "cannot decode the call" } end
-  local d = rung.check(snap.registry, server, name, c:arguments())
+  local d, t = rung.check(snap.registry, server, name, c:arguments())
   if d.verdict ~= "accept" then
     return { verdict = "invalid", code = d.code, message = d.message, server = server, tool = name }
   end
-  local t = snap.registry.by_key[d.server .. "\0" .. d.tool]
   local report = { server = t.server, tool = t.name, epoch = epoch, hashes = setmetatable({}, value.array_mt) }
   for i = 1, 2 do
     local ok, result = pcall(call_fn, value.copy(call))
@@ -357,10 +356,9 @@ function Engine:verify(call, result, ctx)
   ctx = merge(snap.policy.context, self.opts.context, ctx)
   local state, failed = start(self, snap, call, ctx)
   if not state then return finish(snap, failed, ctx) end
-  local d = rung.check(snap.registry, state.server, state.name, state.args)
+  local d, tool = rung.check(snap.registry, state.server, state.name, state.args)
   state.args_digest = d.args_digest
   if d.verdict ~= "accept" then return finish(snap, d, ctx, state) end
-  local tool = snap.registry.by_key[d.server .. "\0" .. d.tool]
 
   local text = result
   if type(result) ~= "string" then

@@ -44,11 +44,11 @@ local RUNNERS = {}
 
 function RUNNERS.rung(state, stage)
   local snap = state.snap
-  local d = rung.check(snap.registry, state.server, state.name, state.args,
+  local d, tool = rung.check(snap.registry, state.server, state.name, state.args,
     { report_also = stage.settings.report_also })
   state.args_digest = d.args_digest
   if d.verdict ~= "accept" then return d end
-  state.tool = snap.registry.by_key[d.server .. "\0" .. d.tool]
+  state.tool = tool
   state.also_accepted_by = d.also_accepted_by
   return nil
 end

@@ -29,8 +29,9 @@ local function decision(verdict, code, message, server, tool, snap)
            server = server, tool = tool, registry_hash = snap.hash }
 end
 
--- check(snap, server|nil, name, args_node[, opts]) -> decision
+-- check(snap, server|nil, name, args_node[, opts]) -> decision[, tool]
 -- opts.report_also: list the other tools whose schemas accept the arguments (H5).
+-- On accept, the tool's registry record comes second.
 function M.check(snap, server, name, args, opts)
   local also = opts and opts.report_also
   local res, err, code = snap.c:check(server, name, args, also)
@@ -71,7 +72,7 @@ function M.check(snap, server, name, args, opts)
   local d = decision("accept", nil, nil, t.server, t.name, snap)
   d.args_digest = digest
   if also then d.also_accepted_by = refs(snap, res.also) end
-  return d
+  return d, t
 end
 
 return M
