@@ -38,13 +38,4 @@ function M.decode(engine, text)
   return to_lua(doc:root())
 end
 
---- The member of an object node, if it is of one of the wanted types
--- ("string", "object", ...); nil when absent; raises nothing.
-function M.field(node, key, wanted)
-  local v = node:get(key)
-  if v == nil then return nil end
-  if wanted and v:type() ~= wanted then return nil, v:type() end
-  return v
-end
-
 return M

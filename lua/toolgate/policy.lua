@@ -21,6 +21,7 @@
 -- a fabricated tool has no contract, so such a stage cannot reject it.
 -- @module toolgate.policy
 
+local registry_mod = require "toolgate.registry"
 local sandbox = require "toolgate.sandbox"
 
 local M = {}
@@ -255,8 +256,8 @@ function M.load(source, hash_text)
   for i, s in ipairs(registry.sources or {}) do
     if type(s) == "string" and base and not s:match("^/") then
       -- relative paths are relative to the policy file, like includes
-      local server, path = s:match("^([^=/]+)=(.+)$")
-      if path then s = server .. "=" .. (path:match("^/") and path or base .. "/" .. path)
+      local server, path = registry_mod.split_source(s)
+      if server then s = server .. "=" .. (path:match("^/") and path or base .. "/" .. path)
       else s = base .. "/" .. s end
     elseif type(s) == "table" and s.path and base and not s.path:match("^/") then
       local c = {}

@@ -269,11 +269,18 @@ local function read_source(engine, source, k, out)
   return true
 end
 
+-- split_source("SERVER=PATH" or "PATH") -> server | nil, path
+function M.split_source(s)
+  local server, path = s:match("^([^=/]+)=(.+)$")
+  if server then return server, path end
+  return nil, s
+end
+
 -- Normalizes a source given as a path, "SERVER=PATH", or a table.
 local function normalize_source(s)
   if type(s) == "string" then
-    local server, path = s:match("^([^=/]+)=(.+)$")
-    return { path = path or s, server = server, label = path or s }
+    local server, path = M.split_source(s)
+    return { path = path, server = server, label = path }
   end
   if type(s) ~= "table" or not (s.path or s.text) then
     error("registry sources: each needs a path or a text", 3)

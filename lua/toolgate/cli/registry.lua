@@ -41,7 +41,7 @@ function M.run(args)
   local opts, pos = cli.parse(rest, { flags = { strict = true } })
   if #pos == 0 then cli.usage_error("give at least one registry FILE") end
   for _, p in ipairs(pos) do
-    local path = p:match("^[^=/]+=(.+)$") or p
+    local _, path = registry.split_source(p)
     local f = io.open(path, "rb")
     if not f then
       cli.diag("registry", "cannot read " .. path)
