@@ -292,6 +292,14 @@ local function gather(snap, plan, samples, n, single)
   end
   local function norm_of(tool) return tool and (norms[tool] or tool.norm) or nil end
 
+  -- a result's digest; a missing one digests as NO_RESULT
+  local function result_digest(node)
+    if not node then return NO_RESULT end
+    local dg, derr, dcode = node:digest()
+    if not dg then return nil, hash_failed(dcode, derr) end
+    return dg
+  end
+
   -- hash (16-byte digest tokens: no hex round trips)
   local plan_hashes, result_hashes, epochs = {}, {}, {}
   for i = 1, n do
@@ -303,16 +311,13 @@ local function gather(snap, plan, samples, n, single)
         if not dg then return nil, hash_failed(dcode, derr) end
         step.digest = dg
       end
-      parts[k] = (step.server or "") .. "\0" .. step.name .. "\0" .. step.digest
+      step.key = (step.server or "") .. "\0" .. step.name .. "\0" .. step.digest
+      parts[k] = step.key
     end
     plan_hashes[i] = single and steps[1].digest or core_mod.hash_bytes(table.concat(parts, "\1"))
-    local results = decoded[i].results
-    result_hashes[i] = NO_RESULT
-    if results then
-      local dg, derr, dcode = results:digest()
-      if not dg then return nil, hash_failed(dcode, derr) end
-      result_hashes[i] = dg
-    end
+    local failed
+    result_hashes[i], failed = result_digest(decoded[i].results)
+    if not result_hashes[i] then return nil, failed end
     epochs[i] = epoch_key(decoded[i].sample:get("epoch"))
   end
   local arg, aerr, acode = core:agree(plan_hashes)
@@ -343,16 +348,11 @@ local function gather(snap, plan, samples, n, single)
       local ah, rh = {}, {}
       for i = 1, n do
         local step = decoded[i].steps[k]
-        ah[i] = step and core_mod.hash_bytes((step.server or "") .. "\0" .. step.name .. "\0" .. step.digest)
-          or NO_STEP
+        ah[i] = step and core_mod.hash_bytes(step.key) or NO_STEP
         local r = decoded[i].results
-        local rk = r and r:type() == "array" and r:at(k) or nil
-        rh[i] = NO_RESULT
-        if rk then
-          local dg, derr, dcode = rk:digest()
-          if not dg then return nil, hash_failed(dcode, derr) end
-          rh[i] = dg
-        end
+        local failed
+        rh[i], failed = result_digest(r and r:type() == "array" and r:at(k) or nil)
+        if not rh[i] then return nil, failed end
       end
       local a, aerr2, acode2 = core:agree(ah)
       if not a then return nil, hash_failed(acode2, aerr2) end
