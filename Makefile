@@ -28,6 +28,7 @@ CORE_OBJ  = $(CORE_SRC:core/%.c=$(BUILD)/core/%.o)
 CORE_HDR  = $(wildcard core/*.h)
 CTEST_SRC = $(wildcard spec/c/test_*.c)
 CTEST_BIN = $(CTEST_SRC:spec/c/%.c=$(BUILD)/spec/%)
+BENCH_BIN = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 
 LIB_A   = $(BUILD)/libtoolgate.a
 LIB_SO  = $(BUILD)/libtoolgate.so
@@ -38,7 +39,7 @@ LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
           LUA_CPATH="$(CURDIR)/$(BUILD)/lua54/?.so;$(CURDIR)/$(BUILD)/?.so;;" \
           TOOLGATE_LIB="$(CURDIR)/$(LIB_SO)"
 
-.PHONY: all deps test check-c check-lua demo bench clean install uninstall docs lint
+.PHONY: all deps test demo bench clean install uninstall docs lint
 
 all: deps $(LIB_A) $(LIB_SO) $(LUA54_MOD)
 
@@ -62,14 +63,14 @@ $(LUA54_MOD): lua/toolgate/core_c.c $(LIB_A) core/toolgate.h | $(BUILD)/lua54/to
 $(BUILD)/spec/%: spec/c/%.c spec/c/tap.h spec/c/acct.h $(LIB_A) | $(BUILD)/spec
 	$(CC) $(ALL_CFLAGS) -Ispec/c $< $(LIB_A) -o $@ $(LIBS)
 
-$(BUILD)/core $(BUILD)/lua54/toolgate $(BUILD)/spec:
+$(BUILD)/core $(BUILD)/lua54/toolgate $(BUILD)/spec $(BUILD)/bench:
 	mkdir -p $@
 
 # ---- tests ------------------------------------------------------------------
 
 test:
 	@sh mk/deps.sh test
-	@$(MAKE) --no-print-directory all $(CTEST_BIN)
+	@$(MAKE) --no-print-directory all $(CTEST_BIN) $(BENCH_BIN)
 	@$(MAKE) --no-print-directory hostile-build
 	@$(LUA_ENV) BUILD="$(BUILD)" LUA="$(LUA)" LUAJIT="$(LUAJIT)" sh mk/run-tests.sh
 
@@ -82,20 +83,10 @@ demo:
 
 bench:
 	@sh mk/deps.sh bench
-	@$(MAKE) --no-print-directory all $(BUILD)/bench/canon_bench $(BUILD)/bench/validate_bench \
-	  $(BUILD)/bench/plan_bench
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@$(LUA_ENV) BUILD="$(BUILD)" sh bench/run.sh
 
-$(BUILD)/bench/canon_bench: bench/canon_bench.c $(LIB_A) core/toolgate.h
-	@mkdir -p $(BUILD)/bench
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
-
-$(BUILD)/bench/validate_bench: bench/validate_bench.c $(LIB_A) core/toolgate.h
-	@mkdir -p $(BUILD)/bench
-	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
-
-$(BUILD)/bench/plan_bench: bench/plan_bench.c $(LIB_A) core/toolgate.h
-	@mkdir -p $(BUILD)/bench
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) core/toolgate.h | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
 
 # ---- install -----------------------------------------------------------------
@@ -226,7 +217,6 @@ fuzz:
 	@BUILD="$(BUILD)" sh mk/hostile.sh fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 soak:
-	@sh mk/deps.sh build
 	@$(MAKE) --no-print-directory all
 	@$(LUA_ENV) $(LUA) bench/soak.lua
 	@if command -v $(LUAJIT) >/dev/null; then $(LUA_ENV) $(LUAJIT) bench/soak.lua; fi

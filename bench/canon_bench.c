@@ -10,28 +10,12 @@
  *   toolgate-c docs=<n> bytes=<B> seconds=<s> MB_per_s=<x> ns_per_doc=<y>
  */
 #define _POSIX_C_SOURCE 200809L
-#include "toolgate.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 int main(int argc, char **argv)
 {
-    FILE *f;
-    char *line = NULL;
-    size_t cap = 0, n = 0, ncap = 0, bytes = 0;
-    ssize_t len;
-    char **docs = NULL;
-    size_t *lens = NULL;
+    size_t n, bytes = 0;
+    bench_line *docs;
     double min_seconds = argc > 2 ? atof(argv[2]) : 1.0, t0, elapsed;
     long passes = 0;
     uint64_t sink = 0;
@@ -39,49 +23,35 @@ int main(int argc, char **argv)
     tg_buf_t out;
     tg_error_t err;
 
-    if (argc < 2 || !(f = fopen(argv[1], "rb"))) {
+    if (argc < 2) {
         fprintf(stderr, "usage: canon_bench CORPUS.jsonl [MIN_SECONDS]\n");
         return 2;
     }
-    while ((len = getline(&line, &cap, f)) > 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (len == 0)
-            continue;
-        if (n == ncap) {
-            ncap = ncap ? 2 * ncap : 1024;
-            docs = realloc(docs, ncap * sizeof *docs);
-            lens = realloc(lens, ncap * sizeof *lens);
-        }
-        docs[n] = malloc((size_t)len);
-        memcpy(docs[n], line, (size_t)len);
-        lens[n++] = (size_t)len;
-        bytes += (size_t)len;
-    }
-    fclose(f);
-    free(line);
+    docs = bench_read_lines("canon_bench", argv[1], 0, &n);
+    for (size_t i = 0; i < n; i++)
+        bytes += docs[i].len;
 
     e = tg_engine_new(NULL, NULL, NULL, &err);
     tg_buf_init(&out, e);
     for (size_t i = 0; i < n; i++) { /* warm-up, and every document must pass */
         tg_buf_reset(&out);
-        if (tg_canon(e, docs[i], lens[i], &out, &err) != TG_OK) {
+        if (tg_canon(e, docs[i].text, docs[i].len, &out, &err) != TG_OK) {
             fprintf(stderr, "canon_bench: line %zu: %s: %s\n", i + 1, tg_code_name(err.code),
                     err.message);
             return 1;
         }
     }
-    t0 = now();
+    t0 = bench_now();
     do {
         for (size_t i = 0; i < n; i++) {
             tg_buf_reset(&out);
-            tg_canon(e, docs[i], lens[i], &out, &err);
+            tg_canon(e, docs[i].text, docs[i].len, &out, &err);
             tg_hash128_t h;
             tg_hash128(out.data, out.len, &h);
             sink += h.lo;
         }
         passes++;
-        elapsed = now() - t0;
+        elapsed = bench_now() - t0;
     } while (elapsed < min_seconds);
 
     printf("toolgate-c docs=%zu bytes=%zu seconds=%.3f MB_per_s=%.1f ns_per_doc=%.0f\n", n, bytes,
@@ -90,9 +60,6 @@ int main(int argc, char **argv)
     fprintf(stderr, "# checksum %016llx\n", (unsigned long long)sink);
     tg_buf_free(&out);
     tg_engine_free(e);
-    for (size_t i = 0; i < n; i++)
-        free(docs[i]);
-    free(docs);
-    free(lens);
+    bench_free_lines(docs, n);
     return 0;
 }

@@ -18,24 +18,7 @@
  * without the decision table and the Lua objects around it.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "toolgate.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-typedef struct plan_t {
-    char *text;
-    size_t len;
-} plan_t;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench.h"
 
 static void usage(const char *msg)
 {
@@ -47,34 +30,7 @@ static void usage(const char *msg)
 
 static void die(const char *what, const tg_error_t *err)
 {
-    fprintf(stderr, "plan_bench: %s: %s: %s%s%s\n", what, tg_code_name(err->code), err->message,
-            err->pointer[0] ? " at " : "", err->pointer);
-    exit(1);
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0, got;
-
-    if (!f) {
-        fprintf(stderr, "plan_bench: cannot open %s\n", path);
-        exit(2);
-    }
-    do {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            buf = realloc(buf, cap);
-            if (!buf)
-                exit(1);
-        }
-        got = fread(buf + n, 1, cap - n, f);
-        n += got;
-    } while (got > 0);
-    fclose(f);
-    *len = n;
-    return buf;
+    bench_die("plan_bench", what, err);
 }
 
 static const char *string_member(const tg_value_t *obj, const char *key, size_t *len)
@@ -92,7 +48,7 @@ static tg_registry_t *load_registry(tg_engine_t *e, const char *path)
     tg_registry_t *r;
     const tg_value_t *tools;
     size_t len, index;
-    char *text = read_all(path, &len);
+    char *text = bench_read_all("plan_bench", path, &len);
 
     if (tg_parse(e, text, len, &doc, &err) != TG_OK)
         die(path, &err);
@@ -137,7 +93,7 @@ static long resolve(const tg_registry_t *r, const tg_value_t *tool)
 }
 
 /* One plan's C work; what it returns only keeps the compiler honest. */
-static size_t one(tg_engine_t *e, const tg_registry_t *r, const plan_t *p, int summarize)
+static size_t one(tg_engine_t *e, const tg_registry_t *r, const bench_line *p, int summarize)
 {
     tg_doc_t *doc;
     tg_error_t err;
@@ -162,8 +118,8 @@ static size_t one(tg_engine_t *e, const tg_registry_t *r, const plan_t *p, int s
     return out;
 }
 
-static void timed(const char *label, tg_engine_t *e, const tg_registry_t *r, const plan_t *plans,
-                  size_t n, int summarize, double min_seconds)
+static void timed(const char *label, tg_engine_t *e, const tg_registry_t *r,
+                  const bench_line *plans, size_t n, int summarize, double min_seconds)
 {
     double t0, elapsed;
     long passes = 0;
@@ -171,12 +127,12 @@ static void timed(const char *label, tg_engine_t *e, const tg_registry_t *r, con
 
     for (size_t i = 0; i < n; i++) /* warm-up */
         sink += one(e, r, &plans[i], summarize);
-    t0 = now();
+    t0 = bench_now();
     do {
         for (size_t i = 0; i < n; i++)
             sink += one(e, r, &plans[i], summarize);
         passes++;
-        elapsed = now() - t0;
+        elapsed = bench_now() - t0;
     } while (elapsed < min_seconds);
     printf("%s plans=%zu seconds=%.3f us_per_plan=%.2f sink=%zu\n", label, n, elapsed,
            elapsed * 1e6 / ((double)passes * (double)n), sink);
@@ -189,11 +145,8 @@ int main(int argc, char **argv)
     tg_engine_t *e;
     tg_registry_t *r;
     tg_error_t err;
-    plan_t *plans = NULL;
-    size_t n = 0, ncap = 0, cap = 0;
-    char *line = NULL;
-    ssize_t len;
-    FILE *f;
+    bench_line *plans;
+    size_t n;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--registry") && i + 1 < argc)
@@ -214,36 +167,14 @@ int main(int argc, char **argv)
         die("engine", &err);
     r = load_registry(e, registry_path);
 
-    if (!(f = fopen(plans_path, "rb"))) {
-        fprintf(stderr, "plan_bench: cannot open %s\n", plans_path);
-        return 2;
-    }
-    while ((len = getline(&line, &cap, f)) > 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (len == 0 || strspn(line, " \t") == (size_t)len)
-            continue;
-        if (n == ncap) {
-            ncap = ncap ? 2 * ncap : 1024;
-            if (!(plans = realloc(plans, ncap * sizeof *plans)))
-                return 1;
-        }
-        if (!(plans[n].text = malloc((size_t)len)))
-            return 1;
-        memcpy(plans[n].text, line, (size_t)len);
-        plans[n++].len = (size_t)len;
-    }
-    free(line);
-    fclose(f);
+    plans = bench_read_lines("plan_bench", plans_path, 1, &n);
     if (n == 0)
         usage("no plans");
 
     timed("toolgate-c-parse", e, r, plans, n, 0, min_seconds);
     timed("toolgate-c-parse+summarize", e, r, plans, n, 1, min_seconds);
 
-    for (size_t i = 0; i < n; i++)
-        free(plans[i].text);
-    free(plans);
+    bench_free_lines(plans, n);
     tg_registry_free(r);
     tg_engine_free(e);
     return 0;

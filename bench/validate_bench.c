@@ -25,25 +25,13 @@
  * {"valid":false}.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "toolgate.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include "bench.h"
 
 typedef struct call_t {
     char *text;
     size_t len;
     const tg_schema_t *schema;
 } call_t;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void usage(const char *msg)
 {
@@ -56,34 +44,7 @@ static void usage(const char *msg)
 
 static void die(const char *what, const tg_error_t *err)
 {
-    fprintf(stderr, "validate_bench: %s: %s: %s%s%s\n", what, tg_code_name(err->code), err->message,
-            err->pointer[0] ? " at " : "", err->pointer);
-    exit(1);
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0, got;
-
-    if (!f) {
-        fprintf(stderr, "validate_bench: cannot open %s\n", path);
-        exit(2);
-    }
-    do {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            buf = realloc(buf, cap);
-            if (!buf)
-                exit(1);
-        }
-        got = fread(buf + n, 1, cap - n, f);
-        n += got;
-    } while (got > 0);
-    fclose(f);
-    *len = n;
-    return buf;
+    bench_die("validate_bench", what, err);
 }
 
 /* One verdict: parse the arguments text, validate it; 1 valid, 0 not. */
@@ -117,10 +78,9 @@ int main(int argc, char **argv)
     const char **keys;
     size_t *key_lens, n_schemas, n = 0, ncap = 0, slen;
     call_t *calls = NULL;
-    char *stext, *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    FILE *f;
+    char *stext;
+    bench_line *lines;
+    size_t n_lines;
     long passes = 0, valid = 0, sink = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -151,7 +111,7 @@ int main(int argc, char **argv)
     if (!e)
         die("engine", &err);
 
-    stext = read_all(schemas_path, &slen);
+    stext = bench_read_all("validate_bench", schemas_path, &slen);
     if (tg_parse(e, stext, slen, &sdoc, &err) != TG_OK)
         die(schemas_path, &err);
     free(stext);
@@ -172,21 +132,14 @@ int main(int argc, char **argv)
         }
     }
 
-    if (!(f = fopen(calls_path, "rb"))) {
-        fprintf(stderr, "validate_bench: cannot open %s\n", calls_path);
-        return 2;
-    }
-    while ((len = getline(&line, &cap, f)) > 0) {
+    lines = bench_read_lines("validate_bench", calls_path, 1, &n_lines);
+    for (size_t li = 0; li < n_lines; li++) {
         tg_doc_t *cdoc;
         const tg_value_t *tool, *args;
         const char *s;
         size_t tlen, alen, k;
 
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (len == 0 || strspn(line, " \t") == (size_t)len)
-            continue;
-        if (tg_parse(e, line, (size_t)len, &cdoc, &err) != TG_OK) {
+        if (tg_parse(e, lines[li].text, lines[li].len, &cdoc, &err) != TG_OK) {
             fprintf(stderr, "validate_bench: call %zu: ", n + 1);
             die("parse", &err);
         }
@@ -218,8 +171,7 @@ int main(int argc, char **argv)
         n++;
         tg_doc_free(cdoc);
     }
-    fclose(f);
-    free(line);
+    bench_free_lines(lines, n_lines);
     if (n == 0)
         usage("no calls");
     if (tg_engine_set_limits(e, &defaults, &err) != TG_OK)
@@ -231,12 +183,12 @@ int main(int argc, char **argv)
     } else {
         for (size_t i = 0; i < n; i++) /* warm-up, untimed; also the valid count */
             valid += one(e, &calls[i]);
-        t0 = now();
+        t0 = bench_now();
         do {
             for (size_t i = 0; i < n; i++)
                 sink += one(e, &calls[i]);
             passes++;
-            elapsed = now() - t0;
+            elapsed = bench_now() - t0;
         } while (elapsed < min_seconds);
         if (sink != valid * passes) {
             fprintf(stderr, "validate_bench: validation is not deterministic\n");
