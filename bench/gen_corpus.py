@@ -67,16 +67,17 @@ class RawNum:
         return "RawNum(%r)" % self.text
 
 
-def emit(value, ascii_only=False):
-    """Compact JSON text: like json.dumps(value, ensure_ascii=ascii_only,
-    separators=(",", ":")) but RawNum values are written verbatim and dict
-    keys keep their insertion order."""
+def emit(value, ascii_only=False, indent=None):
+    """JSON text: like json.dumps(value, ensure_ascii=ascii_only,
+    separators=(",", ":")), or with indent like json.dumps(..., indent=indent),
+    but RawNum values are written verbatim and dict keys keep their
+    insertion order."""
     out = []
-    _emit(value, ascii_only, out)
+    _emit(value, ascii_only, indent, 0, out)
     return "".join(out)
 
 
-def _emit(v, a, out):
+def _emit(v, a, indent, level, out):
     if isinstance(v, RawNum):
         out.append(v.text)
     elif v is None:
@@ -91,22 +92,26 @@ def _emit(v, a, out):
         out.append(json.dumps(v))  # float.__repr__, rejects nan/inf
     elif isinstance(v, str):
         out.append(json.dumps(v, ensure_ascii=a))
-    elif isinstance(v, (list, tuple)):
-        out.append("[")
-        for i, x in enumerate(v):
+    elif isinstance(v, (list, tuple, dict)):
+        is_dict = isinstance(v, dict)
+        o, c = ("{", "}") if is_dict else ("[", "]")
+        if not v:
+            out.append(o + c)
+            return
+        pad = "\n" + " " * (indent * (level + 1)) if indent else ""
+        out.append(o)
+        for i, x in enumerate(v.items() if is_dict else v):
             if i:
                 out.append(",")
-            _emit(x, a, out)
-        out.append("]")
-    elif isinstance(v, dict):
-        out.append("{")
-        for i, (k, x) in enumerate(v.items()):
-            if i:
-                out.append(",")
-            out.append(json.dumps(k, ensure_ascii=a))
-            out.append(":")
-            _emit(x, a, out)
-        out.append("}")
+            out.append(pad)
+            if is_dict:
+                k, x = x
+                out.append(json.dumps(k, ensure_ascii=a))
+                out.append(": " if indent else ":")
+            _emit(x, a, indent, level + 1, out)
+        if indent:
+            out.append("\n" + " " * (indent * level))
+        out.append(c)
     else:
         raise TypeError("cannot emit %r" % (v,))
 

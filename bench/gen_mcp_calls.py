@@ -460,43 +460,6 @@ def apply(r, kind, site, args):
 
 
 # --------------------------------------------------------------------------
-# serializer: compact or pretty, RawNum verbatim, keys in insertion order
-
-
-def emit(v, ascii_only=False, indent=None, level=0):
-    if isinstance(v, RawNum):
-        return v.text
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, int):
-        return int.__repr__(v)
-    if isinstance(v, float):
-        return json.dumps(v)
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=ascii_only)
-    if isinstance(v, (list, dict)):
-        if not v:
-            return "[]" if isinstance(v, list) else "{}"
-        if isinstance(v, list):
-            parts = [emit(x, ascii_only, indent, level + 1) for x in v]
-            o, c = "[", "]"
-        else:
-            sep = ": " if indent else ":"
-            parts = [json.dumps(k, ensure_ascii=ascii_only) + sep + emit(x, ascii_only, indent, level + 1)
-                     for k, x in v.items()]
-            o, c = "{", "}"
-        if indent:
-            pad = "\n" + " " * (indent * (level + 1))
-            return o + pad + ("," + pad).join(parts) + "\n" + " " * (indent * level) + c
-        return o + ",".join(parts) + c
-    raise TypeError("cannot emit %r" % (v,))
-
-
-# --------------------------------------------------------------------------
 
 
 # How often each kind is picked among the mutations that apply to some
@@ -588,7 +551,7 @@ def generate(tools, schemas, seed, count, invalid_share, edge_share):
             label, expect = kind + ":" + pointer(where), kind in VALID_KINDS
         ascii_only = r.random() < gc.ASCII_ESCAPED_SHARE
         indent = 2 if r.random() < PRETTY_SHARE else None
-        yield {"tool": key, "arguments": emit(args, ascii_only, indent), "expect": expect, "mutation": label}
+        yield {"tool": key, "arguments": gc.emit(args, ascii_only, indent), "expect": expect, "mutation": label}
 
 
 def stats(lines):
