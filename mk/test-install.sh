@@ -20,33 +20,13 @@ rm -rf "$work"
 mkdir -p "$work"
 n=0
 
-ok() {
-  n=$((n + 1))
-  echo "ok $n - $1"
-}
-not_ok() {
-  n=$((n + 1))
-  echo "not ok $n - $1"
-  [ -n "${2:-}" ] && [ -f "$2" ] && head -30 "$2" | sed 's/^/# /'
-}
+. "$top/mk/tap.sh"
+
 # run NAME LOG COMMAND...: ok when COMMAND exits 0
 run() {
   name=$1 log=$2
   shift 2
   if "$@" >"$log" 2>&1; then ok "$name"; else not_ok "$name" "$log"; fi
-}
-# same OUTPUT EXPECTED NAME
-same() {
-  if [ "$1" = "$2" ]; then ok "$3"; else
-    not_ok "$3"
-    printf '# got:      %s\n# expected: %s\n' "$1" "$2"
-  fi
-}
-
-# The installed copy alone must answer: nothing from the checkout's env.
-clean_env() {
-  env -u LUA_PATH -u LUA_CPATH -u LUA_PATH_5_4 -u LUA_CPATH_5_4 -u TOOLGATE_LIB \
-    -u TOOLGATE_POLICY_DIR -u TOOLGATE_ROOT -u LUA_INIT -u LUA_INIT_5_4 "$@"
 }
 # make with the knobs of this build, quietly; ldconfig only for real installs.
 mk() {

@@ -13,25 +13,7 @@ rm -rf "$work"
 mkdir -p "$work/src"
 n=0
 
-ok() {
-  n=$((n + 1))
-  echo "ok $n - $1"
-}
-not_ok() {
-  n=$((n + 1))
-  echo "not ok $n - $1"
-  [ -n "${2:-}" ] && [ -f "$2" ] && tail -30 "$2" | sed 's/^/# /'
-}
-same() {
-  if [ "$1" = "$2" ]; then ok "$3"; else
-    not_ok "$3"
-    printf '# got:      %s\n# expected: %s\n' "$1" "$2"
-  fi
-}
-clean_env() {
-  env -u LUA_PATH -u LUA_CPATH -u LUA_PATH_5_4 -u LUA_CPATH_5_4 -u TOOLGATE_LIB \
-    -u TOOLGATE_POLICY_DIR -u TOOLGATE_ROOT -u LUA_INIT -u LUA_INIT_5_4 "$@"
-}
+. "$top/mk/tap.sh"
 
 cp -R lua core policies bin docs toolgate-scm-1.rockspec "$work/src/"
 tree="$work/tree"
@@ -39,7 +21,7 @@ if (cd "$work/src" && HOME="$work" luarocks --lua-version=5.4 make --deps-mode=n
   --tree="$tree" toolgate-scm-1.rockspec) >"$work/make.log" 2>&1; then
   ok "luarocks make --deps-mode=none --tree=<tmp> toolgate-scm-1.rockspec"
 else
-  not_ok "luarocks make --deps-mode=none --tree=<tmp> toolgate-scm-1.rockspec" "$work/make.log"
+  not_ok "luarocks make --deps-mode=none --tree=<tmp> toolgate-scm-1.rockspec" "$work/make.log" tail
 fi
 
 version=$(sed -n 's/^#define TG_VERSION "\(.*\)"/\1/p' core/toolgate.h)
