@@ -63,6 +63,12 @@ static inline void fuzz_check_error(const tg_error_t *err, int rc)
     FUZZ_CHECK(memchr(err->pointer, '\0', sizeof err->pointer) != NULL);
 }
 
+/* What tg_validate may return on any input: done, or stopped at a limit. */
+static inline int fuzz_validate_code(int rc)
+{
+    return rc == TG_OK || rc == TG_E_REGEX_LIMIT || rc == TG_E_VALIDATION_LIMIT;
+}
+
 /* Splits data at NUL bytes (which never occur in valid JSON text, so a
  * seed is "doc\0doc\0..."): writes up to max (start, length) pairs and
  * returns how many parts there are (at most max; the rest is dropped). */

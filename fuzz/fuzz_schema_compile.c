@@ -15,11 +15,6 @@ static int compile_code(int rc)
            rc == TG_E_PATTERN || rc == TG_E_PATTERN_TOO_LONG || rc == TG_E_NOMEM;
 }
 
-static int validate_code(int rc)
-{
-    return rc == TG_OK || rc == TG_E_REGEX_LIMIT || rc == TG_E_VALIDATION_LIMIT;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tg_engine_t *e = fuzz_engine();
@@ -46,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         FUZZ_CHECK(s != NULL && s != (tg_schema_t *)1);
         rc = tg_validate(e, s, tg_doc_root(doc), f, 4, &count, &err);
-        FUZZ_CHECK(validate_code(rc));
+        FUZZ_CHECK(fuzz_validate_code(rc));
         if (rc == TG_OK)
             FUZZ_CHECK(count <= 4);
         tg_schema_free(s);
