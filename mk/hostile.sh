@@ -80,11 +80,10 @@ cli_inputs() {
     echo
   done >"$work/calls.jsonl"
   echo '{"type":"object","properties":{"name":{"type":"string","pattern":"^[a-z_]+$"},"arguments":{"type":"object","maxProperties":3}},"required":["name"]}' >"$work/schema.json"
-  # 40 simulated plans of 20 samples (the seed demo's generator, fixed seed)
-  if [ ! -f "$work/plans/plans.jsonl" ]; then
-    python3 examples/seed-demo/generate.py --plans 40 --out "$work/plans" >/dev/null &&
-      cp examples/seed-demo/policy.lua "$work/plans/policy.lua"
-  fi
+  # 40 simulated plans of 20 samples (the seed demo's generator, fixed seed),
+  # made afresh each run so an edit to the generator or the policy shows
+  python3 examples/seed-demo/generate.py --plans 40 --out "$work/plans" >/dev/null &&
+    cp examples/seed-demo/policy.lua "$work/plans/policy.lua"
 }
 
 # Makes bin/toolgate's os.exit(code) close the state first (see above).
