@@ -88,6 +88,46 @@ int tg_decimal_equal(const tg_decimal *a, const tg_decimal *b)
     return 1;
 }
 
+/* The digit at position i (0 = the first significant one) of d's run, or
+ * '0' past its end. */
+static char digit_at(const char **p, const tg_decimal *d)
+{
+    if (!*p || *p > d->last)
+        return '0';
+    if (**p == '.')
+        (*p)++;
+    return *(*p)++;
+}
+
+/* Compares |a| and |b|: by the position of the leading digit first
+ * (n_digits + exp), then digit by digit; both runs have no trailing zeros,
+ * so the one with digits left over is the larger. */
+static int compare_magnitude(const tg_decimal *a, const tg_decimal *b)
+{
+    int64_t la = (int64_t)a->n_digits + a->exp, lb = (int64_t)b->n_digits + b->exp;
+    const char *p = a->first, *q = b->first;
+    size_t n = a->n_digits > b->n_digits ? a->n_digits : b->n_digits;
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    for (size_t i = 0; i < n; i++) {
+        char x = digit_at(&p, a), y = digit_at(&q, b);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+int tg_decimal_compare(const tg_decimal *a, const tg_decimal *b)
+{
+    int sa = !a->first ? 0 : a->negative ? -1 : 1;
+    int sb = !b->first ? 0 : b->negative ? -1 : 1;
+    if (sa != sb)
+        return sa < sb ? -1 : 1;
+    if (sa == 0)
+        return 0;
+    return sa * compare_magnitude(a, b);
+}
+
 static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t m)
 {
     return (uint64_t)((u128)a * b % m);

@@ -285,6 +285,9 @@ typedef struct tg_decimal {
 void tg_decimal_init(tg_decimal *d, const char *text, size_t len);
 int tg_decimal_is_integer(const tg_decimal *d);
 int tg_decimal_equal(const tg_decimal *a, const tg_decimal *b);
+/* The order of the two values: <0, 0 or >0 (0 == -0; exact, whatever the
+ * lengths and exponents). */
+int tg_decimal_compare(const tg_decimal *a, const tg_decimal *b);
 /* 1 when x is an integer multiple of d (d > 0), 0 when it is not, -1 when
  * d has more than TG_DECIMAL_EXACT_DIGITS significant digits and exact
  * arithmetic cannot decide. */
