@@ -101,84 +101,63 @@ size_t tg_offset(const tg_value_t *v)
 
 /* ---- whole values ---------------------------------------------------------- */
 
-static int number_equal(const tg_value_t *a, const tg_value_t *b)
+int tg_number_compare(const tg_value_t *a, const tg_value_t *b)
 {
     tg_decimal x, y;
-    /* Different doubles always mean different decimals; equal doubles may
-     * still be different decimals (2^53 and 2^53 + 1), so look closer. */
+    /* Rounding to the nearest double keeps order (x <= y gives
+     * round(x) <= round(y)), so different doubles decide; equal doubles
+     * may still be different decimals (2^53 and 2^53 + 1): look closer. */
     if (a->num != b->num)
-        return 0;
+        return a->num < b->num ? -1 : 1;
     if (a->len == b->len && memcmp(a->p.text, b->p.text, a->len) == 0)
-        return 1;
+        return 0;
     tg_decimal_init(&x, a->p.text, a->len);
     tg_decimal_init(&y, b->p.text, b->len);
-    return tg_decimal_equal(&x, &y);
+    return tg_decimal_compare(&x, &y);
+}
+
+static int bytes_compare(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c)
+        return c < 0 ? -1 : 1;
+    return (alen > blen) - (alen < blen);
+}
+
+int tg_value_compare(const tg_value_t *a, const tg_value_t *b, size_t *visited)
+{
+    if (visited)
+        (*visited)++;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
+    switch (a->type) {
+    case TG_NUMBER:
+        return tg_number_compare(a, b);
+    case TG_STRING:
+        return bytes_compare(a->p.str, a->len, b->p.str, b->len);
+    case TG_ARRAY:
+    case TG_OBJECT:
+        /* Shorter first, so values of different sizes part at once. */
+        if (a->len != b->len)
+            return a->len < b->len ? -1 : 1;
+        /* Objects are sorted by key, so equal objects line up member by member. */
+        for (uint32_t i = 0; i < a->len; i++) {
+            const tg_value_t *x = &a->p.items[i], *y = &b->p.items[i];
+            int c;
+            if (a->type == TG_OBJECT && (c = bytes_compare(x->key, x->key_len, y->key, y->key_len)))
+                return c;
+            if ((c = tg_value_compare(x, y, visited)))
+                return c;
+        }
+        return 0;
+    default:
+        return 0;
+    }
 }
 
 int tg_value_equal(const tg_value_t *a, const tg_value_t *b)
 {
-    if (a->type != b->type)
-        return 0;
-    switch (a->type) {
-    case TG_NUMBER:
-        return number_equal(a, b);
-    case TG_STRING:
-        return a->len == b->len && memcmp(a->p.str, b->p.str, a->len) == 0;
-    case TG_ARRAY:
-    case TG_OBJECT:
-        if (a->len != b->len)
-            return 0;
-        /* Objects are sorted by key, so equal objects line up member by member. */
-        for (uint32_t i = 0; i < a->len; i++) {
-            const tg_value_t *x = &a->p.items[i], *y = &b->p.items[i];
-            if (a->type == TG_OBJECT &&
-                (x->key_len != y->key_len || memcmp(x->key, y->key, x->key_len) != 0))
-                return 0;
-            if (!tg_value_equal(x, y))
-                return 0;
-        }
-        return 1;
-    default:
-        return 1;
-    }
-}
-
-static uint64_t mix(uint64_t h, uint64_t x)
-{
-    /* splitmix64's finalizer over the running state */
-    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    return h ^ (h >> 31);
-}
-
-uint64_t tg_value_hash(const tg_value_t *v)
-{
-    uint64_t h = mix(0, v->type);
-    switch (v->type) {
-    case TG_NUMBER: {
-        /* Equal decimals have equal doubles; -0 and 0 are equal values. */
-        double d = v->num == 0 ? 0.0 : v->num;
-        uint64_t bits;
-        memcpy(&bits, &d, sizeof bits);
-        return mix(h, bits);
-    }
-    case TG_STRING:
-        return mix(h, tg_hash64(v->p.str, v->len));
-    case TG_ARRAY:
-    case TG_OBJECT:
-        for (uint32_t i = 0; i < v->len; i++) {
-            const tg_value_t *m = &v->p.items[i];
-            if (v->type == TG_OBJECT)
-                h = mix(h, tg_hash64(m->key, m->key_len));
-            h = mix(h, tg_value_hash(m));
-        }
-        return h;
-    default:
-        return h;
-    }
+    return tg_value_compare(a, b, NULL) == 0;
 }
 
 int tg_value_copy(tg_arena *a, tg_value_t *dst, const tg_value_t *src)

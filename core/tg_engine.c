@@ -110,11 +110,12 @@ void tg_limits_default(tg_limits_t *out)
     out->regex_match_limit = TG_DEFAULT_REGEX_MATCH_LIMIT;
     out->max_validation_steps = TG_DEFAULT_MAX_VALIDATION_STEPS;
     out->max_pattern_bytes = TG_DEFAULT_MAX_PATTERN_BYTES;
+    out->max_regex_steps = TG_DEFAULT_MAX_REGEX_STEPS;
 }
 
 /* Lengths and counts are stored in 32 bits in the DOM; input size bounds
- * them all, so the DOM limits share the input's ceiling.  The two budgets
- * are counters of 32 bits (PCRE2's match limit is a uint32_t). */
+ * them all, so the DOM limits share the input's ceiling.  The budgets are
+ * counters of 32 bits (PCRE2's match limit is a uint32_t). */
 static int check_limits(const tg_limits_t *l, tg_error_t *err)
 {
     struct {
@@ -129,6 +130,7 @@ static int check_limits(const tg_limits_t *l, tg_error_t *err)
         {"regex_match_limit", l->regex_match_limit, (size_t)0xffffffff},
         {"max_validation_steps", l->max_validation_steps, (size_t)0xffffffff},
         {"max_pattern_bytes", l->max_pattern_bytes, TG_LIMIT_MAX_INPUT_BYTES},
+        {"max_regex_steps", l->max_regex_steps, (size_t)0xffffffff},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].value < 1 || f[i].value > f[i].max)

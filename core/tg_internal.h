@@ -257,11 +257,19 @@ void tg_regex_cache_free(tg_engine_t *e);
 
 /* ---- DOM helpers (tg_dom.c) -------------------------------------------- */
 
+/* The exact order of two numbers, as the decimals they spell: <0, 0 or >0
+ * (1 == 1.0 == 10e-1, 2^53 < 2^53 + 1, 100 < 100.00000000000000001). */
+int tg_number_compare(const tg_value_t *a, const tg_value_t *b);
+/* A total order of JSON values whose 0 is JSON equality (tg_value_equal):
+ * by type (tg_type_of), then numbers by tg_number_compare, strings
+ * bytewise, arrays and objects shorter first and then member by member
+ * (objects in their stored RFC 8785 key order: each key bytewise, then its
+ * value).  Adds one to *visited (when not NULL) per pair of values
+ * compared, nested ones included, so a caller can count the work. */
+int tg_value_compare(const tg_value_t *a, const tg_value_t *b, size_t *visited);
 /* JSON equality: same type and value, numbers compared as the decimals
  * they spell (1 == 1.0 == 10e-1), objects regardless of member order. */
 int tg_value_equal(const tg_value_t *a, const tg_value_t *b);
-/* A hash consistent with tg_value_equal (equal values hash alike). */
-uint64_t tg_value_hash(const tg_value_t *v);
 /* Deep copy of src into *dst, every byte (keys, strings, number texts) in
  * arena a, so the copy outlives src's document.  TG_OK or TG_E_NOMEM (then
  * whatever was copied stays in the arena until it is freed). */

@@ -9,14 +9,17 @@
  *   PCRE2_DOLLAR_ENDONLY      `$` only at the very end, never before a final \n
  *   PCRE2_ALLOW_EMPTY_CLASS   `[]` matches nothing and `[^]` any character
  *   NEWLINE_ANYCRLF           `.` matches neither \n nor \r
- * and long General_Category names (\p{Letter}, \p{gc=Lu}, \p{Assigned}),
- * which ECMA-262 has and PCRE2 10.42 lacks, are rewritten to their short
- * forms before compiling.  Patterns are unanchored searches.
+ * and two things ECMA-262 has and PCRE2 10.42 lacks are rewritten before
+ * compiling: long General_Category names (\p{Letter}, \p{gc=Lu},
+ * \p{Assigned}) become their short forms, and a UTF-16 surrogate pair
+ * written as two escapes (\uD83D\uDE00) becomes the one code point it
+ * spells (\u{1F600}).  Patterns are unanchored searches.
  *
  * Where PCRE2, used this way, still differs from ECMA-262 (README material):
  *   - Patterns are read as with ECMA-262's /u flag: code points, \p{...}
- *     classes and \u{...} escapes always work, and a lone surrogate escape
- *     (\uD83D) is an error rather than half of a UTF-16 pair.
+ *     classes and \u{...} escapes always work, a surrogate pair of escapes
+ *     is its code point, and a lone surrogate escape (\uD83D) is an error
+ *     rather than half of a UTF-16 pair.
  *   - \d, \w and \b are ASCII-only in both.  \s is ASCII whitespace here,
  *     while ECMA-262's \s also matches U+00A0, U+FEFF, U+2028 and other
  *     Unicode spaces.
@@ -38,6 +41,18 @@
  * regex_match_limit (PCRE2's match limit, which the JIT honours too); a
  * match that reaches it is an error the caller must treat as a failed
  * check, never as a non-match that passes.
+ *
+ * Hostile input is bounded per validation too: the caller passes a budget
+ * (max_regex_steps) that every match draws on.  PCRE2 does not say how
+ * much of its match limit a match used, so a match runs first under a
+ * small limit (FIRST_LIMIT) and, only when it reaches it, again under ten
+ * times that, up to regex_match_limit; it is charged the limit under
+ * which it finished.  A try whose limit is more than the budget has left
+ * is not run: the validation ends with TG_E_REGEX_LIMIT.  The work done is
+ * at most 10/9 of what is charged (the earlier tries add a tenth, a
+ * hundredth, ...), and the charges depend on the pattern, the string and
+ * the PCRE2 build alone (JIT or not): no timers, the same outcome every
+ * run.
  *
  * Memory: PCRE2 allocates through a general context whose malloc and free
  * call the engine's allocator.  PCRE2's free gets no size, and the engine's
@@ -203,12 +218,71 @@ static size_t rewrite_property(char pe, const char *name, size_t n, char *out)
     return k;
 }
 
-/* The pattern with every \p{...} / \P{...} respelled, in out (which holds
- * len bytes: a respelling is never longer); returns the new length. */
+/* The value of the four hex digits at p, or -1. */
+static long hex4(const char *p)
+{
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* The code point of the surrogate pair \uHHHH\uHHHH at pat[i] (a high
+ * then a low surrogate, as ECMA-262's /u flag reads it), or -1. */
+static long surrogate_pair(const char *pat, size_t i, size_t len)
+{
+    long hi, lo;
+    if (i + 12 > len || pat[i] != '\\' || pat[i + 1] != 'u' || pat[i + 6] != '\\' ||
+        pat[i + 7] != 'u')
+        return -1;
+    hi = hex4(pat + i + 2);
+    lo = hex4(pat + i + 8);
+    if (hi < 0xD800 || hi > 0xDBFF || lo < 0xDC00 || lo > 0xDFFF)
+        return -1;
+    return 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+}
+
+/* Writes \u{X...} for code point cp; returns the bytes written (at most
+ * 10, fewer than the 12 of the pair it replaces). */
+static size_t write_code_point(long cp, char *out)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char digits[6];
+    size_t n = 0, k = 0;
+    while (cp) {
+        digits[n++] = hex[cp & 15];
+        cp >>= 4;
+    }
+    out[k++] = '\\';
+    out[k++] = 'u';
+    out[k++] = '{';
+    while (n)
+        out[k++] = digits[--n];
+    out[k++] = '}';
+    return k;
+}
+
+/* The pattern with every \p{...} / \P{...} and every surrogate pair
+ * respelled, in out (which holds len bytes: a respelling is never longer);
+ * returns the new length. */
 static size_t rewrite_pattern(const char *pat, size_t len, char *out)
 {
     size_t i = 0, k = 0;
     while (i < len) {
+        long cp = surrogate_pair(pat, i, len);
+        if (cp >= 0) {
+            k += write_code_point(cp, out + k);
+            i += 12;
+            continue;
+        }
         if (pat[i] == '\\' && i + 2 < len && (pat[i + 1] == 'p' || pat[i + 1] == 'P') &&
             pat[i + 2] == '{') {
             const char *close = memchr(pat + i + 3, '}', len - i - 3);
@@ -230,7 +304,8 @@ static size_t rewrite_pattern(const char *pat, size_t len, char *out)
 static int needs_rewrite(const char *pat, size_t len)
 {
     for (size_t i = 0; i + 2 < len; i++)
-        if (pat[i] == '\\' && (pat[i + 1] == 'p' || pat[i + 1] == 'P') && pat[i + 2] == '{')
+        if (pat[i] == '\\' && (((pat[i + 1] == 'p' || pat[i + 1] == 'P') && pat[i + 2] == '{') ||
+                               surrogate_pair(pat, i, len) >= 0))
             return 1;
     return 0;
 }
@@ -291,22 +366,43 @@ void tg_regex_free(tg_regex *re)
     pcre2_code_free((pcre2_code *)(void *)re);
 }
 
-int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len, int *matched,
-                    tg_error_t *err)
+/* A match's first limit: what ordinary patterns on ordinary strings need
+ * (one to a few dozen of PCRE2's units), with room to spare. */
+#define FIRST_LIMIT 100
+
+int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len, size_t *budget,
+                    int *matched, tg_error_t *err)
 {
     struct tg_regex_cache *c;
     const pcre2_code *code = (const pcre2_code *)(const void *)re;
+    size_t cap = e->limits.regex_match_limit;
+    size_t limit = cap < FIRST_LIMIT ? cap : FIRST_LIMIT;
     int rc = cache_get(e, &c, err);
     if (rc != TG_OK)
         return rc;
-    pcre2_set_match_limit(c->match, (uint32_t)e->limits.regex_match_limit);
-    /* Strings come from the DOM, which holds only well-formed UTF-8. */
-    rc = pcre2_match(code, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, c->match_data, c->match);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-        /* The JIT's fixed stack is small; the interpreter keeps its frames
-         * on the heap and is bounded by the same match limit. */
-        rc = pcre2_match(code, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
-                         c->match_data, c->match);
+    for (;;) {
+        if (limit > *budget)
+            return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
+                           "pattern matches would take more than max_regex_steps (%zu) steps in "
+                           "this validation",
+                           e->limits.max_regex_steps);
+        pcre2_set_match_limit(c->match, (uint32_t)limit);
+        /* Strings come from the DOM, which holds only well-formed UTF-8. */
+        rc = pcre2_match(code, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK, c->match_data, c->match);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+            /* The JIT's fixed stack is small; the interpreter keeps its
+             * frames on the heap and is bounded by the same match limit. */
+            rc = pcre2_match(code, (PCRE2_SPTR)s, len, 0, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                             c->match_data, c->match);
+        if (rc != PCRE2_ERROR_MATCHLIMIT && rc != PCRE2_ERROR_DEPTHLIMIT) {
+            *budget -= limit;
+            break;
+        }
+        if (limit == cap)
+            return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
+                           "pattern match gave up after regex_match_limit (%zu) steps", cap);
+        limit = limit > cap / 10 ? cap : limit * 10;
+    }
     if (rc >= 0) {
         *matched = 1;
         return TG_OK;
@@ -317,10 +413,9 @@ int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t le
     }
     if (rc == PCRE2_ERROR_NOMEMORY)
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory in a pattern match");
-    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT)
+    if (rc == PCRE2_ERROR_HEAPLIMIT)
         return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
-                       "pattern match gave up after regex_match_limit (%zu) steps",
-                       e->limits.regex_match_limit);
+                       "pattern match gave up at PCRE2's heap limit");
     return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET, "pattern match failed (PCRE2 error %d)",
                    rc);
 }

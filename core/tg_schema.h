@@ -23,11 +23,13 @@ typedef struct tg_regex tg_regex; /* a compiled PCRE2 pattern */
  * message says why, from PCRE2) or TG_E_NOMEM. */
 int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out, tg_error_t *err);
 void tg_regex_free(tg_regex *re);
-/* Unanchored search of s (len bytes of well-formed UTF-8): *matched is 1 or
- * 0 on TG_OK; TG_E_REGEX_LIMIT when the match gave up at the engine's
- * regex_match_limit; TG_E_NOMEM. */
-int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len, int *matched,
-                    tg_error_t *err);
+/* Unanchored search of s (len bytes of well-formed UTF-8), charged to
+ * *budget (what is left of the validation's max_regex_steps; tg_regex.c
+ * says how a match is charged): *matched is 1 or 0 on TG_OK;
+ * TG_E_REGEX_LIMIT when the match gave up at the engine's
+ * regex_match_limit or the budget ran out; TG_E_NOMEM. */
+int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len, size_t *budget,
+                    int *matched, tg_error_t *err);
 
 /* ---- formats (tg_format.c) ----------------------------------------------- */
 
@@ -124,10 +126,10 @@ typedef struct tg_sname {
     uint32_t node; /* properties: the member's schema; unused elsewhere */
 } tg_sname;
 
-/* A numeric bound with its source text, for messages. */
+/* A numeric bound: the schema's number, its text copied (NUL-terminated,
+ * also for messages), so it compares exactly (tg_number_compare). */
 typedef struct tg_sbound {
-    double value;
-    const char *text;
+    tg_value_t value;
 } tg_sbound;
 
 typedef struct tg_spattern {
@@ -142,21 +144,29 @@ typedef struct tg_sdependency {
     uint32_t n_needs;
 } tg_sdependency;
 
-/* How a node's closed world is checked (opt->closed). */
+/* How a node's closed world is checked (opt->closed), when it heads a
+ * group at an instance location. */
 enum tg_closed {
     TG_OPEN = 0,
-    TG_CLOSED_APART,  /* a pass of its own over the group's declared keys */
-    TG_CLOSED_INLINE, /* the node's own `properties` are all the group declares:
-                       * checked in the same pass as them (check_members) */
+    TG_CLOSED_APART,  /* the group declares a fixed set of names (`declared`),
+                       * checked in a pass of its own */
+    TG_CLOSED_INLINE, /* the node's own `properties` and `patternProperties`
+                       * are all the group declares: checked in the same pass
+                       * as them (check_members) */
+    TG_CLOSED_MARKED  /* what the group declares depends on which of its anyOf /
+                       * oneOf branches validate (or on patterns beside other
+                       * names): members mark the keys they evaluate */
 };
 
 typedef struct tg_snode {
-    uint32_t has;    /* TG_K_* */
-    uint8_t kind;    /* enum tg_snode_kind */
-    uint8_t types;   /* TG_T_* of `type` */
-    uint8_t format;  /* enum tg_string_format */
-    uint8_t closed;  /* enum tg_closed: closed world when reached at an instance location */
-    const char *ptr; /* JSON Pointer of this schema in its document */
+    uint32_t has;   /* TG_K_* */
+    uint8_t kind;   /* enum tg_snode_kind */
+    uint8_t types;  /* TG_T_* of `type` */
+    uint8_t format; /* enum tg_string_format */
+    uint8_t closed; /* enum tg_closed: closed world when reached at an instance location */
+    uint8_t any_key_declarable; /* TG_CLOSED_MARKED: a member has patternProperties or
+                                 * additionalProperties */
+    const char *ptr;            /* JSON Pointer of this schema in its document */
     uint32_t ptr_len;
 
     /* in-place applicators */
@@ -194,7 +204,8 @@ typedef struct tg_snode {
     uint32_t n_required;
     const tg_sdependency *dependent_required;
     uint32_t n_dependent_required;
-    /* closed world: the keys the group declares (sorted) */
+    /* closed world: the keys the group declares (TG_CLOSED_APART), or
+     * every name a member declares (TG_CLOSED_MARKED); sorted */
     const tg_sname *declared;
     uint32_t n_declared;
 } tg_snode;

@@ -24,12 +24,21 @@
  *     through $ref, allOf, anyOf, oneOf or not) would make validation loop
  *     forever; one reachable from the root is a compile error;
  *   - closed world (opt->closed): a schema reached at an instance location
- *     forms a group with every schema it reaches in place through allOf,
+ *     heads a group with every schema it reaches in place through allOf,
  *     anyOf, oneOf and $ref (not `not`).  When some member declares
- *     `properties` and none declares `additionalProperties` or
- *     `patternProperties`, the group is closed: its declared keys (the
- *     union over its members) are stored on the group's head, and the
- *     validator refuses any other key there.
+ *     `properties` (even {}), the group is closed: a key of the object is
+ *     declared only when a member that validated there evaluates it (its
+ *     properties name it, one of its patternProperties matches it, its
+ *     additionalProperties applies), which is what unevaluatedProperties:
+ *     false on the head would say.  Members reached through allOf and $ref
+ *     alone ("unconditional") count whether they validated or not: if one
+ *     fails, so does the instance.  The group is classified here so that
+ *     the common shapes keep their cost (enum tg_closed): open when an
+ *     unconditional member has additionalProperties (every key is then
+ *     evaluated); inline when the head's own properties and patterns are
+ *     all that declares; a fixed set of names (the union, stored on the
+ *     head) when only unconditional members declare, with plain
+ *     properties; marked (the validator tracks evaluated keys) otherwise.
  */
 #include "tg_schema.h"
 
@@ -335,8 +344,11 @@ static int want_number(compiler *C, const tg_snode *n, const char *kw, const tg_
 {
     if (v->type != TG_NUMBER)
         return fail(C, TG_E_SCHEMA, n->ptr, kw, v, "%s must be a number", kw);
-    out->value = v->num;
-    if (!(out->text = tg_arena_strdup(&C->s->arena, v->p.text, v->len)))
+    memset(&out->value, 0, sizeof out->value);
+    out->value.type = TG_NUMBER;
+    out->value.num = v->num;
+    out->value.len = v->len;
+    if (!(out->value.p.text = tg_arena_strdup(&C->s->arena, v->p.text, v->len)))
         return nomem(C);
     return TG_OK;
 }
@@ -746,7 +758,7 @@ static int want_defs(compiler *C, const tg_snode *n, const char *kw, const tg_va
 static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
 {
     const tg_value_t *items = NULL, *prefix = NULL;
-    int tuple = 0;
+    int tuple = 0; /* prefixItems, or draft-07 array-form items */
     uint32_t items_id = TG_SNONE, additional_items_id = TG_SNONE;
     int rc = TG_OK;
 
@@ -793,12 +805,21 @@ static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
             n->has |= TG_K_EXCLUSIVE_MAXIMUM;
             break;
         case KW_MULTIPLE_OF:
-            if (m->type != TG_NUMBER || !(m->num > 0))
+            rc = want_number(C, n, kw, m, &n->multiple_of);
+            if (rc != TG_OK)
+                break;
+            /* > 0 as the decimal it spells: 1e-400 is a positive divisor */
+            tg_decimal_init(&n->multiple_of_decimal, n->multiple_of.value.p.text, m->len);
+            if (!n->multiple_of_decimal.first || n->multiple_of_decimal.negative)
                 return fail(C, TG_E_SCHEMA, n->ptr, kw, m,
                             "multipleOf must be a number greater than 0");
-            rc = want_number(C, n, kw, m, &n->multiple_of);
-            if (rc == TG_OK)
-                tg_decimal_init(&n->multiple_of_decimal, n->multiple_of.text, m->len);
+            /* Refused rather than decided in doubles, which cannot tell
+             * multiples of such a divisor from near misses. */
+            if (n->multiple_of_decimal.n_digits > TG_DECIMAL_EXACT_DIGITS)
+                return fail(C, TG_E_SCHEMA, n->ptr, kw, m,
+                            "multipleOf %.*s has more than %d significant digits: toolgate "
+                            "decides multipleOf exactly and cannot with a divisor this long",
+                            excerpt_len(m->p.text, m->len), m->p.text, TG_DECIMAL_EXACT_DIGITS);
             n->has |= TG_K_MULTIPLE_OF;
             break;
         case KW_MIN_LENGTH:
@@ -916,10 +937,11 @@ static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
         return fail(C, TG_E_SCHEMA, n->ptr, "items", items,
                     "items as an array (draft-07 tuples) cannot stand beside prefixItems");
     /* items (a schema) covers what the tuple leaves; additionalItems does
-     * only beside a tuple, as in draft-07, and is otherwise ignored. */
+     * only beside a draft-07 tuple (array-form items), and is otherwise
+     * ignored, as 2020-12 ignores it beside prefixItems. */
     if (items_id != TG_SNONE)
         n->rest_items = items_id;
-    else if (tuple && additional_items_id != TG_SNONE)
+    else if (tuple && !prefix && additional_items_id != TG_SNONE)
         n->rest_items = additional_items_id;
     if (tuple || n->rest_items != TG_SNONE)
         n->has |= TG_K_ITEMS;
@@ -929,9 +951,10 @@ static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
 /* ---- the graph: cycles and closed groups ------------------------------------------ */
 
 enum edge {
-    EDGE_GROUP = 1, /* $ref, allOf, anyOf, oneOf: in place, same closed group */
-    EDGE_NOT = 2,   /* not: in place, outside the group */
-    EDGE_MOVES = 4  /* into a member, an element or a key */
+    EDGE_GROUP = 1,  /* $ref, allOf: in place, same closed group */
+    EDGE_NOT = 2,    /* not: in place, outside the group */
+    EDGE_MOVES = 4,  /* into a member, an element or a key */
+    EDGE_BRANCH = 8, /* anyOf, oneOf: in place, same group, counts when it validates */
 };
 
 /* The k-th child of n (k = 0, 1, ...), TG_SNONE past the last; *kind says
@@ -944,6 +967,7 @@ static uint32_t child_at(const tg_snode *n, uint32_t k, int *kind)
     if (k < n->n_all_of)
         return n->all_of[k];
     k -= n->n_all_of;
+    *kind = EDGE_BRANCH;
     if (k < n->n_any_of)
         return n->any_of[k];
     k -= n->n_any_of;
@@ -1046,48 +1070,32 @@ static int check_cycles(compiler *C, const uint8_t *reach, uint8_t *color, frame
     return TG_OK;
 }
 
-/* The closed group headed by node head: its members are collected in
- * members (stamped in seen with head + 1); when closed, the union of their
- * properties goes onto the head. */
-static int close_group(compiler *C, uint32_t head, uint32_t *seen, uint32_t *members)
+/* Adds the children of members[i] along edges of the given kinds to the
+ * group headed by head (stamped in seen with head + 1). */
+static void add_members(const tg_schema_t *s, uint32_t head, uint32_t *seen, uint32_t *members,
+                        size_t i, int kinds, size_t *n_members)
+{
+    const tg_snode *n = &s->nodes[members[i]];
+    int kind;
+    uint32_t c;
+    /* in-place edges come first (child_at) */
+    for (uint32_t k = 0;
+         (c = child_at(n, k, &kind)) != TG_SNONE && kind != EDGE_NOT && kind != EDGE_MOVES; k++)
+        if ((kind & kinds) && seen[c] != head + 1) {
+            seen[c] = head + 1;
+            members[(*n_members)++] = c;
+        }
+}
+
+/* The union of the properties of members[0..n_members), sorted, onto the
+ * head's declared. */
+static int union_of_names(compiler *C, uint32_t head, const uint32_t *members, size_t n_members)
 {
     tg_schema_t *s = C->s;
-    size_t n_members = 0, n_names = 0, with_props = 0;
-    uint32_t last_with_props = head;
-    int opens = 0;
-    tg_sname *names = NULL;
-
-    seen[head] = head + 1;
-    members[n_members++] = head;
-    for (size_t i = 0; i < n_members; i++) {
-        const tg_snode *n = &s->nodes[members[i]];
-        int kind;
-        uint32_t c;
-        if (n->has & (TG_K_ADDITIONAL_PROPERTIES | TG_K_PATTERN_PROPERTIES))
-            opens = 1;
-        if (n->has & TG_K_PROPERTIES) {
-            with_props++;
-            last_with_props = members[i];
-            n_names += n->n_properties;
-        }
-        for (uint32_t k = 0; (c = child_at(n, k, &kind)) != TG_SNONE && kind == EDGE_GROUP; k++)
-            if (seen[c] != head + 1) {
-                seen[c] = head + 1;
-                members[n_members++] = c;
-            }
-    }
-    if (!with_props || opens)
-        return TG_OK;
-    s->nodes[head].closed = TG_CLOSED_APART;
-    if (with_props == 1) {
-        /* One member declares them all: share its (sorted) array, and when
-         * that member is the head, check in the pass over its properties. */
-        s->nodes[head].declared = s->nodes[last_with_props].properties;
-        s->nodes[head].n_declared = s->nodes[last_with_props].n_properties;
-        if (last_with_props == head)
-            s->nodes[head].closed = TG_CLOSED_INLINE;
-        return TG_OK;
-    }
+    size_t n_names = 0;
+    tg_sname *names;
+    for (size_t i = 0; i < n_members; i++)
+        n_names += s->nodes[members[i]].n_properties;
     if (!(names = tg_arena_alloc(&s->arena, (n_names ? n_names : 1) * sizeof *names)))
         return nomem(C);
     n_names = 0;
@@ -1101,6 +1109,69 @@ static int close_group(compiler *C, uint32_t head, uint32_t *seen, uint32_t *mem
     s->nodes[head].declared = names;
     s->nodes[head].n_declared = (uint32_t)n_names;
     return TG_OK;
+}
+
+/* Classifies the closed group headed by node head (enum tg_closed): its
+ * members are collected in members, those reached through $ref and allOf
+ * alone first; for a fixed set, the union of their properties goes onto
+ * the head. */
+static int close_group(compiler *C, uint32_t head, uint32_t *seen, uint32_t *members)
+{
+    tg_schema_t *s = C->s;
+    const uint32_t declares = TG_K_PROPERTIES | TG_K_PATTERN_PROPERTIES;
+    size_t n_members = 0, n_unconditional, with_props = 0;
+    uint32_t last_with_props = head;
+    int closed = 0, patterns = 0, conditional = 0;
+
+    seen[head] = head + 1;
+    members[n_members++] = head;
+    for (size_t i = 0; i < n_members; i++)
+        add_members(s, head, seen, members, i, EDGE_GROUP, &n_members);
+    n_unconditional = n_members;
+    for (size_t i = 0; i < n_members; i++)
+        add_members(s, head, seen, members, i, EDGE_GROUP | EDGE_BRANCH, &n_members);
+    for (size_t i = 0; i < n_members; i++) {
+        const tg_snode *n = &s->nodes[members[i]];
+        if (n->has & TG_K_PROPERTIES)
+            closed = 1;
+        if (i >= n_unconditional) {
+            conditional |= (n->has & (declares | TG_K_ADDITIONAL_PROPERTIES)) != 0;
+            continue;
+        }
+        if (n->has & TG_K_ADDITIONAL_PROPERTIES)
+            return TG_OK; /* it evaluates every key */
+        if (n->has & declares) {
+            with_props++;
+            last_with_props = members[i];
+            patterns |= (n->has & TG_K_PATTERN_PROPERTIES) != 0;
+        }
+    }
+    if (!closed)
+        return TG_OK;
+    if (!conditional && with_props == 1 && last_with_props == head) {
+        s->nodes[head].closed = TG_CLOSED_INLINE;
+        return TG_OK;
+    }
+    if (conditional || patterns) {
+        /* When the instance fails anyway, the head reports only the keys
+         * no member could declare: those a failed branch would have
+         * declared say nothing the branch's own finding does not. */
+        s->nodes[head].closed = TG_CLOSED_MARKED;
+        for (size_t i = 0; i < n_members; i++) {
+            const tg_snode *n = &s->nodes[members[i]];
+            if (n->has & (TG_K_PATTERN_PROPERTIES | TG_K_ADDITIONAL_PROPERTIES))
+                s->nodes[head].any_key_declarable = 1;
+        }
+        return union_of_names(C, head, members, n_members);
+    }
+    s->nodes[head].closed = TG_CLOSED_APART;
+    if (with_props == 1) {
+        /* One member declares them all: share its (sorted) array. */
+        s->nodes[head].declared = s->nodes[last_with_props].properties;
+        s->nodes[head].n_declared = s->nodes[last_with_props].n_properties;
+        return TG_OK;
+    }
+    return union_of_names(C, head, members, n_unconditional);
 }
 
 static int analyse(compiler *C)

@@ -10,25 +10,41 @@
  * allOf and $ref are plain conjunctions, so their findings are the
  * subschemas' own.
  *
- * Findings are kept H2 (a missing or undeclared key) before H3 (a bad
- * value), each in the order the walk met them: an H2 is inserted after the
- * last H2, pushing out the last H3 when the caller's array is full.  Once
- * the array holds nothing but H2s, nothing later can change it, and the
- * walk stops.
+ * The findings reported are the first ones the walk meets, as many as the
+ * caller has room for, H2 (a missing or undeclared key) sorted before H3
+ * (a bad value) among them, each kind in walk order.  Once the room is
+ * full nothing later can change what is reported, and the walk stops.
  *
- * Budgets: every node evaluated counts one step against
- * max_validation_steps (nested anyOf/oneOf can otherwise multiply the work
- * per instance), and nesting is capped at TG_SCHEMA_MAX_NESTING to bound
- * the C stack.  Both, a regex over its match limit, and running out of
- * memory end the walk with an error: the caller must then refuse.
+ * Closed world (tg_schema_compile.c classifies each group): a group whose
+ * keys only its head declares is checked in the head's pass over its
+ * members; one whose keys are a fixed set is checked against that set
+ * first; any other ("marked") follows JSON Schema 2020-12's annotations:
+ * every member that evaluates a key of the object (properties names it, a
+ * patternProperties pattern matches it, additionalProperties applies)
+ * marks it in a bitmap of the object's members, a branch of anyOf / oneOf
+ * marks a bitmap of its own that is merged into its parent's only when
+ * the branch validated, `not` marks nothing, and what is left unmarked at
+ * the head is undeclared.  The bitmaps live on a stack of words, from the
+ * engine's allocator, freed before tg_validate returns.
  *
- * Nothing is allocated on this path except a sort table for uniqueItems
- * over long arrays; pointers are built from a chain of stack frames, and
- * messages are written straight into the caller's findings.
+ * Budgets: max_validation_steps counts the walk's work: one step per node
+ * evaluated, plus one per member of an object a node with object keywords
+ * walks, one per 64 bytes of a string or number text, one per enum value
+ * tried, and for uniqueItems one per item sorted and one per nested value
+ * its comparisons visit (nested anyOf/oneOf, or a $ref graph that fans out,
+ * could otherwise multiply the work per instance).  Pattern matches draw on
+ * max_regex_steps (tg_regex.c).  Nesting is capped at TG_SCHEMA_MAX_NESTING
+ * to bound the C stack.  Any of these, a regex over its match limit, and
+ * running out of memory end the walk with an error: the caller must then
+ * refuse.
+ *
+ * Nothing is allocated on this path except the sort table of uniqueItems
+ * over long arrays and the bitmaps of marked groups; pointers are built
+ * from a chain of stack frames, and messages are written straight into
+ * the caller's findings.
  */
 #include "tg_schema.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 /* ---- JSON Pointers ------------------------------------------------------ */
@@ -210,15 +226,23 @@ static const char *type_name(const tg_value_t *v)
 #define COLD
 #endif
 
+#define NO_MARKS SIZE_MAX /* no bitmap: the walk is not in a marked group */
+
 typedef struct vctx {
     tg_engine_t *e;
     const tg_snode *nodes;
     tg_finding_t *out;
     size_t max, n, n_h2;
     size_t steps, max_steps;
-    unsigned silent; /* > 0 inside anyOf / oneOf branches and not */
+    size_t regex_budget; /* what is left of max_regex_steps */
+    unsigned silent;     /* > 0 inside anyOf / oneOf branches and not */
     unsigned nesting;
-    int stop; /* out is all H2: nothing later can change it */
+    int stop; /* out is full: nothing later can change it */
+    /* marked groups: a stack of bitmaps, by word offset (the stack moves
+     * when it grows); marks is the current one, or NO_MARKS */
+    uint64_t *words;
+    size_t n_words, cap_words;
+    size_t marks;
     tg_error_t *err;
 } vctx;
 
@@ -226,23 +250,26 @@ typedef struct vctx {
 static tg_finding_t *slot(vctx *c, int code)
 {
     size_t pos;
-    if (c->silent)
+    if (c->silent || c->stop)
         return NULL;
-    if (code == TG_H3) {
-        if (c->n == c->max)
-            return NULL;
-        return &c->out[c->n++];
-    }
-    if (c->n_h2 == c->max)
-        return NULL;
-    if (c->n == c->max)
-        c->n--; /* an H2 pushes out the last H3 */
-    pos = c->n_h2;
+    /* an H2 goes after the last H2, an H3 at the end */
+    pos = code == TG_H2 ? c->n_h2++ : c->n;
     memmove(&c->out[pos + 1], &c->out[pos], (c->n - pos) * sizeof *c->out);
-    c->n++;
-    if (++c->n_h2 == c->max)
+    if (++c->n == c->max)
         c->stop = 1;
     return &c->out[pos];
+}
+
+/* Counts k units of work against max_validation_steps. */
+static int charge(vctx *c, size_t k)
+{
+    if (k > c->max_steps - c->steps) {
+        c->steps = c->max_steps;
+        return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
+                       "validation took more than max_validation_steps (%zu) steps", c->max_steps);
+    }
+    c->steps += k;
+    return TG_OK;
 }
 
 /* Starts a finding: pointers filled, message begun with its subject.
@@ -347,16 +374,19 @@ static void check_type(vctx *c, const tg_snode *n, const tg_value_t *v, const vp
     mw_end(&w);
 }
 
-static void check_enum(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
+static int check_enum(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     const tg_value_t *list = n->enum_values;
     msg_writer w;
+    int rc = charge(c, list->len);
+    if (rc != TG_OK)
+        return rc;
     for (uint32_t i = 0; i < list->len; i++)
         if (tg_value_equal(v, &list->p.items[i]))
-            return;
+            return TG_OK;
     *ok = 0;
     if (!begin_h3(c, "enum", at, n, &w))
-        return;
+        return TG_OK;
     mw_value(&w, v);
     mw_str(&w, list->len ? " is not one of " : " is not allowed (enum is empty)");
     for (uint32_t i = 0; i < list->len && !w.cut; i++) {
@@ -365,6 +395,7 @@ static void check_enum(vctx *c, const tg_snode *n, const tg_value_t *v, const vp
         mw_value(&w, &list->p.items[i]);
     }
     mw_end(&w);
+    return TG_OK;
 }
 
 static void check_const(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
@@ -382,9 +413,9 @@ static void check_const(vctx *c, const tg_snode *n, const tg_value_t *v, const v
 }
 
 /* One numeric bound: reports "<value> <relation> <bound>" when it fails. */
-static void number_bound(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
-                         int fails, const char *kw, const char *relation, const tg_sbound *b,
-                         int *ok)
+COLD static void number_bound(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                              int fails, const char *kw, const char *relation, const tg_sbound *b,
+                              int *ok)
 {
     msg_writer w;
     if (!fails)
@@ -394,45 +425,37 @@ static void number_bound(vctx *c, const tg_snode *n, const tg_value_t *v, const 
         return;
     mw_value(&w, v);
     mw_str(&w, relation);
-    mw_str(&w, b->text);
+    mw_str(&w, b->value.p.text);
     mw_end(&w);
 }
 
-static int multiple_of(const tg_snode *n, const tg_value_t *v)
+/* The exact order of the number v and the bound b (tg_number_compare's). */
+static int bound_order(const tg_value_t *v, const tg_sbound *b)
 {
-    tg_decimal x;
-    int r;
-    tg_decimal_init(&x, v->p.text, v->len);
-    r = tg_decimal_multiple(&x, &n->multiple_of_decimal);
-    if (r >= 0)
-        return r;
-    /* A divisor too long for exact arithmetic: an integral quotient in
-     * doubles, refused where doubles cannot tell (overflow, or a quotient
-     * past 2^53 where every double is integral). */
-    {
-        double q = v->num / n->multiple_of.value;
-        return isfinite(q) && fabs(q) < 9007199254740992.0 && q == floor(q);
-    }
+    return tg_number_compare(v, &b->value);
 }
 
 static void check_number(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
-    double x = v->num;
     if (n->has & TG_K_MINIMUM)
-        number_bound(c, n, v, at, x < n->minimum.value, "minimum", " is less than the minimum ",
-                     &n->minimum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->minimum) < 0, "minimum",
+                     " is less than the minimum ", &n->minimum, ok);
     if (n->has & TG_K_EXCLUSIVE_MINIMUM)
-        number_bound(c, n, v, at, x <= n->exclusive_minimum.value, "exclusiveMinimum",
+        number_bound(c, n, v, at, bound_order(v, &n->exclusive_minimum) <= 0, "exclusiveMinimum",
                      " is not greater than ", &n->exclusive_minimum, ok);
     if (n->has & TG_K_MAXIMUM)
-        number_bound(c, n, v, at, x > n->maximum.value, "maximum", " is greater than the maximum ",
-                     &n->maximum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->maximum) > 0, "maximum",
+                     " is greater than the maximum ", &n->maximum, ok);
     if (n->has & TG_K_EXCLUSIVE_MAXIMUM)
-        number_bound(c, n, v, at, x >= n->exclusive_maximum.value, "exclusiveMaximum",
+        number_bound(c, n, v, at, bound_order(v, &n->exclusive_maximum) >= 0, "exclusiveMaximum",
                      " is not less than ", &n->exclusive_maximum, ok);
-    if (n->has & TG_K_MULTIPLE_OF)
-        number_bound(c, n, v, at, !multiple_of(n, v), "multipleOf", " is not a multiple of ",
-                     &n->multiple_of, ok);
+    if (n->has & TG_K_MULTIPLE_OF) {
+        tg_decimal x;
+        tg_decimal_init(&x, v->p.text, v->len);
+        /* the compiler refused divisors too long to decide exactly */
+        number_bound(c, n, v, at, tg_decimal_multiple(&x, &n->multiple_of_decimal) != 1,
+                     "multipleOf", " is not a multiple of ", &n->multiple_of, ok);
+    }
 }
 
 /* A count against its bound: "<subject> has N <unit>s, <limit> L". */
@@ -474,7 +497,8 @@ static int check_string(vctx *c, const tg_snode *n, const tg_value_t *v, const v
             return TG_OK;
     }
     if (n->has & TG_K_PATTERN) {
-        int matched, rc = tg_regex_search(c->e, n->pattern.re, v->p.str, v->len, &matched, c->err);
+        int matched, rc = tg_regex_search(c->e, n->pattern.re, v->p.str, v->len, &c->regex_budget,
+                                          &matched, c->err);
         if (rc != TG_OK)
             return rc;
         if (!matched) {
@@ -501,54 +525,79 @@ static int check_string(vctx *c, const tg_snode *n, const tg_value_t *v, const v
 
 /* ---- arrays -------------------------------------------------------------- */
 
-typedef struct hashed {
-    uint64_t hash;
-    uint32_t index;
-} hashed;
+/* Sorting the items for uniqueItems: indexes into items, compared by
+ * tg_value_compare, whose visits are counted. */
+typedef struct item_sort {
+    const tg_value_t *items;
+    size_t visited, compared;
+    uint32_t dup_i, dup_j; /* the first equal pair met, i < j */
+    int dup;
+} item_sort;
 
-static int hashed_cmp(const void *a, const void *b)
+/* Merges the sorted runs src[lo..mid) and src[mid..hi) into dst; stops at
+ * the first two equal items (returns 1). */
+static int merge_runs(item_sort *st, const uint32_t *src, uint32_t *dst, size_t lo, size_t mid,
+                      size_t hi)
 {
-    const hashed *x = a, *y = b;
-    if (x->hash != y->hash)
-        return x->hash < y->hash ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
+    size_t a = lo, b = mid, k = lo;
+    while (a < mid && b < hi) {
+        int cmp = tg_value_compare(&st->items[src[a]], &st->items[src[b]], &st->visited);
+        st->compared++;
+        if (cmp == 0) {
+            st->dup = 1;
+            st->dup_i = src[a] < src[b] ? src[a] : src[b];
+            st->dup_j = src[a] < src[b] ? src[b] : src[a];
+            return 1;
+        }
+        dst[k++] = cmp < 0 ? src[a++] : src[b++];
+    }
+    while (a < mid)
+        dst[k++] = src[a++];
+    while (b < hi)
+        dst[k++] = src[b++];
+    return 0;
 }
 
-/* Finds two equal items (*i < *j): pairwise for short arrays, through a
- * hash-sorted table for long ones.  Returns 1 when found, 0 when none,
- * or -TG_E_NOMEM. */
-static int find_duplicate(vctx *c, const tg_value_t *v, uint32_t *i, uint32_t *j)
+#define SORT_ON_STACK 64 /* items sorted without allocating */
+
+/* uniqueItems in O(n log n) comparisons: a bottom-up merge sort of the
+ * items by tg_value_compare (a total order whose 0 is JSON equality),
+ * which meets any two equal items as neighbours of some merge and stops
+ * there.  Charges one step per item, then one per nested value the
+ * comparisons visited.  Returns TG_OK with *dup, *i < *j set when two items
+ * are equal, or an error. */
+static int find_duplicate(vctx *c, const tg_value_t *v, int *dup, uint32_t *i, uint32_t *j)
 {
-    const tg_value_t *items = v->p.items;
-    hashed *t;
-    int found = 0;
-    if (v->len <= 32) {
-        for (uint32_t a = 0; a < v->len; a++)
-            for (uint32_t b = a + 1; b < v->len; b++)
-                if (tg_value_equal(&items[a], &items[b])) {
-                    *i = a;
-                    *j = b;
-                    return 1;
-                }
-        return 0;
+    uint32_t stack[2 * SORT_ON_STACK], *buf = stack, *src, *dst;
+    size_t n = v->len, bytes = 2 * n * sizeof *buf;
+    item_sort st = {v->p.items, 0, 0, 0, 0, 0};
+    int rc = charge(c, n);
+    *dup = 0;
+    if (rc != TG_OK || n < 2)
+        return rc;
+    if (n > SORT_ON_STACK && !(buf = tg_mem_realloc(c->e, NULL, 0, bytes)))
+        return tg_fail(c->err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    src = buf;
+    dst = buf + n;
+    for (uint32_t k = 0; k < n; k++)
+        src[k] = k;
+    for (size_t width = 1; width < n && !st.dup; width *= 2) {
+        uint32_t *t;
+        for (size_t lo = 0; lo < n && !st.dup; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            merge_runs(&st, src, dst, lo, mid, hi);
+        }
+        t = src;
+        src = dst;
+        dst = t;
     }
-    if (!(t = tg_mem_realloc(c->e, NULL, 0, v->len * sizeof *t)))
-        return -TG_E_NOMEM;
-    for (uint32_t a = 0; a < v->len; a++) {
-        t[a].hash = tg_value_hash(&items[a]);
-        t[a].index = a;
-    }
-    qsort(t, v->len, sizeof *t, hashed_cmp);
-    for (uint32_t a = 0; a + 1 < v->len; a++)
-        for (uint32_t b = a + 1; b < v->len && t[b].hash == t[a].hash; b++)
-            if (tg_value_equal(&items[t[a].index], &items[t[b].index]) &&
-                (!found || t[b].index < *j || (t[b].index == *j && t[a].index < *i))) {
-                *i = t[a].index;
-                *j = t[b].index;
-                found = 1;
-            }
-    tg_mem_free(c->e, t, v->len * sizeof *t);
-    return found;
+    if (buf != stack)
+        tg_mem_free(c->e, buf, bytes);
+    *dup = st.dup;
+    *i = st.dup_i;
+    *j = st.dup_j;
+    return charge(c, st.visited - st.compared);
 }
 
 static int check_array(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
@@ -564,9 +613,9 @@ static int check_array(vctx *c, const tg_snode *n, const tg_value_t *v, const vp
     if (n->has & TG_K_UNIQUE_ITEMS) {
         uint32_t i = 0, j = 0;
         msg_writer w;
-        int dup = find_duplicate(c, v, &i, &j);
-        if (dup < 0)
-            return tg_fail(c->err, -dup, TG_NO_OFFSET, "out of memory");
+        int dup, rc = find_duplicate(c, v, &dup, &i, &j);
+        if (rc != TG_OK)
+            return rc;
         if (dup) {
             *ok = 0;
             if (begin_h3(c, "uniqueItems", at, n, &w)) {
@@ -623,13 +672,18 @@ static inline int key_order(const char *a, uint32_t alen, const char *b, uint32_
     return tg_key_compare(a, alen, b, blen);
 }
 
-/* Closed world: the keys no member of n's group declares.  Members and
- * declared names are both in RFC 8785 order: one merge walk.  (When the
- * group's names are n's own properties, check_members does this on its
- * walk instead.) */
-static void check_closed(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
+/* ---- closed world -------------------------------------------------------- */
+
+/* Closed world, a fixed set: the keys no member of n's group declares.
+ * Members and declared names are both in RFC 8785 order: one merge walk.
+ * (When the group's names are n's own properties, check_members does this
+ * on its walk instead.) */
+static int check_closed(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     uint32_t j = 0;
+    int rc = charge(c, v->len);
+    if (rc != TG_OK)
+        return rc;
     for (uint32_t i = 0; i < v->len && !DECIDED(c, ok); i++) {
         const tg_value_t *m = &v->p.items[i];
         int cmp = 1;
@@ -640,11 +694,42 @@ static void check_closed(vctx *c, const tg_snode *n, const tg_value_t *v, const 
             key_finding(c, "closed", at, n, NULL, NULL, 0, m->key, m->key_len, "key ",
                         " is not declared by the schema", ok);
     }
+    return TG_OK;
 }
 
+/* A zeroed bitmap of n_members bits on the stack; *at is its offset. */
+static int marks_push(vctx *c, size_t n_members, size_t *at)
+{
+    size_t need = n_members / 64 + 1;
+    if (need > c->cap_words - c->n_words) {
+        size_t cap = c->cap_words ? c->cap_words : 64;
+        uint64_t *w;
+        while (cap - c->n_words < need)
+            cap *= 2;
+        if (!(w = tg_mem_realloc(c->e, c->words, c->cap_words * sizeof *w, cap * sizeof *w)))
+            return tg_fail(c->err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        c->words = w;
+        c->cap_words = cap;
+    }
+    memset(c->words + c->n_words, 0, need * sizeof *c->words);
+    *at = c->n_words;
+    c->n_words += need;
+    return TG_OK;
+}
+
+/* Member i of the object is evaluated (in a marked group). */
+static inline void mark(vctx *c, uint32_t i)
+{
+    if (c->marks != NO_MARKS)
+        c->words[c->marks + i / 64] |= (uint64_t)1 << (i % 64);
+}
+
+/* ---- objects (continued) ------------------------------------------------- */
+
 /* properties, patternProperties, additionalProperties and propertyNames
- * over the members; closed: also refuse what no property names (the group
- * is n alone, as far as its keys go). */
+ * over the members, marking the members they evaluate; closed: also
+ * refuse what no property or pattern names (the group is n alone, as far
+ * as its keys go). */
 static int check_members(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
                          int closed, int *ok)
 {
@@ -664,8 +749,8 @@ static int check_members(vctx *c, const tg_snode *n, const tg_value_t *v, const 
         }
         for (uint32_t k = 0; k < n->n_pattern_properties && !DECIDED(c, ok); k++) {
             int hit;
-            rc = tg_regex_search(c->e, n->pattern_properties[k].re, m->key, m->key_len, &hit,
-                                 c->err);
+            rc = tg_regex_search(c->e, n->pattern_properties[k].re, m->key, m->key_len,
+                                 &c->regex_budget, &hit, c->err);
             if (rc != TG_OK)
                 return rc;
             if (hit) {
@@ -674,6 +759,8 @@ static int check_members(vctx *c, const tg_snode *n, const tg_value_t *v, const 
                     return rc;
             }
         }
+        if (matched || n->additional_properties != TG_SNONE)
+            mark(c, i);
         if (!matched && closed)
             key_finding(c, "closed", at, n, NULL, NULL, 0, m->key, m->key_len, "key ",
                         " is not declared by the schema", ok);
@@ -703,6 +790,12 @@ static int check_members(vctx *c, const tg_snode *n, const tg_value_t *v, const 
 static int check_object(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
                         int closed, int *ok)
 {
+    /* the walks below are over the members */
+    int rc = n->has & (TG_K_OBJECT & ~(TG_K_MIN_PROPERTIES | TG_K_MAX_PROPERTIES))
+                 ? charge(c, v->len)
+                 : TG_OK;
+    if (rc != TG_OK)
+        return rc;
     /* required is sorted like the members: one merge walk. */
     for (uint32_t i = 0, j = 0; i < n->n_required && !DECIDED(c, ok); i++) {
         const tg_sname *r = &n->required[i];
@@ -751,20 +844,35 @@ static int check_object(vctx *c, const tg_snode *n, const tg_value_t *v, const v
 /* ---- combinators ------------------------------------------------------------- */
 
 /* How many of the branches v matches, evaluated silently; stops counting
- * at `enough`. */
+ * at `enough`.  In a marked group each branch marks a bitmap of its own,
+ * merged into the group's only when the branch validated. */
 static int count_matches(vctx *c, const uint32_t *branches, uint32_t n_branches,
                          const tg_value_t *v, const vpath *at, uint32_t enough, uint32_t *matched)
 {
-    int rc = TG_OK;
+    size_t parent = c->marks, mine = NO_MARKS, words = v->len / 64 + 1;
+    int rc = parent == NO_MARKS ? TG_OK : marks_push(c, v->len, &mine);
     *matched = 0;
+    if (rc != TG_OK)
+        return rc;
     c->silent++;
     for (uint32_t i = 0; i < n_branches && *matched < enough; i++) {
         int branch_ok = 1;
-        if ((rc = eval(c, branches[i], v, at, 0, &branch_ok)) != TG_OK)
+        if (mine != NO_MARKS) {
+            memset(c->words + mine, 0, words * sizeof *c->words);
+            c->marks = mine;
+        }
+        rc = eval(c, branches[i], v, at, 0, &branch_ok);
+        c->marks = parent;
+        if (rc != TG_OK)
             break;
+        if (branch_ok && mine != NO_MARKS)
+            for (size_t k = 0; k < words; k++)
+                c->words[parent + k] |= c->words[mine + k];
         *matched += (uint32_t)branch_ok;
     }
     c->silent--;
+    if (mine != NO_MARKS)
+        c->n_words = mine;
     return rc;
 }
 
@@ -781,7 +889,9 @@ static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, co
             return TG_OK;
     }
     if (n->n_any_of) {
-        if ((rc = count_matches(c, n->any_of, n->n_any_of, v, at, 1, &matched)) != TG_OK)
+        /* Every valid branch declares keys for a marked group: try them all. */
+        uint32_t enough = c->marks != NO_MARKS ? n->n_any_of : 1;
+        if ((rc = count_matches(c, n->any_of, n->n_any_of, v, at, enough, &matched)) != TG_OK)
             return rc;
         if (!matched) {
             *ok = 0;
@@ -821,7 +931,12 @@ static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, co
         }
     }
     if (n->not_schema != TG_SNONE) {
-        if ((rc = count_matches(c, &n->not_schema, 1, v, at, 1, &matched)) != TG_OK)
+        /* what `not` evaluates is never declared */
+        size_t marks = c->marks;
+        c->marks = NO_MARKS;
+        rc = count_matches(c, &n->not_schema, 1, v, at, 1, &matched);
+        c->marks = marks;
+        if (rc != TG_OK)
             return rc;
         if (matched) {
             *ok = 0;
@@ -837,31 +952,29 @@ static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, co
 
 /* ---- one node -------------------------------------------------------------------- */
 
-static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int entry,
-                     int *ok)
+/* Everything n asserts about v, in place; closed: n's own properties are
+ * all its group declares (TG_CLOSED_INLINE, at its instance location). */
+static int eval_keywords(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                         int closed, int *ok)
 {
     int rc;
-    /* Closed world is the group's: checked once, where the walk enters
-     * an instance location, never again by the group's members. */
-    int closed = entry && n->closed && v->type == TG_OBJECT;
-    if (closed && n->closed == TG_CLOSED_APART) {
-        check_closed(c, n, v, at, ok);
-        closed = 0;
-        if (DECIDED(c, ok))
-            return TG_OK;
-    }
     if (n->ref != TG_SNONE) {
         if ((rc = eval(c, n->ref, v, at, 0, ok)) != TG_OK)
             return rc;
         if (DECIDED(c, ok))
             return TG_OK;
     }
+    /* the checks below read a scalar's text (or bytes) whole */
+    if ((v->type == TG_STRING || v->type == TG_NUMBER) && v->len >= 64 &&
+        (n->has & (TG_K_TYPE | TG_K_ENUM | TG_K_CONST | TG_K_NUMBER | TG_K_STRING)) &&
+        (rc = charge(c, v->len / 64)) != TG_OK)
+        return rc;
     if (n->has & TG_K_TYPE)
         check_type(c, n, v, at, ok);
     if (n->has & TG_K_CONST)
         check_const(c, n, v, at, ok);
-    if (n->has & TG_K_ENUM)
-        check_enum(c, n, v, at, ok);
+    if ((n->has & TG_K_ENUM) && (rc = check_enum(c, n, v, at, ok)) != TG_OK)
+        return rc;
     if (DECIDED(c, ok))
         return TG_OK;
     rc = TG_OK;
@@ -892,15 +1005,83 @@ static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpat
     return TG_OK;
 }
 
+/* Whether some member of n's group names key (n->declared, sorted). */
+static int declarable(const tg_snode *n, const char *key, uint32_t len)
+{
+    size_t lo = 0, hi = n->n_declared;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int cmp = tg_key_compare(n->declared[mid].name, n->declared[mid].len, key, len);
+        if (cmp == 0)
+            return 1;
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* A marked group's head at the object v: its members mark what they
+ * evaluate, and what is left unmarked is undeclared.  When the head fails
+ * anyway (a branch that did not match declared nothing), only keys no
+ * member could declare are reported: the rest would only repeat, as H2s,
+ * what the failed combinator's finding says. */
+static int eval_marked(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
+{
+    size_t mine;
+    int head_ok = 1, rc = marks_push(c, v->len, &mine);
+    if (rc != TG_OK)
+        return rc;
+    c->marks = mine;
+    rc = eval_keywords(c, n, v, at, 0, &head_ok);
+    c->marks = NO_MARKS;
+    if (rc == TG_OK && !DECIDED(c, &head_ok) && !c->stop && (head_ok || !n->any_key_declarable))
+        rc = charge(c, v->len);
+    for (uint32_t i = 0; rc == TG_OK && i < v->len && !DECIDED(c, &head_ok) && !c->stop &&
+                         (head_ok || !n->any_key_declarable);
+         i++) {
+        const tg_value_t *m = &v->p.items[i];
+        if (!(c->words[mine + i / 64] & ((uint64_t)1 << (i % 64))) &&
+            (head_ok || !declarable(n, m->key, m->key_len)))
+            key_finding(c, "closed", at, n, NULL, NULL, 0, m->key, m->key_len, "key ",
+                        " is not declared by the schema", &head_ok);
+    }
+    c->n_words = mine;
+    *ok &= head_ok;
+    return rc;
+}
+
+static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int entry,
+                     int *ok)
+{
+    /* Closed world is the group's: checked once, where the walk enters
+     * an instance location, never again by the group's members. */
+    if (entry && n->closed && v->type == TG_OBJECT) {
+        int rc;
+        switch (n->closed) {
+        case TG_CLOSED_INLINE:
+            return eval_keywords(c, n, v, at, 1, ok);
+        case TG_CLOSED_APART:
+            if ((rc = check_closed(c, n, v, at, ok)) != TG_OK || DECIDED(c, ok))
+                return rc;
+            break;
+        default:
+            return eval_marked(c, n, v, at, ok);
+        }
+    }
+    return eval_keywords(c, n, v, at, 0, ok);
+}
+
 static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry, int *ok)
 {
     const tg_snode *n = &c->nodes[id];
+    size_t marks = c->marks;
     int rc;
     if (c->stop)
         return TG_OK;
-    if (++c->steps > c->max_steps)
-        return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
-                       "validation took more than max_validation_steps (%zu) steps", c->max_steps);
+    if ((rc = charge(c, 1)) != TG_OK)
+        return rc;
     if (n->kind == TG_S_TRUE)
         return TG_OK;
     if (n->kind == TG_S_FALSE) {
@@ -916,7 +1097,11 @@ static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int 
         return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
                        "schemas nested more than %d deep during validation", TG_SCHEMA_MAX_NESTING);
     c->nesting++;
+    /* a new instance location: the marks of the one it left are not its own */
+    if (entry)
+        c->marks = NO_MARKS;
     rc = eval_node(c, n, v, at, entry, ok);
+    c->marks = marks;
     c->nesting--;
     return rc;
 }
@@ -934,18 +1119,17 @@ int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v, tg_fi
     if (!e || !s || !v || !findings || !count || max == 0)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
                        "engine, schema, value, findings and count are required, max >= 1");
+    memset(&c, 0, sizeof c);
     c.e = e;
     c.nodes = s->nodes;
     c.out = findings;
     c.max = max;
-    c.n = c.n_h2 = 0;
-    c.steps = 0;
     c.max_steps = e->limits.max_validation_steps;
-    c.silent = 0;
-    c.nesting = 0;
-    c.stop = 0;
+    c.regex_budget = e->limits.max_regex_steps;
+    c.marks = NO_MARKS;
     c.err = err;
     rc = eval(&c, 0, v, NULL, 1, &ok);
+    tg_mem_free(e, c.words, c.cap_words * sizeof *c.words);
     *count = c.n;
     return rc;
 }

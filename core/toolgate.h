@@ -153,6 +153,9 @@ typedef struct tg_limits_t {
     size_t max_pattern_bytes;    /* bytes of one schema pattern (pattern,
                                   * patternProperties, propertyNames), checked
                                   * when a schema is compiled */
+    size_t max_regex_steps;      /* PCRE2 match-limit units all pattern matches
+                                  * of one validation may use (added last: the
+                                  * fields above keep their offsets) */
 } tg_limits_t;
 
 #define TG_DEFAULT_MAX_INPUT_BYTES ((size_t)1 << 20) /* 1 MiB */
@@ -163,6 +166,7 @@ typedef struct tg_limits_t {
 #define TG_DEFAULT_REGEX_MATCH_LIMIT 100000
 #define TG_DEFAULT_MAX_VALIDATION_STEPS 1000000
 #define TG_DEFAULT_MAX_PATTERN_BYTES 4096
+#define TG_DEFAULT_MAX_REGEX_STEPS 10000000
 
 /* Ranges: every limit is at least 1.  Upper bounds keep offsets in 32 bits
  * and keep the recursive writers within a small, fixed C stack. */

@@ -47,7 +47,8 @@ Codec.__index = Codec
 --- A codec: a core engine with its own limits (see README, "Limits").
 -- codec([limits]) -> codec | nil, message, code
 -- @tparam[opt] table limits max_input_bytes, max_depth, max_string_bytes,
--- max_members, max_items, regex_match_limit, max_validation_steps
+-- max_members, max_items, regex_match_limit, max_validation_steps,
+-- max_pattern_bytes, max_regex_steps
 -- @treturn Codec
 function M.codec(limits)
   local e, err, code = core.new_engine(limits)

@@ -93,16 +93,23 @@ static const char *check_string(lua_State *L, int i, size_t *len)
 /* ---- limits tables --------------------------------------------------------- */
 
 static const char *const limit_names[] = {
-    "max_input_bytes",      "max_depth",         "max_string_bytes",
-    "max_members",          "max_items",         "regex_match_limit",
-    "max_validation_steps", "max_pattern_bytes", NULL,
+    "max_input_bytes",
+    "max_depth",
+    "max_string_bytes",
+    "max_members",
+    "max_items",
+    "regex_match_limit",
+    "max_validation_steps",
+    "max_pattern_bytes",
+    "max_regex_steps",
+    NULL,
 };
 
 static size_t *limit_field(tg_limits_t *l, int i)
 {
-    size_t *f[] = {&l->max_input_bytes,      &l->max_depth,        &l->max_string_bytes,
-                   &l->max_members,          &l->max_items,        &l->regex_match_limit,
-                   &l->max_validation_steps, &l->max_pattern_bytes};
+    size_t *f[] = {&l->max_input_bytes,      &l->max_depth,         &l->max_string_bytes,
+                   &l->max_members,          &l->max_items,         &l->regex_match_limit,
+                   &l->max_validation_steps, &l->max_pattern_bytes, &l->max_regex_steps};
     return f[i];
 }
 

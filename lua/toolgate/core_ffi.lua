@@ -33,6 +33,7 @@ typedef struct tg_limits_t {
     size_t regex_match_limit;
     size_t max_validation_steps;
     size_t max_pattern_bytes;
+    size_t max_regex_steps;
 } tg_limits_t;
 typedef struct tg_engine_t tg_engine_t;
 typedef struct tg_doc_t tg_doc_t;
@@ -183,7 +184,7 @@ local C = load_library()
 local TG_NO_OFFSET = ffi.cast("size_t", -1)
 local LIMIT_NAMES = {
   "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
-  "regex_match_limit", "max_validation_steps", "max_pattern_bytes",
+  "regex_match_limit", "max_validation_steps", "max_pattern_bytes", "max_regex_steps",
 }
 local IS_LIMIT = {}
 for _, name in ipairs(LIMIT_NAMES) do IS_LIMIT[name] = true end

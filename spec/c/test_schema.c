@@ -135,6 +135,13 @@ static const vcase keyword_cases[] = {
     {"{\"pattern\":\"^b+$\"}", "\"abbc\"", 0, "pattern: anchored by the pattern"},
     {"{\"pattern\":\"^a$\"}", "\"a\\n\"", 0, "pattern: $ does not match before a final newline"},
     {"{\"pattern\":\"^\\\\u00e9$\"}", "\"\xc3\xa9\"", 1, "pattern: ECMA-262 \\u escape"},
+    /* a UTF-16 pair of escapes is the code point it spells (ECMA-262 /u) */
+    {"{\"pattern\":\"^\\\\ud83d\\\\ude00$\"}", "\"\xf0\x9f\x98\x80\"", 1,
+     "pattern: surrogate pair escape \\ud83d\\ude00 is U+1F600"},
+    {"{\"pattern\":\"^\\\\uD83D\\\\uDE00$\"}", "\"\xf0\x9f\x98\x81\"", 0,
+     "pattern: surrogate pair escape (upper case) matches only U+1F600"},
+    {"{\"pattern\":\"^[\\\\uD83D\\\\uDE00-\\\\uD83D\\\\uDE4F]+$\"}",
+     "\"\xf0\x9f\x98\x81\xf0\x9f\x99\x8f\"", 1, "pattern: surrogate pairs as a class range"},
     {"{\"pattern\":\"^\\\\p{Letter}+$\"}", "\"\xcf\x80x\"", 1, "pattern: \\p{Letter}"},
     {"{\"pattern\":\"^\\\\p{gc=Lu}$\"}", "\"a\"", 0, "pattern: \\p{gc=Lu}"},
     {"{\"pattern\":\"^.$\"}", "\"\xf0\x9f\x98\x80\"", 1, "pattern: . is one code point"},
@@ -174,6 +181,13 @@ static const vcase keyword_cases[] = {
     {"{\"items\":[],\"additionalItems\":false}", "[1]", 0, "draft-07 empty tuple"},
     {"{\"items\":{\"type\":\"integer\"},\"additionalItems\":false}", "[1,2]", 1,
      "additionalItems is ignored beside a schema items (draft-07)"},
+    /* 2020-12 ignores additionalItems beside prefixItems: items says what follows */
+    {"{\"prefixItems\":[{}],\"additionalItems\":false}", "[1,2]", 1,
+     "additionalItems is ignored beside prefixItems (2020-12)"},
+    {"{\"prefixItems\":[{}],\"additionalItems\":{\"type\":\"string\"}}", "[1,2]", 1,
+     "additionalItems schema is ignored beside prefixItems"},
+    {"{\"prefixItems\":[{}],\"items\":false,\"additionalItems\":true}", "[1,2]", 0,
+     "prefixItems + items false: additionalItems true opens nothing"},
     {"{\"minItems\":2}", "[1]", 0, "minItems"},
     {"{\"maxItems\":1}", "[1,2]", 0, "maxItems"},
     {"{\"maxItems\":1.0}", "[1]", 1, "maxItems 1.0 is an integer bound"},
@@ -226,10 +240,11 @@ static const vcase multiple_cases[] = {
     {"{\"multipleOf\":7}", "0", 1, "multipleOf: 0"},
     {"{\"multipleOf\":0.5000000000000000000}", "1.5", 1,
      "multipleOf: trailing zeros do not count as digits"},
-    {"{\"multipleOf\":0.1000000000000000001}", "2", 1,
-     "multipleOf: a 19-digit divisor is judged on doubles (its double is 0.1)"},
-    {"{\"multipleOf\":0.1000000000000000001}", "1e300", 0,
-     "multipleOf: fallback refuses quotients past 2^53"},
+    {"{\"multipleOf\":0.100000000000000001}", "2", 0,
+     "multipleOf: an 18-digit divisor is exact (its double is 0.1)"},
+    {"{\"multipleOf\":0.100000000000000001}", "0.200000000000000002", 1,
+     "multipleOf: an 18-digit divisor's multiple"},
+    {"{\"multipleOf\":1e-400}", "1", 1, "multipleOf: a divisor below the doubles is positive"},
     {"{\"multipleOf\":2.5}", "5", 1, "multipleOf: 5 of 2.5"},
     {"{\"multipleOf\":2.5}", "6", 0, "multipleOf: 6 of 2.5"},
 };
@@ -373,6 +388,104 @@ static void formats(void)
         2, &asserted);
 }
 
+/* Every numeric keyword reads a number one way, as the decimal it spells:
+ * each literal below rounds (as a double) onto or across its bound. */
+static const vcase number_cases[] = {
+    {"{\"maximum\":100}", "100.00000000000000001", 0,
+     "maximum: 100.00000000000000001 (double 100) is above 100"},
+    {"{\"maximum\":100}", "100", 1, "maximum: 100 is at 100"},
+    {"{\"maximum\":100}", "1.0000000000000000001e2", 0, "maximum: the same value with an exponent"},
+    {"{\"maximum\":100.00000000000000001}", "100.00000000000000001", 1,
+     "maximum: a long bound, the same value"},
+    {"{\"maximum\":100.00000000000000001}", "100.00000000000000002", 0,
+     "maximum: a long bound, just above"},
+    {"{\"minimum\":100}", "99.999999999999999999", 0,
+     "minimum: 99.999999999999999999 (double 100) is below 100"},
+    {"{\"minimum\":100}", "100.0", 1, "minimum: 100.0 is at 100"},
+    {"{\"exclusiveMaximum\":100}", "99.999999999999999999", 1,
+     "exclusiveMaximum: 99.999999999999999999 is below 100"},
+    {"{\"exclusiveMaximum\":100}", "100.00000000000000001", 0,
+     "exclusiveMaximum: 100.00000000000000001 is not below 100"},
+    {"{\"exclusiveMinimum\":100}", "100.00000000000000001", 1,
+     "exclusiveMinimum: 100.00000000000000001 is above 100"},
+    {"{\"exclusiveMinimum\":100}", "1e2", 0, "exclusiveMinimum: 1e2 is 100"},
+    {"{\"exclusiveMaximum\":100.00000000000000001}", "100", 1,
+     "exclusiveMaximum: 100 is below a long bound that rounds to it"},
+    {"{\"maximum\":9007199254740992}", "9007199254740993", 0,
+     "maximum: 2^53 + 1 is above 2^53 (one double)"},
+    {"{\"minimum\":9007199254740993}", "9007199254740992", 0, "minimum: 2^53 is below 2^53 + 1"},
+    {"{\"exclusiveMinimum\":0}", "1e-400", 1, "exclusiveMinimum: 1e-400 (double 0) is above 0"},
+    {"{\"maximum\":0}", "1e-400", 0, "maximum: 1e-400 is above 0"},
+    {"{\"minimum\":0}", "-1e-400", 0, "minimum: -1e-400 is below 0"},
+    {"{\"maximum\":-0}", "0", 1, "maximum: 0 is at -0"},
+    {"{\"exclusiveMaximum\":0}", "-0.0", 0, "exclusiveMaximum: -0.0 is 0"},
+    {"{\"maximum\":-100}", "-99.999999999999999999", 0,
+     "maximum: negative, -99.999999999999999999 is above -100"},
+    {"{\"type\":\"integer\",\"maximum\":100}", "100.00000000000000000", 1,
+     "integer and maximum: 100.00000000000000000 is the integer 100"},
+    {"{\"type\":\"integer\"}", "100.00000000000000001", 0, "integer: 100.00000000000000001 is not"},
+    /* equality (enum, const) at the same boundaries */
+    {"{\"const\":9007199254740992}", "9007199254740993", 0, "const: 2^53 + 1 is not 2^53"},
+    {"{\"const\":1}", "1.0", 1, "const: 1.0 is 1"},
+    {"{\"const\":1}", "1e0", 1, "const: 1e0 is 1"},
+    {"{\"const\":1.0}", "10e-1", 1, "const: 10e-1 is 1.0"},
+    {"{\"enum\":[100]}", "100.00000000000000001", 0, "enum: 100.00000000000000001 is not 100"},
+    {"{\"const\":100.00000000000000001}", "100", 0, "const: 100 is not 100.00000000000000001"},
+    {"{\"enum\":[[1,{\"a\":2}]]}", "[1e0,{\"a\":2.0}]", 1, "enum: nested numbers compare exactly"},
+    /* uniqueItems at the same boundaries */
+    {"{\"uniqueItems\":true}", "[9007199254740992,9007199254740993]", 1,
+     "uniqueItems: 2^53 and 2^53 + 1 differ"},
+    {"{\"uniqueItems\":true}", "[1,1.0]", 0, "uniqueItems: 1 and 1.0 are equal"},
+    {"{\"uniqueItems\":true}", "[1e0,1]", 0, "uniqueItems: 1e0 and 1 are equal"},
+    {"{\"uniqueItems\":true}", "[100,100.00000000000000001]", 1,
+     "uniqueItems: 100 and 100.00000000000000001 differ"},
+    {"{\"uniqueItems\":true}", "[0,-0]", 0, "uniqueItems: 0 and -0 are equal"},
+    {"{\"uniqueItems\":true}", "[[1,\"x\"],[1.0,\"x\"]]", 0,
+     "uniqueItems: arrays equal item by item"},
+    {"{\"uniqueItems\":true}", "[{\"a\":1,\"b\":[2]},{\"b\":[2.0],\"a\":1e0}]", 0,
+     "uniqueItems: objects equal whatever the member order"},
+    {"{\"uniqueItems\":true}", "[{\"a\":1},{\"a\":1,\"b\":1}]", 1,
+     "uniqueItems: an object and a longer one differ"},
+    {"{\"uniqueItems\":true}", "[\"a\",\"a\\u0000\"]", 1,
+     "uniqueItems: a string and its extension differ"},
+    {"{\"uniqueItems\":true}", "[false,0,null,\"\",[],{}]", 1,
+     "uniqueItems: values of different types differ"},
+};
+
+/* uniqueItems over long arrays (sorted, not compared pairwise): 98 distinct
+ * integers and then the pair. */
+static void unique_long(const tg_schema_options_t *opt)
+{
+    static const struct {
+        const char *pair;
+        int valid;
+    } pairs[] = {
+        {"9007199254740992,9007199254740993", 1},
+        {"1,1.0", 0},
+        {"100,100.00000000000000001", 1},
+        {"0,-0", 0},
+        {"[1,\"x\"],[1.0,\"x\"]", 0},
+        {"{\"a\":1},{\"a\":1e0}", 0},
+        {"\"a\",\"b\"", 1},
+    };
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        char text[2048], name[160];
+        size_t n = 0;
+        vcase one[1];
+        n += (size_t)snprintf(text + n, sizeof text - n, "[");
+        for (int i = 0; i < 98; i++)
+            n += (size_t)snprintf(text + n, sizeof text - n, "%d,", 1000 + i * 7);
+        snprintf(text + n, sizeof text - n, "%s]", pairs[k].pair);
+        snprintf(name, sizeof name, "uniqueItems, 100 items: %s %s", pairs[k].pair,
+                 pairs[k].valid ? "differ" : "are equal");
+        one[0].schema = "{\"uniqueItems\":true}";
+        one[0].instance = text;
+        one[0].valid = pairs[k].valid;
+        one[0].name = name;
+        run_cases(one, 1, opt);
+    }
+}
+
 /* ---- compile errors ----------------------------------------------------------- */
 
 static const struct {
@@ -392,6 +505,13 @@ static const struct {
     {"{\"type\":[]}", TG_E_SCHEMA, "/type", "type must be"},
     {"{\"type\":[\"string\",\"string\"]}", TG_E_SCHEMA, "/type", "without repeats"},
     {"{\"multipleOf\":0}", TG_E_SCHEMA, "/multipleOf", "greater than 0"},
+    {"{\"multipleOf\":-0.0}", TG_E_SCHEMA, "/multipleOf", "greater than 0"},
+    {"{\"multipleOf\":0.1000000000000000001}", TG_E_SCHEMA, "/multipleOf",
+     "more than 18 significant digits: toolgate decides multipleOf exactly"},
+    {"{\"pattern\":\"\\\\ud83d\"}", TG_E_PATTERN, "/pattern", "invalid pattern"},
+    {"{\"pattern\":\"\\\\ude00\\\\ud83d\"}", TG_E_PATTERN, "/pattern", "invalid pattern"},
+    /* an escaped backslash, then a lone low surrogate: no pair */
+    {"{\"pattern\":\"\\\\\\\\ud83d\\\\ude00\"}", TG_E_PATTERN, "/pattern", "invalid pattern"},
     {"{\"minLength\":-1}", TG_E_SCHEMA, "/minLength", "non-negative integer"},
     {"{\"maxItems\":1.5}", TG_E_SCHEMA, "/maxItems", "non-negative integer"},
     {"{\"allOf\":[]}", TG_E_SCHEMA, "/allOf", "non-empty array"},
@@ -525,8 +645,12 @@ static const vcase closed_cases[] = {
      "closed: additionalProperties schema opens (and checks)"},
     {"{\"properties\":{\"a\":{}},\"additionalProperties\":{\"type\":\"integer\"}}", "{\"b\":\"x\"}",
      0, "closed: additionalProperties schema still checks"},
-    {"{\"properties\":{\"a\":{}},\"patternProperties\":{\"^x-\":{}}}", "{\"a\":1,\"y\":1}", 1,
-     "closed: patternProperties opts out"},
+    /* patternProperties declares the keys it matches, and only those (it
+     * opted the whole object out before) */
+    {"{\"properties\":{\"a\":{}},\"patternProperties\":{\"^x-\":{}}}", "{\"a\":1,\"x-y\":1}", 1,
+     "closed: patternProperties declares the keys it matches"},
+    {"{\"properties\":{\"a\":{}},\"patternProperties\":{\"^x-\":{}}}", "{\"a\":1,\"y\":1}", 0,
+     "closed: patternProperties declares no other key"},
     {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"additionalProperties\":true}]}", "{\"z\":1}", 1,
      "closed: one member opening opens the group"},
     {"{\"properties\":{\"a\":{}},\"not\":{\"properties\":{\"b\":{}},\"required\":[\"c\"]}}",
@@ -550,6 +674,65 @@ static const vcase closed_cases[] = {
     {"{\"$ref\":\"#/$defs/a\",\"$defs\":{\"a\":{\"type\":\"object\",\"properties\":{}}}}",
      "{\"x\":1}", 0, "closed: empty properties behind $ref refuse every key"},
     {"{\"allOf\":[{\"properties\":{}}]}", "{}", 1, "closed: empty properties accept {}"},
+    /* unions: a key counts as declared only where a subschema that
+     * validated there declares it (unevaluatedProperties: false) */
+    {"{\"oneOf\":[{\"properties\":{\"action\":{\"const\":\"read\"},\"path\":{}},"
+     "\"required\":[\"action\",\"path\"]},{\"properties\":{\"action\":{\"const\":\"delete\"},"
+     "\"path\":{},\"recursive\":{\"type\":\"boolean\"}},\"required\":[\"action\",\"path\"]}]}",
+     "{\"action\":\"read\",\"path\":\"/etc/shadow\",\"recursive\":\"--no-preserve-root\"}", 0,
+     "closed: a key only the branch that did not match declares is undeclared (oneOf)"},
+    {"{\"oneOf\":[{\"properties\":{\"action\":{\"const\":\"read\"},\"path\":{}},"
+     "\"required\":[\"action\",\"path\"]},{\"properties\":{\"action\":{\"const\":\"delete\"},"
+     "\"path\":{},\"recursive\":{\"type\":\"boolean\"}},\"required\":[\"action\",\"path\"]}]}",
+     "{\"action\":\"delete\",\"path\":\"/tmp/x\",\"recursive\":true}", 1,
+     "closed: the branch that matched declares its keys (oneOf)"},
+    {"{\"anyOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]},"
+     "{\"properties\":{\"b\":{\"type\":\"integer\"}},\"required\":[\"b\"]}]}",
+     "{\"a\":1,\"b\":\"x\"}", 0, "closed: anyOf, b is declared only by a branch that failed on it"},
+    {"{\"anyOf\":[{\"properties\":{\"a\":{}}},{\"properties\":{\"b\":{}}}]}", "{\"a\":1,\"b\":2}",
+     1, "closed: anyOf, every valid branch declares (not the first only)"},
+    {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"patternProperties\":{\"^x-\":{}}}]}",
+     "{\"a\":1,\"b\":2}", 0, "closed: patternProperties in an allOf member opens nothing else"},
+    {"{\"allOf\":[{\"properties\":{\"a\":{}}},{\"patternProperties\":{\"^x-\":{}}}]}",
+     "{\"a\":1,\"x-b\":2}", 1, "closed: patternProperties in an allOf member declares its matches"},
+    {"{\"anyOf\":[{\"properties\":{\"a\":{}},\"required\":[\"a\"]},"
+     "{\"additionalProperties\":{\"type\":\"integer\"}}]}",
+     "{\"a\":\"s\",\"b\":2}", 0,
+     "closed: additionalProperties of a failed branch declares nothing"},
+    {"{\"anyOf\":[{\"properties\":{\"a\":{}},\"required\":[\"a\"]},"
+     "{\"additionalProperties\":{\"type\":\"integer\"}}]}",
+     "{\"a\":1,\"b\":2}", 1, "closed: additionalProperties of a valid branch declares every key"},
+    {"{\"properties\":{\"a\":{}},\"anyOf\":[{\"not\":{\"properties\":{\"b\":{}},"
+     "\"required\":[\"c\"]}}]}",
+     "{\"a\":1,\"b\":2}", 0, "closed: keys declared under not in a branch do not count"},
+    {"{\"$defs\":{\"Cat\":{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"cat\"},"
+     "\"lives\":{\"type\":\"integer\"}},\"required\":[\"kind\"]},\"Dog\":{\"type\":\"object\","
+     "\"properties\":{\"kind\":{\"const\":\"dog\"},\"bark\":{\"type\":\"string\"}},"
+     "\"required\":[\"kind\"]}},\"properties\":{\"pet\":{\"anyOf\":[{\"$ref\":\"#/$defs/Cat\"},"
+     "{\"$ref\":\"#/$defs/Dog\"},{\"type\":\"null\"}]}}}",
+     "{\"pet\":{\"kind\":\"cat\",\"bark\":\"woof\"}}", 0,
+     "closed: a discriminated union of $refs, a key of the other member"},
+    {"{\"$defs\":{\"Cat\":{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"cat\"},"
+     "\"lives\":{\"type\":\"integer\"}},\"required\":[\"kind\"]},\"Dog\":{\"type\":\"object\","
+     "\"properties\":{\"kind\":{\"const\":\"dog\"},\"bark\":{\"type\":\"string\"}},"
+     "\"required\":[\"kind\"]}},\"properties\":{\"pet\":{\"anyOf\":[{\"$ref\":\"#/$defs/Cat\"},"
+     "{\"$ref\":\"#/$defs/Dog\"},{\"type\":\"null\"}]}}}",
+     "{\"pet\":{\"kind\":\"dog\",\"bark\":\"woof\"}}", 1,
+     "closed: a discriminated union of $refs, the matching member's keys"},
+    {"{\"anyOf\":[{\"anyOf\":[{\"properties\":{\"a\":{\"const\":1}}},"
+     "{\"properties\":{\"b\":{}},\"required\":[\"b\"]}]},{\"properties\":{\"c\":{}},"
+     "\"required\":[\"c\"]}]}",
+     "{\"a\":2,\"c\":1}", 0, "closed: nested unions, a declared only by a failed inner branch"},
+    {"{\"anyOf\":[{\"anyOf\":[{\"properties\":{\"a\":{\"const\":1}}},"
+     "{\"properties\":{\"b\":{}},\"required\":[\"b\"]}]},{\"properties\":{\"c\":{}},"
+     "\"required\":[\"c\"]}]}",
+     "{\"a\":1,\"c\":1}", 1, "closed: nested unions, both levels declare"},
+    {"{\"properties\":{\"o\":{\"anyOf\":[{\"properties\":{\"x\":{\"properties\":{\"y\":{}}}}}]}}}",
+     "{\"o\":{\"x\":{\"y\":1,\"z\":2}}}", 0,
+     "closed: a group inside a branch is closed where it is reached"},
+    {"{\"oneOf\":[{\"properties\":{\"a\":{}},\"required\":[\"a\"]},{\"properties\":{\"b\":{}},"
+     "\"required\":[\"b\"]}]}",
+     "{\"a\":1,\"b\":1}", 0, "closed: oneOf with two matches fails (as oneOf)"},
 };
 
 /* ---- findings ---------------------------------------------------------------- */
@@ -599,7 +782,8 @@ static void findings(void)
     rc = validate(s, "{\"mode\":\"read\",\"path\":\"/tmp\"}", f, 8, &count);
     tap_ok(rc == TG_OK && count == 0, "findings: a valid instance has none");
 
-    /* H2 found after an H3 still comes first; max keeps the first ones. */
+    /* H2 found after an H3 still comes first; max keeps the first ones the
+     * walk meets (members in RFC 8785 order: mode, opts, path). */
     rc = validate(s, "{\"mode\":1,\"path\":2,\"opts\":{\"zz\":1}}", f, 8, &count);
     tap_ok(rc == TG_OK && count == 3 && f[0].code == TG_H2 &&
                strcmp(f[0].pointer, "/opts/zz") == 0 && f[1].code == TG_H3 &&
@@ -607,7 +791,8 @@ static void findings(void)
                strcmp(f[2].pointer, "/path") == 0,
            "findings: H2 before H3, each in the order met");
     rc = validate(s, "{\"mode\":1,\"path\":2,\"opts\":{\"zz\":1}}", f, 1, &count);
-    tap_ok(rc == TG_OK && count == 1 && f[0].code == TG_H2, "findings: max 1 keeps the H2");
+    tap_ok(rc == TG_OK && count == 1 && f[0].code == TG_H3 && strcmp(f[0].pointer, "/mode") == 0,
+           "findings: max 1 keeps the first finding met (the walk stops there)");
     rc = validate(s, "{\"mode\":1,\"path\":2,\"opts\":{\"zz\":1}}", f, 2, &count);
     tap_ok(rc == TG_OK && count == 2 && f[0].code == TG_H2 && strcmp(f[1].pointer, "/mode") == 0,
            "findings: max 2 keeps the H2 and the first H3");
@@ -780,17 +965,18 @@ static void limits(void)
            "regex_match_limit: patternProperties too");
     tg_schema_free(s);
 
-    /* steps: N passes, N - 1 fails (root + one property = 2 nodes) */
+    /* steps: N passes, N - 1 fails (root + its walk over one member + one
+     * property = 3) */
     compile("{\"properties\":{\"a\":{\"type\":\"integer\"}}}", NULL, &s, &err);
     lim = saved;
-    lim.max_validation_steps = 2;
+    lim.max_validation_steps = 3;
     tg_engine_set_limits(E, &lim, &err);
     tap_ok(validate(s, "{\"a\":1}", f, 4, &count) == TG_OK && count == 0,
-           "max_validation_steps 2: two nodes validate");
-    lim.max_validation_steps = 1;
+           "max_validation_steps 3: two nodes and one member validate");
+    lim.max_validation_steps = 2;
     tg_engine_set_limits(E, &lim, &err);
     tap_ok(validate(s, "{\"a\":1}", f, 4, &count) == TG_E_VALIDATION_LIMIT,
-           "max_validation_steps 1: VALIDATION_LIMIT");
+           "max_validation_steps 2: VALIDATION_LIMIT");
     tg_schema_free(s);
 
     /* nested anyOf: 2^17 branch evaluations */
@@ -851,6 +1037,188 @@ static void limits(void)
            "max_pattern_bytes 8: patternProperties too");
     lim.max_pattern_bytes = 0;
     tap_ok(tg_engine_set_limits(E, &lim, &err) == TG_E_ARG, "max_pattern_bytes 0 is out of range");
+    tg_engine_set_limits(E, &saved, &err);
+}
+
+/* Validates an instance text built by the caller (which frees it). */
+static int validate_text(const tg_schema_t *s, const char *text, size_t len, tg_finding_t *f,
+                         size_t max, size_t *count, tg_error_t *err)
+{
+    tg_doc_t *doc = NULL;
+    int rc = tg_parse(E, text, len, &doc, err);
+    if (rc != TG_OK)
+        return -1;
+    rc = tg_validate(E, s, tg_doc_root(doc), f, max, count, err);
+    tg_doc_free(doc);
+    return rc;
+}
+
+/* n copies of item (len bytes) as a JSON array, malloc'd, in *len_out;
+ * head (may be NULL) goes first. */
+static char *array_of(const char *head, const char *item, size_t n, size_t *len_out)
+{
+    size_t hl = head ? strlen(head) : 0, il = strlen(item), k = 0;
+    char *t = malloc(hl + n * (il + 1) + 3);
+    t[k++] = '[';
+    if (hl) {
+        memcpy(t + k, head, hl);
+        k += hl;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i || hl)
+            t[k++] = ',';
+        memcpy(t + k, item, il);
+        k += il;
+    }
+    t[k++] = ']';
+    t[k] = '\0';
+    *len_out = k;
+    return t;
+}
+
+/* The costs of validation are bounded: uniqueItems sorts, regex work has a
+ * budget per validation, and the walk stops once its findings are known.
+ * Each hostile case refuses correctly and at once (the old code took
+ * seconds on each). */
+static void hostile_costs(void)
+{
+    tg_limits_t lim, saved;
+    tg_schema_t *s;
+    tg_error_t err;
+    tg_finding_t f[16], big[17];
+    size_t count, len;
+    char *text;
+
+    tg_engine_limits(E, &saved);
+    lim = saved;
+    lim.max_input_bytes = 1 << 22;
+    tg_engine_set_limits(E, &lim, &err);
+
+    /* 65,536 copies of 1 under uniqueItems: refused, after one comparison */
+    compile("{\"uniqueItems\":true}", NULL, &s, &err);
+    text = array_of(NULL, "1", 65536, &len);
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_OK && count == 1 &&
+               strcmp(f[0].keyword, "uniqueItems") == 0 &&
+               strcmp(f[0].message, "(root): items 0 and 1 are equal, items must be unique") == 0,
+           "uniqueItems: 65,536 copies of 1 are refused at once");
+    free(text);
+    /* 65,536 distinct integers: one step per item sorted, and one node */
+    {
+        char *t = malloc(65536 * 8 + 3);
+        size_t k = 0;
+        t[k++] = '[';
+        for (int i = 0; i < 65536; i++)
+            k += (size_t)sprintf(t + k, i ? ",%u" : "%u", ((unsigned)i * 40503u) % 65536u);
+        t[k++] = ']';
+        lim.max_validation_steps = 65537;
+        tg_engine_set_limits(E, &lim, &err);
+        tap_ok(validate_text(s, t, k, f, 16, &count, &err) == TG_OK && count == 0,
+               "uniqueItems: 65,536 distinct items in 65,537 steps");
+        lim.max_validation_steps = 65536;
+        tg_engine_set_limits(E, &lim, &err);
+        tap_ok(validate_text(s, t, k, f, 16, &count, &err) == TG_E_VALIDATION_LIMIT,
+               "uniqueItems: the items count as steps (65,536 steps is VALIDATION_LIMIT)");
+        lim.max_validation_steps = saved.max_validation_steps;
+        tg_engine_set_limits(E, &lim, &err);
+        free(t);
+    }
+    /* nested values count too: two equal-length arrays of 1000 numbers */
+    {
+        char *a = array_of(NULL, "7", 1000, &len), *t = malloc(2 * len + 4);
+        size_t k = (size_t)sprintf(t, "[%s,%s", a, a);
+        t[k - 2] = '8'; /* the second array differs in its last item */
+        t[k++] = ']';
+        t[k] = '\0';
+        lim.max_validation_steps = 1 + 2 + 1000;
+        tg_engine_set_limits(E, &lim, &err);
+        tap_ok(validate_text(s, t, k, f, 16, &count, &err) == TG_OK && count == 0,
+               "uniqueItems: 1,000 nested pairs visited, within 1 + 2 + 1,000 steps");
+        lim.max_validation_steps = 1 + 2 + 999;
+        tg_engine_set_limits(E, &lim, &err);
+        tap_ok(validate_text(s, t, k, f, 16, &count, &err) == TG_E_VALIDATION_LIMIT,
+               "uniqueItems: the nested values visited count as steps");
+        lim.max_validation_steps = saved.max_validation_steps;
+        tg_engine_set_limits(E, &lim, &err);
+        free(a);
+        free(t);
+    }
+    tg_schema_free(s);
+
+    /* ^(\w+\s?)*$ over 50,000 strings each just under the match limit.
+     * Each one a finding: the walk stops at the 16th (the old walk went on,
+     * since an H2 might still have displaced an H3). */
+    compile("{\"items\":{\"pattern\":\"^(\\\\w+\\\\s?)*$\"}}", NULL, &s, &err);
+    text = array_of(NULL, "\"aaaaaaaaaaaaaaa!\"", 50000, &len);
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_OK && count == 16 &&
+               strcmp(f[15].pointer, "/15") == 0,
+           "stop: 50,000 near-limit non-matches stop at the 16th finding");
+    free(text);
+    tg_schema_free(s);
+    /* ... and after the findings it has room for nothing else is looked at */
+    compile("{\"items\":{\"type\":\"string\",\"pattern\":\"^(\\\\w+\\\\s?)*$\"}}", NULL, &s, &err);
+    text = array_of("1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1", "\"aaaaaaaaaaaaaaaaaaaaaaaaa!\"", 10, &len);
+    tap_ok(validate_text(s, text, len, big, 17, &count, &err) == TG_E_REGEX_LIMIT,
+           "stop: with room for 17, the hostile match after 16 findings is REGEX_LIMIT");
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_OK && count == 16 &&
+               strcmp(f[15].pointer, "/15") == 0,
+           "stop: with room for 16, the walk stops before the hostile match");
+    free(text);
+    tg_schema_free(s);
+    /* Silently (a branch of anyOf) they are no findings: max_regex_steps
+     * refuses once the matches have used it up, after 100 of them. */
+    compile("{\"items\":{\"anyOf\":[{\"pattern\":\"^(\\\\w+\\\\s?)*$\"},{\"type\":\"string\"}]}}",
+            NULL, &s, &err);
+    text = array_of(NULL, "\"aaaaaaaaaaaaaaa!\"", 50000, &len);
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_E_REGEX_LIMIT &&
+               strstr(err.message, "max_regex_steps (10000000)") != NULL,
+           "max_regex_steps: 50,000 near-limit matches are REGEX_LIMIT, not 10 seconds");
+    free(text);
+    text = array_of(NULL, "\"aaaaaaaaaaaaaaa!\"", 100, &len);
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_OK && count == 0,
+           "max_regex_steps: 100 of them (100,000 each) fit the default budget");
+    free(text);
+    text = array_of(NULL, "\"aaaaaaaaaaaaaaa!\"", 101, &len);
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_E_REGEX_LIMIT,
+           "max_regex_steps: 101 of them do not");
+    free(text);
+    tg_schema_free(s);
+
+    /* max_regex_steps at N and N - 1: a match is charged the limit under
+     * which it finished (100, then 1,000, 10,000, ... up to
+     * regex_match_limit) */
+    compile("{\"items\":{\"pattern\":\"^[a-z]+$\"}}", NULL, &s, &err);
+    lim.max_regex_steps = 300;
+    tg_engine_set_limits(E, &lim, &err);
+    tap_ok(validate(s, "[\"a\",\"b\",\"C\"]", f, 4, &count) == TG_OK && count == 1,
+           "max_regex_steps 300: three plain matches (100 each) decide");
+    lim.max_regex_steps = 299;
+    tg_engine_set_limits(E, &lim, &err);
+    tap_ok(validate(s, "[\"a\",\"b\",\"C\"]", f, 4, &count) == TG_E_REGEX_LIMIT,
+           "max_regex_steps 299: the third match is REGEX_LIMIT");
+    tg_schema_free(s);
+    /* a match of a few thousand units finishes under 10,000 */
+    compile("{\"pattern\":\"^(\\\\w+\\\\s?)*$\"}", NULL, &s, &err);
+    lim.max_regex_steps = 10000;
+    tg_engine_set_limits(E, &lim, &err);
+    tap_ok(validate(s, "\"aaaaaaaaaa!\"", f, 4, &count) == TG_OK && count == 1,
+           "max_regex_steps 10000: a match that needs thousands of units decides");
+    lim.max_regex_steps = 9999;
+    tg_engine_set_limits(E, &lim, &err);
+    tap_ok(validate_text(s, "\"aaaaaaaaaa!\"", 13, f, 4, &count, &err) == TG_E_REGEX_LIMIT &&
+               strstr(err.message, "max_regex_steps") != NULL,
+           "max_regex_steps 9999: the same match is REGEX_LIMIT (max_regex_steps)");
+    lim.max_regex_steps = 1000000;
+    lim.regex_match_limit = 1000;
+    tg_engine_set_limits(E, &lim, &err);
+    tap_ok(validate_text(s, "\"aaaaaaaaaa!\"", 13, f, 4, &count, &err) == TG_E_REGEX_LIMIT &&
+               strstr(err.message, "regex_match_limit (1000)") != NULL,
+           "regex_match_limit 1000: the same match is REGEX_LIMIT (regex_match_limit)");
+    tg_schema_free(s);
+    lim = saved;
+    lim.max_regex_steps = 0;
+    tap_ok(tg_engine_set_limits(E, &lim, &err) == TG_E_ARG, "max_regex_steps 0 is out of range");
+    lim.max_regex_steps = (size_t)0xffffffff + 1;
+    tap_ok(tg_engine_set_limits(E, &lim, &err) == TG_E_ARG, "max_regex_steps 2^32 is out of range");
     tg_engine_set_limits(E, &saved, &err);
 }
 
@@ -956,6 +1324,8 @@ int main(void)
            "options: closed world by default, formats not asserted");
     run_cases(keyword_cases, sizeof keyword_cases / sizeof keyword_cases[0], &std);
     run_cases(multiple_cases, sizeof multiple_cases / sizeof multiple_cases[0], &std);
+    run_cases(number_cases, sizeof number_cases / sizeof number_cases[0], &std);
+    unique_long(&std);
     formats();
     compile_error_cases();
     run_cases(closed_cases, sizeof closed_cases / sizeof closed_cases[0], &closed);
@@ -979,6 +1349,7 @@ int main(void)
     }
     findings();
     limits();
+    hostile_costs();
     allocation_failures();
     tg_engine_free(E);
     return tap_done();
