@@ -101,6 +101,27 @@ describe("limits", function()
       arguments = { s = string.rep("a", 12) .. "!" } }).code) -- the default budget decides small cases
   end)
 
+  -- Each match is charged the PCRE2 match limit it finished under: 100
+  -- first, then 1,000, 10,000, ... up to regex_match_limit (tg_regex.c).
+  -- The budget shares REGEX_LIMIT with regex_match_limit (both say: the
+  -- pattern work did not finish), the message names which one.
+  it("max_regex_steps: matches within the budget decide, one that would pass it is REGEX_LIMIT", function()
+    local function check(limits, s)
+      return assert(engine(limits)):check({ server = "t", name = "re", arguments = { s = s } })
+    end
+    assert.equal("accept", check({ max_regex_steps = 100 }, "aaaa").verdict) -- one match, charged 100
+    local d = check({ max_regex_steps = 99 }, "aaaa")
+    assert.equal("reject", d.verdict)
+    assert.equal("REGEX_LIMIT", d.code)
+    assert.matches("max_regex_steps (99)", d.message, 1, true)
+    -- a backtracking non-match of a few thousand steps is charged 10,000
+    local slow = string.rep("a", 10) .. "!"
+    assert.equal("H3", check({ max_regex_steps = 10000 }, slow).code)
+    assert.equal("REGEX_LIMIT", check({ max_regex_steps = 9999 }, slow).code)
+    -- the default (10,000,000) fits 100 matches that use the whole default match limit
+    assert.equal(10000000, require("toolgate.core").default_limits().max_regex_steps)
+  end)
+
   it("max_validation_steps: N steps validate, N - 1 is VALIDATION_LIMIT", function()
     local args = '{"s":"x","o":{},"a":[],"n":1}'
     local need
@@ -182,7 +203,8 @@ describe("limits", function()
 
   it("refuses limits outside their range, naming the limit", function()
     for _, bad in ipairs({ { max_depth = 0 }, { max_depth = 1001 }, { max_input_bytes = 2 ^ 31 },
-        { regex_match_limit = 2 ^ 32 }, { max_pattern_bytes = 0 }, { max_validation_steps = 0 } }) do
+        { regex_match_limit = 2 ^ 32 }, { max_pattern_bytes = 0 }, { max_validation_steps = 0 },
+        { max_regex_steps = 0 }, { max_regex_steps = 2 ^ 32 } }) do
       local e, msg, code = engine(bad)
       assert.is_nil(e)
       assert.equal("BAD_ARGUMENT", code)
