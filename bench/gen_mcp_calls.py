@@ -21,10 +21,12 @@ through "not").  "$schema" is removed (the recordings say draft-07; ajv's
 2020 build would refuse it), so the schemas are read as 2020-12.  This is
 exactly toolgate's closed world as long as no object schema with
 "properties" is combined in place (allOf/anyOf/oneOf/$ref) with another
-one that declares keys; toolgate then counts the keys of every branch as
-declared, which a per-object "additionalProperties": false cannot say.
-The generator warns on stderr when a schema has that shape (none of the
-three recorded registries does).
+one that declares keys; toolgate's closed world is then
+"unevaluatedProperties": false on the group (bench/gen_unions.py and
+spec/differential_unions_spec.lua test that shape), which a per-object
+"additionalProperties": false cannot say.  The generator warns on stderr
+when a schema has that shape (none of the three recorded registries
+does).
 
 stdout gets one call per line:
   {"tool":"server/name","arguments":"<raw JSON text>","expect":true|false,"mutation":null|"<kind>:<pointer>"}
@@ -119,7 +121,7 @@ def close_world(schema, where, closing=True):
     s = {k: v for k, v in schema.items() if k != "$schema"}
     if "properties" in s and any(k in s for k in IN_PLACE):
         sys.stderr.write("gen_mcp_calls: warning: %s combines properties with %s in place; "
-                         "additionalProperties:false is stricter than toolgate's closed world there\n"
+                         "additionalProperties:false is not toolgate's closed world there\n"
                          % (where, "/".join(k for k in IN_PLACE if k in s)))
     for k in SCHEMA_MAPS:
         if isinstance(s.get(k), dict):

@@ -4,7 +4,7 @@
 // validateFormats:false).
 //
 //   node bench/peers/validate_node.js --schemas SCHEMAS.json --calls CALLS.jsonl [--min-seconds S]
-//   node bench/peers/validate_node.js --check --schemas SCHEMAS.json --calls CALLS.jsonl
+//   node bench/peers/validate_node.js --check [--no-inline-refs] --schemas SCHEMAS.json --calls CALLS.jsonl
 //
 // SCHEMAS.json: one JSON object mapping a tool key to its JSON Schema.
 // CALLS.jsonl: one call per non-blank line, {"tool":"<key>","arguments":"<raw JSON text>"}
@@ -20,6 +20,9 @@
 // caught inside the timed loop).
 //
 // --check prints one line per call, in order: {"valid":true} or {"valid":false}.
+// --no-inline-refs compiles every $ref target as a function of its own
+// (ajv's inlineRefs: false), which the union differential needs (see
+// bench/gen_unions.py).
 'use strict';
 
 const fs = require('fs');
@@ -27,15 +30,16 @@ const Ajv2020 = require('ajv/dist/2020');
 
 function usage (msg) {
   if (msg) process.stderr.write('validate_node: ' + msg + '\n');
-  process.stderr.write('usage: validate_node.js [--check] [--min-seconds S] --schemas FILE --calls FILE\n');
+  process.stderr.write('usage: validate_node.js [--check] [--no-inline-refs] [--min-seconds S] --schemas FILE --calls FILE\n');
   process.exit(2);
 }
 
 function parseArgs (argv) {
-  const o = { check: false, minSeconds: 1, schemas: null, calls: null };
+  const o = { check: false, inlineRefs: true, minSeconds: 1, schemas: null, calls: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--check') o.check = true;
+    else if (a === '--no-inline-refs') o.inlineRefs = false;
     else if (a === '--schemas') o.schemas = argv[++i];
     else if (a === '--calls') o.calls = argv[++i];
     else if (a === '--min-seconds') o.minSeconds = Number(argv[++i]);
@@ -49,7 +53,7 @@ function parseArgs (argv) {
 function main () {
   const opts = parseArgs(process.argv.slice(2));
   const schemas = JSON.parse(fs.readFileSync(opts.schemas, 'utf8'));
-  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
+  const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: false, inlineRefs: opts.inlineRefs });
   const validators = new Map();
   for (const key of Object.keys(schemas)) {
     validators.set(key, ajv.compile(schemas[key]));
