@@ -75,6 +75,44 @@ awk '
     if (bad) print "bench: WARNING: the accepted counts differ from ajv'"'"'s valid count"
   }' "$results"
 
+# ---- parse + validate: union schemas, closed world ------------------------------
+# The shapes Pydantic and zod emit (bench/gen_unions.py): toolgate's closed
+# world against ajv's unevaluatedProperties: false on the same groups (the
+# reference schemas; --no-inline-refs, without which ajv 8 gets unions
+# under `items` wrong, see gen_unions.py).
+python3 bench/gen_unions.py --seed 1 --schemas-out "$out/union-schemas.json" \
+  --reference-out "$out/union-reference.json" >"$out/union-calls.jsonl"
+echo
+echo "== parse + validate, union schemas, closed world ($(wc -l <"$out/union-calls.jsonl") instances)"
+results="$out/union.txt"
+{
+  "$BUILD/bench/validate_bench" --schemas "$out/union-schemas.json" --calls "$out/union-calls.jsonl" \
+    --min-seconds "$SECONDS_PER"
+  node bench/peers/validate_node.js --no-inline-refs --schemas "$out/union-reference.json" \
+    --calls "$out/union-calls.jsonl" --min-seconds "$SECONDS_PER"
+} >"$results"
+awk '
+  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++n] = name }
+  END {
+    base = v["node-ajv", "ns_per_call"]
+    printf "%-28s %10s %10s %14s\n", "", "ns/call", "accepted", "vs node-ajv"
+    for (i = 1; i <= n; i++) {
+      nm = names[i]
+      printf "%-28s %10.0f %10d %13.1fx\n", nm, v[nm, "ns_per_call"], v[nm, "valid"], base / v[nm, "ns_per_call"]
+      if (v[nm, "valid"] != v["node-ajv", "valid"]) bad = 1
+    }
+    if (bad) print "bench: WARNING: the accepted counts differ from ajv'"'"'s valid count"
+  }' "$results"
+
+# ---- hostile input: what one call costs the validator (issue #10) -------------
+echo
+echo "== hostile calls, one tg_validate each, default limits"
+"$BUILD/bench/hostile_bench" --min-seconds "$SECONDS_PER" | awk '
+  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    if (NR == 1) printf "%-28s %10s %12s %14s\n", "", "bytes", "ms/call", "result"
+    printf "%-28s %10d %12.3f %14s\n", name, v["bytes"], v["ms_per_call"],
+      v["result"] == "OK" ? "OK, " v["findings"] " found" : v["result"] }'
+
 # ---- 3. self-consistency: 5-sample plans, from JSON text -----------------------
 python3 bench/gen_plans.py --seed 1 --count 2000 --samples 5 --registry-out "$out/plans-registry.json" \
   >"$out/plans.jsonl"
