@@ -149,7 +149,9 @@ typedef struct tg_limits_t {
     size_t max_members;          /* members of one object */
     size_t max_items;            /* elements of one array */
     size_t regex_match_limit;    /* PCRE2 match limit per pattern match */
-    size_t max_validation_steps; /* schema nodes evaluated per validation */
+    size_t max_validation_steps; /* units of validation work per validation
+                                  * (schema nodes evaluated, members walked,
+                                  * items sorted: see tg_validate) */
     size_t max_pattern_bytes;    /* bytes of one schema pattern (pattern,
                                   * patternProperties, propertyNames), checked
                                   * when a schema is compiled */
@@ -314,11 +316,13 @@ TG_API size_t tg_number_format(double d, char out[TG_NUMBER_BUF]);
 typedef struct tg_schema_t tg_schema_t;
 
 typedef struct tg_schema_options_t {
-    /* 1 (default): closed world.  An object schema that declares properties
-     * and says nothing of additionalProperties / patternProperties accepts no
-     * other key; the keys declared by its in-place subschemas (allOf, anyOf,
-     * oneOf, $ref, transitively; not `not`) count as declared.  0: standard
-     * JSON Schema 2020-12 semantics. */
+    /* 1 (default): closed world.  Where a schema reached at an instance
+     * location, with the subschemas it reaches in place (allOf, anyOf, oneOf,
+     * $ref, transitively; not `not`), declares properties, an object key is
+     * accepted only when one of them that validated there evaluates it
+     * (properties names it, a patternProperties pattern matches it,
+     * additionalProperties applies): what unevaluatedProperties: false on
+     * that schema would say.  0: standard JSON Schema 2020-12 semantics. */
     int closed;
     /* 1: `format` is asserted for date-time, date, time, email, uri, uuid,
      * ipv4 and ipv6 (other formats stay annotations).  0 (default): every
@@ -382,18 +386,24 @@ typedef struct tg_finding_t {
     char message[TG_FINDING_MESSAGE_MAX];        /* for a person */
 } tg_finding_t;
 
-/* Validates v against s.  Writes up to max findings into findings (all H2
- * before all H3, each in the order validation met them; when there are
- * more than max, the first ones in that order) and their number into
- * *count; *count == 0 means valid, so max must be at least 1 (TG_E_ARG
- * otherwise).  anyOf, oneOf and not report one finding each, not their
- * branches'.  Returns TG_OK when validation ran to the end (valid or not),
- * or TG_E_REGEX_LIMIT (a pattern match reached regex_match_limit),
- * TG_E_VALIDATION_LIMIT (more than max_validation_steps schema nodes
- * evaluated, or schemas nested past a fixed bound of 2048) or TG_E_NOMEM
- * when it could not: then the instance must be treated as invalid (fail
- * closed).  Nothing is allocated except for uniqueItems over arrays of
- * more than 32 items and, once per engine, PCRE2's match data. */
+/* Validates v against s.  Writes the first max findings validation meets
+ * into findings, all H2 before all H3 among them (each kind in the order
+ * met), and their number into *count; validation stops once it has max
+ * findings, since nothing later could change them.  *count == 0 means
+ * valid, so max must be at least 1 (TG_E_ARG otherwise).  anyOf, oneOf and
+ * not report one finding each, not their branches'.  Returns TG_OK when
+ * validation ran to the end or to max findings (valid or not), or
+ * TG_E_REGEX_LIMIT (a pattern match reached regex_match_limit, or the
+ * matches of this validation would pass max_regex_steps),
+ * TG_E_VALIDATION_LIMIT (more than max_validation_steps units of work:
+ * schema nodes evaluated, object members walked, long scalars read, enum
+ * values tried, uniqueItems items sorted and values compared; or schemas
+ * nested past a fixed bound of 2048) or TG_E_NOMEM when it could not: then
+ * the instance must be treated as invalid (fail closed).  Nothing is
+ * allocated except for uniqueItems over arrays of more than 64 items, for
+ * closed groups whose declared keys depend on which anyOf / oneOf branch
+ * validates (freed before returning) and, once per engine, PCRE2's match
+ * data. */
 TG_API int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v,
                        tg_finding_t *findings, size_t max, size_t *count, tg_error_t *err);
 
