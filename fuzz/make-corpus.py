@@ -175,6 +175,14 @@ def validate_seeds():
         (b'{"type":"string","format":"email"}', b'"a@b.example"'),
         (b'{"type":"number","multipleOf":0.01}', b'19.99'),
         (b'{"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"}', b'[[[[]]],[]]'),
+        # closed world through unions (issue #10): what a branch that did not match declares
+        (b'{"oneOf":[{"properties":{"action":{"const":"read"},"path":{}},"required":["action"]},'
+         b'{"properties":{"action":{"const":"delete"},"recursive":{"type":"boolean"}}}]}',
+         b'{"action":"read","path":"/etc/shadow","recursive":"--no-preserve-root"}'),
+        (b'{"allOf":[{"properties":{"a":{}}},{"patternProperties":{"^x-":{"type":"string"}}}],'
+         b'"anyOf":[{"additionalProperties":{"type":"integer"}},{"required":["a"]}]}', b'{"a":1,"x-b":"v","c":2}'),
+        (b'{"maximum":100,"uniqueItems":true,"prefixItems":[{}],"additionalItems":false}',
+         b'[100.00000000000000001,100,1e2]'),
     ]]
     return seeds
 

@@ -122,6 +122,31 @@ describe("limits", function()
     assert.equal(10000000, require("toolgate.core").default_limits().max_regex_steps)
   end)
 
+  -- The hostile calls of issue #10 (each took 12-15 s before): refused,
+  -- and at once (make bench times them: milliseconds).
+  it("hostile calls: 65,536 copies of 1 under uniqueItems, 50,000 near-limit pattern matches", function()
+    local e = assert(toolgate.new({ policy = { name = "limits", version = "1", stages = { "rung" } },
+      registry = { { label = "hostile.json", text = [[{"toolgate": 1, "server": "t", "tools": [
+        {"name": "hostile", "input_schema": {"type": "object", "properties": {
+          "u": {"type": "array", "uniqueItems": true},
+          "p": {"type": "array", "items": {"type": "string", "pattern": "^(\\w+\\s?)*$"}},
+          "q": {"type": "array", "items": {"anyOf": [{"pattern": "^(\\w+\\s?)*$"}, {"type": "string"}]}}}}}
+      ]}]] } } }))
+    local function hostile(args) return e:check('{"server":"t","name":"hostile","arguments":' .. args .. "}") end
+    local d = hostile('{"u":[' .. string.rep("1,", 65535) .. "1]}")
+    assert.equal("H3", d.code)
+    assert.equal("/u", d.path)
+    assert.matches("items 0 and 1 are equal", d.message, 1, true)
+    local near = string.rep('"aaaaaaaaaaaaaaa!",', 49999) .. '"aaaaaaaaaaaaaaa!"'
+    d = hostile('{"p":[' .. near .. "]}") -- each one a finding: the check stops at the 16th
+    assert.equal("H3", d.code)
+    assert.equal(16, #d.findings)
+    d = hostile('{"q":[' .. near .. "]}") -- silent (anyOf): the budget stops it
+    assert.equal("reject", d.verdict)
+    assert.equal("REGEX_LIMIT", d.code)
+    assert.matches("max_regex_steps", d.message, 1, true)
+  end)
+
   it("max_validation_steps: N steps validate, N - 1 is VALIDATION_LIMIT", function()
     local args = '{"s":"x","o":{},"a":[],"n":1}'
     local need
