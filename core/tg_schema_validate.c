@@ -222,8 +222,10 @@ static const char *type_name(const tg_value_t *v)
 /* Reporting is the rare path: kept out of line so the walk stays small. */
 #if defined(__GNUC__)
 #define COLD __attribute__((cold, noinline))
+#define NOINLINE __attribute__((noinline))
 #else
 #define COLD
+#define NOINLINE
 #endif
 
 #define NO_MARKS SIZE_MAX /* no bitmap: the walk is not in a marked group */
@@ -233,7 +235,7 @@ typedef struct vctx {
     const tg_snode *nodes;
     tg_finding_t *out;
     size_t max, n, n_h2;
-    size_t steps, max_steps;
+    size_t steps_left;   /* what is left of max_validation_steps */
     size_t regex_budget; /* what is left of max_regex_steps */
     unsigned silent;     /* > 0 inside anyOf / oneOf branches and not */
     unsigned nesting;
@@ -260,15 +262,20 @@ static tg_finding_t *slot(vctx *c, int code)
     return &c->out[pos];
 }
 
-/* Counts k units of work against max_validation_steps. */
-static int charge(vctx *c, size_t k)
+COLD static int steps_exceeded(vctx *c)
 {
-    if (k > c->max_steps - c->steps) {
-        c->steps = c->max_steps;
-        return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
-                       "validation took more than max_validation_steps (%zu) steps", c->max_steps);
-    }
-    c->steps += k;
+    c->steps_left = 0;
+    return tg_fail(c->err, TG_E_VALIDATION_LIMIT, TG_NO_OFFSET,
+                   "validation took more than max_validation_steps (%zu) steps",
+                   c->e->limits.max_validation_steps);
+}
+
+/* Counts k units of work against max_validation_steps. */
+static inline int charge(vctx *c, size_t k)
+{
+    if (k > c->steps_left)
+        return steps_exceeded(c);
+    c->steps_left -= k;
     return TG_OK;
 }
 
@@ -429,9 +436,12 @@ COLD static void number_bound(vctx *c, const tg_snode *n, const tg_value_t *v, c
     mw_end(&w);
 }
 
-/* The exact order of the number v and the bound b (tg_number_compare's). */
-static int bound_order(const tg_value_t *v, const tg_sbound *b)
+/* The exact order of the number v and the bound b (tg_number_compare's,
+ * whose first test, different doubles, decides here most of the time). */
+static inline int bound_order(const tg_value_t *v, const tg_sbound *b)
 {
+    if (v->num != b->value.num)
+        return v->num < b->value.num ? -1 : 1;
     return tg_number_compare(v, &b->value);
 }
 
@@ -566,7 +576,7 @@ static int merge_runs(item_sort *st, const uint32_t *src, uint32_t *dst, size_t 
  * there.  Charges one step per item, then one per nested value the
  * comparisons visited.  Returns TG_OK with *dup, *i < *j set when two items
  * are equal, or an error. */
-static int find_duplicate(vctx *c, const tg_value_t *v, int *dup, uint32_t *i, uint32_t *j)
+NOINLINE static int find_duplicate(vctx *c, const tg_value_t *v, int *dup, uint32_t *i, uint32_t *j)
 {
     uint32_t stack[2 * SORT_ON_STACK], *buf = stack, *src, *dst;
     size_t n = v->len, bytes = 2 * n * sizeof *buf;
@@ -843,11 +853,24 @@ static int check_object(vctx *c, const tg_snode *n, const tg_value_t *v, const v
 
 /* ---- combinators ------------------------------------------------------------- */
 
+/* Whether every member of the object (n_members bits) is marked at words. */
+static int all_marked(const uint64_t *words, size_t n_members)
+{
+    size_t full = n_members / 64, rest = n_members % 64;
+    for (size_t k = 0; k < full; k++)
+        if (words[k] != UINT64_MAX)
+            return 0;
+    return !rest || words[full] == ((uint64_t)1 << rest) - 1;
+}
+
 /* How many of the branches v matches, evaluated silently; stops counting
  * at `enough`.  In a marked group each branch marks a bitmap of its own,
- * merged into the group's only when the branch validated. */
+ * merged into the group's only when the branch validated; with
+ * until_declared (anyOf, where one match is enough) it stops too once
+ * every key is marked, since the branches left cannot declare more. */
 static int count_matches(vctx *c, const uint32_t *branches, uint32_t n_branches,
-                         const tg_value_t *v, const vpath *at, uint32_t enough, uint32_t *matched)
+                         const tg_value_t *v, const vpath *at, uint32_t enough, int until_declared,
+                         uint32_t *matched)
 {
     size_t parent = c->marks, mine = NO_MARKS, words = v->len / 64 + 1;
     int rc = parent == NO_MARKS ? TG_OK : marks_push(c, v->len, &mine);
@@ -865,10 +888,13 @@ static int count_matches(vctx *c, const uint32_t *branches, uint32_t n_branches,
         c->marks = parent;
         if (rc != TG_OK)
             break;
-        if (branch_ok && mine != NO_MARKS)
+        *matched += (uint32_t)branch_ok;
+        if (branch_ok && mine != NO_MARKS) {
             for (size_t k = 0; k < words; k++)
                 c->words[parent + k] |= c->words[mine + k];
-        *matched += (uint32_t)branch_ok;
+            if (until_declared && all_marked(c->words + parent, v->len))
+                break;
+        }
     }
     c->silent--;
     if (mine != NO_MARKS)
@@ -891,7 +917,7 @@ static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, co
     if (n->n_any_of) {
         /* Every valid branch declares keys for a marked group: try them all. */
         uint32_t enough = c->marks != NO_MARKS ? n->n_any_of : 1;
-        if ((rc = count_matches(c, n->any_of, n->n_any_of, v, at, enough, &matched)) != TG_OK)
+        if ((rc = count_matches(c, n->any_of, n->n_any_of, v, at, enough, 1, &matched)) != TG_OK)
             return rc;
         if (!matched) {
             *ok = 0;
@@ -909,7 +935,7 @@ static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, co
     if (n->n_one_of) {
         /* A silent walk only needs to know "not exactly one". */
         uint32_t enough = c->silent ? 2 : n->n_one_of;
-        if ((rc = count_matches(c, n->one_of, n->n_one_of, v, at, enough, &matched)) != TG_OK)
+        if ((rc = count_matches(c, n->one_of, n->n_one_of, v, at, enough, 0, &matched)) != TG_OK)
             return rc;
         if (matched != 1) {
             *ok = 0;
@@ -934,7 +960,7 @@ static int check_combinators(vctx *c, const tg_snode *n, const tg_value_t *v, co
         /* what `not` evaluates is never declared */
         size_t marks = c->marks;
         c->marks = NO_MARKS;
-        rc = count_matches(c, &n->not_schema, 1, v, at, 1, &matched);
+        rc = count_matches(c, &n->not_schema, 1, v, at, 1, 0, &matched);
         c->marks = marks;
         if (rc != TG_OK)
             return rc;
@@ -965,7 +991,7 @@ static int eval_keywords(vctx *c, const tg_snode *n, const tg_value_t *v, const 
             return TG_OK;
     }
     /* the checks below read a scalar's text (or bytes) whole */
-    if ((v->type == TG_STRING || v->type == TG_NUMBER) && v->len >= 64 &&
+    if (v->len >= 64 && (v->type == TG_STRING || v->type == TG_NUMBER) &&
         (n->has & (TG_K_TYPE | TG_K_ENUM | TG_K_CONST | TG_K_NUMBER | TG_K_STRING)) &&
         (rc = charge(c, v->len / 64)) != TG_OK)
         return rc;
@@ -1022,55 +1048,57 @@ static int declarable(const tg_snode *n, const char *key, uint32_t len)
     return 0;
 }
 
-/* A marked group's head at the object v: its members mark what they
- * evaluate, and what is left unmarked is undeclared.  When the head fails
- * anyway (a branch that did not match declared nothing), only keys no
- * member could declare are reported: the rest would only repeat, as H2s,
- * what the failed combinator's finding says. */
-static int eval_marked(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
+/* A marked group's head at the object v, after its keywords were
+ * evaluated (rc, *head_ok) with its members marking what they evaluate in
+ * the bitmap at mine: what is left unmarked is undeclared.  When the head
+ * fails anyway (a branch that did not match declared nothing), only keys
+ * no member could declare are reported: the rest would only repeat, as
+ * H2s, what the failed combinator's finding says. */
+NOINLINE static int end_marked(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at,
+                               size_t mine, int rc, int *head_ok)
 {
-    size_t mine;
-    int head_ok = 1, rc = marks_push(c, v->len, &mine);
-    if (rc != TG_OK)
-        return rc;
-    c->marks = mine;
-    rc = eval_keywords(c, n, v, at, 0, &head_ok);
-    c->marks = NO_MARKS;
-    if (rc == TG_OK && !DECIDED(c, &head_ok) && !c->stop && (head_ok || !n->any_key_declarable))
+    int report = !DECIDED(c, head_ok) && !c->stop && (*head_ok || !n->any_key_declarable);
+    if (rc == TG_OK && report)
         rc = charge(c, v->len);
-    for (uint32_t i = 0; rc == TG_OK && i < v->len && !DECIDED(c, &head_ok) && !c->stop &&
-                         (head_ok || !n->any_key_declarable);
+    for (uint32_t i = 0; rc == TG_OK && report && i < v->len && !DECIDED(c, head_ok) && !c->stop;
          i++) {
         const tg_value_t *m = &v->p.items[i];
         if (!(c->words[mine + i / 64] & ((uint64_t)1 << (i % 64))) &&
-            (head_ok || !declarable(n, m->key, m->key_len)))
+            (*head_ok || !declarable(n, m->key, m->key_len)))
             key_finding(c, "closed", at, n, NULL, NULL, 0, m->key, m->key_len, "key ",
-                        " is not declared by the schema", &head_ok);
+                        " is not declared by the schema", head_ok);
     }
     c->n_words = mine;
-    *ok &= head_ok;
     return rc;
 }
 
 static int eval_node(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int entry,
                      int *ok)
 {
+    size_t mine = NO_MARKS;
+    int closed = 0, head_ok = 1, *keywords_ok = ok, rc;
     /* Closed world is the group's: checked once, where the walk enters
      * an instance location, never again by the group's members. */
     if (entry && n->closed && v->type == TG_OBJECT) {
-        int rc;
-        switch (n->closed) {
-        case TG_CLOSED_INLINE:
-            return eval_keywords(c, n, v, at, 1, ok);
-        case TG_CLOSED_APART:
+        if (n->closed == TG_CLOSED_INLINE) {
+            closed = 1;
+        } else if (n->closed == TG_CLOSED_APART) {
             if ((rc = check_closed(c, n, v, at, ok)) != TG_OK || DECIDED(c, ok))
                 return rc;
-            break;
-        default:
-            return eval_marked(c, n, v, at, ok);
+        } else {
+            if ((rc = marks_push(c, v->len, &mine)) != TG_OK)
+                return rc;
+            c->marks = mine;
+            keywords_ok = &head_ok;
         }
     }
-    return eval_keywords(c, n, v, at, 0, ok);
+    rc = eval_keywords(c, n, v, at, closed, keywords_ok);
+    if (mine == NO_MARKS)
+        return rc;
+    c->marks = NO_MARKS;
+    rc = end_marked(c, n, v, at, mine, rc, &head_ok);
+    *ok &= head_ok;
+    return rc;
 }
 
 static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int entry, int *ok)
@@ -1098,8 +1126,7 @@ static int eval(vctx *c, uint32_t id, const tg_value_t *v, const vpath *at, int 
                        "schemas nested more than %d deep during validation", TG_SCHEMA_MAX_NESTING);
     c->nesting++;
     /* a new instance location: the marks of the one it left are not its own */
-    if (entry)
-        c->marks = NO_MARKS;
+    c->marks = entry ? NO_MARKS : marks;
     rc = eval_node(c, n, v, at, entry, ok);
     c->marks = marks;
     c->nesting--;
@@ -1124,7 +1151,7 @@ int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v, tg_fi
     c.nodes = s->nodes;
     c.out = findings;
     c.max = max;
-    c.max_steps = e->limits.max_validation_steps;
+    c.steps_left = e->limits.max_validation_steps;
     c.regex_budget = e->limits.max_regex_steps;
     c.marks = NO_MARKS;
     c.err = err;
