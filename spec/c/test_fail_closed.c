@@ -37,6 +37,12 @@ static const char *const TOOLS[][3] = {
      "\"url\":{\"type\":\"string\"},\"headers\":{\"type\":\"object\",\"additionalProperties\":"
      "{\"$ref\":\"#/$defs/h\"}},\"retries\":{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}]}},"
      "\"required\":[\"url\"]}"},
+    /* a union whose declared keys depend on the branch that matched:
+     * validation allocates its bitmaps */
+    {"fs", "op",
+     "{\"oneOf\":[{\"properties\":{\"action\":{\"const\":\"read\"},\"path\":{}},"
+     "\"required\":[\"action\"]},{\"properties\":{\"action\":{\"const\":\"delete\"},"
+     "\"path\":{},\"recursive\":{\"type\":\"boolean\"}},\"required\":[\"action\"]}]}"},
     {"", "noargs", NULL},
 };
 #define N_TOOLS (sizeof TOOLS / sizeof TOOLS[0])
@@ -72,7 +78,7 @@ static unsigned pick(unsigned n)
 
 /* A call in one of the four formats, to a real or made-up tool, with
  * valid or broken arguments; at times a long unique array (uniqueItems
- * over more than 32 items allocates). */
+ * over more than 64 items allocates). */
 static char *gen_call(void)
 {
     static const char *const args[] = {
@@ -86,10 +92,14 @@ static char *gen_call(void)
         "{\"url\":\"u\",\"retries\":1.5}",
         "{}",
         "{\"path\":\"/\\u00e9\",\"encoding\":\"latin1\"}",
+        "{\"action\":\"read\",\"path\":\"/a\"}",
+        "{\"action\":\"read\",\"path\":\"/a\",\"recursive\":\"-rf\"}",
+        "{\"action\":\"delete\",\"recursive\":true}",
     };
     static const char *const names[][2] = {
-        {"fs", "read"}, {"fs", "tag"},   {"web", "read"}, {"web", "fetch"}, {"", "noargs"},
-        {NULL, "read"}, {NULL, "fetch"}, {"fs", "nope"},  {NULL, "tag"},
+        {"fs", "read"}, {"fs", "tag"},  {"web", "read"}, {"web", "fetch"},
+        {"", "noargs"}, {NULL, "read"}, {NULL, "fetch"}, {"fs", "nope"},
+        {NULL, "tag"},  {"fs", "op"},   {NULL, "op"},
     };
     const char *a = args[pick(sizeof args / sizeof args[0])];
     unsigned nm = pick(sizeof names / sizeof names[0]);
@@ -97,12 +107,12 @@ static char *gen_call(void)
     char big[2048];
     char *out = malloc(4096);
     if (pick(6) == 0) {
-        /* 40 distinct (or, every other time, one repeated) tags */
+        /* 80 distinct (or, every other time, one repeated) tags */
         int dup = pick(2), k = 0;
         k += snprintf(big + k, sizeof big - (size_t)k, "{\"tags\":[");
-        for (int i = 0; i < 40; i++)
+        for (int i = 0; i < 80; i++)
             k += snprintf(big + k, sizeof big - (size_t)k, "%s\"t%c%c\"", i ? "," : "",
-                          'a' + (dup && i == 39 ? 0 : i % 26), 'a' + (dup && i == 39 ? 0 : i / 26));
+                          'a' + (dup && i == 79 ? 0 : i % 26), 'a' + (dup && i == 79 ? 0 : i / 26));
         snprintf(big + k, sizeof big - (size_t)k, "]}");
         a = big;
         server = "fs";
