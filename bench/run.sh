@@ -61,19 +61,22 @@ ajv_valid=$(sed -n 's/.* valid=\([0-9]*\).*/\1/p' "$out/validate.node.txt")
 
 # One row per measurement; the ratio is node-ajv's ns/call over ours.  The
 # accepted column must read the same on every row (ajv is the ground truth).
-awk '
-  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++n] = name }
-  END {
-    base = v["node-ajv", "ns_per_call"]
-    printf "%-28s %10s %10s %14s\n", "", "ns/call", "accepted", "vs node-ajv"
-    for (i = 1; i <= n; i++) {
-      nm = names[i]
-      ok = v[nm, "valid"] != "" ? v[nm, "valid"] : v[nm, "accepted"]
-      printf "%-28s %10.0f %10d %13.1fx\n", nm, v[nm, "ns_per_call"], ok, base / v[nm, "ns_per_call"]
-      if (ok != v["node-ajv", "valid"]) bad = 1
-    }
-    if (bad) print "bench: WARNING: the accepted counts differ from ajv'"'"'s valid count"
-  }' "$results"
+validate_table() {
+  awk '
+    { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++n] = name }
+    END {
+      base = v["node-ajv", "ns_per_call"]
+      printf "%-28s %10s %10s %14s\n", "", "ns/call", "accepted", "vs node-ajv"
+      for (i = 1; i <= n; i++) {
+        nm = names[i]
+        ok = v[nm, "valid"] != "" ? v[nm, "valid"] : v[nm, "accepted"]
+        printf "%-28s %10.0f %10d %13.1fx\n", nm, v[nm, "ns_per_call"], ok, base / v[nm, "ns_per_call"]
+        if (ok != v["node-ajv", "valid"]) bad = 1
+      }
+      if (bad) print "bench: WARNING: the accepted counts differ from ajv'"'"'s valid count"
+    }' "$1"
+}
+validate_table "$results"
 
 # ---- parse + validate: union schemas, closed world ------------------------------
 # The shapes Pydantic and zod emit (bench/gen_unions.py): toolgate's closed
@@ -91,18 +94,7 @@ results="$out/union.txt"
   node bench/peers/validate_node.js --no-inline-refs --schemas "$out/union-reference.json" \
     --calls "$out/union-calls.jsonl" --min-seconds "$SECONDS_PER"
 } >"$results"
-awk '
-  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++n] = name }
-  END {
-    base = v["node-ajv", "ns_per_call"]
-    printf "%-28s %10s %10s %14s\n", "", "ns/call", "accepted", "vs node-ajv"
-    for (i = 1; i <= n; i++) {
-      nm = names[i]
-      printf "%-28s %10.0f %10d %13.1fx\n", nm, v[nm, "ns_per_call"], v[nm, "valid"], base / v[nm, "ns_per_call"]
-      if (v[nm, "valid"] != v["node-ajv", "valid"]) bad = 1
-    }
-    if (bad) print "bench: WARNING: the accepted counts differ from ajv'"'"'s valid count"
-  }' "$results"
+validate_table "$results"
 
 # ---- hostile input: what one call costs the validator (issue #10) -------------
 echo

@@ -22,13 +22,7 @@ local h = require "helpers"
 
 local SEED = 7
 
-local function lines_of(text)
-  local out = {}
-  for line in text:gmatch("([^\n]*)\n") do
-    if line:find("%S") then out[#out + 1] = line end
-  end
-  return out
-end
+local lines_of = h.lines_of
 
 local corpus
 local function get_corpus()
@@ -107,18 +101,7 @@ describe("closed world on unions, differential against ajv's unevaluatedProperti
   it("gives ajv's verdict on every instance at the C level (validate_bench --check)", function()
     if not h.npm_peer("ajv", pending) then return end
     local k = get_corpus()
-    local bin = h.build .. "/bench/validate_bench"
-    if not bin:match("^/") then bin = h.root .. "/" .. bin end
-    if h.run("test -x " .. h.shell_quote(bin)) ~= 0 then -- make test builds it; a spec run alone may not have
-      local mcode, _, merr = h.run("make -s --no-print-directory -C " .. h.shell_quote(h.root) .. " BUILD=" ..
-        h.shell_quote(h.build) .. " " .. h.shell_quote(h.build .. "/bench/validate_bench"))
-      assert.equal(0, mcode, "make " .. h.build .. "/bench/validate_bench failed: " .. merr)
-    end
-    local code, out, err = h.run(h.shell_quote(bin) .. " --check --schemas " .. h.shell_quote(k.schemas) ..
-      " --calls " .. h.shell_quote(k.calls_file))
-    assert.equal(0, code, "validate_bench --check failed: " .. err)
-    local verdicts = {}
-    for i, line in ipairs(lines_of(out)) do verdicts[i] = line == '{"valid":true}' end
+    local verdicts = h.validate_bench_check(k.schemas, k.calls_file)
     assert.equal(#k.calls, #verdicts)
     compare(k, verdicts, "tg_validate")
   end)

@@ -92,4 +92,32 @@ function M.have(cmd)
   return code == 0
 end
 
+-- The non-blank lines of text, in order.
+function M.lines_of(text)
+  local out = {}
+  for line in text:gmatch("([^\n]*)\n") do
+    if line:find("%S") then out[#out + 1] = line end
+  end
+  return out
+end
+
+-- validate_bench_check(schemas, calls_file) -> one boolean per call: the
+-- C validator's verdicts (build/bench/validate_bench --check: tg_parse +
+-- tg_validate, closed world), built with make when it is missing.
+function M.validate_bench_check(schemas, calls_file)
+  local bin = M.build .. "/bench/validate_bench"
+  if not bin:match("^/") then bin = M.root .. "/" .. bin end
+  if M.run("test -x " .. M.shell_quote(bin)) ~= 0 then -- make test builds it; a spec run alone may not have
+    local code, _, err = M.run("make -s --no-print-directory -C " .. M.shell_quote(M.root) .. " BUILD=" ..
+      M.shell_quote(M.build) .. " " .. M.shell_quote(M.build .. "/bench/validate_bench"))
+    assert(code == 0, "make " .. M.build .. "/bench/validate_bench failed: " .. err)
+  end
+  local code, out, err = M.run(M.shell_quote(bin) .. " --check --schemas " .. M.shell_quote(schemas) ..
+    " --calls " .. M.shell_quote(calls_file))
+  assert(code == 0, "validate_bench --check failed: " .. err)
+  local verdicts = {}
+  for i, line in ipairs(M.lines_of(out)) do verdicts[i] = line == '{"valid":true}' end
+  return verdicts
+end
+
 return M
