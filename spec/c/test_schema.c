@@ -738,6 +738,54 @@ static const vcase closed_cases[] = {
 /* ---- findings ---------------------------------------------------------------- */
 
 static int finding_is(const tg_finding_t *f, int code, const char *kw, const char *ptr,
+                      const char *sptr, const char *msg);
+
+/* Closed world's findings stay readable: a bad value is one H3, a union
+ * that matched no branch is its own H3 (not also an H2 per key some branch
+ * would have declared), a key no branch declares is still an H2. */
+static void closed_findings(void)
+{
+    static const char *const oneof =
+        "{\"oneOf\":[{\"properties\":{\"action\":{\"const\":\"read\"},\"path\":{}},"
+        "\"required\":[\"action\"]},{\"properties\":{\"action\":{\"const\":\"delete\"},"
+        "\"path\":{},\"recursive\":{\"type\":\"boolean\"}},\"required\":[\"action\"]}]}";
+    tg_schema_t *s;
+    tg_error_t err;
+    tg_finding_t f[4];
+    size_t count;
+
+    compile(
+        "{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}}},{\"properties\":{\"b\":{}}}]}",
+        NULL, &s, &err);
+    tap_ok(validate(s, "{\"a\":\"x\"}", f, 4, &count) == TG_OK && count == 1 &&
+               finding_is(&f[0], TG_H3, "type", "/a", "/allOf/0/properties/a/type", NULL),
+           "closed findings: a bad value in an allOf member is one H3, the key stays declared");
+    tg_schema_free(s);
+    compile("{\"allOf\":[{\"properties\":{\"a\":{\"type\":\"integer\"}}},"
+            "{\"patternProperties\":{\"^x-\":{}}}]}",
+            NULL, &s, &err);
+    tap_ok(validate(s, "{\"a\":\"x\",\"x-y\":1}", f, 4, &count) == TG_OK && count == 1 &&
+               finding_is(&f[0], TG_H3, "type", "/a", "/allOf/0/properties/a/type", NULL),
+           "closed findings: the same in a marked group");
+    tg_schema_free(s);
+    compile(oneof, NULL, &s, &err);
+    tap_ok(validate(s, "{\"action\":\"read\",\"path\":\"/etc/shadow\",\"recursive\":\"-rf\"}", f, 4,
+                    &count) == TG_OK &&
+               count == 1 &&
+               finding_is(&f[0], TG_H2, "closed", "/recursive", "",
+                          "(root): key \"recursive\" is not declared by the schema"),
+           "closed findings: the key only the other branch declares is an H2 at the head");
+    tap_ok(validate(s, "{\"action\":\"write\",\"path\":\"/x\"}", f, 4, &count) == TG_OK &&
+               count == 1 && finding_is(&f[0], TG_H3, "oneOf", "", "/oneOf", NULL),
+           "closed findings: no branch matched: the oneOf H3 alone (no H2 for action, path)");
+    tap_ok(validate(s, "{\"action\":\"write\",\"path\":\"/x\",\"zz\":1}", f, 4, &count) == TG_OK &&
+               count == 2 && finding_is(&f[0], TG_H2, "closed", "/zz", "", NULL) &&
+               finding_is(&f[1], TG_H3, "oneOf", "", "/oneOf", NULL),
+           "closed findings: no branch matched, a key no branch declares is still an H2");
+    tg_schema_free(s);
+}
+
+static int finding_is(const tg_finding_t *f, int code, const char *kw, const char *ptr,
                       const char *sptr, const char *msg)
 {
     int ok = f->code == code && strcmp(f->keyword, kw) == 0 && strcmp(f->pointer, ptr) == 0 &&
@@ -1346,6 +1394,7 @@ int main(void)
                    finding_is(&f[0], TG_H2, "closed", "/c", "", NULL),
                "closed: one finding for the group, at the group's head");
         tg_schema_free(s);
+        closed_findings();
     }
     findings();
     limits();
