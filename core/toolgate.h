@@ -431,6 +431,11 @@ TG_API const char *tg_call_name(const tg_call_t *c, size_t *len);
 TG_API const tg_value_t *tg_call_arguments(const tg_call_t *c);
 /* The call's id (OpenAI/Anthropic "id", MCP JSON-RPC "id"), or NULL. */
 TG_API const tg_value_t *tg_call_id(const tg_call_t *c);
+/* A "context" member of the call object, whatever the format, or NULL.
+ * The per-call context (granted scopes, allowed risk) comes from the
+ * operator, never from the call: a host refuses a call that carries one
+ * unless it was told the input is trusted (recorded traffic replayed). */
+TG_API const tg_value_t *tg_call_context(const tg_call_t *c);
 
 /* ------------------------------------------------------------------------ */
 /* Registries and the Resolution Rung                                        */

@@ -42,7 +42,6 @@ return {
       name = "no_dotfiles",         -- a custom stage
       code = "DOTFILE",             -- the code of its rejects
       reads_contract = false,       -- true: it gets the tool's contract
-      on_defer = "stop",            -- "continue": later stages still run after a defer
       run = function(call, tool, ctx)
         local path = call.arguments.path
         if type(path) == "string" and path:match("/%.[^/]+$") then

@@ -132,7 +132,7 @@ describe("toolgate check", function()
     assert.matches("no shipped policy named 'nosuchpolicy'", err, 1, true)
   end)
 
-  it("runs the policy's whole pipeline: --policy by name, --context, a context per line", function()
+  it("runs the policy's whole pipeline: --policy by name, --context, a trusted context per line", function()
     local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy mcp" ..
       " --registry examples/registries/mcp-filesystem.json"
     local line = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}\n'
@@ -144,8 +144,8 @@ describe("toolgate check", function()
     code, out = h.run(base .. " --context examples/calls/context.json", line)
     assert.equal(0, code)
     assert.equal("accept", decisions(out)[1].verdict)
-    code, out = h.run(base, '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"},'
-      .. '"context":{"scopes":["filesystem:read"],"max_risk":"low"}}\n')
+    code, out = h.run(base .. " --line-context", '{"server":"filesystem","name":"read_text_file",'
+      .. '"arguments":{"path":"/a"},"context":{"scopes":["filesystem:read"],"max_risk":"low"}}\n')
     assert.equal(0, code)
     assert.equal("accept", decisions(out)[1].verdict)
   end)

@@ -96,7 +96,7 @@ describe("toolgate.registry", function()
       { '{"toolgate":1,"tools":[{"name":"a","name":"b"}]}', "DUPLICATE_KEY" },
       { '{"toolgate":1,"tools":[{"name":"a","input_schema":{},"determinstic":true}]}', "BAD_REGISTRY" },
       { '{"toolgate":1,"tools":[{"input_schema":{}}]}', "BAD_REGISTRY" },
-      { '{"toolgate":1,"tools":[{"name":"a","deterministic":"yes"}]}', "BAD_REGISTRY" },
+      { '{"toolgate":1,"tools":[{"name":"a","deterministic":"yes"}]}', "BAD_CONTRACT" },
       { '{"whatever":[]}', "BAD_REGISTRY" },
       { '[{"name":"a"}]', "BAD_REGISTRY" },
       { '{"toolgate":1,"tools":[{"name":"a"},{"name":"a"}]}', "DUPLICATE_TOOL" },

@@ -66,13 +66,16 @@ local function scalar(node)
   return nil
 end
 
--- The key an epoch is compared by: a string epoch is itself (as probes are
--- given it), any other JSON value its canonical form.
+-- The key an epoch is compared by, on every path (single-tool plans in C,
+-- the others here, probes and the state store): its canonical form, so "1"
+-- and 1 are two epochs and 1 and 1.0 one.
 local function epoch_key(node)
   if not node then return nil end
-  if node:type() == "string" then return node:value() end
-  return node:canon()
+  local key, err, code = node:canon()
+  if not key then return nil, hash_failed(code, err) end
+  return key
 end
+M.epoch_key = epoch_key
 
 -- Determinism of one tool for this plan: an inline declaration (replaying a
 -- recorded experiment) overrides the registry's contract and the probe
@@ -318,7 +321,9 @@ local function gather(snap, plan, samples, n, single)
     local failed
     result_hashes[i], failed = result_digest(decoded[i].results)
     if not result_hashes[i] then return nil, failed end
-    epochs[i] = epoch_key(decoded[i].sample:get("epoch"))
+    local failed_epoch
+    epochs[i], failed_epoch = epoch_key(decoded[i].sample:get("epoch"))
+    if failed_epoch then return nil, failed_epoch end
   end
   local arg, aerr, acode = core:agree(plan_hashes)
   if not arg then return nil, hash_failed(acode, aerr) end
@@ -495,7 +500,12 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
   end
   local epoch = samples:at(1):get("epoch")
   base.epoch = (fixed and epoch) and json.to_lua(epoch) or value.null
-  local epoch_name = fixed and epoch_key(epoch) or nil
+  local epoch_name, failed_epoch
+  if fixed then epoch_name, failed_epoch = epoch_key(epoch) end
+  if failed_epoch then
+    failed_epoch.plan_id = base.plan_id
+    return failed_epoch
+  end
 
   if n < settings.min_samples then
     base.verdict, base.code = settings.on_invalid, "INSUFFICIENT_SAMPLES"

@@ -545,6 +545,11 @@ static int l_call_id(lua_State *L)
     return push_node(L, tg_call_id(check_call(L)), 1);
 }
 
+static int l_call_context(lua_State *L)
+{
+    return push_node(L, tg_call_context(check_call(L)), 1);
+}
+
 /* ---- schemas ------------------------------------------------------------------ */
 
 /* Reads {closed =, assert_formats =, ignore_keywords = {...}} at index i into
@@ -1182,13 +1187,10 @@ static const luaL_Reg node_methods[] = {
 };
 
 static const luaL_Reg call_methods[] = {
-    {"format", l_call_format},
-    {"server", l_call_server},
-    {"name", l_call_name},
-    {"arguments", l_call_arguments},
-    {"id", l_call_id},
-    {"free", l_call_gc},
-    {NULL, NULL},
+    {"format", l_call_format}, {"server", l_call_server},
+    {"name", l_call_name},     {"arguments", l_call_arguments},
+    {"id", l_call_id},         {"context", l_call_context},
+    {"free", l_call_gc},       {NULL, NULL},
 };
 
 static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate}, {NULL, NULL}};

@@ -109,6 +109,7 @@ const char *tg_call_server(const tg_call_t *c, size_t *len);
 const char *tg_call_name(const tg_call_t *c, size_t *len);
 const tg_value_t *tg_call_arguments(const tg_call_t *c);
 const tg_value_t *tg_call_id(const tg_call_t *c);
+const tg_value_t *tg_call_context(const tg_call_t *c);
 tg_registry_t *tg_registry_new(tg_engine_t *e, tg_error_t *err);
 void tg_registry_free(tg_registry_t *r);
 int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const char *description, size_t description_len, const tg_value_t *input, const tg_value_t *output, const tg_schema_options_t *opt, size_t *index, tg_error_t *err);
@@ -511,6 +512,7 @@ function Call:server() return lstring(C.tg_call_server(live_call(self), size_box
 function Call:name() return lstring(C.tg_call_name(live_call(self), size_box)) end
 function Call:arguments() return node(self, self.engine, C.tg_call_arguments(live_call(self))) end
 function Call:id() return node(self, self.engine, C.tg_call_id(live_call(self))) end
+function Call:context() return node(self, self.engine, C.tg_call_context(live_call(self))) end
 
 function Call:free()
   if self.c ~= nil then

@@ -117,6 +117,48 @@ local function detect(root)
   return nil
 end
 
+-- The contract fields the engine itself reads (the gate, the verifier,
+-- self-consistency), and what each must be.  Any other field is the
+-- policy's own (a custom stage may read it) and is passed on as it is.
+local function is_list_of_strings(v)
+  if type(v) ~= "table" then return false end
+  local mt = getmetatable(v)
+  if mt ~= nil and mt ~= value.array_mt then return false end
+  local n = 0
+  for k, x in pairs(v) do
+    if type(k) ~= "number" or type(x) ~= "string" then return false end
+    n = n + 1
+  end
+  return n == #v
+end
+
+local CONTRACT_FIELDS = {
+  { "deterministic", function(v) return type(v) == "boolean" end, "true or false" },
+  { "risk", function(v) return type(v) == "string" end, "a string (a level of the policy's risk order)" },
+  { "scopes", is_list_of_strings, "a list of strings" },
+  { "effects", is_list_of_strings, "a list of strings" },
+}
+
+local function kind_of(v)
+  if type(v) ~= "table" then return "a " .. type(v) end
+  if getmetatable(v) == value.array_mt then return "a list holding something else" end
+  return next(v) == nil and "an empty object" or "an object"
+end
+
+--- check_contract(c) -> true | nil, message: the fields the engine reads
+-- have the kinds it reads them as.  A scopes given as a string, or effects
+-- as an object, would otherwise vanish and grant the call.
+function M.check_contract(c)
+  if type(c) ~= "table" then return nil, "a contract must be a table, not a " .. type(c) end
+  for _, f in ipairs(CONTRACT_FIELDS) do
+    local v = c[f[1]]
+    if v ~= nil and not f[2](v) then
+      return nil, string.format("contract field %q must be %s, not %s", f[1], f[3], kind_of(v))
+    end
+  end
+  return true
+end
+
 local function contract_of(tool_node)
   local c = {}
   for _, k in ipairs({ "deterministic", "risk", "scopes", "effects" }) do
@@ -152,10 +194,6 @@ local function read_native(source, root, out)
     end
     local contract = t:get("contract")
     if contract and contract:type() ~= "object" then return fail(source, "\"contract\" must be an object", nil, where) end
-    local det = t:get("deterministic")
-    if det and det:type() ~= "boolean" then return fail(source, "\"deterministic\" must be true or false", nil, where) end
-    local scopes = t:get("scopes")
-    if scopes and scopes:type() ~= "array" then return fail(source, "\"scopes\" must be an array", nil, where) end
     out[#out + 1] = {
       server = str_field(t, "server") or default_server,
       name = str_field(t, "name"),
@@ -263,6 +301,8 @@ local function read_source(engine, source, k, out)
   for i = first, #out do
     local t = out[i]
     if not t.name then return fail(source, "a tool needs a string \"name\"", nil, t.where) end
+    local good, why = M.check_contract(t.contract)
+    if not good then return fail(source, string.format("tool %q: %s", t.name, why), "BAD_CONTRACT", t.where) end
     t.source, t.source_label, t.format, t.doc = k, source.label, format, doc
     t.trusted = source.trusted ~= false
   end
