@@ -108,6 +108,7 @@ enum tg_code {
     TG_E_BAD_ARGUMENTS,    /* "BAD_ARGUMENTS": arguments that cannot be decoded to an object */
     /* added later, kept last so the codes above keep their numbers */
     TG_E_PATTERN_TOO_LONG, /* "PATTERN_TOO_LONG": a schema pattern longer than max_pattern_bytes */
+    TG_E_UNSUPPORTED_FORMAT, /* "UNSUPPORTED_FORMAT": assert_formats, and a format toolgate does not assert */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
 /* clang-format on */
@@ -316,16 +317,25 @@ typedef struct tg_schema_options_t {
      * oneOf, $ref, transitively; not `not`) count as declared.  0: standard
      * JSON Schema 2020-12 semantics. */
     int closed;
-    /* 1: `format` is asserted for date-time, date, time, email, uri, uuid,
-     * ipv4 and ipv6 (other formats stay annotations).  0 (default): every
-     * format is an annotation. */
+    /* 1: `format` is asserted: date-time, date, time, duration, email,
+     * hostname, ipv4, ipv6, uri, uri-reference, uri-template, uuid, regex,
+     * json-pointer, relative-json-pointer, and OpenAPI's byte, binary,
+     * password, int32, int64, float and double (README, "Formats").  Any
+     * other format name fails the compile (TG_E_UNSUPPORTED_FORMAT) unless
+     * annotation_formats lists it.  0 (default): every format is an
+     * annotation. */
     int assert_formats;
     /* Extra keywords to treat as annotations (ignored) instead of refusing
      * the schema; NULL-terminated, may be NULL. */
     const char *const *ignore_keywords;
+    /* With assert_formats: format names to treat as annotations (never
+     * checked, never refused), whether toolgate asserts them or not;
+     * NULL-terminated, may be NULL. */
+    const char *const *annotation_formats;
 } tg_schema_options_t;
 
-/* Fills *o with the defaults: closed world, formats not asserted. */
+/* Fills *o with the defaults: closed world, formats not asserted, no
+ * lists. */
 TG_API void tg_schema_options_default(tg_schema_options_t *o);
 
 /* Compiles the schema at v (an object or a boolean).  opt NULL means the
@@ -352,6 +362,9 @@ TG_API void tg_schema_options_default(tg_schema_options_t *o);
  *   TG_E_PATTERN         a pattern PCRE2 cannot compile;
  *   TG_E_PATTERN_TOO_LONG a pattern longer than the engine's
  *                        max_pattern_bytes (checked before PCRE2 sees it);
+ *   TG_E_UNSUPPORTED_FORMAT with assert_formats, a format toolgate does not
+ *                        assert and annotation_formats does not list
+ *                        (pointer: the format keyword);
  *   TG_E_NOMEM.
  * Free with tg_schema_free(). */
 TG_API int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_options_t *opt,

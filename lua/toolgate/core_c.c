@@ -552,15 +552,44 @@ static int l_call_context(lua_State *L)
 
 /* ---- schemas ------------------------------------------------------------------ */
 
-/* Reads {closed =, assert_formats =, ignore_keywords = {...}} at index i into
- * *o.  The keyword strings are anchored in a new table left on the stack
- * (always one value pushed), so they live through the C call. */
-static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o, const char **keywords,
-                                int max_keywords)
+/* The list of strings in field of the table at index i, as a
+ * NULL-terminated array in a userdata anchored (with the strings) in the
+ * table at index anchor; NULL when the field is nil. */
+static const char *const *read_string_list(lua_State *L, int i, const char *field, int anchor)
 {
+    const char **list = NULL;
+    if (lua_getfield(L, i, field) != LUA_TNIL) {
+        lua_Integer n;
+        if (!lua_istable(L, -1))
+            luaL_error(L, "schema options: %s must be a list", field);
+        n = luaL_len(L, -1);
+        if (n < 0 || (lua_Unsigned)n >= SIZE_MAX / sizeof *list)
+            luaL_error(L, "schema options: %s is too long", field);
+        list = lua_newuserdatauv(L, ((size_t)n + 1) * sizeof *list, 0);
+        lua_rawsetp(L, anchor, list);
+        for (lua_Integer k = 1; k <= n; k++) {
+            if (lua_geti(L, -1, k) != LUA_TSTRING)
+                luaL_error(L, "schema options: %s must hold strings", field);
+            list[k - 1] = lua_tostring(L, -1);
+            lua_rawsetp(L, anchor, list[k - 1]); /* anchor the string */
+        }
+        list[n] = NULL;
+    }
+    lua_pop(L, 1);
+    return list;
+}
+
+/* Reads {closed =, assert_formats =, ignore_keywords = {...},
+ * annotation_formats = {...}} at index i into *o.  The lists and their
+ * strings are anchored in a new table left on the stack (always one value
+ * pushed), so they live through the C call. */
+static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o)
+{
+    int anchor;
     tg_schema_options_default(o);
     i = lua_absindex(L, i);
     lua_newtable(L);
+    anchor = lua_gettop(L);
     if (lua_isnoneornil(L, i))
         return;
     luaL_checktype(L, i, LUA_TTABLE);
@@ -570,26 +599,9 @@ static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o, con
     if (lua_getfield(L, i, "assert_formats") != LUA_TNIL)
         o->assert_formats = lua_toboolean(L, -1);
     lua_pop(L, 1);
-    if (lua_getfield(L, i, "ignore_keywords") != LUA_TNIL) {
-        lua_Integer n;
-        if (!lua_istable(L, -1))
-            luaL_error(L, "schema options: ignore_keywords must be a list");
-        n = luaL_len(L, -1);
-        if (n >= max_keywords)
-            luaL_error(L, "schema options: at most %d ignore_keywords", max_keywords - 1);
-        for (lua_Integer k = 1; k <= n; k++) {
-            if (lua_geti(L, -1, k) != LUA_TSTRING)
-                luaL_error(L, "schema options: ignore_keywords must hold strings");
-            keywords[k - 1] = lua_tostring(L, -1);
-            lua_rawseti(L, -3, k); /* anchor it */
-        }
-        keywords[n] = NULL;
-        o->ignore_keywords = keywords;
-    }
-    lua_pop(L, 1);
+    o->ignore_keywords = read_string_list(L, i, "ignore_keywords", anchor);
+    o->annotation_formats = read_string_list(L, i, "annotation_formats", anchor);
 }
-
-#define MAX_IGNORED_KEYWORDS 64
 
 static void push_finding(lua_State *L, const tg_finding_t *f)
 {
@@ -622,10 +634,9 @@ static int l_engine_compile_schema(lua_State *L)
     engine_ud *u = check_engine(L, 1);
     const tg_value_t *v = check_node(L, 2)->v;
     tg_schema_options_t o;
-    const char *keywords[MAX_IGNORED_KEYWORDS];
     tg_error_t err;
     schema_ud *s;
-    read_schema_options(L, 3, &o, keywords, MAX_IGNORED_KEYWORDS);
+    read_schema_options(L, 3, &o);
     s = new_child(L, sizeof *s, SCHEMA_MT, 1, 1);
     if (tg_schema_compile(u->e, v, &o, &s->s, &err) != TG_OK)
         return push_schema_error(L, &err);
@@ -693,10 +704,9 @@ static int l_registry_add(lua_State *L)
     const char *desc = lua_isnoneornil(L, 4) ? NULL : check_string(L, 4, &dlen);
     const tg_value_t *input = opt_node(L, 5), *output = opt_node(L, 6);
     tg_schema_options_t o;
-    const char *keywords[MAX_IGNORED_KEYWORDS];
     tg_error_t err;
     size_t index;
-    read_schema_options(L, 7, &o, keywords, MAX_IGNORED_KEYWORDS);
+    read_schema_options(L, 7, &o);
     if (tg_registry_add(r, server, slen, name, nlen, desc, dlen, input, output, &o, &index, &err) !=
         TG_OK)
         return push_schema_error(L, &err);

@@ -53,6 +53,7 @@ typedef struct tg_schema_options_t {
     int closed;
     int assert_formats;
     const char *const *ignore_keywords;
+    const char *const *annotation_formats;
 } tg_schema_options_t;
 typedef struct tg_finding_t {
     int code;
@@ -265,8 +266,11 @@ local function limits_table(lim)
   return t
 end
 
--- Schema options: {closed = bool, assert_formats = bool, ignore_keywords = {...}}.
--- Returns the struct and the C strings it points to (kept alive by the caller).
+-- Schema options: {closed = bool, assert_formats = bool, ignore_keywords = {...},
+-- annotation_formats = {...}}.  Returns the struct and what keeps the C
+-- strings it points to alive (the caller holds it through the C call).
+local STRING_LISTS = { "ignore_keywords", "annotation_formats" }
+
 local function schema_options(t)
   local opt = ffi.new("tg_schema_options_t")
   C.tg_schema_options_default(opt)
@@ -274,19 +278,22 @@ local function schema_options(t)
   if type(t) ~= "table" then error("schema options: table expected, got " .. type(t), 3) end
   if t.closed ~= nil then opt.closed = t.closed and 1 or 0 end
   if t.assert_formats ~= nil then opt.assert_formats = t.assert_formats and 1 or 0 end
-  local anchor
-  if t.ignore_keywords ~= nil then
-    local list = t.ignore_keywords
-    if type(list) ~= "table" then error("schema options: ignore_keywords must be a list", 3) end
-    anchor = ffi.new("const char *[?]", #list + 1)
-    for i, k in ipairs(list) do
-      if type(k) ~= "string" then error("schema options: ignore_keywords must hold strings", 3) end
-      anchor[i - 1] = k
+  local anchor = {}
+  for _, field in ipairs(STRING_LISTS) do
+    local list = t[field]
+    if list ~= nil then
+      if type(list) ~= "table" then error("schema options: " .. field .. " must be a list", 3) end
+      local strings = ffi.new("const char *[?]", #list + 1)
+      for i, k in ipairs(list) do
+        if type(k) ~= "string" then error("schema options: " .. field .. " must hold strings", 3) end
+        strings[i - 1] = k
+      end
+      strings[#list] = nil
+      opt[field] = strings
+      anchor[field] = strings
     end
-    anchor[#list] = nil
-    opt.ignore_keywords = anchor
   end
-  return opt, anchor, t.ignore_keywords
+  return opt, anchor
 end
 
 -- Engine ---------------------------------------------------------------------
