@@ -36,6 +36,7 @@ M.DEFAULTS = {
   closed = true,            -- closed-world objects (DESIGN 1.1)
   assert_formats = false,   -- format is an annotation unless asked
   ignore_keywords = {},     -- extra schema keywords to treat as annotations
+  annotation_formats = {},  -- with assert_formats: formats to leave unchecked instead of failing the load
   on_collision = "allow",
   on_shadowing = "reject",
   on_confusable = "allow",
@@ -75,7 +76,12 @@ function M.settings(opts)
       error("registry settings: on_" .. kind .. " must be \"error\", \"reject\" or \"allow\"", 3)
     end
   end
-  if type(s.ignore_keywords) ~= "table" then error("registry settings: ignore_keywords must be a list", 3) end
+  for _, list in ipairs({ "ignore_keywords", "annotation_formats" }) do
+    if type(s[list]) ~= "table" then error("registry settings: " .. list .. " must be a list", 3) end
+    for _, name in ipairs(s[list]) do
+      if type(name) ~= "string" then error("registry settings: " .. list .. " must hold strings", 3) end
+    end
+  end
   if type(s.resolvers) ~= "table" then error("registry settings: resolvers must be a table", 3) end
   return s
 end
@@ -599,14 +605,18 @@ local function snapshot_hash(engine, tools, settings)
     if a.server ~= b.server then return a.server < b.server end
     return a.name < b.name
   end)
-  local ignore = {}
-  for i, k in ipairs(settings.ignore_keywords) do ignore[i] = k end
-  table.sort(ignore)
+  local function sorted(names)
+    local copy = {}
+    for i, k in ipairs(names) do copy[i] = k end
+    table.sort(copy)
+    return setmetatable(copy, value.array_mt)
+  end
   return assert(engine:hash(assert(value.encode({
     tools = setmetatable(list, value.array_mt),
     settings = {
       closed = settings.closed, assert_formats = settings.assert_formats,
-      ignore_keywords = setmetatable(ignore, value.array_mt),
+      ignore_keywords = sorted(settings.ignore_keywords),
+      annotation_formats = sorted(settings.annotation_formats),
     },
   }))))
 end
@@ -622,7 +632,7 @@ function M.load(engine, sources, opts, collect)
   local settings = M.settings(opts)
   local schema_opts = {
     closed = settings.closed, assert_formats = settings.assert_formats,
-    ignore_keywords = settings.ignore_keywords,
+    ignore_keywords = settings.ignore_keywords, annotation_formats = settings.annotation_formats,
   }
   local tools, errors = {}, {}
   for k, s in ipairs(sources) do
