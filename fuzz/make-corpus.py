@@ -102,6 +102,10 @@ def json_seeds():
             nums.append(lit)
     for i in range(0, len(nums), 8):
         seeds.append(b"[" + b",".join(nums[i:i + 8]) + b"]")
+    # the exact-number table's literals (a double cannot hold most of them)
+    nums = [l.split(b"\t")[0] for l in lines(rel("spec/data/exact_numbers.tsv")) if not l.startswith(b"#")]
+    for i in range(0, len(nums), 40):
+        seeds.append(b"[" + b",".join(nums[i:i + 40]) + b"]")
     seeds += [
         b'{"a":"\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/","\xc3\xa9":[true,false,null]}',
         b'{"\\ud800\\udc00":1,"\xef\xac\xb3":2,"\xf0\x9f\x98\x80":3}',
@@ -226,6 +230,10 @@ def classify_seeds():
         [{"entities": [{"name": " Alice"}, {"name": "x"}]}, {"entities": [{"name": "acct-1"}]}, [1, 2], {"0": 1}],
         [{"a/b": {"~": "X"}}, {"a/b": {"~": "x"}}, {"q": {"path": " /a/../b "}}, {"q": {"path": "/b"}}],
     ]]
+    # numbers a double rounds together: different arguments all the same
+    seeds.append(b"\0".join([b'{"limit":12345678901234567890}', b'{"limit":12345678901234567891}',
+                              b'{"limit":1.2345678901234567890e19}', b'{"limit":9007199254740993}',
+                              b'{"limit":9007199254740992,"tags":[1e-400,0.1000000000000000000001]}']))
     return seeds
 
 

@@ -4,7 +4,8 @@
 -- run, and hands over the N (calls, results).  Agreement is measured on two
 -- disjoint signals, because they mean different things:
 --   argument agreement  the modal share of the samples' canonical argument
---                       structures (RFC 8785 plus the schema's
+--                       structures (RFC 8785 with exact numbers, the form
+--                       args_digest hashes, plus the schema's
 --                       x-toolgate-canonical normalizations; for a
 --                       multi-step plan the canonical sequence of
 --                       (server, name, arguments)): a made-up argument is a
@@ -310,7 +311,7 @@ local function gather(snap, plan, samples, n, single)
     for k, step in ipairs(steps) do
       step.digest = NO_ARGUMENTS
       if step.args then
-        local dg, derr, dcode = step.args:digest(norm_of(step.resolved))
+        local dg, derr, dcode = step.args:digest(norm_of(step.resolved), "exact")
         if not dg then return nil, hash_failed(dcode, derr) end
         step.digest = dg
       end

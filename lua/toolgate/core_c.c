@@ -424,53 +424,84 @@ static int l_node_text(lua_State *L)
 
 static const tg_norm_t *opt_norm(lua_State *L, int i);
 
-/* node:canon([norm]) -> canonical form (normalized by norm) | nil, ... */
-static int l_node_canon(lua_State *L)
+/* The canonical mode named at index i: nil or "rfc8785", "exact" (enum
+ * tg_canon_mode); misuse raises. */
+static int opt_mode(lua_State *L, int i)
+{
+    static const char *const names[] = {"rfc8785", "exact", NULL};
+    return luaL_checkoption(L, i, "rfc8785", names);
+}
+
+/* Writes node 1's canonical form (norm at 2, mode at 3) into the engine's
+ * buffer; 0 when it could not (the error values are then pushed: 4). */
+static int write_canon(lua_State *L, engine_ud **u)
 {
     node_ud *n = check_node(L, 1);
     const tg_norm_t *plan = opt_norm(L, 2);
-    engine_ud *u = engine_of(L, 1);
+    int mode = opt_mode(L, 3);
     tg_error_t err;
-    tg_buf_reset(&u->out);
-    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
-        return push_error(L, &err, 1);
+    *u = engine_of(L, 1);
+    tg_buf_reset(&(*u)->out);
+    if (tg_canon_normalized(plan, n->v, mode, &(*u)->out, &err) != TG_OK)
+        return push_error(L, &err, 1), 0;
+    return 1;
+}
+
+/* node:canon([norm[, mode]]) -> canonical form (normalized by norm; mode
+ * "rfc8785", the default, or "exact": TG_CANON_EXACT) | nil, ... */
+static int l_node_canon(lua_State *L)
+{
+    engine_ud *u;
+    if (!write_canon(L, &u))
+        return 4;
     lua_pushlstring(L, u->out.data, u->out.len);
     return 1;
 }
 
-/* node:digest([norm]) -> the XXH3-128 of the canonical form as a 16-byte
- * token (the hash's in-memory bytes: compare tokens, do not print them; for
- * engine:agree without hex round trips) | nil, ... */
+/* node:digest([norm[, mode]]) -> the XXH3-128 of the canonical form as a
+ * 16-byte token (the hash's in-memory bytes: compare tokens, do not print
+ * them; for engine:agree without hex round trips) | nil, ... */
 static int l_node_digest(lua_State *L)
 {
-    node_ud *n = check_node(L, 1);
-    const tg_norm_t *plan = opt_norm(L, 2);
-    engine_ud *u = engine_of(L, 1);
-    tg_error_t err;
+    engine_ud *u;
     tg_hash128_t h;
-    tg_buf_reset(&u->out);
-    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
-        return push_error(L, &err, 1);
+    if (!write_canon(L, &u))
+        return 4;
     tg_hash128(u->out.data, u->out.len, &h);
     lua_pushlstring(L, (const char *)&h, sizeof h);
     return 1;
 }
 
-/* node:hash([norm]) -> 32 hex digits of XXH3-128(canonical form) | nil, ... */
+/* node:hash([norm[, mode]]) -> 32 hex digits of XXH3-128(canonical form) | nil, ... */
 static int l_node_hash(lua_State *L)
 {
-    node_ud *n = check_node(L, 1);
-    const tg_norm_t *plan = opt_norm(L, 2);
-    engine_ud *u = engine_of(L, 1);
-    tg_error_t err;
+    engine_ud *u;
     tg_hash128_t h;
     char hex[TG_HASH_HEX];
-    tg_buf_reset(&u->out);
-    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
-        return push_error(L, &err, 1);
+    if (!write_canon(L, &u))
+        return 4;
     tg_hash128(u->out.data, u->out.len, &h);
     tg_hash128_hex(&h, hex);
     lua_pushlstring(L, hex, 32);
+    return 1;
+}
+
+/* node:exact() -> a number's exact form (TG_CANON_EXACT) when its double
+ * does not spell it; false when it does (node:value() is then exact); nil
+ * for anything else | nil, message, code, offset */
+static int l_node_exact(lua_State *L)
+{
+    const tg_value_t *v = check_node(L, 1)->v;
+    engine_ud *u = engine_of(L, 1);
+    tg_error_t err;
+    if (tg_type_of(v) != TG_NUMBER)
+        return lua_pushnil(L), 1;
+    if (tg_num_round_trips(v))
+        return lua_pushboolean(L, 0), 1;
+    tg_buf_reset(&u->out);
+    if (tg_canon_value_mode(v, TG_CANON_EXACT, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    lua_pushlstring(L, u->out.data, u->out.len);
     return 1;
 }
 
@@ -1190,10 +1221,19 @@ static const luaL_Reg engine_methods[] = {
 static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {"free", l_doc_gc}, {NULL, NULL}};
 
 static const luaL_Reg node_methods[] = {
-    {"type", l_node_type},   {"len", l_node_len},       {"offset", l_node_offset},
-    {"at", l_node_at},       {"key", l_node_key},       {"get", l_node_get},
-    {"value", l_node_value}, {"text", l_node_text},     {"canon", l_node_canon},
-    {"hash", l_node_hash},   {"digest", l_node_digest}, {NULL, NULL},
+    {"type", l_node_type},
+    {"len", l_node_len},
+    {"offset", l_node_offset},
+    {"at", l_node_at},
+    {"key", l_node_key},
+    {"get", l_node_get},
+    {"value", l_node_value},
+    {"text", l_node_text},
+    {"canon", l_node_canon},
+    {"hash", l_node_hash},
+    {"digest", l_node_digest},
+    {"exact", l_node_exact},
+    {NULL, NULL},
 };
 
 static const luaL_Reg call_methods[] = {

@@ -91,6 +91,7 @@ const char *tg_key_at(const tg_value_t *v, size_t i, size_t *len);
 const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len);
 const char *tg_str(const tg_value_t *v, size_t *len);
 double tg_num(const tg_value_t *v);
+int tg_num_round_trips(const tg_value_t *v);
 const char *tg_num_text(const tg_value_t *v, size_t *len);
 size_t tg_offset(const tg_value_t *v);
 void tg_buf_init(tg_buf_t *b, tg_engine_t *e);
@@ -98,6 +99,7 @@ void tg_buf_free(tg_buf_t *b);
 void tg_buf_reset(tg_buf_t *b);
 int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
 int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err);
+int tg_canon_value_mode(const tg_value_t *v, int mode, tg_buf_t *out, tg_error_t *err);
 size_t tg_number_format(double d, char out[32]);
 void tg_schema_options_default(tg_schema_options_t *o);
 int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_options_t *opt, tg_schema_t **out, tg_error_t *err);
@@ -130,7 +132,7 @@ void tg_norm_free(tg_norm_t *n);
 int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsigned ops, tg_error_t *err);
 int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *to, size_t tlen, tg_error_t *err);
 int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len, tg_buf_t *out, tg_error_t *err);
-int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
+int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, int mode, tg_buf_t *out, tg_error_t *err);
 typedef struct tg_agreement_t {
     size_t n;
     size_t distinct;
@@ -453,35 +455,58 @@ local function opt_norm(n, i)
   return n.n
 end
 
--- canon([norm]) -> canonical form (normalized by norm) | nil, message, code, offset
-function Node:canon(norm)
-  local st = self.engine.st
-  local plan = opt_norm(norm, 1)
+local MODES = { rfc8785 = 0, exact = 1 } -- enum tg_canon_mode
+
+-- A canonical mode argument (nil: "rfc8785"), as luaL_checkoption reads it.
+local function check_mode(mode, i)
+  local m = MODES[mode == nil and "rfc8785" or mode]
+  if not m then error("bad argument #" .. i .. " (invalid option '" .. tostring(mode) .. "')", 3) end
+  return m
+end
+
+-- Writes node p's canonical form into the engine's buffer; true when it did.
+local function write_canon(st, plan, p, mode)
   C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  return C.tg_canon_normalized(plan, p, mode, st.out, st.err) == 0
+end
+
+-- canon([norm[, mode]]) -> canonical form (normalized by norm; mode
+-- "rfc8785", the default, or "exact": TG_CANON_EXACT) | nil, message, code, offset
+function Node:canon(norm, mode)
+  local st, plan, m = self.engine.st, opt_norm(norm, 1), check_mode(mode, 2)
+  if not write_canon(st, plan, P(self), m) then return error_values(st.err, true) end
   return ffi.string(st.out.data, st.out.len)
 end
 
--- digest([norm]) -> XXH3-128 of the canonical form as a 16-byte token (the
--- hash's in-memory bytes: compare tokens, do not print them; for
+-- digest([norm[, mode]]) -> XXH3-128 of the canonical form as a 16-byte token
+-- (the hash's in-memory bytes: compare tokens, do not print them; for
 -- engine:agree without hex round trips) | nil, ...
-function Node:digest(norm)
-  local st = self.engine.st
-  local plan = opt_norm(norm, 1)
-  C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
+function Node:digest(norm, mode)
+  local st, plan, m = self.engine.st, opt_norm(norm, 1), check_mode(mode, 2)
+  if not write_canon(st, plan, P(self), m) then return error_values(st.err, true) end
   C.tg_hash128(st.out.data, st.out.len, hash_buf)
   return ffi.string(hash_buf, 16)
 end
 
--- hash([norm]) -> 32 hex digits of XXH3-128(canonical form) | nil, ...
-function Node:hash(norm)
-  local st = self.engine.st
-  local plan = opt_norm(norm, 1)
-  C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
+-- hash([norm[, mode]]) -> 32 hex digits of XXH3-128(canonical form) | nil, ...
+function Node:hash(norm, mode)
+  local st, plan, m = self.engine.st, opt_norm(norm, 1), check_mode(mode, 2)
+  if not write_canon(st, plan, P(self), m) then return error_values(st.err, true) end
   C.tg_hash128(st.out.data, st.out.len, hash_buf)
   return hex_of(hash_buf)
+end
+
+-- exact() -> a number's exact form (TG_CANON_EXACT) when its double does
+-- not spell it; false when it does (value() is then exact); nil for
+-- anything else | nil, message, code, offset
+function Node:exact()
+  local p = P(self)
+  if C.tg_type_of(p) ~= 3 then return nil end
+  if C.tg_num_round_trips(p) ~= 0 then return false end
+  local st = self.engine.st
+  C.tg_buf_reset(st.out)
+  if C.tg_canon_value_mode(p, MODES.exact, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  return ffi.string(st.out.data, st.out.len)
 end
 
 local function check_node(n, i)

@@ -322,7 +322,7 @@ function Engine:classify(plan, ctx)
   -- hash that fails (out of memory) refuses the plan
   local digests = {}
   for k, step in ipairs(rep_steps or {}) do
-    local hex, herr, hcode = step.args:hash()
+    local hex, herr, hcode = step.args:hash(nil, "exact")
     if not hex then
       d, rep_steps = { verdict = "reject", stage = "consistency", code = hcode, plan_id = d.plan_id,
                        message = "the arguments could not be hashed: " .. tostring(herr) }, nil
