@@ -20,7 +20,7 @@ local DATA = h.root .. "/spec/data/registries/"
 -- The binding's methods that can fail, by class.
 local FALLIBLE = {
   engine = { "canon", "hash", "parse", "decode_call", "agree", "pointer_agreement" },
-  node = { "canon", "hash", "digest" },
+  node = { "canon", "hash", "digest", "exact" },
   registry = { "check", "validate_output", "summarize_plan" },
   norm = { "apply" },
 }

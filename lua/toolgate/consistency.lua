@@ -500,7 +500,16 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
     fixed = G.epochs_equal
   end
   local epoch = samples:at(1):get("epoch")
-  base.epoch = (fixed and epoch) and json.to_lua(epoch) or value.null
+  base.epoch = value.null
+  if fixed and epoch then
+    local e, eerr, ecode = json.to_lua(epoch)
+    if eerr then
+      local d = hash_failed(ecode, eerr)
+      d.plan_id = base.plan_id
+      return d
+    end
+    base.epoch = e
+  end
   local epoch_name, failed_epoch
   if fixed then epoch_name, failed_epoch = epoch_key(epoch) end
   if failed_epoch then

@@ -257,7 +257,11 @@ local function start(self, snap, call, ctx)
     server = c:server() or ctx.server, name = c:name(), args = c:arguments(),
   }
   local id = c:id()
-  if id then state.id = json.to_lua(id) end
+  if id then
+    local v, ierr, icode = json.to_lua(id) -- an id beyond 2^53 keeps its digits (a box)
+    if ierr then return nil, { verdict = "reject", stage = "decode", code = icode, message = ierr } end
+    state.id = v
+  end
   return state
 end
 

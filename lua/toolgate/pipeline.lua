@@ -28,12 +28,16 @@ local function policy_error(state, stage, message)
   }
 end
 
--- What policy functions see of the call: plain Lua values, their own copy.
-local function call_view(state)
-  return {
-    server = state.server, name = state.name, args_digest = state.args_digest,
-    arguments = json.to_lua(state.args),
-  }
+-- What policy functions see of the call: plain Lua values, their own copy
+-- (a number a double cannot hold is a box with its exact text: see
+-- toolgate.json).  nil and a decision when the arguments cannot be read.
+local function call_view(state, stage)
+  local args, err, code = json.to_lua(state.args)
+  if err then
+    return nil, { verdict = "reject", stage = stage, code = code or "NOMEM",
+                  message = "the arguments could not be read for the policy: " .. tostring(err) }
+  end
+  return { server = state.server, name = state.name, args_digest = state.args_digest, arguments = args }
 end
 
 local function tool_view(tool)
@@ -60,8 +64,10 @@ function RUNNERS.gate(state, stage)
   local contract, ctx, settings = state.tool.contract, state.ctx, stage.settings
   local ok, admitted, reason
   if settings.admissible then
+    local view, failed = call_view(state, "gate")
+    if not view then return failed end
     ok, admitted, reason = sandbox.call(state.snap.policy.budget, settings.admissible,
-      copy(contract), copy(ctx), call_view(state))
+      copy(contract), copy(ctx), view)
     if not ok then return policy_error(state, "gate", admitted) end
   else
     admitted, reason = gate.default(contract, ctx, settings.risk_levels)
@@ -88,7 +94,9 @@ function RUNNERS.consistency()
 end
 
 local function run_custom(state, stage)
-  local ok, r1, r2 = sandbox.call(state.snap.policy.budget, stage.run, call_view(state),
+  local view, failed = call_view(state, stage.name)
+  if not view then return failed end
+  local ok, r1, r2 = sandbox.call(state.snap.policy.budget, stage.run, view,
     stage.reads_contract and state.tool and tool_view(state.tool) or nil, copy(state.ctx))
   if not ok then return policy_error(state, stage.name, r1) end
   if r1 == nil or r1 == true then return nil end
