@@ -226,9 +226,11 @@ int tg_decimal_write(tg_buf_t *out, const char *text, size_t len, tg_error_t *er
         return TG_OK;
     }
     /* |E| >= 10^18 > |q - 1|: the scientific exponent E + q - 1 has E's
-     * sign, and its magnitude is |E| +/- (q - 1), written digit by digit */
-    out->len += tg_number_layout(out->data + out->len, d.negative, &run,
-                                 xneg ? TG_LAYOUT_EXP_BELOW : TG_LAYOUT_EXP_ABOVE);
+     * sign, and its magnitude is |E| +/- (q - 1), written digit by digit
+     * (only a negative one reaches here: the parser refuses what overflows
+     * a double, but the arithmetic does not depend on it) */
+    out->len += tg_number_layout(out->data + out->len, d.negative, &run, TG_LAYOUT_EXP_TEXT);
+    out->data[out->len++] = xneg ? '-' : '+';
     out->len += write_sum(out->data + out->len, x, xlen, xneg ? 1 - q : q - 1);
     return TG_OK;
 }

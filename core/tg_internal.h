@@ -232,11 +232,10 @@ typedef struct tg_digits {
  * into out: plain up to 21 integer digits, "0.000001" down to 1e-7, the
  * exponent form "1.5e+21" / "1e-7" outside.  Returns the length.  At most
  * na + nb + 26 bytes; a double's digits (at most 17, |n| < 400) take at
- * most TG_NUMBER_BUF.  n may also be one of these two, for an exponent
- * beyond int64_t: the exponent form is written up to the exponent's sign,
- * and the caller appends its digits. */
-#define TG_LAYOUT_EXP_BELOW INT64_MIN /* a negative exponent */
-#define TG_LAYOUT_EXP_ABOVE INT64_MAX /* a positive one */
+ * most TG_NUMBER_BUF.  n may also be TG_LAYOUT_EXP_TEXT, for an exponent
+ * beyond int64_t: the exponent form is written up to the 'e', and the
+ * caller appends the exponent, sign and digits. */
+#define TG_LAYOUT_EXP_TEXT INT64_MIN
 size_t tg_number_layout(char *out, int negative, const tg_digits *d, int64_t n);
 
 /* A number literal as the parser reads it: the value is

@@ -67,10 +67,8 @@ size_t tg_number_layout(char *out, int negative, const tg_digits *d, int64_t n)
             p = put_digits(p, d, 1, (size_t)nd - 1);
         }
         *p++ = 'e';
-        if (n == TG_LAYOUT_EXP_BELOW || n == TG_LAYOUT_EXP_ABOVE) {
-            *p++ = n == TG_LAYOUT_EXP_BELOW ? '-' : '+'; /* the caller writes the digits */
-        } else {
-            int64_t x = n - 1; /* not 0: here n > 21 or n <= -6 */
+        if (n != TG_LAYOUT_EXP_TEXT) { /* else the caller writes the exponent */
+            int64_t x = n - 1;         /* not 0: here n > 21 or n <= -6 */
             *p++ = x < 0 ? '-' : '+';
             p += tg_u64_text((uint64_t)(x < 0 ? -x : x), p);
         }
