@@ -259,7 +259,10 @@ local function start(self, snap, call, ctx)
   local id = c:id()
   if id then
     local v, ierr, icode = json.to_lua(id) -- an id beyond 2^53 keeps its digits (a box)
-    if ierr then return nil, { verdict = "reject", stage = "decode", code = icode, message = ierr } end
+    if ierr then
+      c:free()
+      return nil, { verdict = "reject", stage = "decode", code = icode, message = ierr }
+    end
     state.id = v
   end
   return state
