@@ -418,8 +418,8 @@ static int leaf_equal(actx *c, const pnode *p, const tg_value_t *v)
     if (p->rep_kind != REP_LEAF || r->type != v->type)
         return 0;
     switch (v->type) {
-    case TG_NUMBER: /* canonical form is a function of the double; -0 is 0 */
-        return v->num == r->num;
+    case TG_NUMBER: /* as the exact form (TG_CANON_EXACT) tells them apart: by decimal */
+        return tg_value_equal(v, r);
     case TG_STRING:
         if (p->ops) {
             const char *s;

@@ -18,6 +18,7 @@ struct tg_call_t {
     size_t name_len;
     const tg_value_t *args;
     const tg_value_t *id;
+    const tg_value_t *context; /* a "context" member of the call object, or NULL */
 };
 
 /* Absent arguments mean "no arguments": a read-only empty object. */
@@ -193,6 +194,7 @@ int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format, tg_
                        "tool_use block, an OpenAI tool call or {\"name\", \"arguments\"}");
     }
     c->format = format;
+    c->context = member(root, "context");
     switch (format) {
     case TG_FORMAT_MCP:
         rc = decode_mcp(c, root, err);
@@ -250,4 +252,9 @@ const tg_value_t *tg_call_arguments(const tg_call_t *c)
 const tg_value_t *tg_call_id(const tg_call_t *c)
 {
     return c->id;
+}
+
+const tg_value_t *tg_call_context(const tg_call_t *c)
+{
+    return c->context;
 }

@@ -13,6 +13,11 @@
  * prefixes) and marks the strings, keys and numbers that are canonical as
  * they stand (TG_F_RAW_*), so writing is one walk that mostly copies bytes
  * in whole blocks.
+ *
+ * The same walk writes "RFC 8785 with exact numbers" (TG_CANON_EXACT, the
+ * form argument digests hash): a number whose double's shortest digits
+ * spell another decimal than its text is written as its own decimal
+ * instead (tg_decimal_write), in the same layout; nothing else differs.
  */
 #include "tg_internal.h"
 
@@ -419,21 +424,59 @@ static inline int room(tg_buf_t *out, size_t n, tg_error_t *err)
     return n + BLOCK_HEAD <= out->cap - out->len ? TG_OK : tg_buf_reserve(out, n + BLOCK_HEAD, err);
 }
 
-static int write_number(tg_buf_t *out, const tg_value_t *v, tg_error_t *err)
+/* v's RFC 8785 form into buf; returns its length, 0 when v has no JSON
+ * form.  *from_double is set when the digits are those of v's double,
+ * which may spell another decimal than v's text (2^53 + 1); a literal's
+ * own digits (literal_digits) always spell it. */
+static size_t rfc_number(const tg_value_t *v, char buf[BLOCK_HEAD], int *from_double)
 {
-    char buf[BLOCK_HEAD], digits[16];
-    int n, nd, rc;
-    size_t len;
+    char digits[16];
+    int n, nd = literal_digits(v->p.text, v->len, digits, &n);
+    _Static_assert(TG_NUMBER_BUF <= BLOCK_HEAD, "buf holds any double's form");
+    *from_double = nd < 0;
+    if (nd == 0) { /* every spelling of zero, -0 included */
+        buf[0] = '0';
+        return 1;
+    }
+    if (nd > 0) {
+        tg_digits run = {digits, (size_t)nd, NULL, 0};
+        return tg_number_layout(buf, v->p.text[0] == '-', &run, n);
+    }
+    return tg_number_format(v->num, buf);
+}
 
-    _Static_assert(TG_NUMBER_BUF <= sizeof buf, "copy_blocks reads all of buf");
-    nd = literal_digits(v->p.text, v->len, digits, &n);
-    if (nd == 0)
-        return tg_buf_put(out, "0", 1, err); /* every spelling of zero, -0 included */
-    if (nd > 0)
-        len = tg_number_layout(buf, v->p.text[0] == '-', digits, nd, n);
-    else if ((len = tg_number_format(v->num, buf)) == 0)
-        /* the parser never yields these; values from elsewhere might */
+/* Whether the number text buf (len bytes) is the decimal v's text spells. */
+static int spells(const char *buf, size_t len, const tg_value_t *v)
+{
+    tg_decimal a, b;
+    tg_decimal_init(&a, buf, len);
+    tg_decimal_init(&b, v->p.text, v->len);
+    return tg_decimal_equal(&a, &b);
+}
+
+int tg_num_round_trips(const tg_value_t *v)
+{
+    char buf[BLOCK_HEAD];
+    int from_double;
+    size_t len;
+    if (!v || v->type != TG_NUMBER)
+        return 0;
+    len = rfc_number(v, buf, &from_double);
+    return len > 0 && (!from_double || spells(buf, len, v));
+}
+
+/* RFC 8785's form of v; with exact set, the exact decimal instead when the
+ * double's digits spell another. */
+static int write_number(tg_buf_t *out, const tg_value_t *v, int exact, tg_error_t *err)
+{
+    char buf[BLOCK_HEAD];
+    int from_double, rc;
+    size_t len = rfc_number(v, buf, &from_double);
+
+    if (len == 0) /* the parser never yields these; values from elsewhere might */
         return tg_fail(err, TG_E_NONFINITE, v->offset, "NaN and Infinity have no JSON form");
+    if (exact && from_double && !spells(buf, len, v))
+        return tg_decimal_write(out, v->p.text, v->len, err);
     if ((rc = room(out, len, err)) != TG_OK)
         return rc;
     copy_blocks(out->data + out->len, buf, len);
@@ -441,11 +484,11 @@ static int write_number(tg_buf_t *out, const tg_value_t *v, tg_error_t *err)
     return TG_OK;
 }
 
-static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
+static int write_value(const tg_value_t *v, tg_buf_t *out, int exact, tg_error_t *err);
 
 /* Writes v; the values the parser found canonical already (most strings
  * and numbers) are copied here, without a call. */
-static inline int write_child(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
+static inline int write_child(const tg_value_t *v, tg_buf_t *out, int exact, tg_error_t *err)
 {
     if (v->flags & (TG_F_RAW_STR | TG_F_RAW_NUM)) {
         size_t quotes = (v->flags & TG_F_RAW_STR) ? 1 : 0; /* a string's, around it */
@@ -457,7 +500,7 @@ static inline int write_child(const tg_value_t *v, tg_buf_t *out, tg_error_t *er
         out->len += n;
         return TG_OK;
     }
-    return write_value(v, out, err);
+    return write_value(v, out, exact, err);
 }
 
 /* Writes a member's key and the ':' after it, with the ',' before it when
@@ -478,7 +521,7 @@ static inline int write_key(const tg_value_t *m, int first, tg_buf_t *out, tg_er
     return tg_buf_put(out, ":", 1, err);
 }
 
-static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
+static int write_value(const tg_value_t *v, tg_buf_t *out, int exact, tg_error_t *err)
 {
     int rc;
     switch (v->type) {
@@ -489,7 +532,7 @@ static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
     case TG_TRUE:
         return tg_buf_put(out, "true", 4, err);
     case TG_NUMBER:
-        return write_number(out, v, err);
+        return write_number(out, v, exact, err);
     case TG_STRING:
         return tg_canon_string(out, v->p.str, v->len, err);
     case TG_ARRAY:
@@ -498,7 +541,7 @@ static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
         for (uint32_t i = 0; i < v->len; i++) {
             if (i && (rc = tg_buf_put(out, ",", 1, err)) != TG_OK)
                 return rc;
-            if ((rc = write_child(&v->p.items[i], out, err)) != TG_OK)
+            if ((rc = write_child(&v->p.items[i], out, exact, err)) != TG_OK)
                 return rc;
         }
         return tg_buf_put(out, "]", 1, err);
@@ -526,7 +569,7 @@ static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
                 continue;
             }
             if ((rc = write_key(m, i == 0, out, err)) != TG_OK ||
-                (rc = write_child(m, out, err)) != TG_OK)
+                (rc = write_child(m, out, exact, err)) != TG_OK)
                 return rc;
         }
         return tg_buf_put(out, "}", 1, err);
@@ -535,12 +578,19 @@ static int write_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
     }
 }
 
-int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
+int tg_canon_value_mode(const tg_value_t *v, int mode, tg_buf_t *out, tg_error_t *err)
 {
     tg_error_clear(err);
     if (!v || !out)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "NULL value or buffer");
-    return write_child(v, out, err);
+    if (mode != TG_CANON_RFC8785 && mode != TG_CANON_EXACT)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "unknown canonical mode %d", mode);
+    return write_child(v, out, mode == TG_CANON_EXACT, err);
+}
+
+int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
+{
+    return tg_canon_value_mode(v, TG_CANON_RFC8785, out, err);
 }
 
 int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err)

@@ -128,6 +128,115 @@ int tg_decimal_compare(const tg_decimal *a, const tg_decimal *b)
     return sa * compare_magnitude(a, b);
 }
 
+/* ---- the exact form -------------------------------------------------------- */
+
+#define TAIL_DIGITS 18
+#define TAIL_BASE 1000000000000000000LL /* 10^TAIL_DIGITS */
+
+/* Writes |E| + a at w, for E's digits (len > TAIL_DIGITS, no leading zero)
+ * and |a| < 2^34, so the sum is positive and has len - 1 to len + 1
+ * digits; returns its length.  Only the last TAIL_DIGITS digits take part
+ * in the sum; a carry or borrow runs on into the digits before them, which
+ * are copied behind one guard digit '0' for a carry to land in. */
+static size_t write_sum(char *w, const char *digits, size_t len, int64_t a)
+{
+    size_t head = len - TAIL_DIGITS, i, skip = 0;
+    int64_t tail = 0;
+    char t[20];
+    int nt;
+
+    for (i = head; i < len; i++)
+        tail = tail * 10 + (digits[i] - '0');
+    tail += a;
+    w[0] = '0';
+    memcpy(w + 1, digits, head);
+    if (tail >= TAIL_BASE) {
+        tail -= TAIL_BASE;
+        for (i = head; w[i] == '9'; i--) /* stops at the guard at the latest */
+            w[i] = '0';
+        w[i]++;
+    } else if (tail < 0) {
+        tail += TAIL_BASE;
+        for (i = head; w[i] == '0'; i--) /* stops at the head's first digit, not 0 */
+            w[i] = '9';
+        w[i]--;
+    }
+    while (skip <= head && w[skip] == '0')
+        skip++;
+    head = head + 1 - skip;
+    memmove(w, w + skip, head);
+    nt = tg_u64_text((uint64_t)tail, t);
+    if (head) { /* the tail's leading zeros count now */
+        memset(w + head, '0', (size_t)(TAIL_DIGITS - nt));
+        head += (size_t)(TAIL_DIGITS - nt);
+    }
+    memcpy(w + head, t, (size_t)nt);
+    return head + (size_t)nt;
+}
+
+int tg_decimal_write(tg_buf_t *out, const char *text, size_t len, tg_error_t *err)
+{
+    const char *end = text + len, *e, *dot, *x;
+    tg_decimal d;
+    tg_digits run;
+    int64_t q, n;
+    size_t xlen = 0, nd;
+    int xneg = 0, rc;
+
+    tg_decimal_init(&d, text, len);
+    if (!d.first)
+        return tg_buf_put(out, "0", 1, err); /* every spelling of zero, -0 included */
+    for (e = text; e < end && *e != 'e' && *e != 'E'; e++)
+        ;
+    dot = memchr(text, '.', (size_t)(e - text));
+    if (!dot)
+        dot = e;
+    run.a = d.first;
+    run.na = d.n_digits;
+    run.b = NULL;
+    run.nb = 0;
+    if (d.first < dot && dot < d.last) { /* the point splits the run */
+        run.na = (size_t)(dot - d.first);
+        run.b = dot + 1;
+        run.nb = d.n_digits - run.na;
+    }
+    nd = d.n_digits;
+    /* value = 0.D x 10^n with n = E + q: q digits of the run stand before
+     * the point, or -q zeros between the point and the run */
+    q = d.first < dot ? (int64_t)(dot - d.first) : -(int64_t)(d.first - dot - 1);
+    x = e;
+    if (e < end) {
+        x = e + 1;
+        if (*x == '+' || *x == '-')
+            xneg = *x++ == '-';
+        while (x + 1 < end && *x == '0')
+            x++;
+        xlen = (size_t)(end - x);
+    }
+    if (nd > SIZE_MAX - 32 - xlen)
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "number too large to write");
+    if ((rc = tg_buf_reserve(out, nd + 32 + xlen, err)) != TG_OK)
+        return rc;
+    if (xlen <= TAIL_DIGITS) { /* E < 10^18: n fits, whatever q */
+        int64_t exp = 0;
+        for (size_t i = 0; i < xlen; i++)
+            exp = exp * 10 + (x[i] - '0');
+        n = (xneg ? -exp : exp) + q;
+        out->len += tg_number_layout(out->data + out->len, d.negative, &run, n);
+        return TG_OK;
+    }
+    /* |E| >= 10^18 > |q - 1|: the scientific exponent E + q - 1 has E's
+     * sign, and its magnitude is |E| +/- (q - 1), written digit by digit
+     * (only a negative one reaches here: the parser refuses what overflows
+     * a double, but the arithmetic does not depend on it) */
+    out->len += tg_number_layout(out->data + out->len, d.negative, &run, TG_LAYOUT_EXP_TEXT);
+    out->data[out->len++] = xneg ? '-' : '+';
+    out->len += write_sum(out->data + out->len, x, xlen, xneg ? 1 - q : q - 1);
+    return TG_OK;
+}
+
+/* ---- multiples ----------------------------------------------------------------- */
+
 static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t m)
 {
     return (uint64_t)((u128)a * b % m);

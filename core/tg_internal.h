@@ -218,9 +218,25 @@ void tg_pw_end(tg_ptr_writer *w);
 void tg_pointer_write(char *out, size_t cap, const char *ptr, size_t len, const char *seg,
                       size_t seg_len);
 
-/* Writes ECMAScript's layout of 0.digits x 10^n (nd digits, no leading or
- * trailing zeros) into out (TG_NUMBER_BUF bytes); returns the length. */
-size_t tg_number_layout(char *out, int negative, const char *digits, int nd, int n);
+/* A run of significant digits in at most two pieces: na at a, then nb at b
+ * (a number text's digits on both sides of its decimal point). */
+typedef struct tg_digits {
+    const char *a;
+    size_t na;
+    const char *b;
+    size_t nb;
+} tg_digits;
+
+/* Writes ECMAScript Number::toString's layout of (negative ? -1 : 1) x
+ * 0.D x 10^n, D the digits of d (no leading or trailing zeros), and a NUL
+ * into out: plain up to 21 integer digits, "0.000001" down to 1e-7, the
+ * exponent form "1.5e+21" / "1e-7" outside.  Returns the length.  At most
+ * na + nb + 26 bytes; a double's digits (at most 17, |n| < 400) take at
+ * most TG_NUMBER_BUF.  n may also be TG_LAYOUT_EXP_TEXT, for an exponent
+ * beyond int64_t: the exponent form is written up to the 'e', and the
+ * caller appends the exponent, sign and digits. */
+#define TG_LAYOUT_EXP_TEXT INT64_MIN
+size_t tg_number_layout(char *out, int negative, const tg_digits *d, int64_t n);
 
 /* A number literal as the parser reads it: the value is
  * (negative ? -1 : 1) x w x 10^exp10, where w holds the first 19 significant
@@ -301,5 +317,11 @@ int tg_decimal_compare(const tg_decimal *a, const tg_decimal *b);
  * arithmetic cannot decide. */
 #define TG_DECIMAL_EXACT_DIGITS 18
 int tg_decimal_multiple(const tg_decimal *x, const tg_decimal *d);
+
+/* Appends the exact form of the number text (a valid RFC 8259 number):
+ * the layout tg_number_layout gives its own decimal digits, with an
+ * exponent as long as the value needs (exact for any exponent); "0" for
+ * every zero.  TG_OK or TG_E_NOMEM. */
+int tg_decimal_write(tg_buf_t *out, const char *text, size_t len, tg_error_t *err);
 
 #endif /* TG_INTERNAL_H */

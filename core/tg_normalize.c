@@ -8,7 +8,8 @@
  * carrying down the walk the rules that still match the path; a subtree
  * that no rule can reach any more is handed to the plain writer whole, so
  * a plan costs nothing where it does not apply and a few comparisons per
- * member where it might.
+ * member where it might.  It writes either canonical form (enum
+ * tg_canon_mode): numbers are left to tg_canon_value_mode.
  */
 #include "tg_norm.h"
 
@@ -550,6 +551,7 @@ int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len, 
 
 typedef struct nwalk {
     const tg_norm_t *n;
+    int mode; /* enum tg_canon_mode */
     tg_buf_t *out;
     tg_error_t *err;
     tg_norm_scratch sc;
@@ -591,14 +593,15 @@ static inline const char *raw_bytes(const tg_value_t *v, size_t *len)
     return NULL;
 }
 
-/* Writes v as tg_canon_value does (its bytes copied, when they can be). */
+/* Writes v as tg_canon_value_mode does (its bytes copied, when they can
+ * be: a raw number is its own form in either mode). */
 static inline int write_plain(nwalk *w, const tg_value_t *v)
 {
     size_t len;
     const char *raw = raw_bytes(v, &len);
     int rc;
     if (!raw)
-        return tg_canon_value(v, w->out, w->err);
+        return tg_canon_value_mode(v, w->mode, w->out, w->err);
     if ((rc = room(w->out, len, w->err)) != TG_OK)
         return rc;
     copy_blocks(w->out->data + w->out->len, raw, len);
@@ -699,7 +702,8 @@ static int write_norm(nwalk *w, const tg_value_t *v, unsigned ops, uint32_t *liv
     return tg_buf_put(w->out, object ? "}" : "]", 1, w->err);
 }
 
-int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out, tg_error_t *err)
+int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, int mode, tg_buf_t *out,
+                        tg_error_t *err)
 {
     uint32_t small[64], *stack = small;
     size_t need = 0, nlive;
@@ -708,10 +712,12 @@ int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out, 
     int rc;
 
     if (!n || n->n_rules == 0)
-        return tg_canon_value(v, out, err);
+        return tg_canon_value_mode(v, mode, out, err);
     tg_error_clear(err);
     if (!v || !out)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "NULL value or buffer");
+    if (mode != TG_CANON_RFC8785 && mode != TG_CANON_EXACT)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "unknown canonical mode %d", mode);
     /* Lists exist at depths below max_nseg, each at most n_rules long. */
     if (n->max_nseg) {
         if (n->n_rules > SIZE_MAX / sizeof *stack / n->max_nseg)
@@ -722,6 +728,7 @@ int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out, 
         !(stack = tg_mem_realloc(n->e, NULL, 0, need * sizeof *stack)))
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     w.n = n;
+    w.mode = mode;
     w.out = out;
     w.err = err;
     tg_norm_scratch_init(&w.sc, n->e);

@@ -22,40 +22,56 @@
 
 /* ---- layout ------------------------------------------------------------ */
 
-size_t tg_number_layout(char *out, int negative, const char *digits, int nd, int n)
+/* Copies count digits of d from digit number from on (skipping the gap
+ * between its two pieces); returns the end of what it wrote. */
+static char *put_digits(char *p, const tg_digits *d, size_t from, size_t count)
 {
+    if (from < d->na) {
+        size_t k = d->na - from < count ? d->na - from : count;
+        memcpy(p, d->a + from, k);
+        p += k;
+        from += k;
+        count -= k;
+    }
+    if (count) {
+        memcpy(p, d->b + (from - d->na), count);
+        p += count;
+    }
+    return p;
+}
+
+size_t tg_number_layout(char *out, int negative, const tg_digits *d, int64_t n)
+{
+    const int64_t nd = (int64_t)(d->na + d->nb);
     char *p = out;
     if (negative)
         *p++ = '-';
     if (nd <= n && n <= 21) {
-        memcpy(p, digits, (size_t)nd);
-        p += nd;
-        for (int i = nd; i < n; i++)
+        p = put_digits(p, d, 0, (size_t)nd);
+        for (int64_t i = nd; i < n; i++)
             *p++ = '0';
     } else if (0 < n && n <= 21) {
-        memcpy(p, digits, (size_t)n);
-        p += n;
+        p = put_digits(p, d, 0, (size_t)n);
         *p++ = '.';
-        memcpy(p, digits + n, (size_t)(nd - n));
-        p += nd - n;
+        p = put_digits(p, d, (size_t)n, (size_t)(nd - n));
     } else if (-6 < n && n <= 0) {
         *p++ = '0';
         *p++ = '.';
-        for (int i = 0; i < -n; i++)
+        for (int64_t i = 0; i < -n; i++)
             *p++ = '0';
-        memcpy(p, digits, (size_t)nd);
-        p += nd;
+        p = put_digits(p, d, 0, (size_t)nd);
     } else {
-        int x = n - 1; /* not 0: here n > 21 or n <= -6 */
-        *p++ = digits[0];
+        p = put_digits(p, d, 0, 1);
         if (nd > 1) {
             *p++ = '.';
-            memcpy(p, digits + 1, (size_t)(nd - 1));
-            p += nd - 1;
+            p = put_digits(p, d, 1, (size_t)nd - 1);
         }
         *p++ = 'e';
-        *p++ = x < 0 ? '-' : '+';
-        p += tg_u64_text((uint64_t)(x < 0 ? -x : x), p);
+        if (n != TG_LAYOUT_EXP_TEXT) { /* else the caller writes the exponent */
+            int64_t x = n - 1;         /* not 0: here n > 21 or n <= -6 */
+            *p++ = x < 0 ? '-' : '+';
+            p += tg_u64_text((uint64_t)(x < 0 ? -x : x), p);
+        }
     }
     *p = '\0';
     return (size_t)(p - out);
@@ -227,8 +243,8 @@ size_t tg_number_format(double d, char out[TG_NUMBER_BUF])
 {
     uint64_t bits, m;
     int32_t exp10;
-    int nd;
     char digits[20];
+    tg_digits run = {NULL, 0, NULL, 0};
 
     if (d != d || d - d != 0) { /* NaN or infinite */
         out[0] = '\0';
@@ -245,6 +261,7 @@ size_t tg_number_format(double d, char out[TG_NUMBER_BUF])
         m /= 10;
         exp10++;
     }
-    nd = tg_u64_text(m, digits);
-    return tg_number_layout(out, d < 0, digits, nd, (int)exp10 + nd);
+    run.a = digits;
+    run.na = (size_t)tg_u64_text(m, digits);
+    return tg_number_layout(out, d < 0, &run, (int64_t)exp10 + (int64_t)run.na);
 }

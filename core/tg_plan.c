@@ -17,12 +17,16 @@ static void stand_in(const char *what, tg_hash128_t *h)
     tg_hash128(what, strlen(what) + 1, h); /* the NUL keeps it apart from any JSON text */
 }
 
-static int digest(const tg_norm_t *norm, const tg_value_t *v, tg_buf_t *buf, tg_hash128_t *h,
-                  tg_error_t *err)
+/* Arguments are digested in the exact form (TG_CANON_EXACT: samples that
+ * differ in the 20th digit of a number are different arguments, as they
+ * are for the executor and for args_digest); results and epochs in plain
+ * RFC 8785 (their digests are compared with a probe's, toolgate.hash). */
+static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t *buf,
+                  tg_hash128_t *h, tg_error_t *err)
 {
     int rc;
     tg_buf_reset(buf);
-    rc = norm ? tg_canon_normalized(norm, v, buf, err) : tg_canon_value(v, buf, err);
+    rc = tg_canon_normalized(norm, v, mode, buf, err);
     if (rc == TG_OK)
         tg_hash128(buf->data, buf->len, h);
     return rc;
@@ -64,11 +68,11 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
                 out->failed[out->n_failed] = i;
             out->n_failed++;
         }
-        if ((rc = digest(norm, a, &buf, &args[i], err)) != TG_OK)
+        if ((rc = digest(norm, TG_CANON_EXACT, a, &buf, &args[i], err)) != TG_OK)
             break;
         r = tg_get(s, "result", 6);
         if (r)
-            rc = digest(NULL, r, &buf, &results[i], err);
+            rc = digest(NULL, TG_CANON_RFC8785, r, &buf, &results[i], err);
         else
             stand_in("no result", &results[i]);
         if (rc != TG_OK)
@@ -76,7 +80,7 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
         ep = tg_get(s, "epoch", 5);
         if (!ep) {
             out->epochs_equal = 0;
-        } else if ((rc = digest(NULL, ep, &buf, &h, err)) == TG_OK) {
+        } else if ((rc = digest(NULL, TG_CANON_RFC8785, ep, &buf, &h, err)) == TG_OK) {
             if (i == 0)
                 first_epoch = h;
             else if (h.hi != first_epoch.hi || h.lo != first_epoch.lo)

@@ -1,6 +1,7 @@
 /*
  * tg_regex.c -- the regular expressions of `pattern` and `patternProperties`,
- * on PCRE2 (8-bit code units, UTF mode).
+ * on PCRE2 (8-bit code units, UTF mode), and the check of the "regex"
+ * format (tg_regex_valid: an ECMA-262 syntax scan, then the same compile).
  *
  * JSON Schema says patterns are ECMA-262 regular expressions.  PCRE2 is
  * compiled here with the options that bring it closest:
@@ -310,12 +311,315 @@ static int needs_rewrite(const char *pat, size_t len)
     return 0;
 }
 
+/* ---- ECMA-262 syntax (the "regex" format) --------------------------------- */
+
+/* ECMA-262 without the /u flag, Annex B included, is what ajv-formats
+ * compiles (new RegExp(s)) and the loosest reading there is; PCRE2 accepts
+ * syntax it refuses.  This scanner follows that grammar's structure and
+ * refuses what it refuses, and more where being exact would take more
+ * than it is worth:
+ *   - a quantifier with nothing quantifiable before it (start, "(", "|",
+ *     another quantifier, ^ $ \b \B, a lookbehind), {n,m} with n > m;
+ *   - a group other than (  (?:  (?=  (?!  (?<=  (?<!  (?<name>, a name
+ *     other than ASCII [A-Za-z_$][A-Za-z0-9_$]*; unbalanced parentheses,
+ *     nesting deeper than PCRE2's 250; an unterminated class;
+ *   - a class range whose ends ECMA-262 orders otherwise, or whose ends
+ *     the two engines might read differently: only a literal character
+ *     below U+10000 or an escape with the same value in both may end one;
+ *   - escapes of letters other than ECMA-262's (b B c d D f k n p P r s S
+ *     t u v w W x): \A \Z \z \Q \E \K \G \R \X \h \N \g \e \o ... are
+ *     PCRE2's; \c without a letter, \u{...} (read differently with and
+ *     without /u), \k not followed by "<", \k in a class.
+ * PCRE2 must then compile the pattern too (tg_regex_valid).  The
+ * differential spec against ajv-formats checks random patterns for the
+ * one rule that matters: nothing accepted here is refused by V8. */
+
+#define RX_NEST 250 /* PCRE2's default parenthesis nesting limit */
+
+enum {
+    RX_NONE,
+    RX_ATOM,
+    RX_ASSERTION,
+    RX_QUANTIFIED
+};
+
+static int rx_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int rx_letter(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int rx_hex(const char *p, size_t len, size_t i, size_t n, long *value)
+{
+    long v = 0;
+    if (i + n > len)
+        return 0;
+    for (size_t k = i; k < i + n; k++) {
+        char c = p[k];
+        int d = rx_digit(c)              ? c - '0'
+                : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                         : -1;
+        if (d < 0)
+            return 0;
+        v = v * 16 + d;
+    }
+    *value = v;
+    return 1;
+}
+
+/* The braced quantifier {n}, {n,} or {n,m} at p[i] ('{'): its length; 0
+ * when the text is not one ('{' is then a literal, as Annex B reads it);
+ * -1 when n > m. */
+static long brace_quantifier(const char *p, size_t len, size_t i)
+{
+    size_t j = i + 1, n0 = j, n1, m0 = 0, m1 = 0;
+    while (j < len && rx_digit(p[j]))
+        j++;
+    if (j == n0)
+        return 0;
+    n1 = j;
+    if (j < len && p[j] == ',') {
+        m0 = ++j;
+        while (j < len && rx_digit(p[j]))
+            j++;
+        m1 = j;
+    }
+    if (j >= len || p[j] != '}')
+        return 0;
+    if (m1 > m0) { /* compare n and m as digit strings: they may be long */
+        while (n0 < n1 - 1 && p[n0] == '0')
+            n0++;
+        while (m0 < m1 - 1 && p[m0] == '0')
+            m0++;
+        if (n1 - n0 > m1 - m0 || (n1 - n0 == m1 - m0 && memcmp(p + n0, p + m0, n1 - n0) > 0))
+            return -1;
+    }
+    return (long)(j + 1 - i);
+}
+
+/* The bytes of the UTF-8 sequence led by c. */
+static size_t rx_utf8_len(unsigned char c)
+{
+    return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+
+/* The escape at p[i] ('\'): its length, 0 when refused.  *value is the
+ * character it stands for when both engines read it so and it may end a
+ * class range, else -1; *assertion is set for \b and \B outside a class. */
+static size_t rx_escape(const char *p, size_t len, size_t i, int in_class, long *value,
+                        int *assertion)
+{
+    char c;
+    *value = -1;
+    *assertion = 0;
+    if (i + 1 >= len)
+        return 0;
+    c = p[i + 1];
+    if (rx_digit(c)) {
+        /* \0 alone is NUL; other digits are backreferences or octal, which
+         * PCRE2 and Annex B resolve differently: never a range end. */
+        if (c == '0' && !(i + 2 < len && rx_digit(p[i + 2])))
+            *value = 0;
+        return 2;
+    }
+    if (!rx_letter(c)) {
+        if ((unsigned char)c < 0x80)
+            *value = (unsigned char)c; /* an identity escape: \. \- \\ ... */
+        return 1 + rx_utf8_len((unsigned char)c);
+    }
+    switch (c) {
+    case 'b':
+        if (in_class)
+            *value = 8;
+        else
+            *assertion = 1;
+        return 2;
+    case 'B':
+        *assertion = !in_class;
+        return 2;
+    case 'f':
+        *value = 0x0C;
+        return 2;
+    case 'n':
+        *value = 0x0A;
+        return 2;
+    case 'r':
+        *value = 0x0D;
+        return 2;
+    case 't':
+        *value = 0x09;
+        return 2;
+    case 'v':
+        *value = 0x0B;
+        return 2;
+    case 'c':
+        if (i + 2 >= len || !rx_letter(p[i + 2]))
+            return 0;
+        *value = p[i + 2] % 32;
+        return 3;
+    case 'x':
+        if (rx_hex(p, len, i + 2, 2, value))
+            return 4;
+        *value = 'x'; /* both read a lone \x as "x" */
+        return 2;
+    case 'u':
+        if (i + 2 < len && p[i + 2] == '{')
+            return 0;
+        if (rx_hex(p, len, i + 2, 4, value)) {
+            if (*value >= 0xD800 && *value <= 0xDFFF)
+                *value = -1;
+            return 6;
+        }
+        *value = 'u';
+        return 2;
+    case 'k':
+        return !in_class && i + 2 < len && p[i + 2] == '<' ? 2 : 0;
+    case 'd':
+    case 'D':
+    case 'w':
+    case 'W':
+    case 's':
+    case 'S':
+    case 'p':
+    case 'P':
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* One class atom at p[*j]; *value as rx_escape says. */
+static int rx_class_atom(const char *p, size_t len, size_t *j, long *value)
+{
+    unsigned char c = (unsigned char)p[*j];
+    size_t k;
+    int assertion;
+    if (c == '\\') {
+        if (!(k = rx_escape(p, len, *j, 1, value, &assertion)))
+            return 0;
+        *j += k;
+        return 1;
+    }
+    k = rx_utf8_len(c);
+    *value = k == 1   ? c
+             : k == 2 ? (long)(c & 0x1F) << 6 | (p[*j + 1] & 0x3F)
+             : k == 3 ? (long)(c & 0x0F) << 12 | (long)(p[*j + 1] & 0x3F) << 6 | (p[*j + 2] & 0x3F)
+                      : -1; /* two UTF-16 units without /u: never a range end */
+    *j += k;
+    return 1;
+}
+
+/* The class at p[i] ('['): its length, 0 when refused. */
+static size_t rx_class(const char *p, size_t len, size_t i)
+{
+    size_t j = i + 1;
+    if (j < len && p[j] == '^')
+        j++;
+    while (j < len && p[j] != ']') {
+        long lo, hi;
+        if (!rx_class_atom(p, len, &j, &lo))
+            return 0;
+        /* "a-b" is a range unless the "-" is the class's last character */
+        if (j + 1 < len && p[j] == '-' && p[j + 1] != ']') {
+            j++;
+            if (!rx_class_atom(p, len, &j, &hi) || lo < 0 || hi < 0 || lo > hi)
+                return 0;
+        }
+    }
+    return j < len ? j + 1 - i : 0;
+}
+
+/* The group opening "(?" at p[i]: its length, 0 when refused; *behind is
+ * set for a lookbehind. */
+static size_t rx_group(const char *p, size_t len, size_t i, int *behind)
+{
+    size_t j = i + 3;
+    *behind = 0;
+    if (i + 2 >= len)
+        return 0;
+    if (p[i + 2] == ':' || p[i + 2] == '=' || p[i + 2] == '!')
+        return 3;
+    if (p[i + 2] != '<' || j >= len)
+        return 0;
+    if (p[j] == '=' || p[j] == '!') {
+        *behind = 1;
+        return 4;
+    }
+    if (!rx_letter(p[j]) && p[j] != '_' && p[j] != '$')
+        return 0;
+    while (j < len && (rx_letter(p[j]) || rx_digit(p[j]) || p[j] == '_' || p[j] == '$'))
+        j++;
+    return j < len && p[j] == '>' ? j + 1 - i : 0;
+}
+
+static int ecma_syntax(const char *p, size_t len)
+{
+    unsigned char behind[RX_NEST]; /* per open group: a lookbehind? */
+    size_t depth = 0, i = 0;
+    int prev = RX_NONE;
+    while (i < len) {
+        char c = p[i];
+        long k = 0, value;
+        int flag;
+        if (c == '\\') {
+            if (!(k = (long)rx_escape(p, len, i, 0, &value, &flag)))
+                return 0;
+            prev = flag ? RX_ASSERTION : RX_ATOM;
+        } else if (c == '[') {
+            if (!(k = (long)rx_class(p, len, i)))
+                return 0;
+            prev = RX_ATOM;
+        } else if (c == '(') { /* PCRE2's (*VERB) fails at its "*": nothing to repeat */
+            flag = 0;
+            k = 1;
+            if (i + 1 < len && p[i + 1] == '?' && !(k = (long)rx_group(p, len, i, &flag)))
+                return 0;
+            if (depth == RX_NEST)
+                return 0;
+            behind[depth++] = (unsigned char)flag;
+            prev = RX_NONE;
+        } else if (c == ')') {
+            if (!depth)
+                return 0;
+            prev = behind[--depth] ? RX_ASSERTION : RX_ATOM;
+            k = 1;
+        } else if (c == '|') {
+            prev = RX_NONE;
+            k = 1;
+        } else if (c == '^' || c == '$') {
+            prev = RX_ASSERTION;
+            k = 1;
+        } else if (c == '*' || c == '+' || c == '?' ||
+                   (c == '{' && (k = brace_quantifier(p, len, i)) != 0)) {
+            if (prev != RX_ATOM || k < 0)
+                return 0;
+            if (!k)
+                k = 1;
+            if ((size_t)k + i < len && p[i + (size_t)k] == '?') /* lazy */
+                k++;
+            prev = RX_QUANTIFIED;
+        } else {
+            prev = RX_ATOM; /* a literal */
+            k = (long)rx_utf8_len((unsigned char)c);
+        }
+        i += (size_t)k;
+    }
+    return depth == 0;
+}
+
 /* ---- compile and match ------------------------------------------------- */
 
-int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out, tg_error_t *err)
+/* pat compiled by PCRE2 (no JIT) into *code: TG_OK, TG_E_PATTERN,
+ * TG_E_PATTERN_TOO_LONG or TG_E_NOMEM. */
+static int compile_code(tg_engine_t *e, const char *pat, size_t len, pcre2_code **code,
+                        tg_error_t *err)
 {
     struct tg_regex_cache *c;
-    pcre2_code *code;
     char *rewritten = NULL;
     size_t rewritten_size = len;
     int errcode, rc;
@@ -323,7 +627,6 @@ int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out
     const uint32_t options = PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_DOLLAR_ENDONLY |
                              PCRE2_ALLOW_EMPTY_CLASS | PCRE2_NO_UTF_CHECK;
 
-    *out = NULL;
     /* PCRE2's compile time and memory grow with the pattern: a registry
      * (which may come from an MCP server) cannot make them unbounded. */
     if (len > e->limits.max_pattern_bytes)
@@ -338,10 +641,10 @@ int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out
         len = rewrite_pattern(pat, len, rewritten);
         pat = rewritten;
     }
-    code = pcre2_compile((PCRE2_SPTR)pat, len, options, &errcode, &erroffset, c->compile);
+    *code = pcre2_compile((PCRE2_SPTR)pat, len, options, &errcode, &erroffset, c->compile);
     if (rewritten)
         tg_mem_free(e, rewritten, rewritten_size);
-    if (!code) {
+    if (!*code) {
         PCRE2_UCHAR why[120];
         if (errcode == PCRE2_ERROR_HEAP_FAILED)
             return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
@@ -349,6 +652,19 @@ int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out
         return tg_fail(err, TG_E_PATTERN, TG_NO_OFFSET, "%s (at offset %zu)", (const char *)why,
                        (size_t)erroffset);
     }
+    return TG_OK;
+}
+
+int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out, tg_error_t *err)
+{
+    struct tg_regex_cache *c;
+    pcre2_code *code;
+    int rc;
+
+    *out = NULL;
+    if ((rc = compile_code(e, pat, len, &code, err)) != TG_OK)
+        return rc;
+    c = e->regex;
     c->alloc_failed = 0;
     rc = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
     if (rc == PCRE2_ERROR_NOMEMORY && c->alloc_failed) {
@@ -358,6 +674,25 @@ int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out
     /* Any other JIT failure (no JIT in this build, no executable memory)
      * leaves the interpreter, which gives the same answers. */
     *out = (tg_regex *)(void *)code;
+    return TG_OK;
+}
+
+int tg_regex_valid(tg_engine_t *e, const char *pat, size_t len, int *valid, tg_error_t *err)
+{
+    pcre2_code *code;
+    int rc;
+    *valid = 0;
+    if (!ecma_syntax(pat, len))
+        return TG_OK;
+    rc = compile_code(e, pat, len, &code, err);
+    if (rc == TG_E_PATTERN || rc == TG_E_PATTERN_TOO_LONG) {
+        tg_error_clear(err); /* an invalid value, not a failed validation */
+        return TG_OK;
+    }
+    if (rc != TG_OK)
+        return rc;
+    pcre2_code_free(code);
+    *valid = 1;
     return TG_OK;
 }
 

@@ -31,9 +31,18 @@ void tg_regex_free(tg_regex *re);
 int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t len, size_t *budget,
                     int *matched, tg_error_t *err);
 
+/* Whether pat (len bytes of UTF-8) is an ECMA-262 regular expression, for
+ * the "regex" format: it uses only syntax ECMA-262 has (none of PCRE2's
+ * own: inline flags, possessive quantifiers, \A \Z \Q, verbs, ...) and the
+ * engine's PCRE2 compiles it, as `pattern` would be, within
+ * max_pattern_bytes.  *valid is 1 or 0 on TG_OK; TG_E_NOMEM. */
+int tg_regex_valid(tg_engine_t *e, const char *pat, size_t len, int *valid, tg_error_t *err);
+
 /* ---- formats (tg_format.c) ----------------------------------------------- */
 
-enum tg_string_format {
+/* The formats toolgate asserts (tg_format.c's header says what each
+ * accepts); kept in this order, new ones last. */
+enum tg_format {
     TG_FMT_NONE = 0, /* not asserted: an annotation */
     TG_FMT_DATE_TIME,
     TG_FMT_DATE,
@@ -43,6 +52,20 @@ enum tg_string_format {
     TG_FMT_UUID,
     TG_FMT_IPV4,
     TG_FMT_IPV6,
+    TG_FMT_HOSTNAME,
+    TG_FMT_URI_REFERENCE,
+    TG_FMT_URI_TEMPLATE,
+    TG_FMT_DURATION,
+    TG_FMT_REGEX,
+    TG_FMT_JSON_POINTER,
+    TG_FMT_RELATIVE_JSON_POINTER,
+    TG_FMT_BYTE,
+    TG_FMT_BINARY,
+    TG_FMT_PASSWORD,
+    TG_FMT_INT32, /* the numeric formats (OpenAPI) */
+    TG_FMT_INT64,
+    TG_FMT_FLOAT,
+    TG_FMT_DOUBLE,
     TG_FMT_COUNT
 };
 
@@ -51,8 +74,14 @@ enum tg_string_format {
 int tg_format_lookup(const char *name, size_t len);
 /* Its name ("date-time"), "" for TG_FMT_NONE. */
 const char *tg_format_name(int format);
-/* 1 when s[0..len) is valid for format (always for TG_FMT_NONE), else 0. */
-int tg_format_check(int format, const char *s, size_t len);
+/* What a message says after "is not a valid <name>": the rule, when the
+ * name alone does not say it (" (an integer from ...)"), else "". */
+const char *tg_format_says(int format);
+/* Whether v satisfies format: *valid is 0 when v has the type the format
+ * constrains (a string, or a number for int32, int64, float, double) and
+ * breaks it, else 1 (TG_FMT_NONE, other types).  TG_OK, or TG_E_NOMEM
+ * (the regex check compiles the string). */
+int tg_format_check(tg_engine_t *e, int format, const tg_value_t *v, int *valid, tg_error_t *err);
 
 /* ---- compiled nodes ------------------------------------------------------------ */
 
@@ -95,7 +124,7 @@ enum {
     TG_K_MIN_LENGTH = 1u << 8,
     TG_K_MAX_LENGTH = 1u << 9,
     TG_K_PATTERN = 1u << 10,
-    TG_K_FORMAT = 1u << 11, /* an asserted format */
+    TG_K_FORMAT = 1u << 11, /* an asserted format (on its own type) */
     TG_K_MIN_ITEMS = 1u << 12,
     TG_K_MAX_ITEMS = 1u << 13,
     TG_K_UNIQUE_ITEMS = 1u << 14,
@@ -113,7 +142,7 @@ enum {
 #define TG_K_NUMBER                                                                                \
     (TG_K_MINIMUM | TG_K_MAXIMUM | TG_K_EXCLUSIVE_MINIMUM | TG_K_EXCLUSIVE_MAXIMUM |               \
      TG_K_MULTIPLE_OF)
-#define TG_K_STRING (TG_K_MIN_LENGTH | TG_K_MAX_LENGTH | TG_K_PATTERN | TG_K_FORMAT)
+#define TG_K_STRING (TG_K_MIN_LENGTH | TG_K_MAX_LENGTH | TG_K_PATTERN)
 #define TG_K_ARRAY (TG_K_MIN_ITEMS | TG_K_MAX_ITEMS | TG_K_UNIQUE_ITEMS | TG_K_ITEMS)
 #define TG_K_OBJECT                                                                                \
     (TG_K_MIN_PROPERTIES | TG_K_MAX_PROPERTIES | TG_K_REQUIRED | TG_K_DEPENDENT_REQUIRED |         \
@@ -162,7 +191,7 @@ typedef struct tg_snode {
     uint32_t has;   /* TG_K_* */
     uint8_t kind;   /* enum tg_snode_kind */
     uint8_t types;  /* TG_T_* of `type` */
-    uint8_t format; /* enum tg_string_format */
+    uint8_t format; /* enum tg_format */
     uint8_t closed; /* enum tg_closed: closed world when reached at an instance location */
     uint8_t any_key_declarable; /* TG_CLOSED_MARKED: a member has patternProperties or
                                  * additionalProperties */

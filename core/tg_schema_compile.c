@@ -155,6 +155,16 @@ static int same(const char *a, size_t alen, const char *b)
     return strlen(b) == alen && memcmp(a, b, alen) == 0;
 }
 
+/* Whether the NULL-terminated list (may be NULL) holds k[0..len). */
+static int listed(const char *const *list, const char *k, size_t len)
+{
+    if (list)
+        for (; *list; list++)
+            if (same(k, len, *list))
+                return 1;
+    return 0;
+}
+
 /* What the member key k names; *name is its static spelling (DOM keys are
  * not NUL-terminated).  A keyword that would be refused is an annotation
  * when it is a vendor extension or the caller asked to ignore it. */
@@ -172,10 +182,8 @@ static enum keyword keyword_of(const compiler *C, const char *k, size_t len, con
         return kw;
     if (len >= 2 && k[0] == 'x' && k[1] == '-')
         return KW_ANNOTATION;
-    if (C->opt->ignore_keywords)
-        for (const char *const *ig = C->opt->ignore_keywords; *ig; ig++)
-            if (same(k, len, *ig))
-                return KW_ANNOTATION;
+    if (listed(C->opt->ignore_keywords, k, len))
+        return KW_ANNOTATION;
     return kw;
 }
 
@@ -843,10 +851,17 @@ static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
         case KW_FORMAT:
             if (m->type != TG_STRING)
                 return fail(C, TG_E_SCHEMA, n->ptr, kw, m, "format must be a string");
-            if (C->opt->assert_formats) {
+            if (C->opt->assert_formats && !listed(C->opt->annotation_formats, m->p.str, m->len)) {
+                /* A format that passes whatever it says would be a check
+                 * the schema's author believes in and toolgate does not
+                 * make: like an unknown keyword, it fails the load. */
                 n->format = (uint8_t)tg_format_lookup(m->p.str, m->len);
-                if (n->format != TG_FMT_NONE)
-                    n->has |= TG_K_FORMAT;
+                if (n->format == TG_FMT_NONE)
+                    return fail(C, TG_E_UNSUPPORTED_FORMAT, n->ptr, kw, m,
+                                "format \"%.*s\" is not one toolgate asserts (assert_formats "
+                                "is on; annotation_formats may list it as an annotation)",
+                                excerpt_len(m->p.str, m->len), m->p.str);
+                n->has |= TG_K_FORMAT;
             }
             break;
         case KW_ITEMS:
@@ -1209,6 +1224,7 @@ void tg_schema_options_default(tg_schema_options_t *o)
     o->closed = 1;
     o->assert_formats = 0;
     o->ignore_keywords = NULL;
+    o->annotation_formats = NULL;
 }
 
 void tg_schema_free(tg_schema_t *s)

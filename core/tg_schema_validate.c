@@ -521,14 +521,23 @@ static int check_string(vctx *c, const tg_snode *n, const tg_value_t *v, const v
             }
         }
     }
-    if ((n->has & TG_K_FORMAT) && !tg_format_check(n->format, v->p.str, v->len)) {
-        *ok = 0;
-        if (begin_h3(c, "format", at, n, &w)) {
-            mw_value(&w, v);
-            mw_str(&w, " is not a valid ");
-            mw_str(&w, tg_format_name(n->format));
-            mw_end(&w);
-        }
+    return TG_OK;
+}
+
+/* A format constrains its own type only (tg_format_check). */
+static int check_format(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
+{
+    msg_writer w;
+    int valid, rc = tg_format_check(c->e, n->format, v, &valid, c->err);
+    if (rc != TG_OK || valid)
+        return rc;
+    *ok = 0;
+    if (begin_h3(c, "format", at, n, &w)) {
+        mw_value(&w, v);
+        mw_str(&w, " is not a valid ");
+        mw_str(&w, tg_format_name(n->format));
+        mw_str(&w, tg_format_says(n->format));
+        mw_end(&w);
     }
     return TG_OK;
 }
@@ -1003,6 +1012,8 @@ static int eval_keywords(vctx *c, const tg_snode *n, const tg_value_t *v, const 
         return rc;
     if (DECIDED(c, ok))
         return TG_OK;
+    if ((n->has & TG_K_FORMAT) && ((rc = check_format(c, n, v, at, ok)) != TG_OK || DECIDED(c, ok)))
+        return rc;
     rc = TG_OK;
     switch (v->type) {
     case TG_NUMBER:

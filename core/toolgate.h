@@ -108,6 +108,7 @@ enum tg_code {
     TG_E_BAD_ARGUMENTS,    /* "BAD_ARGUMENTS": arguments that cannot be decoded to an object */
     /* added later, kept last so the codes above keep their numbers */
     TG_E_PATTERN_TOO_LONG, /* "PATTERN_TOO_LONG": a schema pattern longer than max_pattern_bytes */
+    TG_E_UNSUPPORTED_FORMAT, /* "UNSUPPORTED_FORMAT": assert_formats, and a format toolgate does not assert */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
 /* clang-format on */
@@ -250,6 +251,12 @@ TG_API const char *tg_str(const tg_value_t *v, size_t *len);
 /* The value of a number as the nearest IEEE 754 double (0 for non-numbers).
  * Integers beyond 2^53 are therefore rounded, as RFC 8785 requires. */
 TG_API double tg_num(const tg_value_t *v);
+/* 1 when v is a number whose RFC 8785 form (the shortest digits of its
+ * double) spells the decimal of its source text, so tg_num(v) written
+ * back loses nothing; 0 when it spells another (9007199254740993,
+ * 0.1000000000000000000001, 1e-400: only the text, or TG_CANON_EXACT,
+ * keeps the value), and for anything that is not a number. */
+TG_API int tg_num_round_trips(const tg_value_t *v);
 /* The number exactly as written in the source (*len bytes), or NULL. */
 TG_API const char *tg_num_text(const tg_value_t *v, size_t *len);
 /* Byte offset of the value in the parsed text (for object members: of its
@@ -291,6 +298,48 @@ TG_API int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
 /* Parses json and appends its canonical form to out (parse + write). */
 TG_API int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err);
 
+/* The canonical forms the writers know.
+ *
+ *   TG_CANON_RFC8785  RFC 8785, as tg_canon_value writes it.
+ *   TG_CANON_EXACT    "RFC 8785 with exact numbers", the form toolgate's
+ *                     argument digests hash (args_digest, the defer
+ *                     binding, self-consistency's argument agreement).
+ *                     It differs from RFC 8785 only in numbers whose RFC
+ *                     8785 form spells another decimal than their source
+ *                     text: 12345678901234567890 (RFC 8785:
+ *                     12345678901234567000), 9007199254740993 (...992),
+ *                     0.1000000000000000000001 (0.1), 18446744073709551616
+ *                     (a double, but written ...552000), 1e-400 (0).  Such a
+ *                     number is written as its exact decimal: its
+ *                     significant digits (no leading or trailing zeros) in
+ *                     the layout ECMAScript's Number::toString gives
+ *                     digits -- plain up to 21 integer digits, "0.000001"
+ *                     down to 1e-7, else d.ddd e+/-x with every digit and
+ *                     the exponent exact however long ("1e-400",
+ *                     "1.23456789012345678901234e+23").  Every other number,
+ *                     and everything that is not a number, is written as
+ *                     RFC 8785 writes it, byte for byte: 1.0 is 1, 0.1
+ *                     stays 0.1, 1e21 is 1e+21, so the digests of ordinary
+ *                     arguments are their RFC 8785 digests.  Two texts
+ *                     give the same bytes exactly when they are the same
+ *                     decimal (1.2345678901234567890e19 and
+ *                     12345678901234567890; -0 and 0).
+ *                     Why: RFC 8785 reads every number as a double, but
+ *                     the executors behind toolgate need not -- Python's
+ *                     json, Go's json.Number, Java's BigDecimal read
+ *                     12345678901234567890 and ...891 as two accounts.  A
+ *                     digest that binds an approval to arguments must tell
+ *                     apart what they tell apart.  The form is still valid
+ *                     JSON, re-reads as itself, and any RFC 8785 writer
+ *                     turns it into the RFC 8785 form of the source. */
+enum tg_canon_mode {
+    TG_CANON_RFC8785 = 0,
+    TG_CANON_EXACT = 1
+};
+
+/* tg_canon_value in the form mode names (TG_E_ARG for any other). */
+TG_API int tg_canon_value_mode(const tg_value_t *v, int mode, tg_buf_t *out, tg_error_t *err);
+
 /* Compares two UTF-8 keys in RFC 8785 order (UTF-16 code units); <0, 0, >0. */
 TG_API int tg_key_compare(const char *a, size_t alen, const char *b, size_t blen);
 
@@ -324,16 +373,25 @@ typedef struct tg_schema_options_t {
      * additionalProperties applies): what unevaluatedProperties: false on
      * that schema would say.  0: standard JSON Schema 2020-12 semantics. */
     int closed;
-    /* 1: `format` is asserted for date-time, date, time, email, uri, uuid,
-     * ipv4 and ipv6 (other formats stay annotations).  0 (default): every
-     * format is an annotation. */
+    /* 1: `format` is asserted: date-time, date, time, duration, email,
+     * hostname, ipv4, ipv6, uri, uri-reference, uri-template, uuid, regex,
+     * json-pointer, relative-json-pointer, and OpenAPI's byte, binary,
+     * password, int32, int64, float and double (README, "Formats").  Any
+     * other format name fails the compile (TG_E_UNSUPPORTED_FORMAT) unless
+     * annotation_formats lists it.  0 (default): every format is an
+     * annotation. */
     int assert_formats;
     /* Extra keywords to treat as annotations (ignored) instead of refusing
      * the schema; NULL-terminated, may be NULL. */
     const char *const *ignore_keywords;
+    /* With assert_formats: format names to treat as annotations (never
+     * checked, never refused), whether toolgate asserts them or not;
+     * NULL-terminated, may be NULL. */
+    const char *const *annotation_formats;
 } tg_schema_options_t;
 
-/* Fills *o with the defaults: closed world, formats not asserted. */
+/* Fills *o with the defaults: closed world, formats not asserted, no
+ * lists. */
 TG_API void tg_schema_options_default(tg_schema_options_t *o);
 
 /* Compiles the schema at v (an object or a boolean).  opt NULL means the
@@ -360,6 +418,9 @@ TG_API void tg_schema_options_default(tg_schema_options_t *o);
  *   TG_E_PATTERN         a pattern PCRE2 cannot compile;
  *   TG_E_PATTERN_TOO_LONG a pattern longer than the engine's
  *                        max_pattern_bytes (checked before PCRE2 sees it);
+ *   TG_E_UNSUPPORTED_FORMAT with assert_formats, a format toolgate does not
+ *                        assert and annotation_formats does not list
+ *                        (pointer: the format keyword);
  *   TG_E_NOMEM.
  * Free with tg_schema_free(). */
 TG_API int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_options_t *opt,
@@ -445,6 +506,11 @@ TG_API const char *tg_call_name(const tg_call_t *c, size_t *len);
 TG_API const tg_value_t *tg_call_arguments(const tg_call_t *c);
 /* The call's id (OpenAI/Anthropic "id", MCP JSON-RPC "id"), or NULL. */
 TG_API const tg_value_t *tg_call_id(const tg_call_t *c);
+/* A "context" member of the call object, whatever the format, or NULL.
+ * The per-call context (granted scopes, allowed risk) comes from the
+ * operator, never from the call: a host refuses a call that carries one
+ * unless it was told the input is trusted (recorded traffic replayed). */
+TG_API const tg_value_t *tg_call_context(const tg_call_t *c);
 
 /* ------------------------------------------------------------------------ */
 /* Registries and the Resolution Rung                                        */
@@ -632,15 +698,17 @@ TG_API int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const 
 TG_API int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len,
                           tg_buf_t *out, tg_error_t *err);
 
-/* Appends the RFC 8785 canonical form of v to out, with the string values
+/* Appends the canonical form of v that mode names (TG_CANON_RFC8785 or
+ * TG_CANON_EXACT, see tg_canon_value_mode) to out, with the string values
  * that plan n's rules select rewritten first (object keys never are).  n
- * NULL, or a plan with no rules, gives exactly tg_canon_value's bytes.
+ * NULL, or a plan with no rules, gives exactly tg_canon_value_mode's bytes.
  * Subtrees no rule can reach are written as tg_canon_value writes them, so
  * the cost over plain canonicalization is a few comparisons per member on
  * the paths the patterns name; the only allocation is scratch for long
  * rewritten strings (or plans of many deep rules), freed before return.
- * Errors: those of tg_canon_value, TG_E_ARG (v or out NULL), TG_E_NOMEM. */
-TG_API int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out,
+ * Errors: those of tg_canon_value, TG_E_ARG (v or out NULL, an unknown
+ * mode), TG_E_NOMEM. */
+TG_API int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, int mode, tg_buf_t *out,
                                tg_error_t *err);
 
 /* ------------------------------------------------------------------------ */
@@ -683,9 +751,10 @@ typedef struct tg_pointer_agreement_t {
  * (a scalar, {} or []), counts the documents that have a value there
  * (present) and those whose value there equals document rep's (agree;
  * where rep has no value, the documents that have none either).  Values,
- * leaves or not, are compared by their canonical form with plan applied
- * (plan NULL: none): 1 and 1.0 agree, and so do "/a/" and "/a" under a
- * TG_NORM_PATH rule; at a pointer where one document has a leaf and
+ * leaves or not, are compared by their canonical form in TG_CANON_EXACT
+ * with plan applied (plan NULL: none), as argument digests compare them:
+ * 1 and 1.0 agree, 2^53 and 2^53 + 1 do not, and "/a/" and "/a" agree
+ * under a TG_NORM_PATH rule; at a pointer where one document has a leaf and
  * another an object or array, those two disagree.  Pointers are the same
  * when their text is ({"0": x} and [x] share "/0").
  * Writes the first min(max, count) pointers, ordered by agree ascending and
@@ -711,7 +780,7 @@ TG_API int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, s
 /* What one pass over a single-tool plan's samples counts. */
 typedef struct tg_plan_summary_t {
     size_t n;                            /* samples */
-    tg_agreement_t args;                 /* agreement of the normalized canonical arguments */
+    tg_agreement_t args;                 /* agreement of the normalized exact canonical arguments */
     tg_agreement_t results;              /* agreement of the canonical results (plain RFC 8785) */
     int epochs_equal;                    /* every sample has an "epoch", all equal (canonically) */
     size_t n_failed;                     /* samples whose arguments fail the tool's input schema */
@@ -721,10 +790,12 @@ typedef struct tg_plan_summary_t {
 /* Summarizes samples, an array of {"arguments", "result", "epoch"} of a
  * plan that calls tool (an index of r, or -1 when the tool's name did not
  * resolve: then every sample fails), in one pass: each sample's arguments
- * through the tool's input schema, their canonical form normalized by norm
- * (NULL: none) and hashed, the result's canonical hash (a missing result
- * hashes as a stand-in unlike any JSON), the epochs, then tg_agree on
- * arguments and on results.  n == 0 leaves the agreements zero.  Errors:
+ * through the tool's input schema, their canonical form (TG_CANON_EXACT:
+ * the form args_digest hashes) normalized by norm (NULL: none) and hashed,
+ * the result's canonical hash (plain RFC 8785, as a probe hashes results;
+ * a missing result hashes as a stand-in unlike any JSON), the epochs
+ * (plain RFC 8785), then tg_agree on arguments and on results.  n == 0
+ * leaves the agreements zero.  Errors:
  * TG_E_BAD_CALL (samples not an array, a sample not an object),
  * TG_E_BAD_ARGUMENTS (a sample without an "arguments" object; err names the
  * sample), the validation limits, TG_E_NOMEM; then nothing may be concluded

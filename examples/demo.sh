@@ -33,7 +33,8 @@ $tg check --policy spec/data/policies/rung-only.lua $regs examples/calls/mcp-cal
 echo
 echo "== the whole pipeline (rung -> gate -> verifier) with policies/mcp.lua: contracts from MCP"
 echo "   annotations; scopes and max_risk (medium) from examples/calls/context.json; line 6 carries"
-echo "   its own context, allowing high risk"
+echo "   a context of its own that would allow high risk: refused, CONTEXT_IN_CALL (the context is the"
+echo "   operator's, never the call's)"
 $tg check --policy mcp --context examples/calls/context.json $regs examples/calls/pipeline-calls.jsonl |
   $LUA -e "$summarize"
 

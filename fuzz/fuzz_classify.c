@@ -8,13 +8,15 @@
  * samples of one plan; those that do not parse are dropped.  A fixed
  * normalization plan (path, trim, lower, id aliases, wildcards) applies.
  *
- * Invariants: the normalized canonical form is canonical JSON (it re-parses
- * and re-canonicalizes to itself) and, with no plan, is exactly
- * tg_canon_value's; tg_agree's counts equal a naive count over the same
- * digests (modal group, distinct groups, representative); per-pointer
+ * Invariants: the normalized canonical form, in both modes (RFC 8785 and
+ * TG_CANON_EXACT), is canonical JSON in that mode (it re-parses and
+ * re-canonicalizes to itself) and, with no plan, is exactly
+ * tg_canon_value_mode's; tg_agree's counts equal a naive count over the
+ * same digests (modal group, distinct groups, representative); per-pointer
  * agreement counts stay within n, come ordered, and are all n when every
- * sample normalizes to the same bytes; tg_plan_summarize over the same
- * samples (as a plan's JSON) counts exactly what the pieces count.
+ * sample normalizes to the same exact bytes; tg_plan_summarize over the
+ * same samples (as a plan's JSON) counts exactly what the pieces count:
+ * arguments by their exact digests, results by their RFC 8785 ones.
  */
 #include "fuzz.h"
 
@@ -86,14 +88,14 @@ static void naive_agree(const tg_hash128_t *h, size_t n, tg_agreement_t *out)
     }
 }
 
-static void check_canonical(tg_engine_t *e, const tg_buf_t *b)
+static void check_canonical(tg_engine_t *e, const tg_buf_t *b, int mode)
 {
     tg_doc_t *d = NULL;
     tg_buf_t again;
     tg_error_t err;
     FUZZ_CHECK(tg_parse(e, b->data, b->len, &d, &err) == TG_OK);
     tg_buf_init(&again, e);
-    FUZZ_CHECK(tg_canon_value(tg_doc_root(d), &again, &err) == TG_OK);
+    FUZZ_CHECK(tg_canon_value_mode(tg_doc_root(d), mode, &again, &err) == TG_OK);
     FUZZ_CHECK(again.len == b->len && memcmp(again.data, b->data, b->len) == 0);
     tg_buf_free(&again);
     tg_doc_free(d);
@@ -170,8 +172,9 @@ static tg_registry_t *registry(tg_engine_t *e)
 }
 
 /* The samples as a plan would carry them -- sample i's arguments are
- * document i, its result document i+1 (mod n) -- summarized in one pass
- * by tg_plan_summarize, must count what the pieces count. */
+ * document i (in its exact form, so no digit is lost), its result document
+ * i+1 (mod n) -- summarized in one pass by tg_plan_summarize, must count
+ * what the pieces count. */
 static void summarize(tg_engine_t *e, const tg_value_t *const *roots, size_t n,
                       const tg_hash128_t *norm, const tg_hash128_t *plain)
 {
@@ -189,7 +192,7 @@ static void summarize(tg_engine_t *e, const tg_value_t *const *roots, size_t n,
         static const char a[] = "{\"arguments\":", b[] = ",\"result\":", c[] = ",\"epoch\":\"e\"}";
         tg_buf_t one;
         tg_buf_init(&one, e);
-        FUZZ_CHECK(tg_canon_value(roots[i], &one, &err) == TG_OK);
+        FUZZ_CHECK(tg_canon_value_mode(roots[i], TG_CANON_EXACT, &one, &err) == TG_OK);
         append(&text, i ? "," : "[", 1);
         append(&text, a, sizeof a - 1);
         append(&text, one.data, one.len);
@@ -243,7 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len[MAXDOCS], parts, n = 0;
     tg_doc_t *docs[MAXDOCS];
     const tg_value_t *roots[MAXDOCS];
-    tg_hash128_t plain[MAXDOCS], norm[MAXDOCS];
+    tg_hash128_t plain[MAXDOCS], exact[MAXDOCS], norm[MAXDOCS];
     tg_agreement_t got, want;
     tg_buf_t b, b2;
     tg_error_t err;
@@ -260,24 +263,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tg_buf_init(&b, e);
     tg_buf_init(&b2, e);
     for (size_t i = 0; i < n; i++) {
-        /* no plan: plain canonical form */
-        tg_buf_reset(&b);
-        tg_buf_reset(&b2);
-        FUZZ_CHECK(tg_canon_normalized(NULL, roots[i], &b, &err) == TG_OK);
-        FUZZ_CHECK(tg_canon_value(roots[i], &b2, &err) == TG_OK);
-        FUZZ_CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
-        tg_hash128(b.data, b.len, &plain[i]);
-        /* the plan: still canonical JSON */
-        tg_buf_reset(&b);
-        FUZZ_CHECK(tg_canon_normalized(p, roots[i], &b, &err) == TG_OK);
-        check_canonical(e, &b);
-        tg_hash128(b.data, b.len, &norm[i]);
+        for (int mode = TG_CANON_RFC8785; mode <= TG_CANON_EXACT; mode++) {
+            /* no plan: the canonical form of the mode */
+            tg_buf_reset(&b);
+            tg_buf_reset(&b2);
+            FUZZ_CHECK(tg_canon_normalized(NULL, roots[i], mode, &b, &err) == TG_OK);
+            FUZZ_CHECK(tg_canon_value_mode(roots[i], mode, &b2, &err) == TG_OK);
+            FUZZ_CHECK(b.len == b2.len && memcmp(b.data, b2.data, b.len) == 0);
+            tg_hash128(b.data, b.len, mode == TG_CANON_EXACT ? &exact[i] : &plain[i]);
+            /* the plan: still canonical JSON of the mode */
+            tg_buf_reset(&b);
+            FUZZ_CHECK(tg_canon_normalized(p, roots[i], mode, &b, &err) == TG_OK);
+            check_canonical(e, &b, mode);
+            if (mode == TG_CANON_EXACT)
+                tg_hash128(b.data, b.len, &norm[i]);
+        }
     }
     tg_buf_free(&b);
     tg_buf_free(&b2);
 
-    FUZZ_CHECK(tg_agree(e, plain, n, &got, &err) == TG_OK);
-    naive_agree(plain, n, &want);
+    FUZZ_CHECK(tg_agree(e, exact, n, &got, &err) == TG_OK);
+    naive_agree(exact, n, &want);
     FUZZ_CHECK(got.n == n && got.distinct == want.distinct && got.modal_count == want.modal_count &&
                got.representative == want.representative);
     pointers(e, roots, n, got.representative, NULL, got.distinct == 1);

@@ -5,7 +5,11 @@
  * (parse + write in one call) agrees with parse-then-write; the canonical
  * form re-parses and re-canonicalizes to itself byte for byte (a fixed
  * point); tg_hash_value is XXH3-128 of exactly those bytes; every accessor
- * stays inside the document.
+ * stays inside the document.  The exact form (TG_CANON_EXACT) re-parses,
+ * is its own exact form and has the source's RFC 8785 form; each number's
+ * exact form is its RFC 8785 form exactly when tg_num_round_trips says the
+ * double spells it, and a document whose numbers all round-trip has one
+ * form in both modes.
  */
 #include "fuzz.h"
 
@@ -44,6 +48,51 @@ static void walk(const tg_value_t *v, int depth)
     default:
         FUZZ_CHECK(n == 0);
     }
+}
+
+/* Checks every number of v alone, in both modes; returns 1 when all of
+ * them round-trip. */
+static int numbers(tg_engine_t *e, const tg_value_t *v)
+{
+    int all = 1;
+    if (tg_type_of(v) == TG_NUMBER) {
+        tg_buf_t x, r;
+        int same;
+        tg_buf_init(&x, e);
+        tg_buf_init(&r, e);
+        FUZZ_CHECK(tg_canon_value_mode(v, TG_CANON_EXACT, &x, NULL) == TG_OK);
+        FUZZ_CHECK(tg_canon_value(v, &r, NULL) == TG_OK);
+        same = x.len == r.len && memcmp(x.data, r.data, x.len) == 0;
+        FUZZ_CHECK(same == tg_num_round_trips(v));
+        tg_buf_free(&x);
+        tg_buf_free(&r);
+        return same;
+    }
+    for (size_t i = 0; i < tg_len(v); i++)
+        all &= numbers(e, tg_at(v, i));
+    return all;
+}
+
+/* The exact form of the document at root, whose RFC 8785 form is rfc. */
+static void exact(tg_engine_t *e, const tg_value_t *root, const tg_buf_t *rfc)
+{
+    tg_doc_t *d = NULL;
+    tg_buf_t x, again;
+    tg_error_t err;
+    tg_buf_init(&x, e);
+    tg_buf_init(&again, e);
+    FUZZ_CHECK(tg_canon_value_mode(root, TG_CANON_EXACT, &x, &err) == TG_OK);
+    FUZZ_CHECK(tg_parse(e, x.data, x.len, &d, &err) == TG_OK);
+    FUZZ_CHECK(tg_canon_value_mode(tg_doc_root(d), TG_CANON_EXACT, &again, &err) == TG_OK);
+    FUZZ_CHECK(again.len == x.len && memcmp(again.data, x.data, x.len) == 0);
+    tg_buf_reset(&again);
+    FUZZ_CHECK(tg_canon_value(tg_doc_root(d), &again, &err) == TG_OK);
+    FUZZ_CHECK(again.len == rfc->len && memcmp(again.data, rfc->data, rfc->len) == 0);
+    if (numbers(e, root))
+        FUZZ_CHECK(x.len == rfc->len && memcmp(x.data, rfc->data, x.len) == 0);
+    tg_doc_free(d);
+    tg_buf_free(&x);
+    tg_buf_free(&again);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -89,6 +138,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(h1.hi == h2.hi && h1.lo == h2.lo);
     FUZZ_CHECK(tg_hash_value(e, tg_doc_root(again), &h2, &err) == TG_OK);
     FUZZ_CHECK(h1.hi == h2.hi && h1.lo == h2.lo);
+
+    exact(e, tg_doc_root(doc), &one);
 
 done:
     tg_doc_free(again);

@@ -12,7 +12,8 @@
 static int compile_code(int rc)
 {
     return rc == TG_E_SCHEMA_KEYWORD || rc == TG_E_SCHEMA || rc == TG_E_SCHEMA_REF ||
-           rc == TG_E_PATTERN || rc == TG_E_PATTERN_TOO_LONG || rc == TG_E_NOMEM;
+           rc == TG_E_PATTERN || rc == TG_E_PATTERN_TOO_LONG || rc == TG_E_UNSUPPORTED_FORMAT ||
+           rc == TG_E_NOMEM;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -102,6 +102,10 @@ def json_seeds():
             nums.append(lit)
     for i in range(0, len(nums), 8):
         seeds.append(b"[" + b",".join(nums[i:i + 8]) + b"]")
+    # the exact-number table's literals (a double cannot hold most of them)
+    nums = [l.split(b"\t")[0] for l in lines(rel("spec/data/exact_numbers.tsv")) if not l.startswith(b"#")]
+    for i in range(0, len(nums), 40):
+        seeds.append(b"[" + b",".join(nums[i:i + 40]) + b"]")
     seeds += [
         b'{"a":"\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/","\xc3\xa9":[true,false,null]}',
         b'{"\\ud800\\udc00":1,"\xef\xac\xb3":2,"\xf0\x9f\x98\x80":3}',
@@ -129,6 +133,7 @@ def schema_seeds():
         b'{"dependentRequired":{"a":["b"]},"minProperties":1,"maxProperties":3,"required":["a"]}',
         b'{"type":"string","pattern":"^(a+)+$","minLength":1,"maxLength":64}',
         b'{"type":"number","minimum":-1e308,"exclusiveMaximum":1e308,"multipleOf":1e-300}',
+        b'{"properties":{"a":{"format":"uri-reference"},"b":{"format":"idn-hostname"}}}',
         b'{"if":{"type":"string"}}', b'{"$ref":"#"}', b'false', b'true', b'{}',
     ]
     return seeds
@@ -173,6 +178,11 @@ def validate_seeds():
         (b'{"type":"string","pattern":"^(a+)+$"}', b'"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"'),
         (b'{"type":"array","uniqueItems":true}', b'[1,1.0,{"a":1},{"a":1.0}]'),
         (b'{"type":"string","format":"email"}', b'"a@b.example"'),
+        (b'{"properties":{"h":{"format":"hostname"},"n":{"format":"int32"},"f":{"format":"float"},'
+         b'"r":{"format":"regex"},"d":{"format":"duration"},"t":{"format":"uri-template"}}}',
+         b'{"h":"a.example; curl evil|sh","n":2147483648,"f":3.5e38,"r":"(?<n>a)\\k<n>","d":"P1Y2M",'
+         b'"t":"{+p}"}'),
+        (b'{"items":{"format":"int64"}}', b'[9223372036854775807,9223372036854775808,-9.2e18,1e20]'),
         (b'{"type":"number","multipleOf":0.01}', b'19.99'),
         (b'{"$defs":{"t":{"type":"array","items":{"$ref":"#/$defs/t"}}},"$ref":"#/$defs/t"}', b'[[[[]]],[]]'),
         # closed world through unions (issue #10): what a branch that did not match declares
@@ -228,6 +238,10 @@ def classify_seeds():
         [{"entities": [{"name": " Alice"}, {"name": "x"}]}, {"entities": [{"name": "acct-1"}]}, [1, 2], {"0": 1}],
         [{"a/b": {"~": "X"}}, {"a/b": {"~": "x"}}, {"q": {"path": " /a/../b "}}, {"q": {"path": "/b"}}],
     ]]
+    # numbers a double rounds together: different arguments all the same
+    seeds.append(b"\0".join([b'{"limit":12345678901234567890}', b'{"limit":12345678901234567891}',
+                              b'{"limit":1.2345678901234567890e19}', b'{"limit":9007199254740993}',
+                              b'{"limit":9007199254740992,"tags":[1e-400,0.1000000000000000000001]}']))
     return seeds
 
 

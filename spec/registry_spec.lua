@@ -91,12 +91,46 @@ describe("toolgate.registry", function()
     assert.is_table(load({ DATA .. "unsupported.json" }, { ignore_keywords = { "if", "then" } }))
   end)
 
+  it("with assert_formats, refuses a format it does not assert, naming tool, pointer and format", function()
+    local snap, err, code = load({ DATA .. "formats.json", DATA .. "formats_unknown.json" }, { assert_formats = true })
+    assert.is_nil(snap)
+    assert.equal("UNSUPPORTED_FORMAT", code)
+    assert.matches('"resolve"', err, 1, true)
+    assert.matches("/inputSchema/properties/name/format", err, 1, true)
+    assert.matches('"idn-hostname"', err, 1, true)
+    -- annotation_formats lists the formats to leave unchecked; without assert_formats all are
+    assert.is_table(load({ DATA .. "formats_unknown.json" }, { assert_formats = true,
+      annotation_formats = { "idn-hostname" } }))
+    assert.is_table(load({ DATA .. "formats_unknown.json" }))
+    -- lint reports it as a schema finding with its code
+    local lint = assert(load({ DATA .. "formats.json", DATA .. "formats_unknown.json" }, { assert_formats = true }, true))
+    assert.equal(1, #lint.tools)
+    local found
+    for _, f in ipairs(lint.findings) do if f.code == "UNSUPPORTED_FORMAT" then found = f end end
+    assert.is_table(found)
+  end)
+
+  it("hashes annotation_formats, in any order, and checks the setting", function()
+    local settings = { assert_formats = true, annotation_formats = { "iri", "idn-hostname" } }
+    local a = assert(load({ DATA .. "formats_unknown.json" }, settings))
+    local b = assert(load({ DATA .. "formats_unknown.json" }, { assert_formats = true,
+      annotation_formats = { "idn-hostname", "iri" } }))
+    local c = assert(load({ DATA .. "formats_unknown.json" }, { assert_formats = true,
+      annotation_formats = { "idn-hostname" } }))
+    assert.equal(a.hash, b.hash)
+    assert.not_equal(a.hash, c.hash)
+    assert.has_error(function() registry.settings({ annotation_formats = "iri" }) end,
+      "registry settings: annotation_formats must be a list")
+    assert.has_error(function() registry.settings({ annotation_formats = { 1 } }) end,
+      "registry settings: annotation_formats must hold strings")
+  end)
+
   it("refuses malformed files and unknown shapes with their codes", function()
     local cases = {
       { '{"toolgate":1,"tools":[{"name":"a","name":"b"}]}', "DUPLICATE_KEY" },
       { '{"toolgate":1,"tools":[{"name":"a","input_schema":{},"determinstic":true}]}', "BAD_REGISTRY" },
       { '{"toolgate":1,"tools":[{"input_schema":{}}]}', "BAD_REGISTRY" },
-      { '{"toolgate":1,"tools":[{"name":"a","deterministic":"yes"}]}', "BAD_REGISTRY" },
+      { '{"toolgate":1,"tools":[{"name":"a","deterministic":"yes"}]}', "BAD_CONTRACT" },
       { '{"whatever":[]}', "BAD_REGISTRY" },
       { '[{"name":"a"}]', "BAD_REGISTRY" },
       { '{"toolgate":1,"tools":[{"name":"a"},{"name":"a"}]}', "DUPLICATE_TOOL" },

@@ -67,6 +67,55 @@ describe("toolgate Lua values", function()
     end)
   end
 
+  it("writes an exact number box as its text, and copies it as a value", function()
+    local value = require "toolgate.value"
+    local big = toolgate.exact("12345678901234567890")
+    assert.equal(toolgate.exact_mt, getmetatable(big))
+    assert.equal('{"n":[12345678901234567890,1]}', toolgate.encode({ n = { big, 1 } }))
+    local t = { a = big }
+    local c = value.copy(t)
+    assert.not_equal(t, c)
+    assert.equal(big, c.a)
+    assert.equal(toolgate.exact_mt, getmetatable(c.a))
+    -- a box whose text is not a JSON number is refused, not written
+    local ok, msg, code = toolgate.encode({ n = setmetatable({ text = "1,5" }, toolgate.exact_mt) })
+    assert.is_nil(ok)
+    assert.equal("BAD_VALUE", code)
+    assert.matches("JSON number", msg)
+  end)
+
+  it("makes a box only where a double does not spell the number", function()
+    assert.equal(0.1, toolgate.exact("0.1"))
+    assert.equal(1e21, toolgate.exact("1e21"))
+    assert.equal(9007199254740992, toolgate.exact("9007199254740992"))
+    for text, form in pairs({ ["9007199254740993"] = "9007199254740993", ["-0.1000000000000000000001"] =
+        "-0.1000000000000000000001", ["18446744073709551616"] = "18446744073709551616",
+        ["1e-400"] = "1e-400", ["123456789012345678901234e-2"] = "1.23456789012345678901234e+21",
+        ["12345678901234567890123e-2"] = "123456789012345678901.23" }) do
+      assert.equal(form, tostring(toolgate.exact(text)), text)
+    end
+    for _, bad in ipairs({ "", "01", "1.", ".5", "+1", "1e", "--1", "1e400", "NaN", "1 ", "0x10" }) do
+      local ok, msg, code = toolgate.exact(bad)
+      assert.is_nil(ok, bad)
+      assert.equal("BAD_VALUE", code, bad)
+      assert.is_string(msg)
+    end
+    assert.has_error(function() toolgate.exact(1) end)
+  end)
+
+  it("refuses to order or compute with a box, under both interpreters", function()
+    local big = toolgate.exact("12345678901234567890")
+    for _, f in ipairs({
+      function() return big < 1 end, function() return 1 <= big end, function() return big < big end,
+      function() return big + 1 end, function() return -big end, function() return big * 2 end,
+      function() return big .. "" end,
+    }) do
+      assert.has_error(f)
+    end
+    assert.is_true(big == toolgate.exact("1.2345678901234567890e19"))
+    assert.is_false(big == 12345678901234567890)
+  end)
+
   it("gives module-level and codec results alike, with the codec's own limits", function()
     local codec = assert(toolgate.codec({ max_depth = 1 }))
     assert.equal("[1]", codec:canon_value({ 1 }))

@@ -5,6 +5,7 @@
 -- Exit codes: 0 the job was done; 1 some input failed (or --fail-on matched);
 -- 2 bad usage or unreadable input.
 
+local core = require "toolgate.core"
 local value = require "toolgate.value"
 
 local M = {}
@@ -133,17 +134,19 @@ function M.resolve_policy(arg, policy_dir)
   return path
 end
 
--- load_engine(cmd, opts, env, format, warn) -> engine | nil (after a
--- diagnostic): the engine of --policy and --registry; warn prints the
--- policy's load warnings.
-function M.load_engine(cmd, opts, env, format, warn)
+-- load_engine(cmd, opts, env, engine_opts, warn) -> engine | nil (after a
+-- diagnostic): the engine of --policy and --registry, with engine_opts
+-- (format, trust_call_context) passed on; warn prints the policy's load
+-- warnings.
+function M.load_engine(cmd, opts, env, engine_opts, warn)
   local policy, perr = M.resolve_policy(opts.policy, env and env.policy_dir)
   if not policy then
     M.diag(cmd, perr)
     return nil
   end
-  local engine, err, code = require("toolgate.engine").new({ policy = policy, registry = opts.registry,
-                                                             format = format })
+  local o = { policy = policy, registry = opts.registry }
+  for k, v in pairs(engine_opts or {}) do o[k] = v end
+  local engine, err, code = require("toolgate.engine").new(o)
   if not engine then
     M.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
     return nil
@@ -170,11 +173,54 @@ function M.read_context(cmd, core_engine, path)
   return v
 end
 
+-- What toolgate writes is its own output, not input: it is canonicalized
+-- under the widest limits the core has, never the policy's (a decision may
+-- echo an id or a message longer than a policy lets a call be).
+local output_codec
+
+local function widest_limits()
+  local lim = core.default_limits()
+  local top = 2147483647
+  lim.max_input_bytes, lim.max_string_bytes, lim.max_members, lim.max_items = top, top, top, top
+  lim.max_depth = 1000
+  return lim
+end
+
 -- A decision (or any Lua value) as one line of canonical JSON: sorted keys,
--- so output is stable for diffs and tests.
-function M.encode(engine, v)
-  local text = assert(value.encode(v))
-  return assert(engine:canon(text))
+-- so output is stable for diffs and tests.  It cannot fail: a value that
+-- does not encode (a bug) becomes an INTERNAL_ERROR record saying so,
+-- keeping the line number, so every line still gets its line of output.
+function M.encode(v)
+  if not output_codec then output_codec = assert(core.new_engine(widest_limits())) end
+  local text, err = value.encode(v)
+  local out
+  if text then out, err = output_codec:canon(text) end
+  if out then return out end
+  M.diag("output", "cannot write a record as JSON (" .. tostring(err) .. "); writing INTERNAL_ERROR instead")
+  local line = type(v) == "table" and type(v.line) == "number" and v.line or nil
+  return assert(output_codec:canon(assert(value.encode({ verdict = "reject", code = "INTERNAL_ERROR", line = line,
+    message = "toolgate could not write this decision: " .. tostring(err) }))))
+end
+
+-- decide_lines(cmd, path, decide) -> true, internal errors | nil (after a
+-- diagnostic): for every non-blank line, d = decide(line, number) and
+-- writes d with its line number.  A decide that raises (a bug in toolgate
+-- or the host) gives an INTERNAL_ERROR reject for that line, never a
+-- missing line and never an accept; the count of such lines comes back.
+function M.decide_lines(cmd, path, decide)
+  local internal = 0
+  local read = M.each_line(cmd, path, function(line, n)
+    local ok, d = pcall(decide, line, n)
+    if not ok or type(d) ~= "table" then
+      internal = internal + 1
+      M.diag(cmd, "line " .. n .. ": internal error: " .. tostring(d))
+      d = { verdict = "reject", code = "INTERNAL_ERROR", message = "toolgate failed on this line: " .. tostring(d) }
+    end
+    d.line = n
+    io.stdout:write(M.encode(d), "\n")
+  end)
+  if not read then return nil end
+  return true, internal
 end
 
 -- "CODE at byte N: message" for an error from the core.
@@ -213,7 +259,6 @@ function M.main(argv, env)
     return cmd == nil and M.EXIT_USAGE or M.EXIT_OK
   end
   if cmd == "--version" then
-    local core = require "toolgate.core"
     io.stdout:write("toolgate ", core.VERSION, " (", core.BINDING, " binding, ", _VERSION,
                     rawget(_G, "jit") and (" " .. jit.version) or "", ")\n")
     return M.EXIT_OK

@@ -4,7 +4,8 @@
 -- run, and hands over the N (calls, results).  Agreement is measured on two
 -- disjoint signals, because they mean different things:
 --   argument agreement  the modal share of the samples' canonical argument
---                       structures (RFC 8785 plus the schema's
+--                       structures (RFC 8785 with exact numbers, the form
+--                       args_digest hashes, plus the schema's
 --                       x-toolgate-canonical normalizations; for a
 --                       multi-step plan the canonical sequence of
 --                       (server, name, arguments)): a made-up argument is a
@@ -66,13 +67,16 @@ local function scalar(node)
   return nil
 end
 
--- The key an epoch is compared by: a string epoch is itself (as probes are
--- given it), any other JSON value its canonical form.
+-- The key an epoch is compared by, on every path (single-tool plans in C,
+-- the others here, probes and the state store): its canonical form, so "1"
+-- and 1 are two epochs and 1 and 1.0 one.
 local function epoch_key(node)
   if not node then return nil end
-  if node:type() == "string" then return node:value() end
-  return node:canon()
+  local key, err, code = node:canon()
+  if not key then return nil, hash_failed(code, err) end
+  return key
 end
+M.epoch_key = epoch_key
 
 -- Determinism of one tool for this plan: an inline declaration (replaying a
 -- recorded experiment) overrides the registry's contract and the probe
@@ -307,7 +311,7 @@ local function gather(snap, plan, samples, n, single)
     for k, step in ipairs(steps) do
       step.digest = NO_ARGUMENTS
       if step.args then
-        local dg, derr, dcode = step.args:digest(norm_of(step.resolved))
+        local dg, derr, dcode = step.args:digest(norm_of(step.resolved), "exact")
         if not dg then return nil, hash_failed(dcode, derr) end
         step.digest = dg
       end
@@ -318,7 +322,9 @@ local function gather(snap, plan, samples, n, single)
     local failed
     result_hashes[i], failed = result_digest(decoded[i].results)
     if not result_hashes[i] then return nil, failed end
-    epochs[i] = epoch_key(decoded[i].sample:get("epoch"))
+    local failed_epoch
+    epochs[i], failed_epoch = epoch_key(decoded[i].sample:get("epoch"))
+    if failed_epoch then return nil, failed_epoch end
   end
   local arg, aerr, acode = core:agree(plan_hashes)
   if not arg then return nil, hash_failed(acode, aerr) end
@@ -494,8 +500,22 @@ function M.classify(snap, plan, ctx, store, settings) -- luacheck: ignore 212/ct
     fixed = G.epochs_equal
   end
   local epoch = samples:at(1):get("epoch")
-  base.epoch = (fixed and epoch) and json.to_lua(epoch) or value.null
-  local epoch_name = fixed and epoch_key(epoch) or nil
+  base.epoch = value.null
+  if fixed and epoch then
+    local e, eerr, ecode = json.to_lua(epoch)
+    if eerr then
+      local d = hash_failed(ecode, eerr)
+      d.plan_id = base.plan_id
+      return d
+    end
+    base.epoch = e
+  end
+  local epoch_name, failed_epoch
+  if fixed then epoch_name, failed_epoch = epoch_key(epoch) end
+  if failed_epoch then
+    failed_epoch.plan_id = base.plan_id
+    return failed_epoch
+  end
 
   if n < settings.min_samples then
     base.verdict, base.code = settings.on_invalid, "INSUFFICIENT_SAMPLES"

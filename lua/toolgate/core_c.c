@@ -431,53 +431,84 @@ static int l_node_text(lua_State *L)
 
 static const tg_norm_t *opt_norm(lua_State *L, int i);
 
-/* node:canon([norm]) -> canonical form (normalized by norm) | nil, ... */
-static int l_node_canon(lua_State *L)
+/* The canonical mode named at index i: nil or "rfc8785", "exact" (enum
+ * tg_canon_mode); misuse raises. */
+static int opt_mode(lua_State *L, int i)
+{
+    static const char *const names[] = {"rfc8785", "exact", NULL};
+    return luaL_checkoption(L, i, "rfc8785", names);
+}
+
+/* Writes node 1's canonical form (norm at 2, mode at 3) into the engine's
+ * buffer; 0 when it could not (the error values are then pushed: 4). */
+static int write_canon(lua_State *L, engine_ud **u)
 {
     node_ud *n = check_node(L, 1);
     const tg_norm_t *plan = opt_norm(L, 2);
-    engine_ud *u = engine_of(L, 1);
+    int mode = opt_mode(L, 3);
     tg_error_t err;
-    tg_buf_reset(&u->out);
-    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
-        return push_error(L, &err, 1);
+    *u = engine_of(L, 1);
+    tg_buf_reset(&(*u)->out);
+    if (tg_canon_normalized(plan, n->v, mode, &(*u)->out, &err) != TG_OK)
+        return push_error(L, &err, 1), 0;
+    return 1;
+}
+
+/* node:canon([norm[, mode]]) -> canonical form (normalized by norm; mode
+ * "rfc8785", the default, or "exact": TG_CANON_EXACT) | nil, ... */
+static int l_node_canon(lua_State *L)
+{
+    engine_ud *u;
+    if (!write_canon(L, &u))
+        return 4;
     lua_pushlstring(L, u->out.data, u->out.len);
     return 1;
 }
 
-/* node:digest([norm]) -> the XXH3-128 of the canonical form as a 16-byte
- * token (the hash's in-memory bytes: compare tokens, do not print them; for
- * engine:agree without hex round trips) | nil, ... */
+/* node:digest([norm[, mode]]) -> the XXH3-128 of the canonical form as a
+ * 16-byte token (the hash's in-memory bytes: compare tokens, do not print
+ * them; for engine:agree without hex round trips) | nil, ... */
 static int l_node_digest(lua_State *L)
 {
-    node_ud *n = check_node(L, 1);
-    const tg_norm_t *plan = opt_norm(L, 2);
-    engine_ud *u = engine_of(L, 1);
-    tg_error_t err;
+    engine_ud *u;
     tg_hash128_t h;
-    tg_buf_reset(&u->out);
-    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
-        return push_error(L, &err, 1);
+    if (!write_canon(L, &u))
+        return 4;
     tg_hash128(u->out.data, u->out.len, &h);
     lua_pushlstring(L, (const char *)&h, sizeof h);
     return 1;
 }
 
-/* node:hash([norm]) -> 32 hex digits of XXH3-128(canonical form) | nil, ... */
+/* node:hash([norm[, mode]]) -> 32 hex digits of XXH3-128(canonical form) | nil, ... */
 static int l_node_hash(lua_State *L)
 {
-    node_ud *n = check_node(L, 1);
-    const tg_norm_t *plan = opt_norm(L, 2);
-    engine_ud *u = engine_of(L, 1);
-    tg_error_t err;
+    engine_ud *u;
     tg_hash128_t h;
     char hex[TG_HASH_HEX];
-    tg_buf_reset(&u->out);
-    if (tg_canon_normalized(plan, n->v, &u->out, &err) != TG_OK)
-        return push_error(L, &err, 1);
+    if (!write_canon(L, &u))
+        return 4;
     tg_hash128(u->out.data, u->out.len, &h);
     tg_hash128_hex(&h, hex);
     lua_pushlstring(L, hex, 32);
+    return 1;
+}
+
+/* node:exact() -> a number's exact form (TG_CANON_EXACT) when its double
+ * does not spell it; false when it does (node:value() is then exact); nil
+ * for anything else | nil, message, code, offset */
+static int l_node_exact(lua_State *L)
+{
+    const tg_value_t *v = check_node(L, 1)->v;
+    engine_ud *u = engine_of(L, 1);
+    tg_error_t err;
+    if (tg_type_of(v) != TG_NUMBER)
+        return lua_pushnil(L), 1;
+    if (tg_num_round_trips(v))
+        return lua_pushboolean(L, 0), 1;
+    tg_buf_reset(&u->out);
+    if (tg_canon_value_mode(v, TG_CANON_EXACT, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    lua_pushlstring(L, u->out.data, u->out.len);
     return 1;
 }
 
@@ -552,17 +583,51 @@ static int l_call_id(lua_State *L)
     return push_node(L, tg_call_id(check_call(L)), 1);
 }
 
+static int l_call_context(lua_State *L)
+{
+    return push_node(L, tg_call_context(check_call(L)), 1);
+}
+
 /* ---- schemas ------------------------------------------------------------------ */
 
-/* Reads {closed =, assert_formats =, ignore_keywords = {...}} at index i into
- * *o.  The keyword strings are anchored in a new table left on the stack
- * (always one value pushed), so they live through the C call. */
-static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o, const char **keywords,
-                                int max_keywords)
+/* The list of strings in field of the table at index i, as a
+ * NULL-terminated array in a userdata anchored (with the strings) in the
+ * table at index anchor; NULL when the field is nil. */
+static const char *const *read_string_list(lua_State *L, int i, const char *field, int anchor)
 {
+    const char **list = NULL;
+    if (lua_getfield(L, i, field) != LUA_TNIL) {
+        lua_Integer n;
+        if (!lua_istable(L, -1))
+            luaL_error(L, "schema options: %s must be a list", field);
+        n = luaL_len(L, -1);
+        if (n < 0 || (lua_Unsigned)n >= SIZE_MAX / sizeof *list)
+            luaL_error(L, "schema options: %s is too long", field);
+        list = lua_newuserdatauv(L, ((size_t)n + 1) * sizeof *list, 0);
+        lua_rawsetp(L, anchor, list);
+        for (lua_Integer k = 1; k <= n; k++) {
+            if (lua_geti(L, -1, k) != LUA_TSTRING)
+                luaL_error(L, "schema options: %s must hold strings", field);
+            list[k - 1] = lua_tostring(L, -1);
+            lua_rawsetp(L, anchor, list[k - 1]); /* anchor the string */
+        }
+        list[n] = NULL;
+    }
+    lua_pop(L, 1);
+    return list;
+}
+
+/* Reads {closed =, assert_formats =, ignore_keywords = {...},
+ * annotation_formats = {...}} at index i into *o.  The lists and their
+ * strings are anchored in a new table left on the stack (always one value
+ * pushed), so they live through the C call. */
+static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o)
+{
+    int anchor;
     tg_schema_options_default(o);
     i = lua_absindex(L, i);
     lua_newtable(L);
+    anchor = lua_gettop(L);
     if (lua_isnoneornil(L, i))
         return;
     luaL_checktype(L, i, LUA_TTABLE);
@@ -572,26 +637,9 @@ static void read_schema_options(lua_State *L, int i, tg_schema_options_t *o, con
     if (lua_getfield(L, i, "assert_formats") != LUA_TNIL)
         o->assert_formats = lua_toboolean(L, -1);
     lua_pop(L, 1);
-    if (lua_getfield(L, i, "ignore_keywords") != LUA_TNIL) {
-        lua_Integer n;
-        if (!lua_istable(L, -1))
-            luaL_error(L, "schema options: ignore_keywords must be a list");
-        n = luaL_len(L, -1);
-        if (n >= max_keywords)
-            luaL_error(L, "schema options: at most %d ignore_keywords", max_keywords - 1);
-        for (lua_Integer k = 1; k <= n; k++) {
-            if (lua_geti(L, -1, k) != LUA_TSTRING)
-                luaL_error(L, "schema options: ignore_keywords must hold strings");
-            keywords[k - 1] = lua_tostring(L, -1);
-            lua_rawseti(L, -3, k); /* anchor it */
-        }
-        keywords[n] = NULL;
-        o->ignore_keywords = keywords;
-    }
-    lua_pop(L, 1);
+    o->ignore_keywords = read_string_list(L, i, "ignore_keywords", anchor);
+    o->annotation_formats = read_string_list(L, i, "annotation_formats", anchor);
 }
-
-#define MAX_IGNORED_KEYWORDS 64
 
 static void push_finding(lua_State *L, const tg_finding_t *f)
 {
@@ -624,10 +672,9 @@ static int l_engine_compile_schema(lua_State *L)
     engine_ud *u = check_engine(L, 1);
     const tg_value_t *v = check_node(L, 2)->v;
     tg_schema_options_t o;
-    const char *keywords[MAX_IGNORED_KEYWORDS];
     tg_error_t err;
     schema_ud *s;
-    read_schema_options(L, 3, &o, keywords, MAX_IGNORED_KEYWORDS);
+    read_schema_options(L, 3, &o);
     s = new_child(L, sizeof *s, SCHEMA_MT, 1, 1);
     if (tg_schema_compile(u->e, v, &o, &s->s, &err) != TG_OK)
         return push_schema_error(L, &err);
@@ -695,10 +742,9 @@ static int l_registry_add(lua_State *L)
     const char *desc = lua_isnoneornil(L, 4) ? NULL : check_string(L, 4, &dlen);
     const tg_value_t *input = opt_node(L, 5), *output = opt_node(L, 6);
     tg_schema_options_t o;
-    const char *keywords[MAX_IGNORED_KEYWORDS];
     tg_error_t err;
     size_t index;
-    read_schema_options(L, 7, &o, keywords, MAX_IGNORED_KEYWORDS);
+    read_schema_options(L, 7, &o);
     if (tg_registry_add(r, server, slen, name, nlen, desc, dlen, input, output, &o, &index, &err) !=
         TG_OK)
         return push_schema_error(L, &err);
@@ -1182,20 +1228,26 @@ static const luaL_Reg engine_methods[] = {
 static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {"free", l_doc_gc}, {NULL, NULL}};
 
 static const luaL_Reg node_methods[] = {
-    {"type", l_node_type},   {"len", l_node_len},       {"offset", l_node_offset},
-    {"at", l_node_at},       {"key", l_node_key},       {"get", l_node_get},
-    {"value", l_node_value}, {"text", l_node_text},     {"canon", l_node_canon},
-    {"hash", l_node_hash},   {"digest", l_node_digest}, {NULL, NULL},
+    {"type", l_node_type},
+    {"len", l_node_len},
+    {"offset", l_node_offset},
+    {"at", l_node_at},
+    {"key", l_node_key},
+    {"get", l_node_get},
+    {"value", l_node_value},
+    {"text", l_node_text},
+    {"canon", l_node_canon},
+    {"hash", l_node_hash},
+    {"digest", l_node_digest},
+    {"exact", l_node_exact},
+    {NULL, NULL},
 };
 
 static const luaL_Reg call_methods[] = {
-    {"format", l_call_format},
-    {"server", l_call_server},
-    {"name", l_call_name},
-    {"arguments", l_call_arguments},
-    {"id", l_call_id},
-    {"free", l_call_gc},
-    {NULL, NULL},
+    {"format", l_call_format}, {"server", l_call_server},
+    {"name", l_call_name},     {"arguments", l_call_arguments},
+    {"id", l_call_id},         {"context", l_call_context},
+    {"free", l_call_gc},       {NULL, NULL},
 };
 
 static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate}, {NULL, NULL}};

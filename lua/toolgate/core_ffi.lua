@@ -54,6 +54,7 @@ typedef struct tg_schema_options_t {
     int closed;
     int assert_formats;
     const char *const *ignore_keywords;
+    const char *const *annotation_formats;
 } tg_schema_options_t;
 typedef struct tg_finding_t {
     int code;
@@ -91,6 +92,7 @@ const char *tg_key_at(const tg_value_t *v, size_t i, size_t *len);
 const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len);
 const char *tg_str(const tg_value_t *v, size_t *len);
 double tg_num(const tg_value_t *v);
+int tg_num_round_trips(const tg_value_t *v);
 const char *tg_num_text(const tg_value_t *v, size_t *len);
 size_t tg_offset(const tg_value_t *v);
 void tg_buf_init(tg_buf_t *b, tg_engine_t *e);
@@ -98,6 +100,7 @@ void tg_buf_free(tg_buf_t *b);
 void tg_buf_reset(tg_buf_t *b);
 int tg_canon_value(const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
 int tg_canon(tg_engine_t *e, const char *json, size_t len, tg_buf_t *out, tg_error_t *err);
+int tg_canon_value_mode(const tg_value_t *v, int mode, tg_buf_t *out, tg_error_t *err);
 size_t tg_number_format(double d, char out[32]);
 void tg_schema_options_default(tg_schema_options_t *o);
 int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_options_t *opt, tg_schema_t **out, tg_error_t *err);
@@ -110,6 +113,7 @@ const char *tg_call_server(const tg_call_t *c, size_t *len);
 const char *tg_call_name(const tg_call_t *c, size_t *len);
 const tg_value_t *tg_call_arguments(const tg_call_t *c);
 const tg_value_t *tg_call_id(const tg_call_t *c);
+const tg_value_t *tg_call_context(const tg_call_t *c);
 tg_registry_t *tg_registry_new(tg_engine_t *e, tg_error_t *err);
 void tg_registry_free(tg_registry_t *r);
 int tg_registry_add(tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const char *description, size_t description_len, const tg_value_t *input, const tg_value_t *output, const tg_schema_options_t *opt, size_t *index, tg_error_t *err);
@@ -129,7 +133,7 @@ void tg_norm_free(tg_norm_t *n);
 int tg_norm_add_rule(tg_norm_t *n, const char *pattern, size_t len, unsigned ops, tg_error_t *err);
 int tg_norm_add_alias(tg_norm_t *n, const char *from, size_t flen, const char *to, size_t tlen, tg_error_t *err);
 int tg_norm_string(const tg_norm_t *n, unsigned ops, const char *s, size_t len, tg_buf_t *out, tg_error_t *err);
-int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, tg_buf_t *out, tg_error_t *err);
+int tg_canon_normalized(const tg_norm_t *n, const tg_value_t *v, int mode, tg_buf_t *out, tg_error_t *err);
 typedef struct tg_agreement_t {
     size_t n;
     size_t distinct;
@@ -265,8 +269,11 @@ local function limits_table(lim)
   return t
 end
 
--- Schema options: {closed = bool, assert_formats = bool, ignore_keywords = {...}}.
--- Returns the struct and the C strings it points to (kept alive by the caller).
+-- Schema options: {closed = bool, assert_formats = bool, ignore_keywords = {...},
+-- annotation_formats = {...}}.  Returns the struct and what keeps the C
+-- strings it points to alive (the caller holds it through the C call).
+local STRING_LISTS = { "ignore_keywords", "annotation_formats" }
+
 local function schema_options(t)
   local opt = ffi.new("tg_schema_options_t")
   C.tg_schema_options_default(opt)
@@ -274,19 +281,22 @@ local function schema_options(t)
   if type(t) ~= "table" then error("schema options: table expected, got " .. type(t), 3) end
   if t.closed ~= nil then opt.closed = t.closed and 1 or 0 end
   if t.assert_formats ~= nil then opt.assert_formats = t.assert_formats and 1 or 0 end
-  local anchor
-  if t.ignore_keywords ~= nil then
-    local list = t.ignore_keywords
-    if type(list) ~= "table" then error("schema options: ignore_keywords must be a list", 3) end
-    anchor = ffi.new("const char *[?]", #list + 1)
-    for i, k in ipairs(list) do
-      if type(k) ~= "string" then error("schema options: ignore_keywords must hold strings", 3) end
-      anchor[i - 1] = k
+  local anchor = {}
+  for _, field in ipairs(STRING_LISTS) do
+    local list = t[field]
+    if list ~= nil then
+      if type(list) ~= "table" then error("schema options: " .. field .. " must be a list", 3) end
+      local strings = ffi.new("const char *[?]", #list + 1)
+      for i, k in ipairs(list) do
+        if type(k) ~= "string" then error("schema options: " .. field .. " must hold strings", 3) end
+        strings[i - 1] = k
+      end
+      strings[#list] = nil
+      opt[field] = strings
+      anchor[field] = strings
     end
-    anchor[#list] = nil
-    opt.ignore_keywords = anchor
   end
-  return opt, anchor, t.ignore_keywords
+  return opt, anchor
 end
 
 -- Engine ---------------------------------------------------------------------
@@ -446,35 +456,58 @@ local function opt_norm(n, i)
   return n.n
 end
 
--- canon([norm]) -> canonical form (normalized by norm) | nil, message, code, offset
-function Node:canon(norm)
-  local st = self.engine.st
-  local plan = opt_norm(norm, 1)
+local MODES = { rfc8785 = 0, exact = 1 } -- enum tg_canon_mode
+
+-- A canonical mode argument (nil: "rfc8785"), as luaL_checkoption reads it.
+local function check_mode(mode, i)
+  local m = MODES[mode == nil and "rfc8785" or mode]
+  if not m then error("bad argument #" .. i .. " (invalid option '" .. tostring(mode) .. "')", 3) end
+  return m
+end
+
+-- Writes node p's canonical form into the engine's buffer; true when it did.
+local function write_canon(st, plan, p, mode)
   C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  return C.tg_canon_normalized(plan, p, mode, st.out, st.err) == 0
+end
+
+-- canon([norm[, mode]]) -> canonical form (normalized by norm; mode
+-- "rfc8785", the default, or "exact": TG_CANON_EXACT) | nil, message, code, offset
+function Node:canon(norm, mode)
+  local st, plan, m = self.engine.st, opt_norm(norm, 1), check_mode(mode, 2)
+  if not write_canon(st, plan, P(self), m) then return error_values(st.err, true) end
   return ffi.string(st.out.data, st.out.len)
 end
 
--- digest([norm]) -> XXH3-128 of the canonical form as a 16-byte token (the
--- hash's in-memory bytes: compare tokens, do not print them; for
+-- digest([norm[, mode]]) -> XXH3-128 of the canonical form as a 16-byte token
+-- (the hash's in-memory bytes: compare tokens, do not print them; for
 -- engine:agree without hex round trips) | nil, ...
-function Node:digest(norm)
-  local st = self.engine.st
-  local plan = opt_norm(norm, 1)
-  C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
+function Node:digest(norm, mode)
+  local st, plan, m = self.engine.st, opt_norm(norm, 1), check_mode(mode, 2)
+  if not write_canon(st, plan, P(self), m) then return error_values(st.err, true) end
   C.tg_hash128(st.out.data, st.out.len, hash_buf)
   return ffi.string(hash_buf, 16)
 end
 
--- hash([norm]) -> 32 hex digits of XXH3-128(canonical form) | nil, ...
-function Node:hash(norm)
-  local st = self.engine.st
-  local plan = opt_norm(norm, 1)
-  C.tg_buf_reset(st.out)
-  if C.tg_canon_normalized(plan, P(self), st.out, st.err) ~= 0 then return error_values(st.err, true) end
+-- hash([norm[, mode]]) -> 32 hex digits of XXH3-128(canonical form) | nil, ...
+function Node:hash(norm, mode)
+  local st, plan, m = self.engine.st, opt_norm(norm, 1), check_mode(mode, 2)
+  if not write_canon(st, plan, P(self), m) then return error_values(st.err, true) end
   C.tg_hash128(st.out.data, st.out.len, hash_buf)
   return hex_of(hash_buf)
+end
+
+-- exact() -> a number's exact form (TG_CANON_EXACT) when its double does
+-- not spell it; false when it does (value() is then exact); nil for
+-- anything else | nil, message, code, offset
+function Node:exact()
+  local p = P(self)
+  if C.tg_type_of(p) ~= 3 then return nil end
+  if C.tg_num_round_trips(p) ~= 0 then return false end
+  local st = self.engine.st
+  C.tg_buf_reset(st.out)
+  if C.tg_canon_value_mode(p, MODES.exact, st.out, st.err) ~= 0 then return error_values(st.err, true) end
+  return ffi.string(st.out.data, st.out.len)
 end
 
 local function check_node(n, i)
@@ -512,6 +545,7 @@ function Call:server() return lstring(C.tg_call_server(live_call(self), size_box
 function Call:name() return lstring(C.tg_call_name(live_call(self), size_box)) end
 function Call:arguments() return node(self, self.engine, C.tg_call_arguments(live_call(self))) end
 function Call:id() return node(self, self.engine, C.tg_call_id(live_call(self))) end
+function Call:context() return node(self, self.engine, C.tg_call_context(live_call(self))) end
 
 function Call:free()
   if self.c ~= nil then

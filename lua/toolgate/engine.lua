@@ -69,7 +69,31 @@ local function map_contracts(pol, reg)
       if type(mapped) ~= "table" then
         return nil, "policy contract mapping must return a table or nil, not a " .. type(mapped), "POLICY_INVALID"
       end
+      local good, why = registry.check_contract(mapped)
+      if not good then
+        return nil, string.format("policy contract mapping for %q on %q: %s", t.name, t.server, why), "BAD_CONTRACT"
+      end
       t.contract = mapped
+    end
+  end
+  return true
+end
+
+-- Every declared risk is a level of the gate's risk order (a typo there
+-- would count as the highest, silently): checked once the contracts are
+-- final, when the pipeline has a gate.
+local function check_risks(pol, reg)
+  local has_gate = false
+  for _, st in ipairs(pol.stages) do has_gate = has_gate or st.name == "gate" end
+  if not has_gate then return true end
+  local levels = pol.settings.gate.risk_levels
+  local known = {}
+  for _, l in ipairs(levels) do known[l] = true end
+  for _, t in ipairs(reg.tools) do
+    local risk = t.contract.risk
+    if risk ~= nil and not known[risk] then
+      return nil, string.format("tool %q on server %q declares risk %q, which is not one of the policy's risk "
+        .. "levels (%s)", t.name, t.server, risk, table.concat(levels, ", ")), "BAD_CONTRACT"
     end
   end
   return true
@@ -95,6 +119,7 @@ local function build(opts)
   if not reg then return nil, err, code end
   local ok
   ok, err, code = map_contracts(pol, reg)
+  if ok then ok, err, code = check_risks(pol, reg) end
   if not ok then return nil, err, code end
   return { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash }
 end
@@ -107,7 +132,11 @@ end
 -- context (the default per-call context), limits (the core's limits),
 -- format (the call format of text calls: auto, native, openai, anthropic,
 -- mcp), observe (function(stage_name, state) called before each stage),
--- state (a determinism store, see toolgate.state; default: in memory)
+-- state (a determinism store, see toolgate.state; default: in memory),
+-- trust_call_context (true: a call that carries a "context" has it merged
+-- over the context, for replaying trusted recorded traffic; by default such
+-- a call is refused, CONTEXT_IN_CALL: what a model wrote must never widen
+-- what the operator granted)
 -- @treturn Engine the engine, or nil, message, code when the policy or a
 -- registry cannot be loaded
 function M.new(opts)
@@ -115,7 +144,7 @@ function M.new(opts)
   if type(opts) ~= "table" then error("toolgate.new: a table of options expected", 2) end
   for k in pairs(opts) do
     if k ~= "policy" and k ~= "registry" and k ~= "context" and k ~= "limits" and k ~= "format"
-        and k ~= "observe" and k ~= "state" then
+        and k ~= "observe" and k ~= "state" and k ~= "trust_call_context" then
       error("toolgate.new: unknown option '" .. tostring(k) .. "'", 2)
     end
   end
@@ -148,15 +177,34 @@ function Engine:warnings()
   return self.current.policy.warnings
 end
 
+-- The fields a call given as a Lua table may have.
+local TABLE_CALL_FIELDS = { server = true, name = true, arguments = true, id = true, context = true }
+
+local function refused(code, message)
+  return { verdict = "reject", stage = "decode", code = code, message = message }
+end
+
+local CONTEXT_REFUSED = "the call carries a \"context\": the context (granted scopes, allowed risk) comes "
+  .. "from the operator, never from the call (a host replaying trusted recorded traffic may allow it: "
+  .. "toolgate.new{trust_call_context = true}, toolgate check --line-context)"
+
 -- The call's text: JSON text as given, or a Lua table {server=, name=,
--- arguments=} written as a native call.
+-- arguments=, id=} written as a native call; second, the context a table
+-- call carries (a text call's "context" member is found when it is
+-- decoded).  Returns text, carried context | nil, failed decision.
 local function call_text(call)
   if type(call) == "string" then return call end
   if type(call) == "table" then
+    for k in pairs(call) do
+      if not TABLE_CALL_FIELDS[k] then
+        return nil, refused("BAD_CALL", string.format("unknown field %q in a call table (it may have server, "
+          .. "name, arguments and id)", tostring(k)))
+      end
+    end
     local text, err = value.encode({ server = call.server, name = call.name,
-      arguments = call.arguments == nil and {} or call.arguments })
-    if not text then return nil, "the call cannot be written as JSON: " .. err end
-    return text
+      arguments = call.arguments == nil and {} or call.arguments, id = call.id })
+    if not text then return nil, refused("BAD_CALL", "the call cannot be written as JSON: " .. err) end
+    return text, call.context
   end
   error("a call (JSON text or a table) expected, got " .. type(call), 3)
 end
@@ -182,20 +230,41 @@ local function finish(snap, d, ctx, state)
   return d
 end
 
--- Decodes and starts the state of one decision on snapshot snap.
+-- Decodes and starts the state of one decision on snapshot snap.  A call
+-- that carries a context is refused (CONTEXT_IN_CALL) unless the engine
+-- trusts its input; then that context is merged over ctx.  Returns the
+-- state (state.ctx: the decision's context) | nil, failed decision fields.
 local function start(self, snap, call, ctx)
-  local text, err = call_text(call)
-  if not text then return nil, { verdict = "reject", stage = "decode", code = "BAD_CALL", message = err } end
+  local text, carried = call_text(call)
+  if not text then return nil, carried end
   local c, msg, code, offset = snap.core:decode_call(text, self.opts.format or "auto")
   if not c then
     return nil, { verdict = "reject", stage = "decode", code = code, message = msg, offset = offset }
+  end
+  local node = carried == nil and c:context()
+  if node then carried = node:type() == "object" and json.to_lua(node) or false end
+  if carried ~= nil then
+    local refusal = not self.opts.trust_call_context and refused("CONTEXT_IN_CALL", CONTEXT_REFUSED)
+      or type(carried) ~= "table" and refused("BAD_CALL", "a call's \"context\" must be an object")
+    if refusal then
+      c:free()
+      return nil, refusal
+    end
+    ctx = merge(ctx, carried)
   end
   local state = {
     snap = snap, ctx = ctx, call = c,
     server = c:server() or ctx.server, name = c:name(), args = c:arguments(),
   }
   local id = c:id()
-  if id then state.id = json.to_lua(id) end
+  if id then
+    local v, ierr, icode = json.to_lua(id) -- an id beyond 2^53 keeps its digits (a box)
+    if ierr then
+      c:free()
+      return nil, { verdict = "reject", stage = "decode", code = icode, message = ierr }
+    end
+    state.id = v
+  end
   return state
 end
 
@@ -213,10 +282,16 @@ function Engine:check(call, ctx)
   if not state then return finish(snap, failed, ctx) end
   local d = pipeline.run(state, self.opts.observe)
   d.id = state.id
-  d = finish(snap, d, ctx, state)
+  d = finish(snap, d, state.ctx, state)
   state.call:free() -- now, not at some later collection: the decision holds no node
   return d
 end
+
+-- What classify decides itself before the other stages run, and the plan's
+-- figures a later stage's decision carries.
+local CLASSIFY_RUNS_ITSELF = { rung = true, consistency = true }
+local PLAN_FIELDS = { "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args", "distinct_results",
+  "representative", "epoch", "steps" }
 
 --- Self-consistency of a plan sampled several times.
 -- classify(plan[, ctx]) -> decision
@@ -254,7 +329,7 @@ function Engine:classify(plan, ctx)
   -- hash that fails (out of memory) refuses the plan
   local digests = {}
   for k, step in ipairs(rep_steps or {}) do
-    local hex, herr, hcode = step.args:hash()
+    local hex, herr, hcode = step.args:hash(nil, "exact")
     if not hex then
       d, rep_steps = { verdict = "reject", stage = "consistency", code = hcode, plan_id = d.plan_id,
                        message = "the arguments could not be hashed: " .. tostring(herr) }, nil
@@ -265,21 +340,26 @@ function Engine:classify(plan, ctx)
   if rep_steps and not d.args_digest then
     d.args_digest = #digests == 1 and digests[1] or core.hash_bytes(table.concat(digests, "\1"))
   end
-  local go_on = d.verdict == "accept" or (d.verdict == "defer" and settings.on_defer == "continue")
-  if rep_steps and go_on then
+  -- the other stages run on each call the plan would execute, after a
+  -- consistency defer too: their reject wins over it
+  if rep_steps and d.verdict ~= "reject" then
+    local objections = {}
+    if d.verdict == "defer" then objections[1] = d end
     for k, step in ipairs(rep_steps) do
       local state = { snap = snap, ctx = ctx, server = step.tool.server, name = step.tool.name, args = step.args,
                       tool = step.tool, args_digest = digests[k] }
-      local sd = pipeline.run(state, self.opts.observe, { rung = true, consistency = true })
-      if sd.verdict ~= "accept" then
-        for _, key in ipairs({ "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args",
-            "distinct_results", "representative", "epoch", "steps" }) do sd[key] = d[key] end
+      local before = #objections
+      local ran = pipeline.run_stages(state, self.opts.observe, CLASSIFY_RUNS_ITSELF, objections)
+      for i = before + 1, #objections do
+        local sd = objections[i]
+        sd.stages = ran
+        for _, key in ipairs(PLAN_FIELDS) do sd[key] = d[key] end
         if #rep_steps > 1 then sd.step = k end
         sd.server, sd.tool = step.tool.server, step.tool.name
-        if sd.verdict == "reject" or d.verdict ~= "defer" then d = sd end
-        if sd.verdict == "reject" then break end
       end
+      if objections[#objections] and objections[#objections].verdict == "reject" then break end
     end
+    if #objections > 0 then d = pipeline.conclude(objections) end
   end
   if d.verdict == "defer" and d.epoch ~= nil and d.epoch ~= value.null then ctx = merge(ctx, { epoch = d.epoch }) end
   doc:free() -- the decision holds no node
@@ -298,6 +378,9 @@ function Engine:probe(tool, arguments, call_fn, epoch)
   if type(call_fn) ~= "function" then error("probe: call_fn must be a function", 2) end
   if epoch == nil then error("probe: an epoch is required (determinism is verified per epoch)", 2) end
   local snap = self.current
+  local etext, eerr = value.encode(epoch)
+  local epoch_key = etext and snap.core:canon(etext)
+  if not epoch_key then error("probe: the epoch must be a JSON value: " .. tostring(eerr), 2) end
   local server, name
   if type(tool) == "string" then
     server, name = tool:match("^(.-)/([^/]+)$")
@@ -308,9 +391,11 @@ function Engine:probe(tool, arguments, call_fn, epoch)
     error("probe: tool must be \"server/name\" or {server=, name=}", 2)
   end
   local call = { server = server, name = name, arguments = arguments or {} }
-  local text, err = call_text(call)
+  local text, failed = call_text(call)
   local c = text and snap.core:decode_call(text, "native")
-  if not c then return { verdict = "invalid", code = "BAD_CALL", message = err or "cannot decode the call" } end
+  if not c then
+    return { verdict = "invalid", code = "BAD_CALL", message = failed and failed.message or "cannot decode the call" }
+  end
   local d, t = rung.check(snap.registry, server, name, c:arguments())
   if d.verdict ~= "accept" then
     return { verdict = "invalid", code = d.code, message = d.message, server = server, tool = name }
@@ -325,17 +410,17 @@ function Engine:probe(tool, arguments, call_fn, epoch)
       if not hex then ok, result = false, "the result is not valid JSON: " .. tostring(herr) end
     end
     if not ok then
-      self.store:quarantine(t.server, t.name, "probe failed: " .. tostring(result), epoch)
+      self.store:quarantine(t.server, t.name, "probe failed: " .. tostring(result), epoch_key)
       report.verdict, report.reason = "quarantined", "probe call " .. i .. " failed: " .. tostring(result)
       return report
     end
     report.hashes[i] = hex
   end
   if report.hashes[1] == report.hashes[2] then
-    self.store:verified(t.server, t.name, epoch)
+    self.store:verified(t.server, t.name, epoch_key)
     report.verdict = "verified"
   else
-    self.store:quarantine(t.server, t.name, "probe: two identical calls returned different results", epoch)
+    self.store:quarantine(t.server, t.name, "probe: two identical calls returned different results", epoch_key)
     report.verdict, report.reason = "quarantined", "two identical calls in one epoch returned different results"
   end
   return report
@@ -356,6 +441,7 @@ function Engine:verify(call, result, ctx)
   ctx = merge(snap.policy.context, self.opts.context, ctx)
   local state, failed = start(self, snap, call, ctx)
   if not state then return finish(snap, failed, ctx) end
+  ctx = state.ctx
   local d, tool = rung.check(snap.registry, state.server, state.name, state.args)
   state.args_digest = d.args_digest
   if d.verdict ~= "accept" then return finish(snap, d, ctx, state) end

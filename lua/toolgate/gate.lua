@@ -5,8 +5,10 @@
 -- the host passes) and refuses calls off that frontier.  The default rule:
 --   * every scope the contract requires must be granted (ctx.scopes);
 --   * the contract's risk must not exceed ctx.max_risk, in the order of the
---     policy's risk_levels; a missing or unknown risk counts as the highest,
---     a missing or unknown ctx.max_risk as the lowest (fail closed).
+--     policy's risk_levels; a missing risk counts as the highest (a risk
+--     outside the order is a load error), a missing ctx.max_risk as the
+--     lowest, and a ctx.max_risk outside the order refuses the call (fail
+--     closed: it says nothing the gate can compare).
 -- A policy may replace the rule with gate.admissible(contract, ctx, call),
 -- which returns true, false[, reason] or "defer"[, reason]; it runs in the
 -- sandbox, and an error in it refuses the call (POLICY_ERROR).
@@ -30,6 +32,10 @@ function M.default(contract, ctx, levels)
     end
   end
   local rank = rank_of(levels)
+  if ctx.max_risk ~= nil and not rank[ctx.max_risk] then
+    return false, string.format("the context's max_risk %q is not one of the policy's risk levels (%s)",
+      tostring(ctx.max_risk), table.concat(levels, ", "))
+  end
   local risk = contract.risk
   local r = rank[risk] or #levels
   local max = rank[ctx.max_risk] or 1

@@ -40,17 +40,14 @@ M.DEFAULT_RISK_LEVELS = { "none", "low", "medium", "high", "critical" }
 local STAGE_SETTINGS = {
   rung = {
     report_also = { false, "boolean" },
-    on_defer = { "stop", "string" },
   },
   gate = {
     risk_levels = { M.DEFAULT_RISK_LEVELS, "table" },
     admissible = { false, "function" },   -- false: the default rule
-    on_defer = { "stop", "string" },
   },
   verifier = {
     require_contract = { false, "boolean" }, -- refuse calls to tools with nothing to verify
     on_mismatch = { "reject", "string" },    -- what a result that breaks the contract gets
-    on_defer = { "stop", "string" },
   },
   consistency = {
     min_samples = { 5, "number" },
@@ -60,7 +57,6 @@ local STAGE_SETTINGS = {
     result_accept = { 0.80, "number" },
     result_quarantine = { 0.50, "number" },
     on_invalid = { "defer", "string" },      -- INSUFFICIENT_SAMPLES etc.: "defer" or "reject"
-    on_defer = { "stop", "string" },
   },
 }
 
@@ -71,6 +67,12 @@ local TOP_LEVEL = {
   defer = "table", budget = "number", resolvers = "table",
 }
 
+-- A stage's defer no longer stops the pipeline (a later reject must win),
+-- so the setting that chose between the two is gone; say so to a policy
+-- written for it.
+local ON_DEFER_GONE = "on_defer was removed: after a defer the later stages always run, and a reject from any of them "
+  .. "wins (delete the setting)"
+
 local function invalid(where, msg)
   return nil, "policy " .. where .. ": " .. msg, "POLICY_INVALID"
 end
@@ -80,6 +82,7 @@ local function stage_settings(p, name)
   local spec = STAGE_SETTINGS[name]
   local out = {}
   for k, v in pairs(given) do
+    if k == "on_defer" then return invalid(name, ON_DEFER_GONE) end
     if not spec[k] then
       return invalid(name .. "." .. tostring(k), "unknown setting (known: " ..
         (function()
@@ -96,9 +99,6 @@ local function stage_settings(p, name)
   end
   for k, d in pairs(spec) do
     if out[k] == nil then out[k] = d[1] end
-  end
-  if out.on_defer ~= "stop" and out.on_defer ~= "continue" then
-    return invalid(name .. ".on_defer", 'must be "stop" or "continue"')
   end
   return out
 end
@@ -149,16 +149,13 @@ local function build_stages(p, settings)
       if BUILTIN[s.name] then return invalid("stages[" .. i .. "]", "\"" .. s.name .. "\" is a built-in stage's name") end
       if type(s.run) ~= "function" then return invalid("stages[" .. i .. "]", "a custom stage needs a run function") end
       for k in pairs(s) do
-        if k ~= "name" and k ~= "run" and k ~= "reads_contract" and k ~= "code" and k ~= "on_defer" then
-          return invalid("stages[" .. i .. "]." .. tostring(k), "unknown field (name, run, reads_contract, code, on_defer)")
+        if k == "on_defer" then return invalid("stages[" .. i .. "]", ON_DEFER_GONE) end
+        if k ~= "name" and k ~= "run" and k ~= "reads_contract" and k ~= "code" then
+          return invalid("stages[" .. i .. "]." .. tostring(k), "unknown field (name, run, reads_contract, code)")
         end
       end
-      local on_defer = s.on_defer or "stop"
-      if on_defer ~= "stop" and on_defer ~= "continue" then
-        return invalid("stages[" .. i .. "].on_defer", 'must be "stop" or "continue"')
-      end
       rec = { name = s.name, custom = true, run = s.run, reads_contract = s.reads_contract == true,
-              code = s.code or s.name:upper(), settings = { on_defer = on_defer } }
+              code = s.code or s.name:upper(), settings = {} }
     else
       return invalid("stages[" .. i .. "]", "must be a stage name or a stage table")
     end
@@ -244,8 +241,18 @@ function M.load(source, hash_text)
   -- the warnings concern the consistency stage: only a pipeline with it
   local ok, err, code = check_consistency(settings.consistency, stages_listed.consistency and warnings or {})
   if not ok then return nil, err, code end
-  for i, level in ipairs(settings.gate.risk_levels) do
+  -- a risk order that orders nothing would let every risk through
+  local levels, seen_level = settings.gate.risk_levels, {}
+  if #levels == 0 then return invalid("gate.risk_levels", "must list at least one level, lowest first") end
+  for i, level in ipairs(levels) do
     if type(level) ~= "string" then return invalid("gate.risk_levels[" .. i .. "]", "must be a string") end
+    if seen_level[level] then return invalid("gate.risk_levels[" .. i .. "]", "repeats \"" .. level .. "\"") end
+    seen_level[level] = true
+  end
+  local max_risk = p.context and p.context.max_risk
+  if max_risk ~= nil and not seen_level[max_risk] then
+    return invalid("context.max_risk", string.format("%q is not one of the risk levels (%s)", tostring(max_risk),
+      table.concat(levels, ", ")))
   end
   local stages
   stages, err, code = build_stages(p, settings)

@@ -36,6 +36,7 @@ M.DEFAULTS = {
   closed = true,            -- closed-world objects (DESIGN 1.1)
   assert_formats = false,   -- format is an annotation unless asked
   ignore_keywords = {},     -- extra schema keywords to treat as annotations
+  annotation_formats = {},  -- with assert_formats: formats to leave unchecked instead of failing the load
   on_collision = "allow",
   on_shadowing = "reject",
   on_confusable = "allow",
@@ -75,7 +76,12 @@ function M.settings(opts)
       error("registry settings: on_" .. kind .. " must be \"error\", \"reject\" or \"allow\"", 3)
     end
   end
-  if type(s.ignore_keywords) ~= "table" then error("registry settings: ignore_keywords must be a list", 3) end
+  for _, list in ipairs({ "ignore_keywords", "annotation_formats" }) do
+    if type(s[list]) ~= "table" then error("registry settings: " .. list .. " must be a list", 3) end
+    for _, name in ipairs(s[list]) do
+      if type(name) ~= "string" then error("registry settings: " .. list .. " must hold strings", 3) end
+    end
+  end
   if type(s.resolvers) ~= "table" then error("registry settings: resolvers must be a table", 3) end
   return s
 end
@@ -117,6 +123,48 @@ local function detect(root)
   return nil
 end
 
+-- The contract fields the engine itself reads (the gate, the verifier,
+-- self-consistency), and what each must be.  Any other field is the
+-- policy's own (a custom stage may read it) and is passed on as it is.
+local function is_list_of_strings(v)
+  if type(v) ~= "table" then return false end
+  local mt = getmetatable(v)
+  if mt ~= nil and mt ~= value.array_mt then return false end
+  local n = 0
+  for k, x in pairs(v) do
+    if type(k) ~= "number" or type(x) ~= "string" then return false end
+    n = n + 1
+  end
+  return n == #v
+end
+
+local CONTRACT_FIELDS = {
+  { "deterministic", function(v) return type(v) == "boolean" end, "true or false" },
+  { "risk", function(v) return type(v) == "string" end, "a string (a level of the policy's risk order)" },
+  { "scopes", is_list_of_strings, "a list of strings" },
+  { "effects", is_list_of_strings, "a list of strings" },
+}
+
+local function kind_of(v)
+  if type(v) ~= "table" then return "a " .. type(v) end
+  if getmetatable(v) == value.array_mt then return "a list holding something else" end
+  return next(v) == nil and "an empty object" or "an object"
+end
+
+--- check_contract(c) -> true | nil, message: the fields the engine reads
+-- have the kinds it reads them as.  A scopes given as a string, or effects
+-- as an object, would otherwise vanish and grant the call.
+function M.check_contract(c)
+  if type(c) ~= "table" then return nil, "a contract must be a table, not a " .. type(c) end
+  for _, f in ipairs(CONTRACT_FIELDS) do
+    local v = c[f[1]]
+    if v ~= nil and not f[2](v) then
+      return nil, string.format("contract field %q must be %s, not %s", f[1], f[3], kind_of(v))
+    end
+  end
+  return true
+end
+
 local function contract_of(tool_node)
   local c = {}
   for _, k in ipairs({ "deterministic", "risk", "scopes", "effects" }) do
@@ -152,10 +200,6 @@ local function read_native(source, root, out)
     end
     local contract = t:get("contract")
     if contract and contract:type() ~= "object" then return fail(source, "\"contract\" must be an object", nil, where) end
-    local det = t:get("deterministic")
-    if det and det:type() ~= "boolean" then return fail(source, "\"deterministic\" must be true or false", nil, where) end
-    local scopes = t:get("scopes")
-    if scopes and scopes:type() ~= "array" then return fail(source, "\"scopes\" must be an array", nil, where) end
     out[#out + 1] = {
       server = str_field(t, "server") or default_server,
       name = str_field(t, "name"),
@@ -263,6 +307,8 @@ local function read_source(engine, source, k, out)
   for i = first, #out do
     local t = out[i]
     if not t.name then return fail(source, "a tool needs a string \"name\"", nil, t.where) end
+    local good, why = M.check_contract(t.contract)
+    if not good then return fail(source, string.format("tool %q: %s", t.name, why), "BAD_CONTRACT", t.where) end
     t.source, t.source_label, t.format, t.doc = k, source.label, format, doc
     t.trusted = source.trusted ~= false
   end
@@ -559,14 +605,18 @@ local function snapshot_hash(engine, tools, settings)
     if a.server ~= b.server then return a.server < b.server end
     return a.name < b.name
   end)
-  local ignore = {}
-  for i, k in ipairs(settings.ignore_keywords) do ignore[i] = k end
-  table.sort(ignore)
+  local function sorted(names)
+    local copy = {}
+    for i, k in ipairs(names) do copy[i] = k end
+    table.sort(copy)
+    return setmetatable(copy, value.array_mt)
+  end
   return assert(engine:hash(assert(value.encode({
     tools = setmetatable(list, value.array_mt),
     settings = {
       closed = settings.closed, assert_formats = settings.assert_formats,
-      ignore_keywords = setmetatable(ignore, value.array_mt),
+      ignore_keywords = sorted(settings.ignore_keywords),
+      annotation_formats = sorted(settings.annotation_formats),
     },
   }))))
 end
@@ -582,7 +632,7 @@ function M.load(engine, sources, opts, collect)
   local settings = M.settings(opts)
   local schema_opts = {
     closed = settings.closed, assert_formats = settings.assert_formats,
-    ignore_keywords = settings.ignore_keywords,
+    ignore_keywords = settings.ignore_keywords, annotation_formats = settings.annotation_formats,
   }
   local tools, errors = {}, {}
   for k, s in ipairs(sources) do

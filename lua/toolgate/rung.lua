@@ -55,7 +55,8 @@ function M.check(snap, server, name, args, opts)
     return decision("reject", t.refuse.code, t.refuse.message, t.server, t.name, snap)
   end
   -- the digest binds the decision to these arguments: without it, no accept
-  local digest, herr, hcode = args:hash()
+  -- (exact numbers: an approval of account ...890 must not cover ...891)
+  local digest, herr, hcode = args:hash(nil, "exact")
   if not digest then
     return decision("reject", hcode, "the arguments could not be hashed: " .. tostring(herr), t.server, t.name, snap)
   end

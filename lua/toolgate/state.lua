@@ -14,6 +14,9 @@
 --   store:quarantine(server, name, reason, epoch)
 --   store:records()                           -> { ["server\0name"] = record }
 -- record = { verified_epoch = E|nil, quarantined = { reason =, since =, epoch = } | nil }
+-- Epochs are stored and compared as the canonical JSON text of the epoch
+-- value (the string "e7" as "\"e7\"", the number 1 as "1"), one rule for
+-- probes and for every kind of plan.
 -- @module toolgate.state
 
 local M = {}

@@ -4,8 +4,11 @@
 --   nil, toolgate.null (= cjson.null, a NULL light userdata) -> null
 --   booleans -> true / false
 --   numbers  -> ECMAScript form of the double; NaN and infinities are errors.
---               Lua 5.4 integers are written exactly and then, like every
---               JSON number, read as the nearest double (RFC 8785).
+--               Lua 5.4 integers are written exactly (every digit reaches
+--               args_digest; RFC 8785 outputs read them as doubles).
+--   exact numbers (toolgate.value.exact_mt, made by value.exact or met in
+--               arguments) -> their exact text: what a double cannot hold
+--               (2^53 + 1, 12345678901234567890) keeps every digit.
 --   strings  -> JSON strings; they must be valid UTF-8
 --   tables   -> an array when the table's metatable is toolgate.array_mt (or
 --               lua-cjson's array_mt / empty_array_mt where that cjson has
@@ -35,6 +38,59 @@ if has_cjson then
 end
 
 local MAX_DEPTH = 1000
+
+-- Exact numbers ----------------------------------------------------------------
+-- A JSON number whose double does not spell it (9007199254740993,
+-- 12345678901234567890, 0.1000000000000000000001) cannot be a Lua number
+-- without losing digits, so it travels as a box: a table {text = exact form}
+-- with this metatable.  tostring gives the text (the form args_digest hashes:
+-- one spelling per value); == between boxes compares values; ordering or
+-- arithmetic raises, under both interpreters, instead of rounding (inside a
+-- policy: POLICY_ERROR).  Lua never asks a metamethod whether a table equals
+-- a number, so box == 12345678901234567890 is false: compare texts.
+local function not_a_number(a, b)
+  local box = getmetatable(a) == M.exact_mt and a or b
+  error("the exact number " .. box.text .. " is not a Lua number (a double would round it): " ..
+        "compare tostring() texts instead", 2)
+end
+
+M.exact_mt = {
+  __name = "toolgate.exact",
+  __tostring = function(b) return b.text end,
+  __eq = function(a, b) return a.text == b.text end,
+  __lt = not_a_number, __le = not_a_number, __unm = not_a_number,
+  __add = not_a_number, __sub = not_a_number, __mul = not_a_number, __div = not_a_number,
+  __mod = not_a_number, __pow = not_a_number, __idiv = not_a_number,
+}
+
+local function box(text) return setmetatable({ text = text }, M.exact_mt) end
+M.box = box
+
+-- A JSON number's text: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+local function is_number_text(s)
+  local int, rest = s:match("^%-?(%d+)(.*)$")
+  if not int or (#int > 1 and int:sub(1, 1) == "0") then return false end
+  rest = rest:gsub("^%.%d+", "", 1)
+  return rest == "" or rest:find("^[eE][+-]?%d+$") ~= nil
+end
+
+local number_engine -- parses the texts value.exact is given, made on first use
+
+--- exact(text) -> what a policy sees of the JSON number text: a Lua number
+-- when its double spells it, else a box | nil, message, "BAD_VALUE"
+function M.exact(text)
+  if type(text) ~= "string" then error("exact: a JSON number text expected, got " .. type(text), 2) end
+  if not is_number_text(text) then return nil, "not a JSON number: " .. text:sub(1, 40), "BAD_VALUE" end
+  number_engine = number_engine or assert(core.new_engine())
+  local doc, err = number_engine:parse(text)
+  if not doc then return nil, err, "BAD_VALUE" end
+  local node = doc:root()
+  local exact, xerr = node:exact()
+  local v = exact and box(exact) or node:value()
+  doc:free()
+  if exact == nil then return nil, xerr, "BAD_VALUE" end
+  return v
+end
 local math_type = math.type -- nil under LuaJIT: every number is a double there
 
 local escapes = {
@@ -115,6 +171,11 @@ encode_value = function(v, out, depth)
     end
   elseif tv == "string" then
     out[#out + 1] = quote(v)
+  elseif tv == "table" and getmetatable(v) == M.exact_mt then
+    if type(v.text) ~= "string" or not is_number_text(v.text) then
+      return nil, "an exact number box must hold a JSON number text"
+    end
+    out[#out + 1] = v.text
   elseif tv == "table" then
     return encode_table(v, out, depth)
   else
@@ -126,7 +187,7 @@ end
 --- copy(v) -> a deep copy of a Lua value (tables copied, array marks kept,
 -- shared and cyclic tables stay shared and cyclic in the copy)
 function M.copy(v, seen)
-  if type(v) ~= "table" then return v end
+  if type(v) ~= "table" or getmetatable(v) == M.exact_mt then return v end -- a box is a value
   seen = seen or {}
   if seen[v] then return seen[v] end
   local mt = getmetatable(v)

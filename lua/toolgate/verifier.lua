@@ -4,7 +4,8 @@
 -- tool's trusted contract: the output schema (for an MCP tool, against
 -- structuredContent, which MCP requires whenever a tool declares an
 -- outputSchema) and the declared effects (contract.effects: every effect
--- the sandbox observed, ctx.observed_effects, must be declared).  A result
+-- the sandbox observed, ctx.observed_effects, must be declared; a tool
+-- that declares no effects declares that it has none).  A result
 -- that breaks the contract is refused or deferred, as the policy says.
 -- Codes: CONTRACT_OUTPUT, CONTRACT_EFFECTS, TOOL_ERROR (an MCP result with
 -- isError: the tool failed, nothing to verify: deferred).
@@ -44,15 +45,29 @@ function M.check(reg, tool, result, ctx)
                findings = findings }
     end
   end
-  local declared, observed = list(tool.contract.effects), list(ctx.observed_effects)
-  if declared and observed then
-    local ok = {}
-    for _, e in ipairs(declared) do ok[e] = true end
-    for _, e in ipairs(observed) do
-      if not ok[e] then
-        return { code = "CONTRACT_EFFECTS",
-                 message = string.format("observed effect %q is not among the tool's declared effects", tostring(e)) }
-      end
+  -- every observed effect must be declared; a tool that declares none
+  -- declares that it has none
+  local observed = ctx.observed_effects
+  if observed == nil then return nil end
+  if type(observed) ~= "table" then
+    return { code = "CONTRACT_EFFECTS",
+             message = "the observed effects must be a list of effect names, not a " .. type(observed) }
+  end
+  local n = 0
+  for k, e in pairs(observed) do
+    n = n + 1
+    if type(k) ~= "number" or type(e) ~= "string" then n = -1 break end
+  end
+  if n ~= #observed then
+    return { code = "CONTRACT_EFFECTS", message = "the observed effects must be a list of effect names" }
+  end
+  local ok = {}
+  for _, e in ipairs(list(tool.contract.effects) or {}) do ok[e] = true end
+  for _, e in ipairs(observed) do
+    if not ok[e] then
+      return { code = "CONTRACT_EFFECTS", message = string.format(
+        "observed effect %q is not among the tool's declared effects (%s)", e,
+        next(ok) and table.concat(tool.contract.effects, ", ") or "it declares none") }
     end
   end
   return nil

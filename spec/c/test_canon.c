@@ -4,7 +4,12 @@
  * that really converts to UTF-16, both for tg_key_compare and for the
  * parser's member sort, on random objects of every size), string escaping
  * (random strings written with every kind of escape, against a reference
- * writer), idempotence.
+ * writer), idempotence.  The exact mode (TG_CANON_EXACT): the boundaries
+ * of a double's integers and layouts, exponents of any length, and, on the
+ * literals of spec/data/exact_numbers.tsv (written by Python's Decimal) and
+ * on random spellings of random decimals: exact-form equality is decimal
+ * equality, and the form is RFC 8785's wherever the double spells the
+ * source.
  */
 #include "tap.h"
 #include "toolgate.h"
@@ -25,6 +30,55 @@ static void canon_is(const char *in, const char *want, const char *name)
         tap_is_mem(b.data, b.len, want, name);
     }
     tg_buf_free(&b);
+}
+
+/* The form of json in mode into b (reset first); 0 when it did not parse. */
+static int form(const char *json, size_t len, int mode, tg_buf_t *b)
+{
+    tg_doc_t *d;
+    int rc;
+    tg_buf_reset(b);
+    if (tg_parse(E, json, len, &d, NULL) != TG_OK)
+        return 0;
+    rc = tg_canon_value_mode(tg_doc_root(d), mode, b, NULL);
+    tg_doc_free(d);
+    return rc == TG_OK;
+}
+
+static void exact_is(const char *in, const char *want, const char *name)
+{
+    tg_buf_t b;
+    tg_buf_init(&b, E);
+    if (!form(in, strlen(in), TG_CANON_EXACT, &b))
+        tap_ok(0, name);
+    else
+        tap_is_mem(b.data, b.len, want, name);
+    tg_buf_free(&b);
+}
+
+/* Whether a and b have the same exact form. */
+static int same_exact(const char *a, const char *b)
+{
+    tg_buf_t x, y;
+    int same;
+    tg_buf_init(&x, E);
+    tg_buf_init(&y, E);
+    same = form(a, strlen(a), TG_CANON_EXACT, &x) && form(b, strlen(b), TG_CANON_EXACT, &y) &&
+           x.len == y.len && memcmp(x.data, y.data, x.len) == 0;
+    tg_buf_free(&x);
+    tg_buf_free(&y);
+    return same;
+}
+
+static int round_trips(const char *json)
+{
+    tg_doc_t *d;
+    int r;
+    if (tg_parse(E, json, strlen(json), &d, NULL) != TG_OK)
+        return -1;
+    r = tg_num_round_trips(tg_doc_root(d));
+    tg_doc_free(d);
+    return r;
 }
 
 /* Reference order: decode UTF-8 to UTF-16 code units and compare those. */
@@ -187,6 +241,174 @@ static void random_string(char *src, size_t *srclen, char *want, size_t *wantlen
     *wantlen = w;
 }
 
+/* ---- exact numbers ---------------------------------------------------------- */
+
+static char *dup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(malloc(n), s, n);
+}
+
+typedef struct xrow {
+    char *literal, *want, *got;
+    size_t got_len;
+    long group;
+    int round_trips;
+} xrow;
+
+/* Every row of exact_numbers.tsv: the form is Python's, round-trips is
+ * Python's (float repr), and then the form is RFC 8785's; the form re-reads
+ * as itself and as the source's double; and over every pair of rows, equal
+ * forms are exactly equal Decimals (same group). */
+static void exact_table(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    static char line[4096];
+    xrow *rows = NULL;
+    size_t n = 0, cap = 0, bad = 0, pairs_bad = 0, equal_pairs = 0;
+    tg_buf_t b, rfc, again;
+
+    if (!tap_ok(f != NULL, "exact_numbers.tsv opens")) {
+        printf("#   path: %s\n", path);
+        return;
+    }
+    tg_buf_init(&b, E);
+    tg_buf_init(&rfc, E);
+    tg_buf_init(&again, E);
+    while (fgets(line, sizeof line, f)) {
+        char *lit = strtok(line, "\t\n"), *want = strtok(NULL, "\t\n"),
+             *group = strtok(NULL, "\t\n"), *rt = strtok(NULL, "\t\n");
+        xrow *r;
+        if (!lit || lit[0] == '#' || !rt)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            rows = realloc(rows, cap * sizeof *rows);
+        }
+        r = &rows[n++];
+        r->literal = dup(lit);
+        r->want = dup(want);
+        r->group = atol(group);
+        r->round_trips = atoi(rt);
+        r->got = NULL;
+        r->got_len = 0;
+        if (!form(lit, strlen(lit), TG_CANON_EXACT, &b) ||
+            !form(lit, strlen(lit), TG_CANON_RFC8785, &rfc)) {
+            if (bad++ < 5)
+                printf("#   %s does not parse\n", lit);
+            continue;
+        }
+        r->got = malloc(b.len + 1);
+        memcpy(r->got, b.data, b.len);
+        r->got_len = b.len;
+        if (b.len != strlen(want) || memcmp(b.data, want, b.len) != 0) {
+            if (bad++ < 5)
+                printf("#   %s: got %.*s, want %s\n", lit, (int)b.len, b.data, want);
+        }
+        if (round_trips(lit) != r->round_trips ||
+            (r->round_trips && (rfc.len != b.len || memcmp(rfc.data, b.data, b.len) != 0))) {
+            if (bad++ < 5)
+                printf("#   %s: round-trips %d (want %d), RFC 8785 form %.*s\n", lit,
+                       round_trips(lit), r->round_trips, (int)rfc.len, rfc.data);
+        }
+        /* idempotent, and the same double: RFC 8785 of the form is RFC 8785 of the source */
+        if (!form(r->got, r->got_len, TG_CANON_EXACT, &again) || again.len != b.len ||
+            memcmp(again.data, b.data, b.len) != 0 ||
+            !form(r->got, r->got_len, TG_CANON_RFC8785, &again) || again.len != rfc.len ||
+            memcmp(again.data, rfc.data, rfc.len) != 0) {
+            if (bad++ < 5)
+                printf("#   %s: the form %.*s does not re-read as itself\n", lit, (int)b.len,
+                       b.data);
+        }
+    }
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            int same_form = rows[i].got && rows[j].got && rows[i].got_len == rows[j].got_len &&
+                            memcmp(rows[i].got, rows[j].got, rows[i].got_len) == 0;
+            equal_pairs += rows[i].group == rows[j].group;
+            if (same_form != (rows[i].group == rows[j].group) && pairs_bad++ < 5)
+                printf("#   %s and %s: forms %s, Decimal %s\n", rows[i].literal, rows[j].literal,
+                       same_form ? "equal" : "differ",
+                       rows[i].group == rows[j].group ? "equal" : "differs");
+        }
+    printf("# %zu literals, %zu pairs, %zu of them equal decimals\n", n, n * (n - 1) / 2,
+           equal_pairs);
+    tap_ok(n > 500 && bad == 0,
+           "exact_numbers.tsv: every form, round trip and re-read as Python says");
+    tap_ok(n > 500 && equal_pairs > 500 && pairs_bad == 0,
+           "exact_numbers.tsv: equal exact forms are exactly the pairs Decimal finds equal");
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].literal);
+        free(rows[i].want);
+        free(rows[i].got);
+    }
+    free(rows);
+    tg_buf_free(&b);
+    tg_buf_free(&rfc);
+    tg_buf_free(&again);
+}
+
+/* A JSON spelling of -/+ 0.digits x 10^n (nd digits, the first not 0):
+ * the point moved, zeros added before or after, the exponent written in
+ * one of several ways.  Returns its length. */
+static size_t spell(char *out, int negative, const char *digits, int nd, long n)
+{
+    static const char *const marks[] = {"e", "E", "e+", "E+", "e0", "e00"};
+    int lead = rnd() % 3 ? 0 : (int)(1 + rnd() % 6), trail = rnd() % 3 ? 0 : (int)(rnd() % 5);
+    int body = nd + trail, point = (int)(rnd() % (unsigned)(body + 1));
+    size_t len = 0;
+    long e;
+    if (negative)
+        out[len++] = '-';
+    if (lead || point == 0) {
+        len += (size_t)sprintf(out + len, "0.%.*s%.*s%.*s", lead, "000000", nd, digits, trail,
+                               "00000");
+        e = n + lead;
+    } else {
+        int ip = point < nd ? point : nd;
+        len += (size_t)sprintf(out + len, "%.*s%.*s", ip, digits, point - ip, "00000");
+        if (point < body)
+            len += (size_t)sprintf(out + len, ".%.*s%.*s", nd - ip, digits + ip,
+                                   body - (point > nd ? point : nd), "00000");
+        e = n - point;
+    }
+    if (e < 0)
+        len += (size_t)sprintf(out + len, "%s%ld", rnd() % 2 ? "e" : "E", e);
+    else if (e > 0 || rnd() % 4 == 0)
+        len += (size_t)sprintf(out + len, "%s%ld", marks[rnd() % 6], e);
+    return len;
+}
+
+/* Random decimals, each spelled twice: the two give one exact form, which
+ * differs from its neighbour's (one unit more in the last digit). */
+static void exact_random(int rounds)
+{
+    int bad = 0;
+    for (int i = 0; i < rounds; i++) {
+        char digits[48], next[48], a[128], b[128], c[128];
+        int nd = 1 + (int)(rnd() % 40), negative = (int)(rnd() % 2);
+        long n = rnd() % 4 ? (long)(rnd() % 60) - 25 : (long)(rnd() % 600) - 320;
+        digits[0] = (char)('1' + rnd() % 9);
+        for (int k = 1; k < nd; k++)
+            digits[k] = (char)('0' + rnd() % 10);
+        while (nd > 1 && digits[nd - 1] == '0')
+            nd--;
+        digits[nd] = '\0';
+        memcpy(next, digits, (size_t)nd + 1);
+        if (next[nd - 1] == '9') /* keep it one digit run: 0.x9 + 1 unit would carry */
+            next[nd - 1] = '8';
+        else
+            next[nd - 1]++;
+        a[spell(a, negative, digits, nd, n)] = '\0';
+        b[spell(b, negative, digits, nd, n)] = '\0';
+        c[spell(c, negative, next, nd, n)] = '\0';
+        if ((!same_exact(a, b) || same_exact(a, c)) && bad++ < 5)
+            printf("#   %s, %s and %s\n", a, b, c);
+    }
+    tap_ok(bad == 0, "random decimals: two spellings, one exact form; the neighbour's differs");
+}
+
 int main(void)
 {
     E = tg_engine_new(NULL, NULL, NULL, NULL);
@@ -343,6 +565,86 @@ int main(void)
         tg_buf_free(&b1);
         tg_buf_free(&b2);
     }
+
+    /* the exact mode (TG_CANON_EXACT) */
+    {
+        static const struct {
+            const char *in, *want, *name;
+        } cases[] = {
+            {"9007199254740992", "9007199254740992", "2^53"},
+            {"9007199254740993", "9007199254740993", "2^53 + 1 keeps its last digit"},
+            {"-9007199254740993", "-9007199254740993", "-2^53 - 1"},
+            {"18446744073709551616", "18446744073709551616", "2^64, a double, every digit"},
+            {"12345678901234567890", "12345678901234567890", "12345678901234567890"},
+            {"1e21", "1e+21", "1e21 as RFC 8785 writes it"},
+            {"1000000000000000000000", "1e+21", "10^21 in the exponent layout"},
+            {"999999999999999999999", "999999999999999999999", "21 integer digits, plain"},
+            {"1e-7", "1e-7", "1e-7"},
+            {"0.0000001", "1e-7", "0.0000001 is 1e-7"},
+            {"0.000001", "0.000001", "0.000001 stays plain"},
+            {"0.1", "0.1", "0.1 stays 0.1"},
+            {"1.0", "1", "1.0 is 1"},
+            {"0.1000000000000000000001", "0.1000000000000000000001",
+             "0.1000000000000000000001 keeps its digits"},
+            {"123456789012345678901234567890", "1.2345678901234567890123456789e+29",
+             "a long mantissa in the exponent layout"},
+            {"-0.00000123456789012345678901234", "-0.00000123456789012345678901234",
+             "a long fraction, plain"},
+            {"1.234567890123456789012e-7", "1.234567890123456789012e-7",
+             "a long mantissa below 1e-6"},
+            {"1e-400", "1e-400", "1e-400 (the double is 0)"},
+            {"[-0,0.0,0e99,-0.000e-5]", "[0,0,0,0]", "every zero is 0"},
+            /* exponents beyond int64, with the sum carrying and borrowing */
+            {"1e-1000000000000000000000", "1e-1000000000000000000000", "a 22-digit exponent"},
+            {"0.001e-999999999999999999997", "1e-1000000000000000000000",
+             "a long exponent whose sum carries"},
+            {"10e-1000000000000000000000", "1e-999999999999999999999",
+             "a long exponent whose sum borrows"},
+            {"123.45e-10000000000000000000000000000000000000001",
+             "1.2345e-9999999999999999999999999999999999999999",
+             "a 41-digit exponent, the borrow running through 40 digits"},
+            {"12.5e-1000000000000000000", "1.25e-999999999999999999", "a 19-digit exponent"},
+            {"{\"b\":[12345678901234567890,0.1,1.0],\"a\":{\"x\":9007199254740993}}",
+             "{\"a\":{\"x\":9007199254740993},\"b\":[12345678901234567890,0.1,1]}",
+             "a document, keys sorted as RFC 8785 does"},
+        };
+        static const char *const same[] = {
+            "1.2345678901234567890e19", "123456789012345678900e-1", "1234567890123456789E+1",
+            "0.0000012345678901234567890e25", "12345678901234567890.000"};
+        int all = 1;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "exact: %s", cases[i].name);
+            exact_is(cases[i].in, cases[i].want, name);
+        }
+        for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+            all &= same_exact(same[i], "12345678901234567890");
+        tap_ok(all, "exact: five spellings of 12345678901234567890, one form");
+    }
+    canon_is("18446744073709551616", "18446744073709552000",
+             "RFC 8785: 2^64 as the double's digits");
+    canon_is("[12345678901234567890,12345678901234567891]",
+             "[12345678901234567000,12345678901234567000]", "RFC 8785: they are one double");
+    canon_is("1e-400", "0", "RFC 8785: 1e-400 is 0");
+    tap_ok(!same_exact("12345678901234567890", "12345678901234567891") &&
+               !same_exact("0.1000000000000000000001", "0.1"),
+           "exact: 12345678901234567890 and ...891 differ, and so do 0.1000000000000000000001 "
+           "and 0.1");
+    tap_ok(!same_exact("1e-1000000000000000000000", "1e-1000000000000000000001") &&
+               !same_exact("1e-10000000000000000", "1e-100000000000000000"),
+           "exact: long exponents that differ give forms that differ");
+    tap_ok(round_trips("0.1") == 1 && round_trips("1e21") == 1 &&
+               round_trips("9007199254740992") == 1 && round_trips("123456789012345678") == 0 &&
+               round_trips("18446744073709551616") == 0 && round_trips("1e-400") == 0 &&
+               round_trips("-0") == 1 && round_trips("\"1\"") == 0,
+           "tg_num_round_trips");
+    {
+        const char *data = getenv("TG_SPEC_DATA");
+        char path[512];
+        snprintf(path, sizeof path, "%s/exact_numbers.tsv", data ? data : "spec/data");
+        exact_table(path);
+    }
+    exact_random(50000);
 
     /* hashing: XXH3-128 vectors (as printed by xxhsum -H2) */
     {

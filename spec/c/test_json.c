@@ -432,9 +432,63 @@ static void dom(void)
     tg_doc_free(doc);
 }
 
+/* Whether s is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+static int is_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = *p < 0x80   ? 1
+                   : *p < 0xC2 ? 0
+                   : *p < 0xE0 ? 2
+                   : *p < 0xF0 ? 3
+                   : *p < 0xF5 ? 4
+                               : 0;
+        if (!n)
+            return 0;
+        for (size_t i = 1; i < n; i++)
+            if ((p[i] & 0xC0) != 0x80)
+                return 0;
+        if ((n == 3 && ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] > 0x9F))) ||
+            (n == 4 && ((p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] > 0x8F))))
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
+/* A message quotes input cut to a length: a cut inside a character must
+ * not leave the message malformed (the CLI writes it into a decision). */
+static void test_messages_stay_utf8(void)
+{
+    char json[512];
+    int ok = 1;
+    for (int lead = 0; lead < 4; lead++) {
+        char key[200];
+        size_t k = 0;
+        tg_error_t err;
+        tg_doc_t *doc = NULL;
+        for (int i = 0; i < lead; i++)
+            key[k++] = 'x';
+        for (int i = 0; i < 40; i++) /* U+00E9, U+20AC, U+1F600 in turn */
+            k += (size_t)snprintf(key + k, sizeof key - k, "%s",
+                                  i % 3 == 0   ? "\xc3\xa9"
+                                  : i % 3 == 1 ? "\xe2\x82\xac"
+                                               : "\xf0\x9f\x98\x80");
+        key[k] = '\0';
+        snprintf(json, sizeof json, "{\"%s\":1,\"%s\":2}", key, key);
+        if (tg_parse(E, json, strlen(json), &doc, &err) != TG_E_DUPLICATE_KEY ||
+            !is_utf8(err.message))
+            ok = 0;
+        tg_doc_free(doc);
+    }
+    tap_ok(ok, "a duplicate key message quoting a long key cut anywhere stays valid UTF-8");
+}
+
 int main(void)
 {
     E = tg_engine_new(NULL, NULL, NULL, NULL);
+
+    test_messages_stay_utf8();
 
     /* each malformed class, with the byte offset of the problem */
     expect("", TG_E_EMPTY, 0, "empty input");

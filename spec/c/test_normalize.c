@@ -22,15 +22,16 @@ static tg_doc_t *parse(tg_engine_t *e, const char *json)
     return d;
 }
 
-/* The normalized canonical form of json under plan n, or "ERROR <code>". */
-static void norm_is(const tg_norm_t *n, const char *json, const char *want, const char *name)
+/* The normalized canonical form (in mode) of json under plan n. */
+static void norm_mode_is(const tg_norm_t *n, int mode, const char *json, const char *want,
+                         const char *name)
 {
     tg_doc_t *d = parse(E, json);
     tg_buf_t b;
     tg_error_t err;
     int rc;
     tg_buf_init(&b, E);
-    rc = d ? tg_canon_normalized(n, tg_doc_root(d), &b, &err) : TG_E_ARG;
+    rc = d ? tg_canon_normalized(n, tg_doc_root(d), mode, &b, &err) : TG_E_ARG;
     if (rc != TG_OK) {
         tap_ok(0, name);
         printf("#   error %s: %s\n", tg_code_name(rc), rc == TG_E_ARG ? "" : err.message);
@@ -39,6 +40,11 @@ static void norm_is(const tg_norm_t *n, const char *json, const char *want, cons
     }
     tg_buf_free(&b);
     tg_doc_free(d);
+}
+
+static void norm_is(const tg_norm_t *n, const char *json, const char *want, const char *name)
+{
+    norm_mode_is(n, TG_CANON_RFC8785, json, want, name);
 }
 
 static tg_norm_t *plan1(const char *pattern, unsigned ops)
@@ -309,22 +315,24 @@ static void patterns(void)
         tg_norm_free(n);
     }
 
-    /* plan NULL, an empty plan, and a plan that matches nothing are tg_canon_value */
+    /* plan NULL, an empty plan, and a plan that matches nothing are
+     * tg_canon_value_mode, in either mode */
     {
         tg_norm_t *empty = tg_norm_new(E, &err), *miss = plan1("/nowhere/*", TG_NORM_LOWER);
         int same = 1;
         tg_norm_add_rule(miss, "/l/5", 4, TG_NORM_PATH, &err);
-        for (size_t i = 0; i < sizeof plain_docs / sizeof plain_docs[0]; i++) {
-            tg_doc_t *d = parse(E, plain_docs[i]);
+        for (size_t i = 0; i < 2 * (sizeof plain_docs / sizeof plain_docs[0]); i++) {
+            int mode = i % 2 ? TG_CANON_EXACT : TG_CANON_RFC8785;
+            tg_doc_t *d = parse(E, plain_docs[i / 2]);
             tg_buf_t a, b, c, x;
             tg_buf_init(&a, E);
             tg_buf_init(&b, E);
             tg_buf_init(&c, E);
             tg_buf_init(&x, E);
-            same &= tg_canon_value(tg_doc_root(d), &a, &err) == TG_OK;
-            same &= tg_canon_normalized(NULL, tg_doc_root(d), &b, &err) == TG_OK;
-            same &= tg_canon_normalized(empty, tg_doc_root(d), &c, &err) == TG_OK;
-            same &= tg_canon_normalized(miss, tg_doc_root(d), &x, &err) == TG_OK;
+            same &= tg_canon_value_mode(tg_doc_root(d), mode, &a, &err) == TG_OK;
+            same &= tg_canon_normalized(NULL, tg_doc_root(d), mode, &b, &err) == TG_OK;
+            same &= tg_canon_normalized(empty, tg_doc_root(d), mode, &c, &err) == TG_OK;
+            same &= tg_canon_normalized(miss, tg_doc_root(d), mode, &x, &err) == TG_OK;
             same &= a.len == b.len && memcmp(a.data, b.data, a.len) == 0;
             same &= a.len == c.len && memcmp(a.data, c.data, a.len) == 0;
             same &= a.len == x.len && memcmp(a.data, x.data, a.len) == 0;
@@ -334,11 +342,29 @@ static void patterns(void)
             tg_buf_free(&x);
             tg_doc_free(d);
         }
-        tap_ok(
-            same,
-            "plan NULL, an empty plan and a plan that matches nothing give tg_canon_value's bytes");
+        tap_ok(same, "plan NULL, an empty plan and a plan that matches nothing give "
+                     "tg_canon_value_mode's bytes, in both modes");
         tg_norm_free(empty);
         tg_norm_free(miss);
+    }
+    /* the exact mode: numbers as decimals, strings as the rules say */
+    {
+        const char *doc = "{\"p\":\"/A//b/\",\"n\":12345678901234567890,"
+                          "\"m\":[9007199254740993,1.0,\" X \"],\"q\":0.1000000000000000000001}";
+        n = plan1("/p", TG_NORM_PATH | TG_NORM_LOWER);
+        tg_norm_add_rule(n, "/m/*", 4, TG_NORM_TRIM, &err);
+        norm_mode_is(n, TG_CANON_EXACT, doc,
+                     "{\"m\":[9007199254740993,1,\"X\"],\"n\":12345678901234567890,\"p\":\"/a/b\","
+                     "\"q\":0.1000000000000000000001}",
+                     "exact mode: rewritten strings, every digit of the numbers");
+        norm_is(n, doc,
+                "{\"m\":[9007199254740992,1,\"X\"],\"n\":12345678901234567000,\"p\":\"/a/b\","
+                "\"q\":0.1}",
+                "RFC 8785 mode: the same strings, numbers as doubles");
+        norm_mode_is(n, TG_CANON_EXACT, "[1e21,1e-7,0.5,9007199254740992]",
+                     "[1e+21,1e-7,0.5,9007199254740992]",
+                     "exact mode: numbers a double spells are as RFC 8785 writes them");
+        tg_norm_free(n);
     }
     {
         /* values from tg_value_copy-like sources: a call's arguments */
@@ -349,7 +375,8 @@ static void patterns(void)
         tg_buf_init(&b, E);
         n = plan1("/p", TG_NORM_PATH | TG_NORM_LOWER);
         if (tg_call_decode(E, text, strlen(text), TG_FORMAT_AUTO, &call, &err) == TG_OK) {
-            tap_ok(tg_canon_normalized(n, tg_call_arguments(call), &b, &err) == TG_OK,
+            tap_ok(tg_canon_normalized(n, tg_call_arguments(call), TG_CANON_RFC8785, &b, &err) ==
+                       TG_OK,
                    "OpenAI arguments normalize");
             tap_is_mem(b.data, b.len, "{\"p\":\"/a/b\",\"q\":\"Q\"}",
                        "OpenAI arguments, normalized");
@@ -400,11 +427,15 @@ static void errors(void)
     tap_ok(tg_norm_add_alias(n, "", 0, "empty", 5, &err) == TG_OK,
            "an alias from the empty string");
     tg_buf_init(&b, E);
-    tap_ok(tg_canon_normalized(n, NULL, &b, &err) == TG_E_ARG,
+    tap_ok(tg_canon_normalized(n, NULL, TG_CANON_RFC8785, &b, &err) == TG_E_ARG,
            "canon_normalized(NULL value) is BAD_ARGUMENT");
     d = parse(E, "[1]");
-    tap_ok(tg_canon_normalized(n, tg_doc_root(d), NULL, &err) == TG_E_ARG,
+    tap_ok(tg_canon_normalized(n, tg_doc_root(d), TG_CANON_RFC8785, NULL, &err) == TG_E_ARG,
            "canon_normalized(NULL buffer) is BAD_ARGUMENT");
+    tap_ok(tg_canon_normalized(n, tg_doc_root(d), 2, &b, &err) == TG_E_ARG &&
+               tg_canon_normalized(NULL, tg_doc_root(d), -1, &b, &err) == TG_E_ARG &&
+               tg_canon_value_mode(tg_doc_root(d), 2, &b, &err) == TG_E_ARG,
+           "an unknown canonical mode is BAD_ARGUMENT, with a plan and without");
     tg_doc_free(d);
     tg_buf_free(&b);
     tg_norm_free(n);
@@ -428,8 +459,9 @@ static void errors(void)
             snprintf(want, sizeof want, "\"canonical-%d\"", i % 7);
             doc = parse(E, json);
             tg_buf_init(&out, E);
-            all &= tg_canon_normalized(n, tg_doc_root(doc), &out, &err) == TG_OK &&
-                   out.len == strlen(want) && memcmp(out.data, want, out.len) == 0;
+            all &=
+                tg_canon_normalized(n, tg_doc_root(doc), TG_CANON_RFC8785, &out, &err) == TG_OK &&
+                out.len == strlen(want) && memcmp(out.data, want, out.len) == 0;
             tg_buf_free(&out);
             tg_doc_free(doc);
         }
@@ -479,7 +511,7 @@ static int scenario(acct *a)
     if (rc == TG_OK)
         rc = tg_parse(e, json, len, &d, &err);
     if (rc == TG_OK)
-        rc = tg_canon_normalized(n, tg_doc_root(d), &b, &err);
+        rc = tg_canon_normalized(n, tg_doc_root(d), TG_CANON_RFC8785, &b, &err);
     /* {"p":"a/a/.../a","q":["u",{"r":"X"}]}: 1000 a's, 999 slashes */
     if (rc == TG_OK && (b.len != 6 + 1999 + 1 + 21 || memcmp(b.data, "{\"p\":\"a/a/", 10) != 0 ||
                         memcmp(b.data + b.len - 21, ",\"q\":[\"u\",{\"r\":\"X\"}]}", 21) != 0)) {

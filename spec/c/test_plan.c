@@ -1,6 +1,7 @@
 /*
  * test_plan.c -- tg_plan_summarize: the one-pass count behind classify for
- * single-tool plans: agreement on (normalized) arguments and on results,
+ * single-tool plans: agreement on (normalized, exact) arguments and on
+ * (RFC 8785) results,
  * rung failures, epochs, malformed samples, many samples, and allocation
  * failure at every allocation.
  */
@@ -64,6 +65,24 @@ int main(void)
     tap_ok(!s.epochs_equal, "epochs that differ, or are missing, are not equal");
     tap_ok(tg_plan_summarize(E, R, -1, NULL, samples, &s, &err) == TG_OK && s.n_failed == 3,
            "an unresolved tool: every sample fails");
+    tg_doc_free(doc);
+
+    /* arguments by their exact form, results and epochs by RFC 8785 */
+    samples = samples_of(
+        &doc,
+        "{\"samples\":["
+        "{\"arguments\":{\"id\":\"a\",\"n\":12345678901234567890},\"result\":12345678901234567890,"
+        "\"epoch\":9007199254740992},"
+        "{\"arguments\":{\"id\":\"a\",\"n\":12345678901234567891},\"result\":12345678901234567891,"
+        "\"epoch\":9007199254740993},"
+        "{\"arguments\":{\"id\":\"a\",\"n\":1.2345678901234567890e19},\"result\":1.2345678901234567e19,"
+        "\"epoch\":9007199254740992}]}");
+    tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
+               s.args.distinct == 2 && s.args.modal_count == 2,
+           "arguments that differ in the 20th digit are different arguments; one decimal in two "
+           "spellings is one");
+    tap_ok(s.results.distinct == 1 && s.epochs_equal,
+           "results and epochs compare as RFC 8785 does (as a probe's results do)");
     tg_doc_free(doc);
 
     /* normalization makes spellings agree */

@@ -2,8 +2,8 @@
  * test_schema.c -- the JSON Schema compiler and validator: every keyword
  * valid and invalid, every compile error class with its code and pointer,
  * closed world, findings (codes, keywords, pointers, messages, order,
- * truncation), the two validation budgets, formats, exact multipleOf, and
- * allocation failure at every allocation.
+ * truncation), the two validation budgets, exact multipleOf, and
+ * allocation failure at every allocation.  Formats: test_format.c.
  */
 #include "acct.h"
 #include "tap.h"
@@ -248,145 +248,6 @@ static const vcase multiple_cases[] = {
     {"{\"multipleOf\":2.5}", "5", 1, "multipleOf: 5 of 2.5"},
     {"{\"multipleOf\":2.5}", "6", 0, "multipleOf: 6 of 2.5"},
 };
-
-/* Formats, asserted. */
-static const struct {
-    const char *format, *value;
-    int valid;
-} format_cases[] = {
-    {"date-time", "1963-06-19T08:30:06.283185Z", 1},
-    {"date-time", "1963-06-19t08:30:06z", 1},
-    {"date-time", "1990-12-31T15:59:60-08:00", 1},
-    {"date-time", "1998-12-31T23:59:60Z", 1},
-    {"date-time", "1998-12-31T23:58:60Z", 0},
-    {"date-time", "1990-02-31T15:59:59.123-08:00", 0},
-    {"date-time", "1990-12-31T15:59:59-24:00", 0},
-    {"date-time", "1963-06-19 08:30:06Z", 0},
-    {"date-time", "1963-06-19T08:30:06", 0},
-    {"date-time", "1963-06-19T08:30:06.Z", 0},
-    {"date-time", "2020-01-01T00:00:00\xd9\xa3Z", 0},
-    {"date", "2020-02-29", 1},
-    {"date", "2021-02-29", 0},
-    {"date", "1900-02-29", 0},
-    {"date", "2000-02-29", 1},
-    {"date", "2020-04-31", 0},
-    {"date", "2020-13-01", 0},
-    {"date", "2020-1-01", 0},
-    {"date", "\xd9\xa1\xd9\xa1\xd9\xa1\xd9\xa1-01-01", 0},
-    {"time", "08:30:06Z", 1},
-    {"time", "08:30:06.5+05:30", 1},
-    {"time", "23:59:60Z", 1},
-    {"time", "01:29:60+01:30", 1},
-    {"time", "12:00:60Z", 0},
-    {"time", "08:30:06", 0},
-    {"time", "24:00:00Z", 0},
-    {"time", "08:30:06+0530", 0},
-    {"email", "joe.bloggs@example.com", 1},
-    {"email", "te~st@example.com", 1},
-    {"email", "a+tag@sub-domain.example.co", 1},
-    {"email", "user@localhost", 1},
-    {"email", "2962", 0},
-    {"email", ".test@example.com", 0},
-    {"email", "test.@example.com", 0},
-    {"email", "te..st@example.com", 0},
-    {"email", "joe.bloggs@invalid=domain.com", 0},
-    {"email", "joe@-example.com", 0},
-    {"email", "joe@example-.com", 0},
-    {"email", "\"joe bloggs\"@example.com", 0},
-    {"email", "joe.bloggs@[127.0.0.1]", 0},
-    {"email", "a@b@c.com", 0},
-    {"uri", "http://foo.bar/?baz=qux#quux", 1},
-    {"uri", "https://user:pw@example.com:8080/p/a/t/h?q=1&r=%20", 1},
-    {"uri", "urn:oasis:names:specification:docbook:dtd:xml:4.1.2", 1},
-    {"uri", "mailto:John.Doe@example.com", 1},
-    {"uri", "http://[2001:db8::7]/c=GB?objectClass?one", 1},
-    {"uri", "ldap://[v1.fe80::a+en1]/", 1},
-    {"uri", "file:///etc/passwd", 1},
-    {"uri", "//foo.bar/?baz=qux#quux", 0},
-    {"uri", "/abc", 0},
-    {"uri", "\\\\WINDOWS\\fileshare", 0},
-    {"uri", "http:// shouldfail.com", 0},
-    {"uri", "http://example.com/a%2", 0},
-    {"uri", "http://example.com/a%zz", 0},
-    {"uri", "http://[::1", 0},
-    {"uri", "http://example.com:80a/", 0},
-    {"uri", "http://\xc3\xa9xample.com/", 0},
-    {"uri", "1http://x", 0},
-    {"uuid", "2EB8AA08-AA98-11EA-B4AA-73B441D16380", 1},
-    {"uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380", 1},
-    {"uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d1638", 0},
-    {"uuid", "2eb8aa08aa9811eab4aa73b441d16380", 0},
-    {"uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d1638g", 0},
-    {"ipv4", "192.168.0.1", 1},
-    {"ipv4", "0.0.0.0", 1},
-    {"ipv4", "255.255.255.255", 1},
-    {"ipv4", "256.0.0.1", 0},
-    {"ipv4", "087.10.0.1", 0},
-    {"ipv4", "1.2.3", 0},
-    {"ipv4", "1.2.3.4.5", 0},
-    {"ipv4", "1.2.3.\xd9\xa3", 0},
-    {"ipv4", "0x7f000001", 0},
-    {"ipv6", "::1", 1},
-    {"ipv6", "::", 1},
-    {"ipv6", "1::", 1},
-    {"ipv6", "2001:db8:0:0:0:0:2:1", 1},
-    {"ipv6", "2001:db8::2:1", 1},
-    {"ipv6", "::ffff:192.168.0.1", 1},
-    {"ipv6", "1:2:3:4:5:6:1.2.3.4", 1},
-    {"ipv6", "1:2:3:4:5:6:7:8", 1},
-    {"ipv6", "1:2:3:4:5:6:7:8:9", 0},
-    {"ipv6", "1:2:3:4:5:6:7", 0},
-    {"ipv6", "12345::", 0},
-    {"ipv6", "1::2::3", 0},
-    {"ipv6", ":1:2:3:4:5:6:7", 0},
-    {"ipv6", "1:2:3:4:5:6:7:", 0},
-    {"ipv6", "fe80::1%eth0", 0},
-    {"ipv6", "::ffff:192.168.0.256", 0},
-    {"ipv6", "1:2:3:4:5:6:7:1.2.3.4", 0},
-    {"ipv6", "::1.2.3.4:5", 0},
-};
-
-static void formats(void)
-{
-    tg_schema_options_t asserted = standard();
-    int all = 1;
-    asserted.assert_formats = 1;
-    for (size_t i = 0; i < sizeof format_cases / sizeof format_cases[0]; i++) {
-        char schema[64], instance[128];
-        tg_schema_t *s;
-        tg_error_t err;
-        tg_finding_t f[1];
-        size_t count = 9;
-        snprintf(schema, sizeof schema, "{\"format\":\"%s\"}", format_cases[i].format);
-        {
-            /* the value as a JSON string */
-            size_t k = 0;
-            instance[k++] = '"';
-            for (const char *p = format_cases[i].value; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                    instance[k++] = '\\';
-                instance[k++] = *p;
-            }
-            instance[k++] = '"';
-            instance[k] = '\0';
-        }
-        if (compile(schema, &asserted, &s, &err) != TG_OK ||
-            validate(s, instance, f, 1, &count) != TG_OK || (count == 0) != format_cases[i].valid) {
-            all = 0;
-            printf("# format %s: %s should be %s\n", format_cases[i].format, format_cases[i].value,
-                   format_cases[i].valid ? "valid" : "invalid");
-        }
-        tg_schema_free(s);
-    }
-    tap_ok(all, "formats: every valid/invalid case of the table");
-    run_cases(
-        (const vcase[]){
-            {"{\"format\":\"ipv4\"}", "1", 1, "format applies to strings only"},
-            {"{\"format\":\"hostname\"}", "\"-not a host-\"", 1,
-             "unknown formats stay annotations"},
-        },
-        2, &asserted);
-}
 
 /* Every numeric keyword reads a number one way, as the decimal it spells:
  * each literal below rounds (as a double) onto or across its bound. */
@@ -1368,13 +1229,13 @@ int main(void)
     tg_schema_options_default(&closed);
 
     E = tg_engine_new(NULL, NULL, NULL, NULL);
-    tap_ok(closed.closed == 1 && closed.assert_formats == 0 && closed.ignore_keywords == NULL,
+    tap_ok(closed.closed == 1 && closed.assert_formats == 0 && closed.ignore_keywords == NULL &&
+               closed.annotation_formats == NULL,
            "options: closed world by default, formats not asserted");
     run_cases(keyword_cases, sizeof keyword_cases / sizeof keyword_cases[0], &std);
     run_cases(multiple_cases, sizeof multiple_cases / sizeof multiple_cases[0], &std);
     run_cases(number_cases, sizeof number_cases / sizeof number_cases[0], &std);
     unique_long(&std);
-    formats();
     compile_error_cases();
     run_cases(closed_cases, sizeof closed_cases / sizeof closed_cases[0], &closed);
     {

@@ -1,7 +1,6 @@
 -- toolgate check: the policy's pipeline on each call line.
 local cli = require "toolgate.cli"
 local engine_mod = require "toolgate.engine"
-local json = require "toolgate.json"
 
 local M = {}
 
@@ -22,8 +21,13 @@ one JSON object per line, and writes one decision per line:
                             tools array, or an MCP tools/list result; SERVER=
                             names the server its tools belong to
   --context FILE            the per-call context (a JSON object: scopes,
-                            max_risk, epoch, ...); a "context" member of a call
-                            line is merged over it
+                            max_risk, epoch, ...): what the operator grants.
+                            A call line carrying its own "context" is refused
+                            (CONTEXT_IN_CALL): a model must not grant itself
+                            scopes
+  --line-context            trust the input: merge each line's "context" over
+                            --context (for replaying recorded traffic whose
+                            contexts you trust; never for what a model wrote)
   --format FMT              call format: auto (default), native, openai,
                             anthropic, mcp
   --server NAME             server for calls that name none
@@ -37,13 +41,14 @@ BAD_ARGUMENTS and the JSON error codes for lines that cannot be decoded;
 POLICY_ERROR when a policy function fails.  Nothing that cannot be checked
 is ever accepted.
 
-exit status: 0 done, 1 --fail-on matched, 2 bad usage, or a policy or
-registry that cannot be loaded
+exit status: 0 done, 1 --fail-on matched (or a line met an internal error:
+it gets an INTERNAL_ERROR reject and a note on stderr), 2 bad usage, or a
+policy or registry that cannot be loaded
 ]]
 
 function M.run(args, env)
   local opts, pos = cli.parse(args, {
-    flags = { also = true },
+    flags = { also = true, ["line-context"] = true },
     options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true },
     multi = { registry = true },
   })
@@ -54,37 +59,27 @@ function M.run(args, env)
   if fail_on and fail_on ~= "reject" and fail_on ~= "defer" and fail_on ~= "accept" then
     cli.usage_error("--fail-on takes reject, defer or accept")
   end
-  local engine = cli.load_engine("check", opts, env, format, true)
+  local engine = cli.load_engine("check", opts, env, { format = format,
+    trust_call_context = opts["line-context"] }, true)
   if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core
   if opts.also then engine:snapshot().policy.settings.rung.report_also = true end
 
-  local base_ctx = {}
+  local ctx = {}
   if opts.context then
-    base_ctx = cli.read_context("check", core_engine, opts.context)
-    if not base_ctx then return cli.EXIT_USAGE end
+    ctx = cli.read_context("check", core_engine, opts.context)
+    if not ctx then return cli.EXIT_USAGE end
   end
-  if opts.server then base_ctx.server = opts.server end
+  if opts.server then ctx.server = opts.server end
 
   local matched = false
-  local read = cli.each_line("check", pos[1], function(line, n)
-    local ctx = base_ctx
-    -- a "context" member of the line itself, merged over --context
-    local doc = core_engine:parse(line)
-    local own = doc and doc:root():type() == "object" and doc:root():get("context")
-    if own and own:type() == "object" then
-      ctx = {}
-      for k, v in pairs(base_ctx) do ctx[k] = v end
-      for k, v in pairs(json.to_lua(own)) do ctx[k] = v end
-    end
-    if doc then doc:free() end -- now, not at some later collection (engine:check parses its own)
+  local read, internal = cli.decide_lines("check", pos[1], function(line)
     local decision = engine:check(line, ctx)
-    decision.line = n
     if decision.verdict == fail_on then matched = true end
-    io.stdout:write(cli.encode(core_engine, decision), "\n")
+    return decision
   end)
   if not read then return cli.EXIT_USAGE end
-  return matched and cli.EXIT_FAILED or cli.EXIT_OK
+  return (matched or internal > 0) and cli.EXIT_FAILED or cli.EXIT_OK
 end
 
 return M

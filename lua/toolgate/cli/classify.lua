@@ -53,11 +53,10 @@ function M.run(args, env)
   end
 
   local matched = false
-  local read = cli.each_line("classify", pos[1], function(line, n)
+  local read, internal = cli.decide_lines("classify", pos[1], function(line)
     local d = engine:classify(line, ctx)
-    d.line = n
     if d.verdict == opts["fail-on"] then matched = true end
-    io.stdout:write(cli.encode(core_engine, d), "\n")
+    return d
   end)
   if not read then return cli.EXIT_USAGE end
   io.stdout:flush()
@@ -67,7 +66,7 @@ function M.run(args, env)
   end
   table.sort(names)
   for _, q in ipairs(names) do cli.diag("classify", "quarantined: " .. q) end
-  return matched and cli.EXIT_FAILED or cli.EXIT_OK
+  return (matched or internal > 0) and cli.EXIT_FAILED or cli.EXIT_OK
 end
 
 return M

@@ -60,9 +60,9 @@ function M.run(args)
     count[f.severity] = count[f.severity] + 1
     local line = { kind = f.kind, severity = f.severity, message = f.message, code = f.code, pointer = f.pointer }
     if f.tools then line.tools = setmetatable(f.tools, value.array_mt) end
-    io.stdout:write(cli.encode(engine, line), "\n")
+    io.stdout:write(cli.encode(line), "\n")
   end
-  io.stdout:write(cli.encode(engine, { summary = {
+  io.stdout:write(cli.encode({ summary = {
     tools = #snap.tools, errors = count.error, rejects = count.reject, warnings = count.warning,
     registry_hash = snap.hash,
   } }), "\n")

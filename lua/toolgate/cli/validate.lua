@@ -73,7 +73,7 @@ function M.run(args)
       errors[i] = { code = f.code, keyword = f.keyword, path = f.pointer,
                     schema_path = f.schema_pointer, message = f.message }
     end
-    io.stdout:write(cli.encode(engine, { valid = #findings == 0, errors = errors, line = n }), "\n")
+    io.stdout:write(cli.encode({ valid = #findings == 0, errors = errors, line = n }), "\n")
   end
 
   if opts.lines then
