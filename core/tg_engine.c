@@ -60,39 +60,23 @@ void tg_error_clear(tg_error_t *err)
     err->message[0] = '\0';
 }
 
-/* The length of the well-formed UTF-8 sequence at s (1..4), or 0. */
-static size_t utf8_sequence(const unsigned char *s)
-{
-    size_t n;
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] < 0xC2)
-        return 0;
-    n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : s[0] < 0xF5 ? 4 : 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    if ((n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F))) ||
-        (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))))
-        return 0;
-    return n;
-}
-
 /* Drops every byte that does not begin a well-formed sequence: a message
  * quotes decoded input cut to a length (%.*s, or the buffer's end), and a
  * cut inside a character must not make the message itself malformed. */
 static void keep_utf8(char *msg)
 {
     unsigned char *r = (unsigned char *)msg, *w = r;
-    while (*r) {
-        size_t n = utf8_sequence(r);
-        if (!n) {
-            r++;
-            continue;
+    size_t left = strlen(msg);
+    while (left) {
+        size_t n = tg_utf8_sequence(r, left);
+        if (n) {
+            memmove(w, r, n);
+            w += n;
+        } else {
+            n = 1; /* dropped */
         }
-        memmove(w, r, n);
-        w += n;
         r += n;
+        left -= n;
     }
     *w = '\0';
 }

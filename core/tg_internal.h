@@ -267,6 +267,33 @@ void tg_sort_members(tg_value_t *src, size_t n, tg_value_t *tmp, tg_value_t *dst
 /* Appends s (len bytes of UTF-8) as an RFC 8785 JSON string. */
 int tg_canon_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err);
 
+/* The length (1..4) of the well-formed UTF-8 sequence at s, of which n
+ * bytes may be read, or 0 (a stray, overlong, surrogate or cut sequence). */
+static inline size_t tg_utf8_sequence(const unsigned char *s, size_t n)
+{
+    size_t len;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] < 0xC2)
+        return 0;
+    len = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : s[0] < 0xF5 ? 4 : 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((len == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F))) ||
+        (len == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))))
+        return 0;
+    return len;
+}
+
+/* Appends s as an RFC 8785 JSON string with every byte that does not
+ * belong to a well-formed UTF-8 sequence dropped: for text toolgate writes
+ * itself (messages quoting input, a host's answers), which must never make
+ * its own output malformed. */
+int tg_write_text(tg_buf_t *out, const char *s, size_t len, tg_error_t *err);
+
 /* Frees the engine's PCRE2 contexts and match data (tg_regex.c); called
  * when the engine itself goes. */
 void tg_regex_cache_free(tg_engine_t *e);

@@ -804,6 +804,141 @@ TG_API int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool,
                              const tg_norm_t *norm, const tg_value_t *samples,
                              tg_plan_summary_t *out, tg_error_t *err);
 
+/* ------------------------------------------------------------------------ */
+/* Policies compiled for the core, contexts, and decisions                   */
+/* ------------------------------------------------------------------------ */
+
+/* A policy's built-in parts, compiled for one registry: the stage order,
+ * the gate's risk order and rule, the verifier's and self-consistency's
+ * settings, the policy's version, and each tool's contract as the gate
+ * and the verifier read it.  Built once when a policy and registry load
+ * (the Lua side works out the description from the policy file and the
+ * registry, mappings and all); then only read, by any number of checks.
+ * The registry must outlive it.
+ *
+ * The description is one JSON object:
+ *   {"version": "default@1+...",          policy_version of every decision
+ *    "registry_hash": "<32 hex>",         registry_hash of every decision
+ *    "stages": [{"stage": "rung"}, {"stage": "gate"[, "custom": true]},
+ *               {"stage": "verifier"}, {"stage": "consistency"},
+ *               {"stage": "custom", "name": "...", "code": "..."}, ...],
+ *    "risk_levels": ["none", "low", ...],  lowest first, at least one
+ *    "report_also": false, "require_contract": false,
+ *    "on_mismatch": "reject"|"defer", "on_error": "reject"|"defer",
+ *    "requires_approval": false,
+ *    "tools": [{"risk": "low", "scopes": [...], "effects": [...],
+ *               "deterministic": true, "has_output": true,
+ *               "refuse": {"code": "SHADOWED", "message": "..."}}, ...]}
+ * with "tools" in registry index order, one per tool (fields optional:
+ * no risk declared, no scopes, ...).  A gate with "custom": true (the
+ * policy's own admissible function) and every custom stage are run by the
+ * host (see tg_check).  Errors: TG_E_ARG for a description that does not
+ * say what the core needs (err names the field), the JSON codes,
+ * TG_E_NOMEM. */
+typedef struct tg_policy_t tg_policy_t;
+TG_API int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size_t len,
+                         tg_policy_t **out, tg_error_t *err);
+TG_API void tg_policy_free(tg_policy_t *p);
+
+/* A per-call context (what the operator grants), compiled for a policy:
+ * the JSON object the host passes, of which the core reads "scopes" (a
+ * list of granted scope names; anything else grants none), "max_risk" (a
+ * level of the policy's risk order; a name outside it refuses every call
+ * that reaches the gate, saying so), "epoch" (any JSON value, bound into
+ * every defer) and "server" (for calls that name none).  Other members are
+ * the host's (a policy function may read them).  Compile once, use for any
+ * number of checks; the policy must outlive it.  Errors: TG_E_ARG (not an
+ * object), the JSON codes, TG_E_NOMEM. */
+typedef struct tg_context_t tg_context_t;
+TG_API int tg_context_new(const tg_policy_t *p, const char *json, size_t len, tg_context_t **out,
+                          tg_error_t *err);
+TG_API void tg_context_free(tg_context_t *c);
+
+/* The work space of checks: the call being decided and its decision.  One
+ * per engine and thread; reused by every check (nothing is allocated per
+ * call once it has grown to the largest call seen). */
+typedef struct tg_decider_t tg_decider_t;
+TG_API tg_decider_t *tg_decider_new(tg_engine_t *e, tg_error_t *err);
+TG_API void tg_decider_free(tg_decider_t *d);
+
+enum tg_verdict {
+    TG_ACCEPT = 0,
+    TG_REJECT,
+    TG_DEFER
+};
+
+/* What a check step returns (tg_outcome_t.status). */
+enum tg_check_status {
+    TG_DECIDED = 0,  /* json holds the decision */
+    TG_NEEDS_STAGE,  /* the stage at index `pending` must run in the host:
+                      * answer with tg_check_answer */
+    TG_NO_MORE_CALLS /* every call of the text has been decided */
+};
+
+typedef struct tg_outcome_t {
+    int status;       /* enum tg_check_status */
+    int verdict;      /* TG_DECIDED: enum tg_verdict */
+    const char *json; /* TG_DECIDED: the decision as canonical JSON (json_len
+                       * bytes), valid until the next call on the decider */
+    size_t json_len;
+    const char *code;  /* TG_DECIDED: the decision's code, "" for an accept */
+    const char *stage; /* TG_DECIDED: the stage that decided */
+    size_t pending;    /* TG_NEEDS_STAGE: index in the policy's stages */
+} tg_outcome_t;
+
+/* Flags of tg_check. */
+#define TG_CHECK_TRUST_CONTEXT                                                                     \
+    1 /* a call's own "context" member is merged over                                              \
+       * ctx (replayed traffic the host trusts);                                                   \
+       * without it such a call is refused,                                                        \
+       * CONTEXT_IN_CALL */
+#define TG_CHECK_PAUSE                                                                             \
+    2 /* return TG_NEEDS_STAGE before every stage, the                                             \
+       * built-in ones too (a host tracing each                                                    \
+       * stage); answer a built-in one with                                                        \
+       * TG_RUN_IN_CORE */
+
+/* tg_check_answer's verdict for a built-in stage shown under TG_CHECK_PAUSE:
+ * the core runs it. */
+#define TG_RUN_IN_CORE (-2)
+
+/* Runs policy p's pipeline on the call in json (format as tg_call_decode)
+ * under context ctx (NULL: an empty one) and writes the decision.  The
+ * built-in stages run here; a custom stage or a policy gate function
+ * makes it return TG_NEEDS_STAGE, and the host answers with
+ * tg_check_answer, which goes on from there.  line > 0 is written into the
+ * decision as "line".  Whatever goes wrong in the engine ends in a reject
+ * or the policy's on_error verdict, never an accept.  Returns TG_OK (read
+ * *out) or TG_E_NOMEM / TG_E_ARG (then nothing was decided: the host must
+ * refuse the call). */
+TG_API int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
+                    const char *json, size_t len, int format, int flags, size_t line,
+                    tg_outcome_t *out, tg_error_t *err);
+
+/* Decides the next call of the same text (a line may hold several: see
+ * tg_call_decode): like tg_check; TG_NO_MORE_CALLS after the last. */
+TG_API int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err);
+
+/* The host's answer for the pending stage: verdict -1 passes it, else
+ * TG_REJECT or TG_DEFER with code and message (len bytes each; bytes that
+ * are not well-formed UTF-8 are dropped from what is written); for a
+ * built-in stage shown under TG_CHECK_PAUSE, TG_RUN_IN_CORE.  Goes on with
+ * the next stage; returns like tg_check. */
+TG_API int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_len,
+                           const char *message, size_t message_len, tg_outcome_t *out,
+                           tg_error_t *err);
+
+/* About the call in progress (for the host running a pending stage): its
+ * server (NULL when none), name, arguments, args_digest (32 hex digits and
+ * a NUL), the resolved tool's registry index (-1 before the rung resolved
+ * it), and the context member the call carried (NULL when none). */
+TG_API const char *tg_check_server(const tg_decider_t *d, size_t *len);
+TG_API const char *tg_check_name(const tg_decider_t *d, size_t *len);
+TG_API const tg_value_t *tg_check_arguments(const tg_decider_t *d);
+TG_API const char *tg_check_args_digest(const tg_decider_t *d);
+TG_API long tg_check_tool(const tg_decider_t *d);
+TG_API const tg_value_t *tg_check_call_context(const tg_decider_t *d);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,7 +19,9 @@ local DATA = h.root .. "/spec/data/registries/"
 
 -- The binding's methods that can fail, by class.
 local FALLIBLE = {
-  engine = { "canon", "hash", "parse", "decode_call", "agree", "pointer_agreement" },
+  engine = { "canon", "hash", "parse", "decode_call", "agree", "pointer_agreement", "decider" },
+  decider = { "check", "answer", "next" },
+  policy = { "context" },
   node = { "canon", "hash", "digest", "exact" },
   registry = { "check", "validate_output", "summarize_plan" },
   norm = { "apply" },
@@ -34,6 +36,8 @@ local function classes(snap)
   }
   local norm = snap.core.norm and snap.core:norm()
   if norm then out.norm = getmetatable(norm).__index end
+  out.decider = getmetatable(assert(snap.core:decider())).__index
+  out.policy = getmetatable(snap.compiled).__index
   return out
 end
 

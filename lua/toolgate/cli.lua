@@ -6,6 +6,7 @@
 -- 2 bad usage or unreadable input.
 
 local core = require "toolgate.core"
+local decision = require "toolgate.decision"
 local value = require "toolgate.value"
 
 local M = {}
@@ -173,25 +174,12 @@ function M.read_context(cmd, core_engine, path)
   return v
 end
 
--- What toolgate writes is its own output, not input: it is canonicalized
--- under the widest limits the core has, never the policy's (a decision may
--- echo an id or a message longer than a policy lets a call be).
-local output_codec
-
-local function widest_limits()
-  local lim = core.default_limits()
-  local top = 2147483647
-  lim.max_input_bytes, lim.max_string_bytes, lim.max_members, lim.max_items = top, top, top, top
-  lim.max_depth = 1000
-  return lim
-end
-
 -- A decision (or any Lua value) as one line of canonical JSON: sorted keys,
 -- so output is stable for diffs and tests.  It cannot fail: a value that
 -- does not encode (a bug) becomes an INTERNAL_ERROR record saying so,
 -- keeping the line number, so every line still gets its line of output.
 function M.encode(v)
-  if not output_codec then output_codec = assert(core.new_engine(widest_limits())) end
+  local output_codec = decision.codec() -- toolgate's own output: the widest limits, never a policy's
   local text, err = value.encode(v)
   local out
   if text then out, err = output_codec:canon(text) end
@@ -203,21 +191,28 @@ function M.encode(v)
 end
 
 -- decide_lines(cmd, path, decide) -> true, internal errors | nil (after a
--- diagnostic): for every non-blank line, d = decide(line, number) and
--- writes d with its line number.  A decide that raises (a bug in toolgate
--- or the host) gives an INTERNAL_ERROR reject for that line, never a
--- missing line and never an accept; the count of such lines comes back.
+-- diagnostic): for every non-blank line, writes decide(line, number), a
+-- decision that carries that line number.  A decide that raises (a bug in
+-- toolgate or the host) gives an INTERNAL_ERROR reject for that line,
+-- never a missing line and never an accept; the count of such lines comes
+-- back.
 function M.decide_lines(cmd, path, decide)
   local internal = 0
   local read = M.each_line(cmd, path, function(line, n)
     local ok, d = pcall(decide, line, n)
-    if not ok or type(d) ~= "table" then
+    if ok and decision.is(d) then
+      ok, d = pcall(d.json, d)
+    else
+      d = ok and "decide returned a " .. type(d) or d
+      ok = false
+    end
+    if not ok then
       internal = internal + 1
       M.diag(cmd, "line " .. n .. ": internal error: " .. tostring(d))
-      d = { verdict = "reject", code = "INTERNAL_ERROR", message = "toolgate failed on this line: " .. tostring(d) }
+      d = M.encode({ verdict = "reject", code = "INTERNAL_ERROR", line = n,
+                     message = "toolgate failed on this line: " .. tostring(d) })
     end
-    d.line = n
-    io.stdout:write(M.encode(d), "\n")
+    io.stdout:write(d, "\n")
   end)
   if not read then return nil end
   return true, internal

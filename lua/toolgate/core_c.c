@@ -27,6 +27,10 @@
 #define SCHEMA_MT "toolgate.core.schema"
 #define REGISTRY_MT "toolgate.core.registry"
 #define NORM_MT "toolgate.core.norm"
+#define POLICY_MT "toolgate.core.policy"
+#define CONTEXT_MT "toolgate.core.context"
+#define DECIDER_MT "toolgate.core.decider"
+#define PENDING_MT "toolgate.core.pending"
 
 typedef struct {
     tg_engine_t *e;
@@ -57,6 +61,22 @@ typedef struct {
 typedef struct {
     tg_norm_t *n;
 } norm_ud;
+typedef struct {
+    tg_policy_t *p;
+} policy_ud;
+typedef struct {
+    tg_context_t *c;
+} context_ud;
+/* A check's work space: a check that pauses in the host holds it until it
+ * is done.  User values: 1 the engine, 2 the owner of the nodes of the
+ * check in progress (a pending_ud, cleared when the next check starts). */
+typedef struct {
+    tg_decider_t *d;
+    tg_outcome_t out;
+} decider_ud;
+typedef struct {
+    tg_decider_t *d;
+} pending_ud;
 
 static engine_ud *check_engine(lua_State *L, int i)
 {
@@ -707,6 +727,214 @@ static int l_schema_validate(lua_State *L)
     return 1;
 }
 
+/* ---- compiled policies, contexts and checks ------------------------------------ */
+
+/* registry:policy(json) -> policy | nil, message, code */
+static int l_registry_policy(lua_State *L)
+{
+    registry_ud *r = luaL_checkudata(L, 1, REGISTRY_MT);
+    size_t len;
+    const char *json = check_string(L, 2, &len);
+    tg_error_t err;
+    policy_ud *p;
+    engine_ud *u;
+    lua_getiuservalue(L, 1, 1);
+    u = check_engine(L, -1);
+    p = new_child(L, sizeof *p, POLICY_MT, -1, 2);
+    lua_pushvalue(L, 1); /* the registry outlives its policies */
+    lua_setiuservalue(L, -2, 2);
+    if (tg_policy_new(u->e, r->r, json, len, &p->p, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_policy_gc(lua_State *L)
+{
+    policy_ud *p = luaL_checkudata(L, 1, POLICY_MT);
+    tg_policy_free(p->p);
+    p->p = NULL;
+    return 0;
+}
+
+/* policy:context(json) -> context | nil, message, code */
+static int l_policy_context(lua_State *L)
+{
+    policy_ud *p = luaL_checkudata(L, 1, POLICY_MT);
+    size_t len;
+    const char *json = check_string(L, 2, &len);
+    tg_error_t err;
+    context_ud *c;
+    lua_getiuservalue(L, 1, 1);
+    c = new_child(L, sizeof *c, CONTEXT_MT, -1, 2);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 2);
+    if (tg_context_new(p->p, json, len, &c->c, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_context_gc(lua_State *L)
+{
+    context_ud *c = luaL_checkudata(L, 1, CONTEXT_MT);
+    tg_context_free(c->c);
+    c->c = NULL;
+    return 0;
+}
+
+/* engine:decider() -> decider | nil, message, code */
+static int l_engine_decider(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    tg_error_t err;
+    decider_ud *d = new_child(L, sizeof *d, DECIDER_MT, 1, 2);
+    if (!(d->d = tg_decider_new(u->e, &err)))
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_decider_gc(lua_State *L)
+{
+    decider_ud *d = luaL_checkudata(L, 1, DECIDER_MT);
+    tg_decider_free(d->d);
+    d->d = NULL;
+    return 0;
+}
+
+/* Pushes what a check step says: status (0 decided, 1 a stage for the host,
+ * 2 no more calls), verdict (0 accept, 1 reject, 2 defer), the decision's
+ * JSON, code, stage, and the pending stage (from 1); or nil, message, code. */
+static int push_outcome(lua_State *L, const decider_ud *d, int rc, const tg_error_t *err)
+{
+    const tg_outcome_t *o = &d->out;
+    if (rc != TG_OK)
+        return push_error(L, err, 0);
+    lua_pushinteger(L, o->status);
+    if (o->status == TG_DECIDED) {
+        lua_pushinteger(L, o->verdict);
+        lua_pushlstring(L, o->json, o->json_len);
+        lua_pushstring(L, o->code);
+        lua_pushstring(L, o->stage);
+        return 5;
+    }
+    if (o->status == TG_NEEDS_STAGE) {
+        lua_pushnil(L);
+        lua_pushnil(L);
+        lua_pushnil(L);
+        lua_pushnil(L);
+        lua_pushinteger(L, (lua_Integer)o->pending + 1);
+        return 6;
+    }
+    return 1;
+}
+
+static decider_ud *check_decider(lua_State *L)
+{
+    decider_ud *d = luaL_checkudata(L, 1, DECIDER_MT);
+    if (!d->d)
+        luaL_error(L, "toolgate decider already freed");
+    return d;
+}
+
+/* decider:check(policy, context|nil, text, format, flags, line) */
+static int l_decider_check(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    policy_ud *p = luaL_checkudata(L, 2, POLICY_MT);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    size_t len;
+    const char *text = check_string(L, 4, &len);
+    int format = (int)luaL_optinteger(L, 5, 0), flags = (int)luaL_optinteger(L, 6, 0);
+    lua_Integer line = luaL_optinteger(L, 7, 0);
+    tg_error_t err;
+    /* the nodes of the previous check die with it */
+    if (lua_getiuservalue(L, 1, 2) == LUA_TUSERDATA) {
+        ((pending_ud *)lua_touserdata(L, -1))->d = NULL;
+        lua_pushnil(L);
+        lua_setiuservalue(L, 1, 2);
+    }
+    lua_pop(L, 1);
+    return push_outcome(L, d,
+                        tg_check(d->d, p->p, c ? c->c : NULL, text, len, format, flags,
+                                 line > 0 ? (size_t)line : 0, &d->out, &err),
+                        &err);
+}
+
+static int l_decider_next(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    tg_error_t err;
+    return push_outcome(L, d, tg_check_next(d->d, &d->out, &err), &err);
+}
+
+/* decider:answer(verdict (-1 pass, 1 reject, 2 defer, -2 run in the core), code, message) */
+static int l_decider_answer(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    int verdict = (int)luaL_checkinteger(L, 2);
+    size_t clen = 0, mlen = 0;
+    const char *code = lua_isnoneornil(L, 3) ? NULL : check_string(L, 3, &clen);
+    const char *msg = lua_isnoneornil(L, 4) ? NULL : check_string(L, 4, &mlen);
+    tg_error_t err;
+    return push_outcome(L, d, tg_check_answer(d->d, verdict, code, clen, msg, mlen, &d->out, &err),
+                        &err);
+}
+
+/* decider:resolved() -> tool index (from 1) | nil, args_digest | nil: what
+ * the rung of the last check found */
+static int l_decider_resolved(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    long tool = tg_check_tool(d->d);
+    const char *s = tg_check_args_digest(d->d);
+    if (tool >= 0)
+        lua_pushinteger(L, (lua_Integer)tool + 1);
+    else
+        lua_pushnil(L);
+    if (s)
+        lua_pushlstring(L, s, 32);
+    else
+        lua_pushnil(L);
+    return 2;
+}
+
+/* decider:call() -> server, name, arguments node, args_digest, tool index
+ * (from 1) | nil, context node: the call of the check in progress (its
+ * nodes live until the next check on this decider) */
+static int l_decider_call(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    size_t len;
+    const char *s;
+    long tool;
+    if (lua_getiuservalue(L, 1, 2) != LUA_TUSERDATA) {
+        pending_ud *owner;
+        lua_pop(L, 1);
+        lua_getiuservalue(L, 1, 1); /* the engine, the owner's first user value */
+        owner = new_child(L, sizeof *owner, PENDING_MT, -1, 1);
+        lua_remove(L, -2);
+        owner->d = d->d;
+        lua_pushvalue(L, -1);
+        lua_setiuservalue(L, 1, 2);
+    }
+    s = tg_check_server(d->d, &len);
+    push_lstring_or_nil(L, s, len);
+    s = tg_check_name(d->d, &len);
+    push_lstring_or_nil(L, s, len);
+    push_node(L, tg_check_arguments(d->d), -3);
+    s = tg_check_args_digest(d->d);
+    if (s)
+        lua_pushlstring(L, s, 32);
+    else
+        lua_pushnil(L);
+    tool = tg_check_tool(d->d);
+    if (tool >= 0)
+        lua_pushinteger(L, (lua_Integer)tool + 1);
+    else
+        lua_pushnil(L);
+    push_node(L, tg_check_call_context(d->d), -6);
+    return 6;
+}
+
 /* ---- registries ---------------------------------------------------------------- */
 
 static int l_engine_registry(lua_State *L)
@@ -1219,6 +1447,7 @@ static const luaL_Reg engine_methods[] = {
     {"norm", l_engine_norm},
     {"agree", l_engine_agree},
     {"pointer_agreement", l_engine_pointer_agreement},
+    {"decider", l_engine_decider},
     {NULL, NULL},
 };
 
@@ -1261,7 +1490,15 @@ static const luaL_Reg registry_methods[] = {
     {"check", l_registry_check},
     {"validate_output", l_registry_validate_output},
     {"summarize_plan", l_registry_summarize_plan},
+    {"policy", l_registry_policy},
     {NULL, NULL},
+};
+
+static const luaL_Reg policy_methods[] = {{"context", l_policy_context}, {NULL, NULL}};
+
+static const luaL_Reg decider_methods[] = {
+    {"check", l_decider_check}, {"next", l_decider_next},         {"answer", l_decider_answer},
+    {"call", l_decider_call},   {"resolved", l_decider_resolved}, {NULL, NULL},
 };
 
 static const luaL_Reg norm_methods[] = {
@@ -1270,6 +1507,8 @@ static const luaL_Reg norm_methods[] = {
     {"apply", l_norm_apply},
     {NULL, NULL},
 };
+
+static const luaL_Reg no_methods[] = {{NULL, NULL}};
 
 static const luaL_Reg functions[] = {
     {"new_engine", l_new_engine},
@@ -1304,6 +1543,10 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, SCHEMA_MT, schema_methods, l_schema_gc);
     new_class(L, REGISTRY_MT, registry_methods, l_registry_gc);
     new_class(L, NORM_MT, norm_methods, l_norm_gc);
+    new_class(L, POLICY_MT, policy_methods, l_policy_gc);
+    new_class(L, CONTEXT_MT, no_methods, l_context_gc);
+    new_class(L, DECIDER_MT, decider_methods, l_decider_gc);
+    new_class(L, PENDING_MT, no_methods, NULL);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

@@ -156,6 +156,33 @@ typedef struct tg_pointer_agreement_t {
     size_t present;
 } tg_pointer_agreement_t;
 int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n, size_t rep, const tg_norm_t *plan, tg_pointer_agreement_t *out, size_t max, size_t *count, tg_error_t *err);
+typedef struct tg_policy_t tg_policy_t;
+typedef struct tg_context_t tg_context_t;
+typedef struct tg_decider_t tg_decider_t;
+typedef struct tg_outcome_t {
+    int status;
+    int verdict;
+    const char *json;
+    size_t json_len;
+    const char *code;
+    const char *stage;
+    size_t pending;
+} tg_outcome_t;
+int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size_t len, tg_policy_t **out, tg_error_t *err);
+void tg_policy_free(tg_policy_t *p);
+int tg_context_new(const tg_policy_t *p, const char *json, size_t len, tg_context_t **out, tg_error_t *err);
+void tg_context_free(tg_context_t *c);
+tg_decider_t *tg_decider_new(tg_engine_t *e, tg_error_t *err);
+void tg_decider_free(tg_decider_t *d);
+int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *json, size_t len, int format, int flags, size_t line, tg_outcome_t *out, tg_error_t *err);
+int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err);
+int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_len, const char *message, size_t message_len, tg_outcome_t *out, tg_error_t *err);
+const char *tg_check_server(const tg_decider_t *d, size_t *len);
+const char *tg_check_name(const tg_decider_t *d, size_t *len);
+const tg_value_t *tg_check_arguments(const tg_decider_t *d);
+const char *tg_check_args_digest(const tg_decider_t *d);
+long tg_check_tool(const tg_decider_t *d);
+const tg_value_t *tg_check_call_context(const tg_decider_t *d);
 ]]
 
 local function load_library()
@@ -860,6 +887,102 @@ function Engine:pointer_agreement(list, rep, norm, max)
     result[i + 1] = { pointer = ffi.string(e.pointer), agree = tonumber(e.agree), present = tonumber(e.present) }
   end
   return result, count
+end
+
+-- Compiled policies, contexts and checks -------------------------------------------
+
+local Policy, Context = {}, {}
+Policy.__index, Context.__index = Policy, Context
+local policy_box = ffi.new("tg_policy_t *[1]")
+local context_box = ffi.new("tg_context_t *[1]")
+
+-- policy(json) -> policy | nil, message, code: the policy's built-in parts
+-- compiled for this registry (core/toolgate.h, tg_policy_new).
+function Registry:policy(json)
+  local st = self.engine.st
+  check_string(json, 1)
+  if C.tg_policy_new(st.e, self.r, json, #json, policy_box, st.err) ~= 0 then return error_values(st.err, false) end
+  return setmetatable({ registry = self, p = ffi.gc(policy_box[0], C.tg_policy_free) }, Policy)
+end
+
+-- context(json) -> context | nil, message, code
+function Policy:context(json)
+  local st = self.registry.engine.st
+  check_string(json, 1)
+  if C.tg_context_new(self.p, json, #json, context_box, st.err) ~= 0 then return error_values(st.err, false) end
+  return setmetatable({ policy = self, c = ffi.gc(context_box[0], C.tg_context_free) }, Context)
+end
+
+-- A decider: the work space of checks.  A check that pauses in the host
+-- (a custom stage, an observe hook that yields) holds its decider until it
+-- is done, so a host running checks side by side needs one per check in
+-- flight (toolgate.engine keeps a pool).
+local Decider = {}
+Decider.__index = Decider
+
+function Engine:decider()
+  local st = check_engine(self)
+  local d = C.tg_decider_new(st.e, st.err)
+  if d == nil then return error_values(st.err, false) end
+  return setmetatable({ engine = self, d = ffi.gc(d, C.tg_decider_free), out = ffi.new("tg_outcome_t") }, Decider)
+end
+
+-- What each check step returns: status (0 decided, 1 a stage for the host,
+-- 2 no more calls), verdict (0 accept, 1 reject, 2 defer), the decision's
+-- JSON, code, stage, and the pending stage (from 1) | nil, message, code.
+local function outcome(self, rc)
+  if rc ~= 0 then return error_values(self.engine.st.err, false) end
+  local o = self.out
+  if o.status == 0 then
+    return 0, o.verdict, ffi.string(o.json, o.json_len), ffi.string(o.code), ffi.string(o.stage)
+  end
+  if o.status == 1 then return 1, nil, nil, nil, nil, tonumber(o.pending) + 1 end
+  return 2
+end
+
+-- check(policy, context|nil, text, format, flags, line) -> see outcome()
+function Decider:check(policy, context, text, format, flags, line)
+  if getmetatable(policy) ~= Policy then error("bad argument #1 to 'check' (toolgate policy expected)", 2) end
+  if context ~= nil and getmetatable(context) ~= Context then
+    error("bad argument #2 to 'check' (toolgate context expected)", 2)
+  end
+  check_string(text, 3)
+  -- the nodes of the previous check die with it
+  if self.pending then self.pending.c = nil; self.pending = nil end
+  return outcome(self, C.tg_check(self.d, policy.p, context and context.c, text, #text, format or 0, flags or 0,
+    line or 0, self.out, self.engine.st.err))
+end
+
+function Decider:next()
+  return outcome(self, C.tg_check_next(self.d, self.out, self.engine.st.err))
+end
+
+-- answer(verdict (-1 pass, 1 reject, 2 defer, -2 run in the core), code, message) -> see outcome()
+function Decider:answer(verdict, code, message)
+  opt_string(code, 2)
+  opt_string(message, 3)
+  return outcome(self, C.tg_check_answer(self.d, verdict, code, code and #code or 0, message,
+    message and #message or 0, self.out, self.engine.st.err))
+end
+
+-- resolved() -> tool index (from 1) | nil, args_digest | nil: what the
+-- rung of the last check found.
+function Decider:resolved()
+  local tool, digest = tonumber(C.tg_check_tool(self.d)), C.tg_check_args_digest(self.d)
+  return tool >= 0 and tool + 1 or nil, digest ~= nil and ffi.string(digest, 32) or nil
+end
+
+-- call() -> server, name, arguments node, args_digest, tool index (from 1)
+-- | nil, context node: the call of the check in progress (its nodes live
+-- until the next check on this decider).
+function Decider:call()
+  local d = self.d
+  if not self.pending then self.pending = { c = d } end
+  local owner, digest = self.pending, C.tg_check_args_digest(d)
+  local tool = tonumber(C.tg_check_tool(d))
+  return lstring(C.tg_check_server(d, size_box)), lstring(C.tg_check_name(d, size_box)),
+    node(owner, self.engine, C.tg_check_arguments(d)), digest ~= nil and ffi.string(digest, 32) or nil,
+    tool >= 0 and tool + 1 or nil, node(owner, self.engine, C.tg_check_call_context(d))
 end
 
 -- Plain functions ------------------------------------------------------------------

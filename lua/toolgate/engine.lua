@@ -23,11 +23,11 @@
 
 local consistency = require "toolgate.consistency"
 local core = require "toolgate.core"
+local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local pipeline = require "toolgate.pipeline"
 local policy_mod = require "toolgate.policy"
 local registry = require "toolgate.registry"
-local rung = require "toolgate.rung"
 local sandbox = require "toolgate.sandbox"
 local state_mod = require "toolgate.state"
 local value = require "toolgate.value"
@@ -41,6 +41,8 @@ Engine.__index = Engine
 -- The call formats engine:check reads (toolgate.new's format option).
 local FORMATS = { auto = true, native = true, openai = true, anthropic = true, mcp = true }
 M.FORMATS = FORMATS
+
+local compile_context
 
 local function merge(...)
   local out = {}
@@ -99,6 +101,53 @@ local function check_risks(pol, reg)
   return true
 end
 
+-- What the core runs of a policy: its built-in parts and each tool's
+-- contract as the gate and the verifier read them (core/toolgate.h,
+-- tg_policy_new), as JSON.
+local function describe(pol, reg, opts, only)
+  local settings = pol.settings
+  local stages = setmetatable({}, value.array_mt)
+  for _, st in ipairs(pol.stages) do
+    if only and not only[st.name] then -- luacheck: ignore 542
+    elseif st.custom then
+      stages[#stages + 1] = { stage = "custom", name = st.name, code = st.code }
+    else
+      stages[#stages + 1] = { stage = st.name, custom = st.name == "gate" and settings.gate.admissible and true or nil }
+    end
+  end
+  local levels, known = settings.gate.risk_levels, {}
+  for _, l in ipairs(levels) do known[l] = true end
+  local tools = setmetatable({}, value.array_mt)
+  for i, t in ipairs(reg.tools) do
+    local c = t.contract
+    tools[i] = {
+      -- a risk outside the order only loads without a gate, which reads none
+      risk = known[c.risk] and c.risk or nil,
+      scopes = c.scopes and setmetatable(value.copy(c.scopes), value.array_mt) or nil,
+      effects = c.effects and setmetatable(value.copy(c.effects), value.array_mt) or nil,
+      has_output = t.has_output or nil,
+      refuse = t.refuse,
+    }
+  end
+  return assert(value.encode({
+    version = pol.version, registry_hash = reg.hash, stages = stages,
+    risk_levels = setmetatable(value.copy(levels), value.array_mt),
+    report_also = settings.rung.report_also or opts.report_also or nil,
+    require_contract = settings.verifier.require_contract or nil,
+    on_mismatch = settings.verifier.on_mismatch, on_error = pol.on_error,
+    requires_approval = pol.requires_approval or nil,
+    tools = tools,
+  }))
+end
+
+-- compile_context(snap, t) -> the core's context for the Lua context t
+-- | nil, message, code
+compile_context = function(snap, t)
+  local text, err = value.encode(t)
+  if not text then return nil, "the context cannot be written as JSON: " .. err, "BAD_CONTEXT" end
+  return snap.compiled:context(text)
+end
+
 -- Builds a snapshot from the engine's options; nothing is shared with the
 -- previous one.
 local function build(opts)
@@ -121,7 +170,17 @@ local function build(opts)
   ok, err, code = map_contracts(pol, reg)
   if ok then ok, err, code = check_risks(pol, reg) end
   if not ok then return nil, err, code end
-  return { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash }
+  local compiled
+  compiled, err, code = reg.c:policy(describe(pol, reg, opts))
+  if not compiled then return nil, "the policy cannot be compiled: " .. tostring(err), code end
+  -- engine:verify's first step: the same registry and contracts, the rung alone
+  local rung_only = assert(reg.c:policy(describe(pol, reg, opts, { rung = true })))
+  local snap = { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash,
+                 compiled = compiled, rung_only = rung_only, context_table = merge(pol.context, opts.context),
+                 deciders = {} }
+  snap.context, err, code = compile_context(snap, snap.context_table)
+  if not snap.context then return nil, "context: " .. tostring(err), code end
+  return snap
 end
 
 --- Makes an engine (also toolgate.new).
@@ -136,7 +195,8 @@ end
 -- trust_call_context (true: a call that carries a "context" has it merged
 -- over the context, for replaying trusted recorded traffic; by default such
 -- a call is refused, CONTEXT_IN_CALL: what a model wrote must never widen
--- what the operator granted)
+-- what the operator granted), report_also (true: list H5 for accepted
+-- calls whatever the policy's rung.report_also says)
 -- @treturn Engine the engine, or nil, message, code when the policy or a
 -- registry cannot be loaded
 function M.new(opts)
@@ -144,7 +204,7 @@ function M.new(opts)
   if type(opts) ~= "table" then error("toolgate.new: a table of options expected", 2) end
   for k in pairs(opts) do
     if k ~= "policy" and k ~= "registry" and k ~= "context" and k ~= "limits" and k ~= "format"
-        and k ~= "observe" and k ~= "state" and k ~= "trust_call_context" then
+        and k ~= "observe" and k ~= "state" and k ~= "trust_call_context" and k ~= "report_also" then
       error("toolgate.new: unknown option '" .. tostring(k) .. "'", 2)
     end
   end
@@ -184,14 +244,10 @@ local function refused(code, message)
   return { verdict = "reject", stage = "decode", code = code, message = message }
 end
 
-local CONTEXT_REFUSED = "the call carries a \"context\": the context (granted scopes, allowed risk) comes "
-  .. "from the operator, never from the call (a host replaying trusted recorded traffic may allow it: "
-  .. "toolgate.new{trust_call_context = true}, toolgate check --line-context)"
-
 -- The call's text: JSON text as given, or a Lua table {server=, name=,
--- arguments=, id=} written as a native call; second, the context a table
--- call carries (a text call's "context" member is found when it is
--- decoded).  Returns text, carried context | nil, failed decision.
+-- arguments=, id=, context=} written as a native call (the core refuses a
+-- context the call carries, as it does in a text call).  Returns text |
+-- nil, failed decision.
 local function call_text(call)
   if type(call) == "string" then return call end
   if type(call) == "table" then
@@ -202,9 +258,9 @@ local function call_text(call)
       end
     end
     local text, err = value.encode({ server = call.server, name = call.name,
-      arguments = call.arguments == nil and {} or call.arguments, id = call.id })
+      arguments = call.arguments == nil and {} or call.arguments, id = call.id, context = call.context })
     if not text then return nil, refused("BAD_CALL", "the call cannot be written as JSON: " .. err) end
-    return text, call.context
+    return text
   end
   error("a call (JSON text or a table) expected, got " .. type(call), 3)
 end
@@ -230,66 +286,112 @@ local function finish(snap, d, ctx, state)
   return d
 end
 
--- Decodes and starts the state of one decision on snapshot snap.  A call
--- that carries a context is refused (CONTEXT_IN_CALL) unless the engine
--- trusts its input; then that context is merged over ctx.  Returns the
--- state (state.ctx: the decision's context) | nil, failed decision fields.
-local function start(self, snap, call, ctx)
-  local text, carried = call_text(call)
-  if not text then return nil, carried end
-  local c, msg, code, offset = snap.core:decode_call(text, self.opts.format or "auto")
-  if not c then
-    return nil, { verdict = "reject", stage = "decode", code = code, message = msg, offset = offset }
+
+local VERDICTS = { [0] = "accept", "reject", "defer" }
+local FORMAT_CODES = { auto = 0, native = 1, openai = 2, anthropic = 3, mcp = 4 }
+local TRUST_CONTEXT = 1 -- TG_CHECK_TRUST_CONTEXT
+local PAUSE = 2         -- TG_CHECK_PAUSE
+local RUN_IN_CORE = -2  -- TG_RUN_IN_CORE
+
+-- The core hands the host the stages that are Lua (a custom stage, the
+-- policy's gate rule), and every stage when an observe hook traces them:
+-- the answer is (verdict code, code, message), -1 for a pass.
+local function host_answer(self, snap, dec, index, lua_ctx)
+  local stage = snap.policy.stages[index]
+  local server, name, args, digest, tool_index, own = dec:call()
+  local state = { snap = snap, server = server, name = name, args = args, args_digest = digest,
+                  tool = tool_index and snap.registry.tools[tool_index], ctx = lua_ctx }
+  -- the core refuses a call's own context unless the input is trusted
+  if own then state.ctx = merge(lua_ctx, json.to_lua(own)) end
+  if self.opts.observe then self.opts.observe(stage.name, state) end
+  if not (stage.custom or stage.settings.admissible) then return RUN_IN_CORE end
+  local o = pipeline.host_stage(state, stage)
+  if not o then return -1 end
+  return o.verdict == "defer" and 2 or 1, o.code, o.message
+end
+
+-- run_check(self, snap, compiled, text, context, lua_ctx, line) -> decision,
+-- the resolved tool's record | nil, args_digest | nil: the core's pipeline
+-- of a compiled policy on one call text, the host's stages answered in turn.
+local function run_check(self, snap, compiled, text, cctx, lua_ctx, line)
+  -- a decider per check in flight: one that pauses in the host (a stage, an
+  -- observe hook that yields) keeps its own while others run
+  local pool = snap.deciders
+  local dec = pool[#pool]
+  if dec then pool[#pool] = nil else dec = assert(snap.core:decider()) end
+  local flags = (self.opts.trust_call_context and TRUST_CONTEXT or 0) + (self.opts.observe and PAUSE or 0)
+  local status, verdict, out, code, stage, pending = dec:check(compiled, cctx, text,
+    FORMAT_CODES[self.opts.format or "auto"], flags, line)
+  while status == 1 do
+    status, verdict, out, code, stage, pending = dec:answer(host_answer(self, snap, dec, pending, lua_ctx))
   end
-  local node = carried == nil and c:context()
-  if node then carried = node:type() == "object" and json.to_lua(node) or false end
-  if carried ~= nil then
-    local refusal = not self.opts.trust_call_context and refused("CONTEXT_IN_CALL", CONTEXT_REFUSED)
-      or type(carried) ~= "table" and refused("BAD_CALL", "a call's \"context\" must be an object")
-    if refusal then
-      c:free()
-      return nil, refusal
-    end
-    ctx = merge(ctx, carried)
+  local tool_index, digest = dec:resolved()
+  pool[#pool + 1] = dec
+  if status ~= 0 then
+    -- the core could not decide (out of memory): refused, never accepted
+    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = out or "NOMEM",
+      message = "the call could not be decided: " .. tostring(verdict), line = line }, lua_ctx))
   end
-  local state = {
-    snap = snap, ctx = ctx, call = c,
-    server = c:server() or ctx.server, name = c:name(), args = c:arguments(),
-  }
-  local id = c:id()
-  if id then
-    local v, ierr, icode = json.to_lua(id) -- an id beyond 2^53 keeps its digits (a box)
-    if ierr then
-      c:free()
-      return nil, { verdict = "reject", stage = "decode", code = icode, message = ierr }
-    end
-    state.id = v
+  return decision.new(VERDICTS[verdict], code, stage, out), tool_index and snap.registry.tools[tool_index], digest
+end
+
+-- The context of one call: the snapshot's own (policy and engine
+-- contexts), a context made by engine:context, or that with a table merged
+-- over it.  Returns compiled, table | nil, message, code.
+local Context = {}
+Context.__index = Context
+
+local function call_context(snap, ctx)
+  if ctx == nil then return snap.context, snap.context_table end
+  if getmetatable(ctx) == Context then
+    if ctx.snap ~= snap then return compile_context(snap, ctx.table), ctx.table end
+    return ctx.compiled, ctx.table
   end
-  return state
+  if type(ctx) ~= "table" then error("a context must be a table, got " .. type(ctx), 3) end
+  local t = merge(snap.context_table, ctx)
+  local compiled, err, code = compile_context(snap, t)
+  if not compiled then return nil, err, code end
+  return compiled, t
+end
+
+--- A context compiled once, for a host that decides many calls in it
+-- (engine:check(call, ctx) with a plain table compiles it every time).
+-- context(t) -> context: t merged over the policy's and the engine's.
+function Engine:context(t)
+  if type(t) ~= "table" then error("context: a table expected, got " .. type(t), 2) end
+  local snap = self.current
+  local merged = merge(snap.context_table, t)
+  local compiled, err, code = compile_context(snap, merged)
+  if not compiled then return nil, err, code end
+  return setmetatable({ snap = snap, compiled = compiled, table = merged }, Context)
 end
 
 --- Runs the policy's stages on one tool call.
--- check(call[, ctx]) -> decision
--- @param call JSON text in any call format, or a table {server=, name=, arguments=}
--- @tparam[opt] table ctx the call's context (scopes, max_risk, epoch, ...),
--- merged over the policy's and the engine's
--- @treturn table the decision: verdict ("accept", "reject", "defer"), stage,
--- code, message, path, server, tool, args_digest, policy_version, registry_hash, ...
-function Engine:check(call, ctx)
+-- check(call[, ctx[, line]]) -> decision (toolgate.decision)
+-- @param call JSON text in any call format, or a table {server=, name=, arguments=, id=}
+-- @param[opt] ctx the call's context (a table: scopes, max_risk, epoch,
+-- ...; merged over the policy's and the engine's), or one made by
+-- engine:context
+-- @param[opt] line a line number, written into the decision (the CLI's)
+-- @return the decision: d.verdict ("accept", "reject", "defer"), d.code,
+-- d.stage, d:json(); message, path, server, tool, args_digest,
+-- policy_version, registry_hash, ... through d:table()
+function Engine:check(call, ctx, line)
   local snap = self.current -- this decision's snapshot, start to end
-  ctx = merge(snap.policy.context, self.opts.context, ctx)
-  local state, failed = start(self, snap, call, ctx)
-  if not state then return finish(snap, failed, ctx) end
-  local d = pipeline.run(state, self.opts.observe)
-  d.id = state.id
-  d = finish(snap, d, state.ctx, state)
-  state.call:free() -- now, not at some later collection: the decision holds no node
-  return d
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then
+    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_CONTEXT",
+      message = tostring(lua_ctx or cerr), line = line }, {}))
+  end
+  local text, failed = call_text(call)
+  if not text then
+    failed.line = line
+    return decision.from_table(finish(snap, failed, lua_ctx))
+  end
+  return run_check(self, snap, snap.compiled, text, cctx, lua_ctx, line)
 end
 
--- What classify decides itself before the other stages run, and the plan's
--- figures a later stage's decision carries.
-local CLASSIFY_RUNS_ITSELF = { rung = true, consistency = true }
+-- The plan's figures a later stage's decision carries.
 local PLAN_FIELDS = { "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args", "distinct_results",
   "representative", "epoch", "steps" }
 
@@ -303,7 +405,7 @@ local PLAN_FIELDS = { "plan_id", "n", "arg_agreement", "result_agreement", "dist
 -- The rung runs on every call of every sample, the consistency stage
 -- decides on the agreement, and the policy's other stages (gate, verifier,
 -- custom) then run on each call of the representative sample.
-function Engine:classify(plan, ctx)
+local function classify_plan(self, plan, ctx)
   local snap = self.current
   ctx = merge(snap.policy.context, self.opts.context, ctx)
   local text = plan
@@ -314,7 +416,7 @@ function Engine:classify(plan, ctx)
       return finish(snap, { verdict = "reject", stage = "decode", code = "BAD_PLAN", message = err }, ctx)
     end
   elseif type(plan) ~= "string" then
-    error("classify: a plan (JSON text or a table) expected, got " .. type(plan), 2)
+    error("classify: a plan (JSON text or a table) expected, got " .. type(plan), 3)
   end
   local doc, err, code, offset = snap.core:parse(text)
   if not doc then
@@ -345,25 +447,45 @@ function Engine:classify(plan, ctx)
   if rep_steps and d.verdict ~= "reject" then
     local objections = {}
     if d.verdict == "defer" then objections[1] = d end
+    local cctx, cerr, ccode = call_context(snap, ctx)
     for k, step in ipairs(rep_steps) do
-      local state = { snap = snap, ctx = ctx, server = step.tool.server, name = step.tool.name, args = step.args,
-                      tool = step.tool, args_digest = digests[k] }
-      local before = #objections
-      local ran = pipeline.run_stages(state, self.opts.observe, CLASSIFY_RUNS_ITSELF, objections)
-      for i = before + 1, #objections do
-        local sd = objections[i]
-        sd.stages = ran
+      -- the step as the call that would run: the policy's whole pipeline
+      -- in the core (the rung passes again: the step passed it here)
+      local args, aerr, acode = step.args:canon()
+      local sd
+      if not (cctx and args) then
+        sd = { verdict = "reject", stage = "consistency", code = cctx and acode or ccode,
+               message = "the step could not be checked: " .. tostring(cctx and aerr or cerr) }
+      else
+        local call = assert(value.encode({ server = step.tool.server, name = step.tool.name })):sub(1, -2)
+          .. ',"arguments":' .. args .. "}"
+        local sdec = run_check(self, snap, snap.compiled, call, cctx, ctx, nil)
+        if sdec.verdict ~= "accept" then
+          local ok, t = pcall(sdec.table, sdec)
+          sd = ok and t or { verdict = "reject", stage = sdec.stage, code = sdec.code or "NOMEM",
+                             message = "the step's decision could not be read: " .. tostring(t) }
+        end
+      end
+      if sd then
+        sd.outcomes, sd.binding, sd.requires_approval = nil, nil, nil
         for _, key in ipairs(PLAN_FIELDS) do sd[key] = d[key] end
         if #rep_steps > 1 then sd.step = k end
         sd.server, sd.tool = step.tool.server, step.tool.name
+        objections[#objections + 1] = sd
+        if sd.verdict == "reject" then break end
       end
-      if objections[#objections] and objections[#objections].verdict == "reject" then break end
     end
     if #objections > 0 then d = pipeline.conclude(objections) end
   end
   if d.verdict == "defer" and d.epoch ~= nil and d.epoch ~= value.null then ctx = merge(ctx, { epoch = d.epoch }) end
   doc:free() -- the decision holds no node
   return finish(snap, d, ctx)
+end
+
+function Engine:classify(plan, ctx, line)
+  local d = classify_plan(self, plan, ctx)
+  d.line = line
+  return decision.from_table(d)
 end
 
 --- Determinism probe of one tool.
@@ -392,11 +514,8 @@ function Engine:probe(tool, arguments, call_fn, epoch)
   end
   local call = { server = server, name = name, arguments = arguments or {} }
   local text, failed = call_text(call)
-  local c = text and snap.core:decode_call(text, "native")
-  if not c then
-    return { verdict = "invalid", code = "BAD_CALL", message = failed and failed.message or "cannot decode the call" }
-  end
-  local d, t = rung.check(snap.registry, server, name, c:arguments())
+  if not text then return { verdict = "invalid", code = failed.code, message = failed.message } end
+  local d, t = run_check(self, snap, snap.rung_only, text, nil, {}, nil)
   if d.verdict ~= "accept" then
     return { verdict = "invalid", code = d.code, message = d.message, server = server, tool = name }
   end
@@ -438,39 +557,41 @@ end
 -- valid arguments has a contract to verify against.
 function Engine:verify(call, result, ctx)
   local snap = self.current
-  ctx = merge(snap.policy.context, self.opts.context, ctx)
-  local state, failed = start(self, snap, call, ctx)
-  if not state then return finish(snap, failed, ctx) end
-  ctx = state.ctx
-  local d, tool = rung.check(snap.registry, state.server, state.name, state.args)
-  state.args_digest = d.args_digest
-  if d.verdict ~= "accept" then return finish(snap, d, ctx, state) end
+  local lua_ctx = merge(snap.context_table, ctx)
+  local text, failed = call_text(call)
+  if not text then return decision.from_table(finish(snap, failed, lua_ctx)) end
+  -- the rung alone first, in the core, under this call's context
+  local rctx, err, code = snap.rung_only:context(assert(value.encode(lua_ctx)))
+  if not rctx then
+    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = code,
+      message = "the context cannot be read: " .. tostring(err) }, lua_ctx))
+  end
+  local d, tool, digest = run_check(self, snap, snap.rung_only, text, rctx, lua_ctx, nil)
+  if d.verdict ~= "accept" then return d end
+  local state = { server = tool.server, name = tool.name, args_digest = digest }
 
-  local text = result
+  local rtext = result
   if type(result) ~= "string" then
-    local err
-    text, err = value.encode(result)
-    if not text then
-      return finish(snap, { verdict = "reject", stage = "verifier", code = "BAD_RESULT",
-        message = "the result cannot be written as JSON: " .. err }, ctx, state)
+    rtext, err = value.encode(result)
+    if not rtext then
+      return decision.from_table(finish(snap, { verdict = "reject", stage = "verifier", code = "BAD_RESULT",
+        message = "the result cannot be written as JSON: " .. err }, lua_ctx, state))
     end
   end
-  local doc, err, code = snap.core:parse(text)
+  local doc
+  doc, err, code = snap.core:parse(rtext)
   if not doc then
-    return finish(snap, { verdict = "reject", stage = "verifier", code = code,
-      message = "the result is not valid JSON: " .. err }, ctx, state)
+    return decision.from_table(finish(snap, { verdict = "reject", stage = "verifier", code = code,
+      message = "the result is not valid JSON: " .. err }, lua_ctx, state))
   end
-  local problem = verifier.check(snap.registry, tool, doc:root(), ctx)
+  local problem = verifier.check(snap.registry, tool, doc:root(), lua_ctx)
   doc:free()
-  state.call:free()
   if not problem then
-    return finish(snap, { verdict = "accept", stage = "verifier", server = tool.server, tool = tool.name },
-      ctx, state)
+    return decision.from_table(finish(snap, { verdict = "accept", stage = "verifier" }, lua_ctx, state))
   end
   problem.verdict = problem.verdict or snap.policy.settings.verifier.on_mismatch
   problem.stage = "verifier"
-  problem.server, problem.tool = tool.server, tool.name
-  return finish(snap, problem, ctx, state)
+  return decision.from_table(finish(snap, problem, lua_ctx, state))
 end
 
 return M

@@ -1,21 +1,17 @@
--- toolgate.pipeline: runs a policy's stages, in order, on one call.
+-- toolgate.pipeline: the stages a policy runs in Lua -- custom stages and
+-- a gate with the policy's own admissible function -- and how the
+-- objections of several runs conclude.
 --
--- Each stage passes, rejects or defers.  The first reject ends the run and
--- is the decision, whatever deferred before it: a person must never be
--- asked to approve what a later stage forbids.  A defer lets the later
--- stages run; with no reject the decision is the first defer.  When more
--- than one stage objected, the decision lists them all in order as
--- `outcomes` ({stage, verdict, code}).  A policy function that fails (an
--- error, a spent budget) makes the decision the policy's on_error verdict
--- with code POLICY_ERROR: a failure inside the engine never turns into an
--- accept.
+-- The built-in stages run in the C core (tg_check), which hands a call to
+-- the host when it meets one of these.  Each returns nil (pass) or the
+-- fields of its objection {verdict, stage, code, message}.  A policy
+-- function that fails (an error, a spent budget) makes the objection the
+-- policy's on_error verdict with code POLICY_ERROR: a failure inside the
+-- engine never turns into an accept.
 
-local gate = require "toolgate.gate"
 local json = require "toolgate.json"
-local rung = require "toolgate.rung"
 local sandbox = require "toolgate.sandbox"
 local value = require "toolgate.value"
-local verifier = require "toolgate.verifier"
 
 local M = {}
 
@@ -47,50 +43,19 @@ local function tool_view(tool)
   }
 end
 
-local RUNNERS = {}
-
-function RUNNERS.rung(state, stage)
-  local snap = state.snap
-  local d, tool = rung.check(snap.registry, state.server, state.name, state.args,
-    { report_also = stage.settings.report_also })
-  state.args_digest = d.args_digest
-  if d.verdict ~= "accept" then return d end
-  state.tool = tool
-  state.also_accepted_by = d.also_accepted_by
-  return nil
-end
-
-function RUNNERS.gate(state, stage)
-  local contract, ctx, settings = state.tool.contract, state.ctx, stage.settings
-  local ok, admitted, reason
-  if settings.admissible then
-    local view, failed = call_view(state, "gate")
-    if not view then return failed end
-    ok, admitted, reason = sandbox.call(state.snap.policy.budget, settings.admissible,
-      copy(contract), copy(ctx), view)
-    if not ok then return policy_error(state, "gate", admitted) end
-  else
-    admitted, reason = gate.default(contract, ctx, settings.risk_levels)
-  end
+-- The gate, when the policy gives its own rule.
+local function run_gate(state, stage)
+  local view, failed = call_view(state, "gate")
+  if not view then return failed end
+  local ok, admitted, reason = sandbox.call(state.snap.policy.budget, stage.settings.admissible,
+    copy(state.tool.contract), copy(state.ctx), view)
+  if not ok then return policy_error(state, "gate", admitted) end
   if admitted == true then return nil end
   if admitted == "defer" then
     return { verdict = "defer", stage = "gate", code = "H4", message = tostring(reason or "the gate defers") }
   end
   return { verdict = "reject", stage = "gate", code = "H4",
            message = tostring(reason or "the call is outside the allowed frontier") }
-end
-
-function RUNNERS.verifier(state, stage)
-  if stage.settings.require_contract and not verifier.verifiable(state.tool) then
-    return { verdict = stage.settings.on_mismatch, stage = "verifier", code = "UNVERIFIABLE",
-             message = "the tool declares neither an output schema nor effects, so its result cannot be verified" }
-  end
-  return nil
-end
-
--- A single call has no samples: agreement is measured by classify (plans).
-function RUNNERS.consistency()
-  return nil
 end
 
 local function run_custom(state, stage)
@@ -117,17 +82,12 @@ local function run_custom(state, stage)
     "a stage returns nil/true (pass), false[, reason] or {verdict=, code=, message=}, not a " .. type(r1))
 end
 
--- run(state[, observe]) -> decision fields (verdict, stage, code, message...)
--- observe(stage_name, state), when given, is called before each stage (the
--- host's tracing hook; it runs outside the sandbox).  classify runs the
--- rung and consistency itself, then the other stages through run_stages
--- (skip: the names not to run) on each step it would execute, and
--- concludes over all the objections, its own first.
--- Runs one stage; returns its decision fields or nil (pass).
-local function run_stage(state, stage, observe)
-  if observe then observe(stage.name, state) end
+-- host_stage(state, stage) -> nil | objection fields: runs one of the
+-- stages the core hands to the host.  state: {snap, server, name,
+-- args_digest, args (the arguments node), tool (the registry record), ctx}.
+function M.host_stage(state, stage)
   if stage.custom then return run_custom(state, stage) end
-  return RUNNERS[stage.name](state, stage)
+  return run_gate(state, stage)
 end
 
 -- One entry of a decision's outcomes.
@@ -138,7 +98,8 @@ end
 -- conclude(objections) -> the decision of a run in which the stages in
 -- objections (decision fields, in order) did not pass: the first reject if
 -- any, else the first defer, listing every objection when there are
--- several.
+-- several.  (tg_check applies the same rule to one call; classify applies
+-- it across the steps of a plan.)
 function M.conclude(objections)
   local d = objections[1]
   for _, o in ipairs(objections) do
@@ -150,34 +111,6 @@ function M.conclude(objections)
     d.outcomes = list
   end
   return d
-end
-
--- run_stages(state, observe, skip, objections) -> the names of the stages
--- that ran; what did not pass is appended to objections.  Stops at a reject.
-function M.run_stages(state, observe, skip, objections)
-  local ran = setmetatable({}, value.array_mt)
-  for _, stage in ipairs(state.snap.policy.stages) do
-    if not (skip and skip[stage.name]) then
-      ran[#ran + 1] = stage.name
-      local d = run_stage(state, stage, observe)
-      if d then
-        objections[#objections + 1] = d
-        if d.verdict == "reject" then break end
-      end
-    end
-  end
-  return ran
-end
-
-function M.run(state, observe)
-  local objections = {}
-  local ran = M.run_stages(state, observe, nil, objections)
-  if #objections > 0 then
-    local d = M.conclude(objections)
-    d.stages = ran
-    return d
-  end
-  return { verdict = "accept", stage = ran[#ran], stages = ran, also_accepted_by = state.also_accepted_by }
 end
 
 return M

@@ -60,10 +60,9 @@ function M.run(args, env)
     cli.usage_error("--fail-on takes reject, defer or accept")
   end
   local engine = cli.load_engine("check", opts, env, { format = format,
-    trust_call_context = opts["line-context"] }, true)
+    trust_call_context = opts["line-context"], report_also = opts.also }, true)
   if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core
-  if opts.also then engine:snapshot().policy.settings.rung.report_also = true end
 
   local ctx = {}
   if opts.context then
@@ -71,10 +70,16 @@ function M.run(args, env)
     if not ctx then return cli.EXIT_USAGE end
   end
   if opts.server then ctx.server = opts.server end
+  local err
+  ctx, err = engine:context(ctx) -- compiled once for every line
+  if not ctx then
+    cli.diag("check", "--context: " .. tostring(err))
+    return cli.EXIT_USAGE
+  end
 
   local matched = false
-  local read, internal = cli.decide_lines("check", pos[1], function(line)
-    local decision = engine:check(line, ctx)
+  local read, internal = cli.decide_lines("check", pos[1], function(line, n)
+    local decision = engine:check(line, ctx, n)
     if decision.verdict == fail_on then matched = true end
     return decision
   end)

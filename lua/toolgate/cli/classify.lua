@@ -53,8 +53,8 @@ function M.run(args, env)
   end
 
   local matched = false
-  local read, internal = cli.decide_lines("classify", pos[1], function(line)
-    local d = engine:classify(line, ctx)
+  local read, internal = cli.decide_lines("classify", pos[1], function(line, n)
+    local d = engine:classify(line, ctx, n)
     if d.verdict == opts["fail-on"] then matched = true end
     return d
   end)

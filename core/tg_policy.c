@@ -1,0 +1,366 @@
+/*
+ * tg_policy.c -- a policy's built-in parts compiled for one registry, and
+ * per-call contexts compiled for a policy.
+ *
+ * Both are read from JSON the host writes once (the Lua side, after it has
+ * loaded and checked the policy file and the registry): the core never
+ * sees Lua values, and both bindings hand it the same bytes.  Everything
+ * lives in one arena per object, freed at once.
+ */
+#include "tg_decide.h"
+
+static int bad(tg_error_t *err, const char *what)
+{
+    return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "policy description: %s", what);
+}
+
+static const tg_value_t *member(const tg_value_t *obj, const char *key)
+{
+    return tg_get(obj, key, strlen(key));
+}
+
+/* A copy of the string v into the arena; TG_E_ARG when v is not a string. */
+static int take_text(tg_arena *a, const tg_value_t *v, tg_text *out, tg_error_t *err,
+                     const char *what)
+{
+    size_t len;
+    const char *s = tg_str(v, &len);
+    if (!s)
+        return bad(err, what);
+    if (!(out->s = tg_arena_strdup(a, s, len)))
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    out->len = len;
+    return TG_OK;
+}
+
+/* An optional boolean member: 0 when absent. */
+static int take_flag(const tg_value_t *obj, const char *key, int *out, tg_error_t *err)
+{
+    const tg_value_t *v = member(obj, key);
+    *out = 0;
+    if (!v)
+        return TG_OK;
+    if (v->type != TG_TRUE && v->type != TG_FALSE)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "policy description: \"%s\" must be a boolean",
+                       key);
+    *out = v->type == TG_TRUE;
+    return TG_OK;
+}
+
+/* An optional "reject" / "defer" member (default reject). */
+static int take_verdict(const tg_value_t *obj, const char *key, int *out, tg_error_t *err)
+{
+    size_t len;
+    const char *s = tg_str(member(obj, key), &len);
+    *out = TG_REJECT;
+    if (!member(obj, key))
+        return TG_OK;
+    if (s && len == 5 && memcmp(s, "defer", 5) == 0)
+        *out = TG_DEFER;
+    else if (!s || len != 6 || memcmp(s, "reject", 6) != 0)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "policy description: \"%s\" must be \"reject\" or \"defer\"", key);
+    return TG_OK;
+}
+
+/* A list of strings (absent: none), copied. */
+static int take_list(tg_arena *a, const tg_value_t *v, tg_text **out, size_t *n, tg_error_t *err,
+                     const char *what)
+{
+    *out = NULL;
+    *n = 0;
+    if (!v)
+        return TG_OK;
+    if (v->type != TG_ARRAY)
+        return bad(err, what);
+    if (!(*out = tg_arena_alloc(a, (v->len ? v->len : 1) * sizeof **out)))
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    for (uint32_t i = 0; i < v->len; i++) {
+        int rc = take_text(a, &v->p.items[i], &(*out)[i], err, what);
+        if (rc != TG_OK)
+            return rc;
+    }
+    *n = v->len;
+    return TG_OK;
+}
+
+static long rank_of(const tg_policy_t *p, const char *s, size_t len)
+{
+    for (size_t i = 0; i < p->n_levels; i++)
+        if (p->levels[i].len == len && memcmp(p->levels[i].s, s, len) == 0)
+            return (long)i;
+    return -1;
+}
+
+static const struct {
+    const char *name;
+    int kind;
+} stage_names[] = {
+    {"rung", TG_STAGE_RUNG},         {"gate", TG_STAGE_GATE},
+    {"verifier", TG_STAGE_VERIFIER}, {"consistency", TG_STAGE_CONSISTENCY},
+    {"custom", TG_STAGE_CUSTOM},
+};
+
+static int read_stage(tg_policy_t *p, const tg_value_t *v, tg_pstage *st, tg_error_t *err)
+{
+    size_t len;
+    const char *kind = tg_str(member(v, "stage"), &len);
+    int rc;
+    st->kind = -1;
+    for (size_t i = 0; kind && i < sizeof stage_names / sizeof stage_names[0]; i++)
+        if (strlen(stage_names[i].name) == len && memcmp(stage_names[i].name, kind, len) == 0)
+            st->kind = stage_names[i].kind;
+    if (st->kind < 0)
+        return bad(err, "a stage needs \"stage\": rung, gate, verifier, consistency or custom");
+    if (st->kind == TG_STAGE_CUSTOM) {
+        st->in_host = 1;
+        if ((rc = take_text(&p->arena, member(v, "name"), &st->name, err,
+                            "a custom stage needs a string \"name\"")) != TG_OK)
+            return rc;
+        return take_text(&p->arena, member(v, "code"), &st->code, err,
+                         "a custom stage needs a string \"code\"");
+    }
+    st->name.s = kind ? stage_names[st->kind].name : "";
+    st->name.len = strlen(st->name.s);
+    if (st->kind == TG_STAGE_GATE)
+        return take_flag(v, "custom", &st->in_host, err);
+    return TG_OK;
+}
+
+static int read_tool(tg_policy_t *p, const tg_value_t *v, tg_ptool *t, tg_error_t *err)
+{
+    const tg_value_t *risk = member(v, "risk"), *refuse = member(v, "refuse");
+    const tg_value_t *effects = member(v, "effects");
+    int rc;
+    if (v->type != TG_OBJECT)
+        return bad(err, "each of \"tools\" must be an object");
+    t->risk = -1;
+    if (risk && risk->type != TG_NULL) {
+        size_t len;
+        const char *s = tg_str(risk, &len);
+        if (!s || (t->risk = rank_of(p, s, len)) < 0)
+            return bad(err, "a tool's \"risk\" must be one of \"risk_levels\"");
+    }
+    if ((rc = take_list(&p->arena, member(v, "scopes"), &t->scopes, &t->n_scopes, err,
+                        "a tool's \"scopes\" must be a list of strings")) != TG_OK)
+        return rc;
+    /* the verifier checks effects after the call ran (engine:verify); here
+     * only whether there are any to verify matters */
+    if (effects && effects->type != TG_ARRAY)
+        return bad(err, "a tool's \"effects\" must be a list of strings");
+    t->declares_effects = effects != NULL;
+    if ((rc = take_flag(v, "has_output", &t->has_output, err)) != TG_OK)
+        return rc;
+    if (refuse) {
+        if ((rc = take_text(&p->arena, member(refuse, "code"), &t->refuse_code, err,
+                            "\"refuse\" needs a string \"code\"")) != TG_OK)
+            return rc;
+        return take_text(&p->arena, member(refuse, "message"), &t->refuse_message, err,
+                         "\"refuse\" needs a string \"message\"");
+    }
+    return TG_OK;
+}
+
+static int read_policy(tg_policy_t *p, const tg_value_t *root, tg_error_t *err)
+{
+    const tg_value_t *stages = member(root, "stages"), *tools = member(root, "tools");
+    int rc;
+    if (root->type != TG_OBJECT)
+        return bad(err, "must be an object");
+    if ((rc = take_text(&p->arena, member(root, "version"), &p->version, err,
+                        "\"version\" must be a string")) != TG_OK ||
+        (rc = take_text(&p->arena, member(root, "registry_hash"), &p->registry_hash, err,
+                        "\"registry_hash\" must be a string")) != TG_OK ||
+        (rc = take_list(&p->arena, member(root, "risk_levels"), &p->levels, &p->n_levels, err,
+                        "\"risk_levels\" must be a list of strings")) != TG_OK ||
+        (rc = take_flag(root, "report_also", &p->report_also, err)) != TG_OK ||
+        (rc = take_flag(root, "require_contract", &p->require_contract, err)) != TG_OK ||
+        (rc = take_flag(root, "requires_approval", &p->requires_approval, err)) != TG_OK ||
+        (rc = take_verdict(root, "on_mismatch", &p->on_mismatch, err)) != TG_OK ||
+        (rc = take_verdict(root, "on_error", &p->on_error, err)) != TG_OK)
+        return rc;
+    if (p->n_levels == 0)
+        return bad(err, "\"risk_levels\" must list at least one level");
+    if (!stages || stages->type != TG_ARRAY || stages->len == 0)
+        return bad(err, "\"stages\" must be a non-empty list");
+    if (!(p->stages = tg_arena_alloc(&p->arena, stages->len * sizeof *p->stages)))
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    memset(p->stages, 0, stages->len * sizeof *p->stages);
+    for (uint32_t i = 0; i < stages->len; i++)
+        if ((rc = read_stage(p, &stages->p.items[i], &p->stages[i], err)) != TG_OK)
+            return rc;
+    p->n_stages = stages->len;
+    if (!tools || tools->type != TG_ARRAY || tools->len != tg_registry_count(p->r))
+        return bad(err, "\"tools\" must list one contract per registry tool, in index order");
+    if (!(p->tools = tg_arena_alloc(&p->arena, (tools->len ? tools->len : 1) * sizeof *p->tools)))
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    memset(p->tools, 0, (tools->len ? tools->len : 1) * sizeof *p->tools);
+    for (uint32_t i = 0; i < tools->len; i++)
+        if ((rc = read_tool(p, &tools->p.items[i], &p->tools[i], err)) != TG_OK)
+            return rc;
+    p->n_tools = tools->len;
+    return TG_OK;
+}
+
+int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size_t len,
+                  tg_policy_t **out, tg_error_t *err)
+{
+    tg_policy_t *p;
+    tg_doc_t *doc;
+    int rc;
+
+    tg_error_clear(err);
+    if (!out)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "out is NULL");
+    *out = NULL;
+    if (!e || !r || !json)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "engine, registry and description are required");
+    if ((rc = tg_parse(e, json, len, &doc, err)) != TG_OK)
+        return rc;
+    if (!(p = tg_mem_realloc(e, NULL, 0, sizeof *p))) {
+        tg_doc_free(doc);
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    }
+    memset(p, 0, sizeof *p);
+    p->e = e;
+    p->r = r;
+    tg_arena_init(&p->arena, e, 1024);
+    tg_engine_retain(e);
+    rc = read_policy(p, tg_doc_root(doc), err);
+    tg_doc_free(doc);
+    if (rc != TG_OK) {
+        tg_policy_free(p);
+        return rc;
+    }
+    *out = p;
+    return TG_OK;
+}
+
+void tg_policy_free(tg_policy_t *p)
+{
+    tg_engine_t *e;
+    if (!p)
+        return;
+    e = p->e;
+    tg_arena_free(&p->arena);
+    tg_mem_free(e, p, sizeof *p);
+    tg_engine_release(e);
+}
+
+/* ---- contexts --------------------------------------------------------------- */
+
+int tg_context_read(tg_context_t *c, const tg_value_t *v, tg_error_t *err)
+{
+    const tg_value_t *scopes = member(v, "scopes"), *max_risk = member(v, "max_risk");
+    const tg_value_t *epoch = member(v, "epoch"), *server = member(v, "server");
+    if (v->type != TG_OBJECT)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "a context must be a JSON object");
+    if (scopes) {
+        /* granted scopes: a list of names; anything else grants none */
+        size_t n = 0;
+        c->scopes = NULL;
+        c->n_scopes = 0;
+        if (scopes->type == TG_ARRAY && scopes->len) {
+            if (!(c->scopes = tg_arena_alloc(&c->arena, scopes->len * sizeof *c->scopes)))
+                return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+            for (uint32_t i = 0; i < scopes->len; i++) {
+                size_t len;
+                const char *s = tg_str(&scopes->p.items[i], &len);
+                if (!s)
+                    continue;
+                if (!(c->scopes[n].s = tg_arena_strdup(&c->arena, s, len)))
+                    return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+                c->scopes[n++].len = len;
+            }
+        }
+        c->n_scopes = n;
+    }
+    if (max_risk) {
+        size_t len;
+        const char *s = tg_str(max_risk, &len);
+        tg_buf_t text;
+        c->max_risk = s ? rank_of(c->p, s, len) : -1;
+        if (c->max_risk < 0) {
+            /* not a level: keep what it was, for the gate to say so */
+            c->max_risk = -2;
+            tg_buf_init(&text, c->p->e);
+            if (s) {
+                c->max_risk_text.s = tg_arena_strdup(&c->arena, s, len);
+                c->max_risk_text.len = len;
+            } else if (tg_canon_value(max_risk, &text, err) == TG_OK) {
+                c->max_risk_text.s = tg_arena_strdup(&c->arena, text.data, text.len);
+                c->max_risk_text.len = text.len;
+            }
+            tg_buf_free(&text);
+            if (!c->max_risk_text.s)
+                return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        }
+    }
+    if (epoch) {
+        tg_buf_t text;
+        int rc;
+        tg_buf_init(&text, c->p->e);
+        rc = tg_canon_value(epoch, &text, err);
+        if (rc == TG_OK && !(c->epoch.s = tg_arena_strdup(&c->arena, text.data, text.len)))
+            rc = tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        c->epoch.len = text.len;
+        tg_buf_free(&text);
+        if (rc != TG_OK)
+            return rc;
+    }
+    if (server) {
+        size_t len;
+        const char *s = tg_str(server, &len);
+        c->server.s = NULL;
+        if (s && !(c->server.s = tg_arena_strdup(&c->arena, s, len)))
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        c->server.len = len;
+    }
+    return TG_OK;
+}
+
+int tg_context_new(const tg_policy_t *p, const char *json, size_t len, tg_context_t **out,
+                   tg_error_t *err)
+{
+    tg_context_t *c;
+    tg_doc_t *doc;
+    int rc;
+
+    tg_error_clear(err);
+    if (!out)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "out is NULL");
+    *out = NULL;
+    if (!p || !json)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "policy and context are required");
+    if ((rc = tg_parse(p->e, json, len, &doc, err)) != TG_OK)
+        return rc;
+    if (!(c = tg_mem_realloc(p->e, NULL, 0, sizeof *c))) {
+        tg_doc_free(doc);
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    }
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->max_risk = -1;
+    tg_arena_init(&c->arena, p->e, 256);
+    tg_engine_retain(p->e);
+    rc = tg_context_read(c, tg_doc_root(doc), err);
+    tg_doc_free(doc);
+    if (rc != TG_OK) {
+        tg_context_free(c);
+        return rc;
+    }
+    *out = c;
+    return TG_OK;
+}
+
+void tg_context_free(tg_context_t *c)
+{
+    tg_engine_t *e;
+    if (!c)
+        return;
+    e = c->p->e;
+    tg_arena_free(&c->arena);
+    tg_mem_free(e, c, sizeof *c);
+    tg_engine_release(e);
+}
