@@ -376,34 +376,6 @@ int tg_canon_string(tg_buf_t *out, const char *s, size_t len, tg_error_t *err)
     return TG_OK;
 }
 
-int tg_write_text(tg_buf_t *out, const char *s, size_t len, tg_error_t *err)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, n;
-    char *clean;
-    int rc;
-    while (i < len && (n = tg_utf8_sequence(u + i, len - i)) != 0)
-        i += n;
-    if (i == len)
-        return tg_canon_string(out, s, len, err);
-    if (!(clean = tg_mem_realloc(out->engine, NULL, 0, len)))
-        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
-    n = 0;
-    for (i = 0; i < len;) {
-        size_t k = tg_utf8_sequence(u + i, len - i);
-        if (!k) {
-            i++;
-            continue;
-        }
-        memcpy(clean + n, s + i, k);
-        n += k;
-        i += k;
-    }
-    rc = tg_canon_string(out, clean, n, err);
-    tg_mem_free(out->engine, clean, len);
-    return rc;
-}
-
 /* The digits of a number literal and its decimal point position (value =
  * 0.digits x 10^n), when it has at most 15 significant digits and n is in
  * [-300, 300].  Such a literal names a normal double, and no other decimal

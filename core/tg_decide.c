@@ -92,6 +92,25 @@ static int put_quoted(tg_decider_t *d, const char *s, size_t n, tg_error_t *err)
     return rc == TG_OK ? put(d, "\"", 1, err) : rc;
 }
 
+/* s with every byte that is not part of a well-formed UTF-8 sequence
+ * dropped. */
+static int put_utf8(tg_decider_t *d, const char *s, size_t n, tg_error_t *err)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    int rc = TG_OK;
+    while (i < n && rc == TG_OK) {
+        size_t k = tg_utf8_sequence(u + i, n - i);
+        if (k) {
+            i += k;
+            continue;
+        }
+        rc = put(d, s + run, i - run, err);
+        run = ++i;
+    }
+    return rc == TG_OK ? put(d, s + run, n - run, err) : rc;
+}
+
 static int put_u64(tg_decider_t *d, uint64_t v, tg_error_t *err)
 {
     char digits[20];
@@ -159,7 +178,7 @@ static int digest_args(tg_decider_t *d, tg_error_t *err)
     tg_hash128_t h;
     int rc;
     tg_buf_reset(&d->scratch);
-    if ((rc = tg_canon_value(d->args, &d->scratch, err)) != TG_OK)
+    if ((rc = tg_canon_value_mode(d->args, TG_CANON_EXACT, &d->scratch, err)) != TG_OK)
         return rc;
     tg_hash128(d->scratch.data, d->scratch.len, &h);
     tg_hash128_hex(&h, d->digest);
@@ -433,6 +452,7 @@ static int merge_context(tg_decider_t *d, const tg_value_t *own, tg_error_t *err
         *m = *d->ctx;
     else {
         memset(m, 0, sizeof *m);
+        m->e = d->e;
         m->p = d->p;
         m->max_risk = -1;
     }
@@ -492,6 +512,39 @@ int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, con
     return run(d, out, err);
 }
 
+int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text,
+                   size_t len, int format, int flags, size_t *line, size_t *used, tg_buf_t *out,
+                   size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
+{
+    size_t at = 0;
+    tg_error_clear(err);
+    if (!d || !p || !text || !line || !used || !out || !verdicts || !o)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx is required");
+    for (;;) {
+        size_t n;
+        const char *s = tg_line_next(text, len, &at, &n);
+        int rc;
+        if (!s)
+            break;
+        *used = at;
+        ++*line;
+        if (tg_line_blank(s, n))
+            continue;
+        rc = tg_check(d, p, ctx, s, n, format, flags, *line, o, err);
+        if (rc != TG_OK)
+            return rc;
+        if (o->status == TG_NEEDS_STAGE)
+            return TG_OK;
+        verdicts[o->verdict]++;
+        if ((rc = tg_buf_append(out, o->json, o->json_len, err)) != TG_OK ||
+            (rc = tg_buf_append(out, "\n", 1, err)) != TG_OK)
+            return rc;
+    }
+    *used = at;
+    o->status = TG_NO_MORE_CALLS;
+    return TG_OK;
+}
+
 int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
 {
     tg_error_clear(err);
@@ -520,9 +573,20 @@ int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_
     if (verdict != -1) {
         if (verdict != TG_REJECT && verdict != TG_DEFER)
             return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "an answer is -1, TG_REJECT or TG_DEFER");
-        if ((rc = object_n(d, stage, verdict, code ? code : "", code ? code_len : 0, err)) !=
-                TG_OK ||
-            (rc = put(d, message ? message : "", message ? message_len : 0, err)) != TG_OK)
+        /* the host's text keeps only its well-formed UTF-8, so that the
+         * decision writer can take every text as the core's own */
+        tg_objection *o;
+        if ((rc = object_n(d, stage, verdict, "", 0, err)) != TG_OK)
+            return rc;
+        o = &d->obj[d->n_obj - 1];
+        d->texts.len = o->code; /* the code goes where object_n put an empty one */
+        if ((rc = put_utf8(d, code ? code : "", code ? code_len : 0, err)) != TG_OK)
+            return rc;
+        o->code_len = d->texts.len - o->code;
+        if ((rc = put(d, "", 1, err)) != TG_OK)
+            return rc;
+        o->message = d->texts.len;
+        if ((rc = put_utf8(d, message ? message : "", message ? message_len : 0, err)) != TG_OK)
             return rc;
         close_message(d);
     }

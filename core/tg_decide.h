@@ -57,6 +57,7 @@ struct tg_policy_t {
 };
 
 struct tg_context_t {
+    tg_engine_t *e; /* its own: a host may free the policy first */
     const tg_policy_t *p;
     tg_arena arena;
     tg_text *scopes;

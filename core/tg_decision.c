@@ -19,7 +19,7 @@ typedef struct writer {
 static void raw(writer *w, const char *s, size_t n)
 {
     if (w->rc == TG_OK)
-        w->rc = tg_buf_append(w->b, s, n, NULL);
+        w->rc = tg_buf_put(w->b, s, n, NULL);
 }
 
 static void lit(writer *w, const char *s)
@@ -27,10 +27,12 @@ static void lit(writer *w, const char *s)
     raw(w, s, strlen(s));
 }
 
+/* A string the core made (names from the registry, messages, digests):
+ * well-formed UTF-8 already. */
 static void text(writer *w, const char *s, size_t n)
 {
     if (w->rc == TG_OK)
-        w->rc = tg_write_text(w->b, s, n, NULL);
+        w->rc = tg_canon_string(w->b, s, n, NULL);
 }
 
 static void ctext(writer *w, const char *s)
@@ -41,9 +43,19 @@ static void ctext(writer *w, const char *s)
 /* "key": -- keys are ASCII constants, written as they are. */
 static void key(writer *w, const char *k)
 {
-    raw(w, w->first ? "\"" : ",\"", w->first ? 1 : 2);
-    lit(w, k);
-    raw(w, "\":", 2);
+    size_t n = strlen(k);
+    char *p;
+    if (w->rc != TG_OK || (w->rc = tg_buf_reserve(w->b, n + 4, NULL)) != TG_OK)
+        return;
+    p = w->b->data + w->b->len;
+    if (!w->first)
+        *p++ = ',';
+    *p++ = '"';
+    memcpy(p, k, n);
+    p += n;
+    *p++ = '"';
+    *p++ = ':';
+    w->b->len = (size_t)(p - w->b->data);
     w->first = 0;
 }
 
@@ -172,7 +184,8 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
 
     tg_buf_reset(&d->out);
     w.b = &d->out;
-    w.rc = TG_OK;
+    /* room for a decision without findings, so most writes are a copy */
+    w.rc = tg_buf_reserve(&d->out, 1024 + d->texts.len, NULL);
     open_(&w, "{");
     if (!o && d->rung_ran && p->report_also) {
         key(&w, "also_accepted_by");
@@ -209,7 +222,8 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     if (d->call && tg_call_id(d->call)) {
         key(&w, "id");
         if (w.rc == TG_OK)
-            w.rc = tg_canon_value(tg_call_id(d->call), w.b, NULL);
+            /* every digit of the id: the answer to the call must name it */
+            w.rc = tg_canon_value_mode(tg_call_id(d->call), TG_CANON_EXACT, w.b, NULL);
     }
     if (findings) {
         key(&w, "keyword");

@@ -185,6 +185,30 @@ static inline int tg_u64_text(uint64_t v, char *out)
     return n;
 }
 
+/* ---- JSON Lines -------------------------------------------------------------- */
+
+/* The next complete line of text[*at .. len) (the bytes before its '\n',
+ * *n of them), *at moved past it; NULL when no '\n' is left. */
+static inline const char *tg_line_next(const char *text, size_t len, size_t *at, size_t *n)
+{
+    const char *start = text + *at, *nl = memchr(start, '\n', len - *at);
+    if (!nl)
+        return NULL;
+    *n = (size_t)(nl - start);
+    *at += *n + 1;
+    return start;
+}
+
+/* A line of white space only (as Lua's %s reads it) is blank: JSON Lines
+ * readers skip it. */
+static inline int tg_line_blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && (s[i] < '\t' || s[i] > '\r'))
+            return 0;
+    return 1;
+}
+
 /* ---- JSON Pointers (tg_pointer.c) ---------------------------------------- */
 
 /* Length of s (n bytes) escaped as a pointer segment ("~" -> "~0", "/" -> "~1"). */
@@ -287,12 +311,6 @@ static inline size_t tg_utf8_sequence(const unsigned char *s, size_t n)
         return 0;
     return len;
 }
-
-/* Appends s as an RFC 8785 JSON string with every byte that does not
- * belong to a well-formed UTF-8 sequence dropped: for text toolgate writes
- * itself (messages quoting input, a host's answers), which must never make
- * its own output malformed. */
-int tg_write_text(tg_buf_t *out, const char *s, size_t len, tg_error_t *err);
 
 /* Frees the engine's PCRE2 contexts and match data (tg_regex.c); called
  * when the engine itself goes. */

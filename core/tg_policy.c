@@ -284,7 +284,7 @@ int tg_context_read(tg_context_t *c, const tg_value_t *v, tg_error_t *err)
         if (c->max_risk < 0) {
             /* not a level: keep what it was, for the gate to say so */
             c->max_risk = -2;
-            tg_buf_init(&text, c->p->e);
+            tg_buf_init(&text, c->e);
             if (s) {
                 c->max_risk_text.s = tg_arena_strdup(&c->arena, s, len);
                 c->max_risk_text.len = len;
@@ -300,7 +300,7 @@ int tg_context_read(tg_context_t *c, const tg_value_t *v, tg_error_t *err)
     if (epoch) {
         tg_buf_t text;
         int rc;
-        tg_buf_init(&text, c->p->e);
+        tg_buf_init(&text, c->e);
         rc = tg_canon_value(epoch, &text, err);
         if (rc == TG_OK && !(c->epoch.s = tg_arena_strdup(&c->arena, text.data, text.len)))
             rc = tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
@@ -340,6 +340,7 @@ int tg_context_new(const tg_policy_t *p, const char *json, size_t len, tg_contex
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     }
     memset(c, 0, sizeof *c);
+    c->e = p->e;
     c->p = p;
     c->max_risk = -1;
     tg_arena_init(&c->arena, p->e, 256);
@@ -359,7 +360,7 @@ void tg_context_free(tg_context_t *c)
     tg_engine_t *e;
     if (!c)
         return;
-    e = c->p->e;
+    e = c->e;
     tg_arena_free(&c->arena);
     tg_mem_free(e, c, sizeof *c);
     tg_engine_release(e);

@@ -928,6 +928,43 @@ TG_API int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_
                            const char *message, size_t message_len, tg_outcome_t *out,
                            tg_error_t *err);
 
+/* Decides every complete line of a chunk of JSON Lines in one call: text
+ * holds len bytes, of which the lines that end in '\n' are read (a final
+ * line without one is left for the next chunk: give it a '\n' at the end
+ * of the input).  Each line counts in *line (blank lines too, so numbers
+ * match a text editor's); a line of only JSON whitespace is skipped; every
+ * other line is decided as tg_check decides it, with its number, and its
+ * decision and a '\n' are appended to out.  verdicts[0..2] count the
+ * accepts, rejects and defers appended.  *used is the number of bytes
+ * read.  Returns TG_OK with out->status TG_NO_MORE_CALLS when every
+ * complete line is done, or TG_NEEDS_STAGE when a line's call waits for
+ * the host: answer with tg_check_answer (its decision is then in
+ * out->json, for the host to append), then call again from *used.  An
+ * error (TG_E_NOMEM) leaves *used after the line that failed: the host
+ * must refuse that line itself. */
+TG_API int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
+                          const char *text, size_t len, int format, int flags, size_t *line,
+                          size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o,
+                          tg_error_t *err);
+
+/* The same for the other JSON Lines commands, one call per chunk (the line
+ * rules of tg_check_lines):
+ *   tg_canon_lines     appends each line's RFC 8785 canonical form, or with
+ *                      hash set its XXH3-128 as 32 hex digits, and a '\n';
+ *   tg_validate_lines  appends each line's verdict against schema as
+ *                      {"errors":[{"code","keyword","message","path",
+ *                      "schema_path"},...],"line":N,"valid":true|false}
+ *                      and a '\n' (at most TG_RUNG_MAX_FINDINGS errors).
+ * Both return TG_OK once every complete line is done, or the error of the
+ * first line that fails (malformed JSON, a validation limit), with *line its
+ * number and *used the bytes through it: report it and call again from
+ * *used.  out keeps what the lines before it gave. */
+TG_API int tg_canon_lines(tg_engine_t *e, const char *text, size_t len, int hash, size_t *line,
+                          size_t *used, tg_buf_t *out, tg_error_t *err);
+TG_API int tg_validate_lines(tg_engine_t *e, const tg_schema_t *schema, const char *text,
+                             size_t len, size_t *line, size_t *used, tg_buf_t *out,
+                             tg_error_t *err);
+
 /* About the call in progress (for the host running a pending stage): its
  * server (NULL when none), name, arguments, args_digest (32 hex digits and
  * a NUL), the resolved tool's registry index (-1 before the rung resolved

@@ -73,6 +73,7 @@ typedef struct {
 typedef struct {
     tg_decider_t *d;
     tg_outcome_t out;
+    tg_buf_t batch; /* check_lines' decisions */
 } decider_ud;
 typedef struct {
     tg_decider_t *d;
@@ -787,6 +788,7 @@ static int l_engine_decider(lua_State *L)
     engine_ud *u = check_engine(L, 1);
     tg_error_t err;
     decider_ud *d = new_child(L, sizeof *d, DECIDER_MT, 1, 2);
+    tg_buf_init(&d->batch, u->e);
     if (!(d->d = tg_decider_new(u->e, &err)))
         return push_error(L, &err, 0);
     return 1;
@@ -795,6 +797,8 @@ static int l_engine_decider(lua_State *L)
 static int l_decider_gc(lua_State *L)
 {
     decider_ud *d = luaL_checkudata(L, 1, DECIDER_MT);
+    if (d->d)
+        tg_buf_free(&d->batch);
     tg_decider_free(d->d);
     d->d = NULL;
     return 0;
@@ -835,6 +839,17 @@ static decider_ud *check_decider(lua_State *L)
     return d;
 }
 
+/* Clears the owner of the previous check's nodes (user value 2). */
+static void end_pending(lua_State *L)
+{
+    if (lua_getiuservalue(L, 1, 2) == LUA_TUSERDATA) {
+        ((pending_ud *)lua_touserdata(L, -1))->d = NULL;
+        lua_pushnil(L);
+        lua_setiuservalue(L, 1, 2);
+    }
+    lua_pop(L, 1);
+}
+
 /* decider:check(policy, context|nil, text, format, flags, line) */
 static int l_decider_check(lua_State *L)
 {
@@ -846,17 +861,52 @@ static int l_decider_check(lua_State *L)
     int format = (int)luaL_optinteger(L, 5, 0), flags = (int)luaL_optinteger(L, 6, 0);
     lua_Integer line = luaL_optinteger(L, 7, 0);
     tg_error_t err;
-    /* the nodes of the previous check die with it */
-    if (lua_getiuservalue(L, 1, 2) == LUA_TUSERDATA) {
-        ((pending_ud *)lua_touserdata(L, -1))->d = NULL;
-        lua_pushnil(L);
-        lua_setiuservalue(L, 1, 2);
-    }
-    lua_pop(L, 1);
+    end_pending(L); /* the nodes of the previous check die with it */
     return push_outcome(L, d,
                         tg_check(d->d, p->p, c ? c->c : NULL, text, len, format, flags,
                                  line > 0 ? (size_t)line : 0, &d->out, &err),
                         &err);
+}
+
+/* decider:check_lines(policy, context|nil, text, pos, format, flags, line)
+ *   -> status (2 every complete line done, 1 a stage for the host), the
+ *   position after what was read, the last line number, the decisions
+ *   written (JSON Lines), accepts, rejects, defers, the pending stage
+ *   (from 1) | nil, message, code, the position after the failed line,
+ *   its number */
+static int l_decider_check_lines(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    policy_ud *p = luaL_checkudata(L, 2, POLICY_MT);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    size_t len, line, used = 0, counts[3] = {0, 0, 0};
+    const char *text = check_string(L, 4, &len);
+    lua_Integer pos = luaL_checkinteger(L, 5);
+    int format = (int)luaL_optinteger(L, 6, 0), flags = (int)luaL_optinteger(L, 7, 0);
+    tg_error_t err;
+    int rc;
+    luaL_argcheck(L, pos >= 1 && (size_t)pos <= len + 1, 5, "position out of range");
+    line = (size_t)luaL_optinteger(L, 8, 0);
+    end_pending(L);
+    tg_buf_reset(&d->batch);
+    rc = tg_check_lines(d->d, p->p, c ? c->c : NULL, text + pos - 1, len - (size_t)pos + 1, format,
+                        flags, &line, &used, &d->batch, counts, &d->out, &err);
+    if (rc != TG_OK) {
+        push_error(L, &err, 0);
+        lua_pushinteger(L, pos + (lua_Integer)used);
+        lua_pushinteger(L, (lua_Integer)line);
+        return 5;
+    }
+    lua_pushinteger(L, d->out.status == TG_NEEDS_STAGE ? 1 : 2);
+    lua_pushinteger(L, pos + (lua_Integer)used);
+    lua_pushinteger(L, (lua_Integer)line);
+    lua_pushlstring(L, d->batch.data, d->batch.len);
+    for (int i = 0; i < 3; i++)
+        lua_pushinteger(L, (lua_Integer)counts[i]);
+    if (d->out.status != TG_NEEDS_STAGE)
+        return 7;
+    lua_pushinteger(L, (lua_Integer)d->out.pending + 1);
+    return 8;
 }
 
 static int l_decider_next(lua_State *L)
@@ -933,6 +983,63 @@ static int l_decider_call(lua_State *L)
         lua_pushnil(L);
     push_node(L, tg_check_call_context(d->d), -6);
     return 6;
+}
+
+/* ---- the JSON Lines commands, one core call per chunk --------------------------- */
+
+/* Pushes true (every complete line done) | nil, message, code, offset, then
+ * the position after what was read, the last line number and the output
+ * of the lines done. */
+static int push_chunk(lua_State *L, int rc, const tg_error_t *err, lua_Integer pos, size_t used,
+                      size_t line, const tg_buf_t *out)
+{
+    if (rc == TG_OK) {
+        lua_pushboolean(L, 1);
+        lua_pushnil(L);
+        lua_pushnil(L);
+        lua_pushnil(L);
+    } else {
+        push_error(L, err, 1);
+    }
+    lua_pushinteger(L, pos + (lua_Integer)used);
+    lua_pushinteger(L, (lua_Integer)line);
+    lua_pushlstring(L, out->data, out->len);
+    return 7;
+}
+
+/* engine:canon_lines(text, pos, hash, line) */
+static int l_engine_canon_lines(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    size_t len, used = 0, line;
+    const char *text = check_string(L, 2, &len);
+    lua_Integer pos = luaL_checkinteger(L, 3);
+    int hash = lua_toboolean(L, 4), rc;
+    tg_error_t err;
+    luaL_argcheck(L, pos >= 1 && (size_t)pos <= len + 1, 3, "position out of range");
+    line = (size_t)luaL_optinteger(L, 5, 0);
+    tg_buf_reset(&u->out);
+    rc = tg_canon_lines(u->e, text + pos - 1, len - (size_t)pos + 1, hash, &line, &used, &u->out,
+                        &err);
+    return push_chunk(L, rc, &err, pos, used, line, &u->out);
+}
+
+/* schema:validate_lines(text, pos, line) */
+static int l_schema_validate_lines(lua_State *L)
+{
+    schema_ud *sc = luaL_checkudata(L, 1, SCHEMA_MT);
+    engine_ud *u = engine_of(L, 1);
+    size_t len, used = 0, line;
+    const char *text = check_string(L, 2, &len);
+    lua_Integer pos = luaL_checkinteger(L, 3);
+    tg_error_t err;
+    int rc;
+    luaL_argcheck(L, pos >= 1 && (size_t)pos <= len + 1, 3, "position out of range");
+    line = (size_t)luaL_optinteger(L, 4, 0);
+    tg_buf_reset(&u->out);
+    rc = tg_validate_lines(u->e, sc->s, text + pos - 1, len - (size_t)pos + 1, &line, &used,
+                           &u->out, &err);
+    return push_chunk(L, rc, &err, pos, used, line, &u->out);
 }
 
 /* ---- registries ---------------------------------------------------------------- */
@@ -1448,6 +1555,7 @@ static const luaL_Reg engine_methods[] = {
     {"agree", l_engine_agree},
     {"pointer_agreement", l_engine_pointer_agreement},
     {"decider", l_engine_decider},
+    {"canon_lines", l_engine_canon_lines},
     {NULL, NULL},
 };
 
@@ -1479,7 +1587,8 @@ static const luaL_Reg call_methods[] = {
     {"free", l_call_gc},       {NULL, NULL},
 };
 
-static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate}, {NULL, NULL}};
+static const luaL_Reg schema_methods[] = {
+    {"validate", l_schema_validate}, {"validate_lines", l_schema_validate_lines}, {NULL, NULL}};
 
 static const luaL_Reg registry_methods[] = {
     {"add", l_registry_add},
@@ -1497,8 +1606,13 @@ static const luaL_Reg registry_methods[] = {
 static const luaL_Reg policy_methods[] = {{"context", l_policy_context}, {NULL, NULL}};
 
 static const luaL_Reg decider_methods[] = {
-    {"check", l_decider_check}, {"next", l_decider_next},         {"answer", l_decider_answer},
-    {"call", l_decider_call},   {"resolved", l_decider_resolved}, {NULL, NULL},
+    {"check", l_decider_check},
+    {"next", l_decider_next},
+    {"answer", l_decider_answer},
+    {"call", l_decider_call},
+    {"resolved", l_decider_resolved},
+    {"check_lines", l_decider_check_lines},
+    {NULL, NULL},
 };
 
 static const luaL_Reg norm_methods[] = {

@@ -176,6 +176,9 @@ tg_decider_t *tg_decider_new(tg_engine_t *e, tg_error_t *err);
 void tg_decider_free(tg_decider_t *d);
 int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *json, size_t len, int format, int flags, size_t line, tg_outcome_t *out, tg_error_t *err);
 int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err);
+int tg_canon_lines(tg_engine_t *e, const char *text, size_t len, int hash, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
+int tg_validate_lines(tg_engine_t *e, const tg_schema_t *schema, const char *text, size_t len, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
+int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, int format, int flags, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
 int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_len, const char *message, size_t message_len, tg_outcome_t *out, tg_error_t *err);
 const char *tg_check_server(const tg_decider_t *d, size_t *len);
 const char *tg_check_name(const tg_decider_t *d, size_t *len);
@@ -924,7 +927,10 @@ function Engine:decider()
   local st = check_engine(self)
   local d = C.tg_decider_new(st.e, st.err)
   if d == nil then return error_values(st.err, false) end
-  return setmetatable({ engine = self, d = ffi.gc(d, C.tg_decider_free), out = ffi.new("tg_outcome_t") }, Decider)
+  local batch = ffi.gc(ffi.new("tg_buf_t"), C.tg_buf_free)
+  C.tg_buf_init(batch, st.e)
+  return setmetatable({ engine = self, d = ffi.gc(d, C.tg_decider_free), out = ffi.new("tg_outcome_t"),
+                        batch = batch }, Decider)
 end
 
 -- What each check step returns: status (0 decided, 1 a stage for the host,
@@ -951,6 +957,36 @@ function Decider:check(policy, context, text, format, flags, line)
   if self.pending then self.pending.c = nil; self.pending = nil end
   return outcome(self, C.tg_check(self.d, policy.p, context and context.c, text, #text, format or 0, flags or 0,
     line or 0, self.out, self.engine.st.err))
+end
+
+local line_box, used_box = ffi.new("size_t[1]"), ffi.new("size_t[1]")
+local verdict_counts = ffi.new("size_t[3]")
+
+-- check_lines(policy, context|nil, text, pos, format, flags, line)
+--   -> status (2 every complete line done, 1 a stage for the host), the
+--   position after what was read, the last line number, the decisions
+--   written (JSON Lines), accepts, rejects, defers, the pending stage
+--   (from 1) | nil, message, code, the position after the failed line,
+--   its number
+function Decider:check_lines(policy, context, text, pos, format, flags, line)
+  if getmetatable(policy) ~= Policy then error("bad argument #1 to 'check_lines' (toolgate policy expected)", 2) end
+  check_string(text, 3)
+  if self.pending then self.pending.c = nil; self.pending = nil end
+  local st = self.engine.st
+  line_box[0], used_box[0] = line or 0, 0
+  verdict_counts[0], verdict_counts[1], verdict_counts[2] = 0, 0, 0
+  C.tg_buf_reset(self.batch)
+  local base = ffi.cast("const char *", text) + (pos - 1)
+  local rc = C.tg_check_lines(self.d, policy.p, context and context.c, base, #text - pos + 1, format or 0,
+    flags or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+  local next_pos, last = pos + tonumber(used_box[0]), tonumber(line_box[0])
+  if rc ~= 0 then
+    local _, message, code = error_values(st.err, false)
+    return nil, message, code, next_pos, last
+  end
+  return self.out.status == 1 and 1 or 2, next_pos, last, ffi.string(self.batch.data, self.batch.len),
+    tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2]),
+    self.out.status == 1 and tonumber(self.out.pending) + 1 or nil
 end
 
 function Decider:next()
@@ -983,6 +1019,43 @@ function Decider:call()
   return lstring(C.tg_check_server(d, size_box)), lstring(C.tg_check_name(d, size_box)),
     node(owner, self.engine, C.tg_check_arguments(d)), digest ~= nil and ffi.string(digest, 32) or nil,
     tool >= 0 and tool + 1 or nil, node(owner, self.engine, C.tg_check_call_context(d))
+end
+
+-- The JSON Lines commands, one core call per chunk ------------------------------------
+
+local chunk_line, chunk_used = ffi.new("size_t[1]"), ffi.new("size_t[1]")
+
+-- What canon_lines and validate_lines return: true (every complete line
+-- done) | nil, message, code, offset, then the position after what was
+-- read, the last line number, and the output of the lines done.
+local function chunk_result(st, rc, pos)
+  local next_pos, line, out = pos + tonumber(chunk_used[0]), tonumber(chunk_line[0]),
+    ffi.string(st.out.data, st.out.len)
+  if rc == 0 then return true, nil, nil, nil, next_pos, line, out end
+  local _, message, code, offset = error_values(st.err, true)
+  return nil, message, code, offset, next_pos, line, out
+end
+
+-- canon_lines(text, pos, hash, line) -> see chunk_result
+function Engine:canon_lines(text, pos, hash, line)
+  local st = check_engine(self)
+  check_string(text, 1)
+  chunk_line[0], chunk_used[0] = line or 0, 0
+  C.tg_buf_reset(st.out)
+  local rc = C.tg_canon_lines(st.e, ffi.cast("const char *", text) + (pos - 1), #text - pos + 1, hash and 1 or 0,
+    chunk_line, chunk_used, st.out, st.err)
+  return chunk_result(st, rc, pos)
+end
+
+-- validate_lines(text, pos, line) -> see chunk_result
+function Schema:validate_lines(text, pos, line)
+  local st = self.engine.st
+  check_string(text, 1)
+  chunk_line[0], chunk_used[0] = line or 0, 0
+  C.tg_buf_reset(st.out)
+  local rc = C.tg_validate_lines(st.e, self.s, ffi.cast("const char *", text) + (pos - 1), #text - pos + 1,
+    chunk_line, chunk_used, st.out, st.err)
+  return chunk_result(st, rc, pos)
 end
 
 -- Plain functions ------------------------------------------------------------------

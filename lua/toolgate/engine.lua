@@ -25,6 +25,7 @@ local consistency = require "toolgate.consistency"
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
+local lines = require "toolgate.lines"
 local pipeline = require "toolgate.pipeline"
 local policy_mod = require "toolgate.policy"
 local registry = require "toolgate.registry"
@@ -313,19 +314,33 @@ end
 -- run_check(self, snap, compiled, text, context, lua_ctx, line) -> decision,
 -- the resolved tool's record | nil, args_digest | nil: the core's pipeline
 -- of a compiled policy on one call text, the host's stages answered in turn.
-local function run_check(self, snap, compiled, text, cctx, lua_ctx, line)
-  -- a decider per check in flight: one that pauses in the host (a stage, an
-  -- observe hook that yields) keeps its own while others run
+-- A decider per check in flight: one that pauses in the host (a stage, an
+-- observe hook that yields) keeps its own while others run.
+local function take_decider(snap)
   local pool = snap.deciders
   local dec = pool[#pool]
   if dec then pool[#pool] = nil else dec = assert(snap.core:decider()) end
-  local flags = (self.opts.trust_call_context and TRUST_CONTEXT or 0) + (self.opts.observe and PAUSE or 0)
-  local status, verdict, out, code, stage, pending = dec:check(compiled, cctx, text,
-    FORMAT_CODES[self.opts.format or "auto"], flags, line)
+  return dec
+end
+
+local function flags_of(self)
+  return (self.opts.trust_call_context and TRUST_CONTEXT or 0) + (self.opts.observe and PAUSE or 0)
+end
+
+-- Answers the host's stages of the call in progress until it is decided.
+local function settle(self, snap, dec, lua_ctx, status, verdict, out, code, stage, pending)
   while status == 1 do
     status, verdict, out, code, stage, pending = dec:answer(host_answer(self, snap, dec, pending, lua_ctx))
   end
+  return status, verdict, out, code, stage
+end
+
+local function run_check(self, snap, compiled, text, cctx, lua_ctx, line)
+  local dec = take_decider(snap)
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
+    dec:check(compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self), line))
   local tool_index, digest = dec:resolved()
+  local pool = snap.deciders
   pool[#pool + 1] = dec
   if status ~= 0 then
     -- the core could not decide (out of memory): refused, never accepted
@@ -395,6 +410,55 @@ end
 local PLAN_FIELDS = { "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args", "distinct_results",
   "representative", "epoch", "steps" }
 
+-- A reject the host writes for a line the core could not decide.
+local function refused_line(snap, line, code, message)
+  return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = code or "NOMEM",
+    message = "the call could not be decided: " .. tostring(message), line = line }, {})):json()
+end
+
+--- Decides a stream of JSON Lines, one decision per call, the lines read
+-- and decided in chunks by the core (what toolgate check runs).
+-- check_stream(read, write[, ctx]) -> accepts, rejects, defers
+-- @tparam function read returns the next piece of input (any size), nil at the end
+-- @tparam function write takes output text (decisions, each ending in "\n")
+-- @param[opt] ctx as for check
+function Engine:check_stream(read, write, ctx)
+  local snap = self.current
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then return nil, lua_ctx or cerr end
+  local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
+  local counts, line = { [0] = 0, 0, 0 }, 0
+  lines.pump(read, function(buf)
+    local pos = 1
+    while true do
+      local status, next_pos, last, out, a, r, d, pending = dec:check_lines(snap.compiled, cctx, buf, pos, format,
+        flags, line)
+      if status == nil then -- the core failed on a line (out of memory): refuse that line, go on
+        local message, code, after, number = next_pos, last, out, a
+        write(refused_line(snap, number, code, message), "\n")
+        counts[1] = counts[1] + 1
+        pos, line = after, number
+      else
+        write(out)
+        counts[0], counts[1], counts[2] = counts[0] + a, counts[1] + r, counts[2] + d
+        pos, line = next_pos, last
+        if status == 2 then return pos end
+        local st, verdict, text = settle(self, snap, dec, lua_ctx, 1, nil, nil, nil, nil, pending)
+        if st == 0 then
+          write(text, "\n")
+          counts[verdict] = counts[verdict] + 1
+        else
+          write(refused_line(snap, line, text, verdict), "\n")
+          counts[1] = counts[1] + 1
+        end
+      end
+    end
+  end)
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  return counts[0], counts[1], counts[2]
+end
+
 --- Self-consistency of a plan sampled several times.
 -- classify(plan[, ctx]) -> decision
 -- plan: JSON text (or a Lua table) in either form:
@@ -451,7 +515,7 @@ local function classify_plan(self, plan, ctx)
     for k, step in ipairs(rep_steps) do
       -- the step as the call that would run: the policy's whole pipeline
       -- in the core (the rung passes again: the step passed it here)
-      local args, aerr, acode = step.args:canon()
+      local args, aerr, acode = step.args:canon(nil, "exact") -- every digit of what would run
       local sd
       if not (cctx and args) then
         sd = { verdict = "reject", stage = "consistency", code = cctx and acode or ccode,

@@ -1,5 +1,6 @@
 -- toolgate canon: RFC 8785 canonical form of JSON documents.
 local cli = require "toolgate.cli"
+local lines = require "toolgate.lines"
 local toolgate = require "toolgate"
 
 local M = {}
@@ -43,18 +44,29 @@ function M.run(args)
     return cli.EXIT_OK
   end
 
-  local failed = 0
-  local read = cli.each_line("canon", pos[1], function(line, n, name)
-    local out, err, code, offset = transform(line)
-    if out then
-      io.stdout:write(out, "\n")
-    else
+  local f, name = cli.open_input("canon", pos[1])
+  if not f then return cli.EXIT_USAGE end
+  local engine = toolgate.codec().engine
+  local read, read_failed = lines.reader(f)
+  local failed, line = 0, 0
+  -- the core canonicalizes every complete line of a piece in one call
+  lines.pump(read, function(buf)
+    local at = 1
+    while true do
+      local ok, err, code, offset, next_pos, last, out = engine:canon_lines(buf, at, opts.hash, line)
+      io.stdout:write(out)
+      at, line = next_pos, last
+      if ok then return at end
       failed = failed + 1
       io.stdout:flush() -- keep stdout and stderr in order for a reader of both
-      cli.diag("canon", name .. ":" .. n .. ": " .. cli.describe(err, code, offset))
+      cli.diag("canon", name .. ":" .. last .. ": " .. cli.describe(err, code, offset))
     end
   end)
-  if not read then return cli.EXIT_USAGE end
+  if f ~= io.stdin then f:close() end
+  if read_failed() then
+    cli.diag("canon", "cannot read " .. name .. ": " .. tostring(read_failed()))
+    return cli.EXIT_USAGE
+  end
   return failed > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

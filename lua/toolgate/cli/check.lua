@@ -1,6 +1,7 @@
 -- toolgate check: the policy's pipeline on each call line.
 local cli = require "toolgate.cli"
 local engine_mod = require "toolgate.engine"
+local lines = require "toolgate.lines"
 
 local M = {}
 
@@ -77,14 +78,18 @@ function M.run(args, env)
     return cli.EXIT_USAGE
   end
 
-  local matched = false
-  local read, internal = cli.decide_lines("check", pos[1], function(line, n)
-    local decision = engine:check(line, ctx, n)
-    if decision.verdict == fail_on then matched = true end
-    return decision
-  end)
-  if not read then return cli.EXIT_USAGE end
-  return (matched or internal > 0) and cli.EXIT_FAILED or cli.EXIT_OK
+  local f, name = cli.open_input("check", pos[1])
+  if not f then return cli.EXIT_USAGE end
+  -- the core reads and decides whole chunks; Lua only moves the bytes
+  local read, read_failed = lines.reader(f)
+  local counts = { engine:check_stream(read, function(...) io.stdout:write(...) end, ctx) }
+  if f ~= io.stdin then f:close() end
+  if read_failed() then
+    cli.diag("check", "cannot read " .. name .. ": " .. tostring(read_failed()))
+    return cli.EXIT_USAGE
+  end
+  local n = { accept = counts[1], reject = counts[2], defer = counts[3] }
+  return fail_on and n[fail_on] > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 
 return M

@@ -1,5 +1,6 @@
 -- toolgate validate: JSON Schema validation of instances.
 local cli = require "toolgate.cli"
+local lines = require "toolgate.lines"
 local core = require "toolgate.core"
 local value = require "toolgate.value"
 
@@ -77,8 +78,28 @@ function M.run(args)
   end
 
   if opts.lines then
-    local read = cli.each_line("validate", pos[1], function(line, n, name) one(line, name .. ":" .. n, n) end)
-    if not read then return cli.EXIT_USAGE end
+    local f, name = cli.open_input("validate", pos[1])
+    if not f then return cli.EXIT_USAGE end
+    local read, read_failed = lines.reader(f)
+    local line = 0
+    -- the core validates every complete line of a piece in one call
+    lines.pump(read, function(buf)
+      local at = 1
+      while true do
+        local ok, err, code, offset, next_pos, last, out = schema:validate_lines(buf, at, line)
+        io.stdout:write(out)
+        at, line = next_pos, last
+        if ok then return at end
+        failed = true
+        io.stdout:flush()
+        cli.diag("validate", name .. ":" .. last .. ": " .. cli.describe(err, code, offset))
+      end
+    end)
+    if f ~= io.stdin then f:close() end
+    if read_failed() then
+      cli.diag("validate", "cannot read " .. name .. ": " .. tostring(read_failed()))
+      return cli.EXIT_USAGE
+    end
   else
     local data, name = cli.read_all("validate", pos[1])
     if not data then return cli.EXIT_USAGE end
