@@ -20,7 +20,7 @@ function M.pump(read, consume)
   until data == nil
 end
 
-M.CHUNK = 1048576 -- bytes read at a time
+M.CHUNK = 65536 -- bytes read at a time (LuaJIT collects large strings late: keep them small)
 
 --- reader(f) -> read function over file handle f, and a function that
 -- says the read error, if any.
