@@ -18,7 +18,8 @@ PREFIX  ?= /usr/local
 LUA54_CFLAGS ?= $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 # The core's regular expressions (pattern, patternProperties) are PCRE2's.
 PCRE2_LIBS ?= $(shell pkg-config --libs libpcre2-8 2>/dev/null || echo -lpcre2-8)
-LIBS    = $(PCRE2_LIBS) -lm
+# tg_workers.c runs checks on POSIX threads.
+LIBS    = $(PCRE2_LIBS) -lm -pthread
 WARN    = -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes \
           -Wmissing-prototypes -Wformat=2 -Wcast-qual -Wvla
 ALL_CFLAGS = $(WARN) $(CFLAGS) -fPIC -Icore

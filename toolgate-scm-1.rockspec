@@ -84,11 +84,12 @@ build = {
         "core/tg_schema_compile.c",
         "core/tg_schema_validate.c",
         "core/tg_strtod.c",
+        "core/tg_workers.c",
       },
       incdirs = { "core", "$(XXHASH_INCDIR)", "$(PCRE2_INCDIR)" },
       libdirs = { "$(PCRE2_LIBDIR)" },
       defines = { "_GNU_SOURCE" },
-      libraries = { "pcre2-8", "m" },
+      libraries = { "pcre2-8", "m", "pthread" },
     },
   },
   install = {

@@ -947,6 +947,35 @@ TG_API int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_contex
                           size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o,
                           tg_error_t *err);
 
+/* Threads that decide the lines of a chunk together.  A policy, its
+ * registry and a context are only read once built, so several threads may
+ * decide against them at once, each with an engine and a decider of its
+ * own; tg_workers_new makes threads - 1 of them (the caller's thread is
+ * the first worker), each engine with e's limits and allocator (which must
+ * then be safe to call from several threads: the default one is).
+ * threads is 1 .. TG_MAX_THREADS.  Free with tg_workers_free (joins the
+ * threads). */
+#define TG_MAX_THREADS 64
+typedef struct tg_workers_t tg_workers_t;
+TG_API tg_workers_t *tg_workers_new(tg_engine_t *e, size_t threads, tg_error_t *err);
+TG_API void tg_workers_free(tg_workers_t *w);
+/* Threads of a pool, the caller's included. */
+TG_API size_t tg_workers_count(const tg_workers_t *w);
+/* The processors online (at least 1): a default for threads. */
+TG_API size_t tg_cpu_count(void);
+
+/* tg_check_lines on the workers' threads: the chunk's complete lines cut
+ * at line ends into one piece a thread (d, the caller's decider, takes
+ * the first), the decisions joined in input order: the same bytes, line
+ * numbers and counts as tg_check_lines on d alone.  A policy with stages
+ * the host runs, TG_CHECK_PAUSE, or a chunk too small to share is decided
+ * on d alone (tg_check_lines exactly); so is a chunk in which a piece
+ * failed (it is decided again and stops at the failing line). */
+TG_API int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
+                                   const tg_context_t *ctx, const char *text, size_t len,
+                                   int format, int flags, size_t *line, size_t *used, tg_buf_t *out,
+                                   size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
+
 /* The same for the other JSON Lines commands, one call per chunk (the line
  * rules of tg_check_lines):
  *   tg_canon_lines     appends each line's RFC 8785 canonical form, or with

@@ -158,6 +158,18 @@ function M.load_engine(cmd, opts, env, engine_opts, warn)
   return engine
 end
 
+-- The threads a command decides on: --threads N (1 .. 64), or by default the
+-- processors online, at most 4 (beyond that the reading and writing of
+-- lines, on one thread, is what limits a run).
+M.DEFAULT_MAX_THREADS = 4
+
+function M.threads(arg)
+  if arg == nil then return math.min(require("toolgate.core").cpu_count(), M.DEFAULT_MAX_THREADS) end
+  local n = tonumber(arg)
+  if not n or n ~= math.floor(n) or n < 1 or n > 64 then M.usage_error("--threads takes a whole number from 1 to 64") end
+  return n
+end
+
 -- read_context(cmd, core_engine, path) -> table | nil (after a diagnostic)
 function M.read_context(cmd, core_engine, path)
   local text = M.read_all(cmd, path)

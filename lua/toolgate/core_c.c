@@ -31,6 +31,7 @@
 #define CONTEXT_MT "toolgate.core.context"
 #define DECIDER_MT "toolgate.core.decider"
 #define PENDING_MT "toolgate.core.pending"
+#define WORKERS_MT "toolgate.core.workers"
 
 typedef struct {
     tg_engine_t *e;
@@ -78,6 +79,9 @@ typedef struct {
 typedef struct {
     tg_decider_t *d;
 } pending_ud;
+typedef struct {
+    tg_workers_t *w;
+} workers_ud;
 
 static engine_ud *check_engine(lua_State *L, int i)
 {
@@ -868,7 +872,34 @@ static int l_decider_check(lua_State *L)
                         &err);
 }
 
-/* decider:check_lines(policy, context|nil, text, pos, format, flags, line)
+/* engine:workers(threads) -> workers | nil, message, code */
+static int l_engine_workers(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    lua_Integer threads = luaL_checkinteger(L, 2);
+    tg_error_t err;
+    workers_ud *w = new_child(L, sizeof *w, WORKERS_MT, 1, 1);
+    if (!(w->w = tg_workers_new(u->e, threads < 1 ? 0 : (size_t)threads, &err)))
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_workers_gc(lua_State *L)
+{
+    workers_ud *w = luaL_checkudata(L, 1, WORKERS_MT);
+    tg_workers_free(w->w);
+    w->w = NULL;
+    return 0;
+}
+
+static int l_workers_count(lua_State *L)
+{
+    lua_pushinteger(
+        L, (lua_Integer)tg_workers_count(((workers_ud *)luaL_checkudata(L, 1, WORKERS_MT))->w));
+    return 1;
+}
+
+/* decider:check_lines(policy, context|nil, text, pos, format, flags, line[, workers])
  *   -> status (2 every complete line done, 1 a stage for the host), the
  *   position after what was read, the last line number, the decisions
  *   written (JSON Lines), accepts, rejects, defers, the pending stage
@@ -883,14 +914,21 @@ static int l_decider_check_lines(lua_State *L)
     const char *text = check_string(L, 4, &len);
     lua_Integer pos = luaL_checkinteger(L, 5);
     int format = (int)luaL_optinteger(L, 6, 0), flags = (int)luaL_optinteger(L, 7, 0);
+    workers_ud *w;
     tg_error_t err;
     int rc;
     luaL_argcheck(L, pos >= 1 && (size_t)pos <= len + 1, 5, "position out of range");
     line = (size_t)luaL_optinteger(L, 8, 0);
+    w = lua_isnoneornil(L, 9) ? NULL : luaL_checkudata(L, 9, WORKERS_MT);
     end_pending(L);
     tg_buf_reset(&d->batch);
-    rc = tg_check_lines(d->d, p->p, c ? c->c : NULL, text + pos - 1, len - (size_t)pos + 1, format,
-                        flags, &line, &used, &d->batch, counts, &d->out, &err);
+    if (w)
+        rc = tg_check_lines_parallel(w->w, d->d, p->p, c ? c->c : NULL, text + pos - 1,
+                                     len - (size_t)pos + 1, format, flags, &line, &used, &d->batch,
+                                     counts, &d->out, &err);
+    else
+        rc = tg_check_lines(d->d, p->p, c ? c->c : NULL, text + pos - 1, len - (size_t)pos + 1,
+                            format, flags, &line, &used, &d->batch, counts, &d->out, &err);
     if (rc != TG_OK) {
         push_error(L, &err, 0);
         lua_pushinteger(L, pos + (lua_Integer)used);
@@ -1556,6 +1594,7 @@ static const luaL_Reg engine_methods[] = {
     {"pointer_agreement", l_engine_pointer_agreement},
     {"decider", l_engine_decider},
     {"canon_lines", l_engine_canon_lines},
+    {"workers", l_engine_workers},
     {NULL, NULL},
 };
 
@@ -1622,14 +1661,20 @@ static const luaL_Reg norm_methods[] = {
     {NULL, NULL},
 };
 
+static int l_cpu_count(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)tg_cpu_count());
+    return 1;
+}
+
 static const luaL_Reg no_methods[] = {{NULL, NULL}};
 
+static const luaL_Reg workers_methods[] = {{"count", l_workers_count}, {NULL, NULL}};
+
 static const luaL_Reg functions[] = {
-    {"new_engine", l_new_engine},
-    {"format_number", l_format_number},
-    {"hash_bytes", l_hash_bytes},
-    {"default_limits", l_default_limits},
-    {NULL, NULL},
+    {"new_engine", l_new_engine}, {"format_number", l_format_number},
+    {"hash_bytes", l_hash_bytes}, {"default_limits", l_default_limits},
+    {"cpu_count", l_cpu_count},   {NULL, NULL},
 };
 
 LUAMOD_API int luaopen_toolgate_core_c(lua_State *L);
@@ -1661,6 +1706,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, CONTEXT_MT, no_methods, l_context_gc);
     new_class(L, DECIDER_MT, decider_methods, l_decider_gc);
     new_class(L, PENDING_MT, no_methods, NULL);
+    new_class(L, WORKERS_MT, workers_methods, l_workers_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

@@ -176,6 +176,12 @@ tg_decider_t *tg_decider_new(tg_engine_t *e, tg_error_t *err);
 void tg_decider_free(tg_decider_t *d);
 int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *json, size_t len, int format, int flags, size_t line, tg_outcome_t *out, tg_error_t *err);
 int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err);
+typedef struct tg_workers_t tg_workers_t;
+tg_workers_t *tg_workers_new(tg_engine_t *e, size_t threads, tg_error_t *err);
+void tg_workers_free(tg_workers_t *w);
+size_t tg_workers_count(const tg_workers_t *w);
+size_t tg_cpu_count(void);
+int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, int format, int flags, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
 int tg_canon_lines(tg_engine_t *e, const char *text, size_t len, int hash, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
 int tg_validate_lines(tg_engine_t *e, const tg_schema_t *schema, const char *text, size_t len, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
 int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, int format, int flags, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
@@ -962,13 +968,28 @@ end
 local line_box, used_box = ffi.new("size_t[1]"), ffi.new("size_t[1]")
 local verdict_counts = ffi.new("size_t[3]")
 
--- check_lines(policy, context|nil, text, pos, format, flags, line)
+local Workers = {}
+Workers.__index = Workers
+
+-- workers(threads) -> workers | nil, message, code: threads that decide
+-- the lines of a chunk together (check_lines' last argument).
+function Engine:workers(threads)
+  local st = check_engine(self)
+  if type(threads) ~= "number" then error("bad argument #1 to 'workers' (number expected)", 2) end
+  local w = C.tg_workers_new(st.e, threads < 1 and 0 or threads, st.err)
+  if w == nil then return error_values(st.err, false) end
+  return setmetatable({ engine = self, w = ffi.gc(w, C.tg_workers_free) }, Workers)
+end
+
+function Workers:count() return tonumber(C.tg_workers_count(self.w)) end
+
+-- check_lines(policy, context|nil, text, pos, format, flags, line[, workers])
 --   -> status (2 every complete line done, 1 a stage for the host), the
 --   position after what was read, the last line number, the decisions
 --   written (JSON Lines), accepts, rejects, defers, the pending stage
 --   (from 1) | nil, message, code, the position after the failed line,
 --   its number
-function Decider:check_lines(policy, context, text, pos, format, flags, line)
+function Decider:check_lines(policy, context, text, pos, format, flags, line, workers)
   if getmetatable(policy) ~= Policy then error("bad argument #1 to 'check_lines' (toolgate policy expected)", 2) end
   check_string(text, 3)
   if self.pending then self.pending.c = nil; self.pending = nil end
@@ -977,8 +998,14 @@ function Decider:check_lines(policy, context, text, pos, format, flags, line)
   verdict_counts[0], verdict_counts[1], verdict_counts[2] = 0, 0, 0
   C.tg_buf_reset(self.batch)
   local base = ffi.cast("const char *", text) + (pos - 1)
-  local rc = C.tg_check_lines(self.d, policy.p, context and context.c, base, #text - pos + 1, format or 0,
-    flags or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+  local rc
+  if workers then
+    rc = C.tg_check_lines_parallel(workers.w, self.d, policy.p, context and context.c, base, #text - pos + 1,
+      format or 0, flags or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+  else
+    rc = C.tg_check_lines(self.d, policy.p, context and context.c, base, #text - pos + 1, format or 0,
+      flags or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+  end
   local next_pos, last = pos + tonumber(used_box[0]), tonumber(line_box[0])
   if rc ~= 0 then
     local _, message, code = error_values(st.err, false)
@@ -1068,6 +1095,8 @@ function M.format_number(x)
   if n == 0 then return nil, "NaN and Infinity have no JSON form", "NONFINITE_NUMBER" end
   return ffi.string(number_buf, n)
 end
+
+function M.cpu_count() return tonumber(C.tg_cpu_count()) end
 
 function M.hash_bytes(s)
   check_string(s, 1)

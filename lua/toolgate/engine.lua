@@ -418,21 +418,29 @@ end
 
 --- Decides a stream of JSON Lines, one decision per call, the lines read
 -- and decided in chunks by the core (what toolgate check runs).
--- check_stream(read, write[, ctx]) -> accepts, rejects, defers
+-- check_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
 -- @tparam function read returns the next piece of input (any size), nil at the end
 -- @tparam function write takes output text (decisions, each ending in "\n")
 -- @param[opt] ctx as for check
-function Engine:check_stream(read, write, ctx)
+-- @tparam[opt] number threads threads that decide together (default 1);
+-- the output is the same bytes whatever their number
+function Engine:check_stream(read, write, ctx, threads)
   local snap = self.current
   local cctx, lua_ctx, cerr = call_context(snap, ctx)
   if not cctx then return nil, lua_ctx or cerr end
+  local workers
+  if threads and threads > 1 then
+    local werr
+    workers, werr = snap.core:workers(threads)
+    if not workers then return nil, werr end
+  end
   local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
   local counts, line = { [0] = 0, 0, 0 }, 0
   lines.pump(read, function(buf)
     local pos = 1
     while true do
       local status, next_pos, last, out, a, r, d, pending = dec:check_lines(snap.compiled, cctx, buf, pos, format,
-        flags, line)
+        flags, line, workers)
       if status == nil then -- the core failed on a line (out of memory): refuse that line, go on
         local message, code, after, number = next_pos, last, out, a
         write(refused_line(snap, number, code, message), "\n")

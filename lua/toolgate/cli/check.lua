@@ -34,6 +34,11 @@ one JSON object per line, and writes one decision per line:
   --server NAME             server for calls that name none
   --also                    for accepted calls, list the other tools whose input
                             schemas also accept the arguments (H5)
+  --threads N               threads that decide together (default: the
+                            processors online, at most 4; 1 for none); the
+                            output is the same bytes whatever N.  A policy
+                            with custom stages or its own gate rule decides
+                            on one thread
   --fail-on VERDICT         exit 1 if any decision has this verdict
 
 Codes: H1 unknown or ambiguous tool; H2 undeclared or missing key; H3 a
@@ -50,7 +55,7 @@ policy or registry that cannot be loaded
 function M.run(args, env)
   local opts, pos = cli.parse(args, {
     flags = { also = true, ["line-context"] = true },
-    options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true },
+    options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true, threads = true },
     multi = { registry = true },
   })
   if #pos > 1 then cli.usage_error("at most one FILE") end
@@ -60,6 +65,7 @@ function M.run(args, env)
   if fail_on and fail_on ~= "reject" and fail_on ~= "defer" and fail_on ~= "accept" then
     cli.usage_error("--fail-on takes reject, defer or accept")
   end
+  local threads = cli.threads(opts.threads)
   local engine = cli.load_engine("check", opts, env, { format = format,
     trust_call_context = opts["line-context"], report_also = opts.also }, true)
   if not engine then return cli.EXIT_USAGE end
@@ -82,7 +88,7 @@ function M.run(args, env)
   if not f then return cli.EXIT_USAGE end
   -- the core reads and decides whole chunks; Lua only moves the bytes
   local read, read_failed = lines.reader(f)
-  local counts = { engine:check_stream(read, function(...) io.stdout:write(...) end, ctx) }
+  local counts = { engine:check_stream(read, function(...) io.stdout:write(...) end, ctx, threads) }
   if f ~= io.stdin then f:close() end
   if read_failed() then
     cli.diag("check", "cannot read " .. name .. ": " .. tostring(read_failed()))

@@ -86,13 +86,13 @@ function M.run(args)
     lines.pump(read, function(buf)
       local at = 1
       while true do
-        local ok, err, code, offset, next_pos, last, out = schema:validate_lines(buf, at, line)
+        local ok, lerr, lcode, loffset, next_pos, last, out = schema:validate_lines(buf, at, line)
         io.stdout:write(out)
         at, line = next_pos, last
         if ok then return at end
         failed = true
         io.stdout:flush()
-        cli.diag("validate", name .. ":" .. last .. ": " .. cli.describe(err, code, offset))
+        cli.diag("validate", name .. ":" .. last .. ": " .. cli.describe(lerr, lcode, loffset))
       end
     end)
     if f ~= io.stdin then f:close() end

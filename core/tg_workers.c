@@ -1,0 +1,256 @@
+/*
+ * tg_workers.c -- deciding the lines of a chunk on several threads.
+ *
+ * A policy, its registry and a context are read-only once built, so any
+ * number of threads may decide calls against them at once, each with an
+ * engine and a decider of its own (the engine holds what a check writes
+ * to: its arena spare, PCRE2 match data and JIT stack).  The workers are
+ * made once and wait for work; a chunk is cut at line ends into one piece
+ * per thread (the caller's thread takes the first), each piece decided
+ * with its own line numbers, and the outputs joined in input order, so the
+ * bytes are those of one thread deciding the chunk alone.
+ */
+#include "tg_decide.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+typedef struct piece {
+    const char *text;
+    size_t len;
+    size_t line; /* the number of the line before the piece's first */
+    tg_buf_t out;
+    size_t verdicts[3];
+    int rc;
+    int needs_host;
+} piece;
+
+typedef struct worker {
+    struct tg_workers_t *pool;
+    pthread_t thread;
+    int started;
+    tg_engine_t *e;
+    tg_decider_t *d;
+    piece *job; /* set by the caller, cleared by the worker when done */
+} worker;
+
+struct tg_workers_t {
+    tg_engine_t *e;
+    size_t n; /* threads besides the caller's */
+    worker *w;
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    size_t busy;
+    int quit;
+    /* what the current job shares */
+    const tg_policy_t *p;
+    const tg_context_t *ctx;
+    int format, flags;
+};
+
+size_t tg_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (size_t)n : 1;
+}
+
+static void decide_piece(tg_decider_t *d, const tg_workers_t *pool, piece *pc)
+{
+    size_t used = 0;
+    tg_outcome_t o;
+    pc->rc = tg_check_lines(d, pool->p, pool->ctx, pc->text, pc->len, pool->format, pool->flags,
+                            &pc->line, &used, &pc->out, pc->verdicts, &o, NULL);
+    pc->needs_host = pc->rc == TG_OK && o.status == TG_NEEDS_STAGE;
+}
+
+static void *run(void *arg)
+{
+    worker *me = arg;
+    tg_workers_t *pool = me->pool;
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        piece *pc;
+        while (!me->job && !pool->quit)
+            pthread_cond_wait(&pool->work, &pool->lock);
+        if (pool->quit)
+            break;
+        pc = me->job;
+        pthread_mutex_unlock(&pool->lock);
+        decide_piece(me->d, pool, pc);
+        pthread_mutex_lock(&pool->lock);
+        me->job = NULL;
+        if (--pool->busy == 0)
+            pthread_cond_signal(&pool->done);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+void tg_workers_free(tg_workers_t *w)
+{
+    tg_engine_t *e;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->quit = 1;
+    pthread_cond_broadcast(&w->work);
+    pthread_mutex_unlock(&w->lock);
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->w[i].started)
+            pthread_join(w->w[i].thread, NULL);
+        tg_decider_free(w->w[i].d);
+        tg_engine_free(w->w[i].e);
+    }
+    pthread_cond_destroy(&w->work);
+    pthread_cond_destroy(&w->done);
+    pthread_mutex_destroy(&w->lock);
+    e = w->e;
+    tg_mem_free(e, w->w, w->n * sizeof *w->w);
+    tg_mem_free(e, w, sizeof *w);
+    tg_engine_release(e);
+}
+
+tg_workers_t *tg_workers_new(tg_engine_t *e, size_t threads, tg_error_t *err)
+{
+    tg_workers_t *w;
+    size_t n;
+
+    tg_error_clear(err);
+    if (!e || threads < 1 || threads > TG_MAX_THREADS) {
+        tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "threads must be 1..%d", TG_MAX_THREADS);
+        return NULL;
+    }
+    n = threads - 1;
+    if (!(w = tg_mem_realloc(e, NULL, 0, sizeof *w))) {
+        tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        return NULL;
+    }
+    memset(w, 0, sizeof *w);
+    w->e = e;
+    tg_engine_retain(e);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->work, NULL);
+    pthread_cond_init(&w->done, NULL);
+    if (n && !(w->w = tg_mem_realloc(e, NULL, 0, n * sizeof *w->w))) {
+        tg_workers_free(w);
+        tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        return NULL;
+    }
+    if (n)
+        memset(w->w, 0, n * sizeof *w->w);
+    for (size_t i = 0; i < n; i++) {
+        worker *k = &w->w[i];
+        k->pool = w;
+        w->n++; /* freed with the pool from here on, whatever fails */
+        if (!(k->e = tg_engine_new(&e->limits, e->alloc, e->alloc_ud, err)) ||
+            !(k->d = tg_decider_new(k->e, err)))
+            break;
+        if (pthread_create(&k->thread, NULL, run, k) != 0) {
+            tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "cannot start a worker thread");
+            break;
+        }
+        k->started = 1;
+    }
+    if (w->n && !w->w[w->n - 1].started) {
+        tg_workers_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+size_t tg_workers_count(const tg_workers_t *w)
+{
+    return w ? w->n + 1 : 0;
+}
+
+/* Cuts text[0..len) (complete lines only) into k pieces of about equal
+ * size, at line ends, numbering each piece's first line. */
+static size_t cut(const char *text, size_t len, size_t line, piece *pcs, size_t k)
+{
+    size_t at = 0, made = 0;
+    for (size_t i = 0; i < k && at < len; i++) {
+        size_t end = i + 1 == k ? len : at + (len - at) / (k - i);
+        const char *nl;
+        if (end < at + 1)
+            end = at + 1;
+        nl = memchr(text + end - 1, '\n', len - (end - 1));
+        end = nl ? (size_t)(nl - text) + 1 : len;
+        pcs[made].text = text + at;
+        pcs[made].len = end - at;
+        pcs[made].line = line;
+        for (const char *p = text + at; (p = memchr(p, '\n', (size_t)(text + end - p))) != NULL;
+             p++)
+            line++;
+        made++;
+        at = end;
+    }
+    return made;
+}
+
+int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
+                            const tg_context_t *ctx, const char *text, size_t len, int format,
+                            int flags, size_t *line, size_t *used, tg_buf_t *out,
+                            size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
+{
+    piece pcs[TG_MAX_THREADS];
+    const char *last;
+    size_t complete, k, i;
+    int rc = TG_OK, fallback = 0;
+
+    tg_error_clear(err);
+    if (!w || !d || !p || !text || !line || !used || !out || !verdicts || !o)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx is required");
+    /* a policy whose stages the host runs, or a host that traces every
+     * stage, answers line by line: one thread */
+    for (i = 0; i < p->n_stages; i++)
+        fallback |= p->stages[i].in_host;
+    last = len ? memrchr(text, '\n', len) : NULL;
+    complete = last ? (size_t)(last - text) + 1 : 0;
+    if (fallback || (flags & TG_CHECK_PAUSE) || w->n == 0 || complete < 4096)
+        return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
+                              err);
+
+    k = cut(text, complete, *line, pcs, w->n + 1);
+    for (i = 0; i < k; i++) {
+        tg_buf_init(&pcs[i].out, i == 0 ? d->e : w->w[i - 1].e);
+        memset(pcs[i].verdicts, 0, sizeof pcs[i].verdicts);
+        pcs[i].rc = TG_OK;
+        pcs[i].needs_host = 0;
+    }
+    pthread_mutex_lock(&w->lock);
+    w->p = p;
+    w->ctx = ctx;
+    w->format = format;
+    w->flags = flags;
+    w->busy = k - 1;
+    for (i = 1; i < k; i++)
+        w->w[i - 1].job = &pcs[i];
+    pthread_cond_broadcast(&w->work);
+    pthread_mutex_unlock(&w->lock);
+    decide_piece(d, w, &pcs[0]);
+    pthread_mutex_lock(&w->lock);
+    while (w->busy)
+        pthread_cond_wait(&w->done, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+
+    for (i = 0; i < k && rc == TG_OK; i++)
+        if (pcs[i].rc != TG_OK || pcs[i].needs_host)
+            rc = TG_E_NOMEM; /* decided again below, on one thread, line by line */
+    for (i = 0; i < k && rc == TG_OK; i++) {
+        rc = tg_buf_append(out, pcs[i].out.data, pcs[i].out.len, err);
+        for (int v = 0; v < 3; v++)
+            verdicts[v] += pcs[i].verdicts[v];
+    }
+    for (i = 0; i < k; i++)
+        tg_buf_free(&pcs[i].out);
+    if (rc != TG_OK) {
+        /* a piece failed: the chunk is decided again on one thread, which
+         * stops at the failing line as tg_check_lines does */
+        return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
+                              err);
+    }
+    *line = pcs[k - 1].line;
+    *used = complete;
+    o->status = TG_NO_MORE_CALLS;
+    return TG_OK;
+}
