@@ -296,6 +296,9 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     key(&w, "verdict");
     lit(&w, verdict_names[verdict]);
     close_(&w, "}");
+    /* a NUL after the text, not counted: C hosts may read it as a string */
+    if (w.rc == TG_OK && (w.rc = tg_buf_reserve(w.b, 1, NULL)) == TG_OK)
+        w.b->data[w.b->len] = '\0';
     if (w.rc != TG_OK)
         return tg_fail(err, w.rc, TG_NO_OFFSET, "out of memory writing a decision");
     return TG_OK;

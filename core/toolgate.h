@@ -879,7 +879,8 @@ typedef struct tg_outcome_t {
     int status;       /* enum tg_check_status */
     int verdict;      /* TG_DECIDED: enum tg_verdict */
     const char *json; /* TG_DECIDED: the decision as canonical JSON (json_len
-                       * bytes), valid until the next call on the decider */
+                       * bytes, then a NUL), valid until the next call on
+                       * the decider */
     size_t json_len;
     const char *code;  /* TG_DECIDED: the decision's code, "" for an accept */
     const char *stage; /* TG_DECIDED: the stage that decided */

@@ -208,6 +208,173 @@ static tg_engine_t *setup(acct *a, tg_registry_t **r)
     return e;
 }
 
+/* ---- the check pipeline (tg_check) ---------------------------------------- */
+
+/* rung -> gate -> verifier over the registry above, every tool at risk
+ * "low" and one needing a scope the context does not grant. */
+static const char POLICY[] =
+    "{\"version\":\"t@1\",\"registry_hash\":\"00\",\"risk_levels\":[\"low\",\"high\"],"
+    "\"stages\":[{\"stage\":\"rung\"},{\"stage\":\"gate\"},{\"stage\":\"verifier\"}],"
+    "\"require_contract\":true,\"tools\":[{\"risk\":\"low\",\"effects\":[]},"
+    "{\"risk\":\"low\",\"scopes\":[\"fs:tag\"],\"effects\":[]},{\"risk\":\"low\"},"
+    "{\"risk\":\"high\",\"effects\":[]},{\"effects\":[]}]}";
+static const char CONTEXT[] = "{\"scopes\":[\"fs:read\"],\"max_risk\":\"low\",\"epoch\":\"e1\"}";
+
+typedef struct {
+    tg_engine_t *e;
+    tg_registry_t *r;
+    tg_policy_t *p;
+    tg_context_t *c;
+    tg_decider_t *d;
+} checker;
+
+/* The policy, context and decider over k's engine and registry. */
+static int compile(checker *k)
+{
+    k->p = NULL;
+    k->c = NULL;
+    k->d = NULL;
+    return tg_policy_new(k->e, k->r, POLICY, strlen(POLICY), &k->p, NULL) == TG_OK &&
+           tg_context_new(k->p, CONTEXT, strlen(CONTEXT), &k->c, NULL) == TG_OK &&
+           (k->d = tg_decider_new(k->e, NULL)) != NULL;
+}
+
+static int check_setup(acct *a, checker *k)
+{
+    k->e = setup(a, &k->r);
+    return compile(k);
+}
+
+static void check_teardown(checker *k)
+{
+    tg_decider_free(k->d);
+    tg_context_free(k->c);
+    tg_policy_free(k->p);
+    tg_registry_free(k->r);
+    tg_engine_free(k->e);
+}
+
+/* The verdict of tg_check on text, or -1 for an error (rc in *rc). */
+static int check_once(checker *k, const char *text, int *rc)
+{
+    tg_outcome_t o;
+    *rc = tg_check(k->d, k->p, k->c, text, strlen(text), TG_FORMAT_AUTO, 0, 1, &o, NULL);
+    return *rc == TG_OK && o.status == TG_DECIDED ? o.verdict : -1;
+}
+
+static void test_check_faults(void)
+{
+    long faults = 0, bad = 0, accepts = 0, leaks = 0, setups = 0, setup_bad = 0;
+    for (int i = 0; i < 120; i++) {
+        char *text = gen_call();
+        acct a = {.sticky = 1};
+        checker k;
+        int rc, clean;
+        if (!check_setup(&a, &k)) {
+            printf("# check set-up failed\n");
+            bad++;
+        }
+        clean = check_once(&k, text, &rc);
+        check_teardown(&k);
+        for (long f = 1;; f++) {
+            int v;
+            check_setup(&a, &k);
+            a.fail_at = a.calls + f;
+            v = check_once(&k, text, &rc);
+            check_teardown(&k);
+            leaks += a.live != 0;
+            if (!a.fired)
+                break;
+            faults++;
+            if (v == -1 ? rc != TG_E_NOMEM : v != clean)
+                bad++;
+            accepts += v == TG_ACCEPT && clean != TG_ACCEPT;
+        }
+        free(text);
+    }
+    /* compiling a policy and a context: every allocation failing in turn */
+    for (long f = 1;; f++) {
+        acct a = {.sticky = 1};
+        checker k;
+        int ok;
+        k.e = setup(&a, &k.r);
+        a.fail_at = a.calls + f;
+        ok = compile(&k);
+        check_teardown(&k);
+        if (a.live != 0)
+            setup_bad++;
+        if (!a.fired) {
+            setup_bad += !ok;
+            break;
+        }
+        setup_bad += ok; /* a compile that lost an allocation must say so */
+        setups++;
+    }
+    printf("# tg_check: %ld faults fired; policy and context compile: %ld\n", faults, setups);
+    tap_ok(faults > 200 && bad == 0,
+           "a fault in tg_check gives NOMEM or the verdict the call gets without it");
+    tap_ok(accepts == 0 && leaks == 0, "no fault in tg_check is an accept, none leaks");
+    tap_ok(setups > 5 && setup_bad == 0,
+           "compiling a policy or a context that runs out of memory leaks nothing");
+}
+
+/* tg_check_lines over a chunk of generated calls, each allocation failing
+ * in turn: the lines decided before the failure are as without it, and
+ * the call reports NOMEM (the host refuses the line it stopped at). */
+static void test_check_lines_faults(void)
+{
+    char chunk[1 << 16];
+    size_t len = 0;
+    long faults = 0, bad = 0;
+    tg_buf_t clean_out;
+    checker k;
+    acct a = {.sticky = 1};
+    size_t line = 0, used = 0, v[3] = {0, 0, 0};
+    tg_outcome_t o;
+    for (int i = 0; i < 40; i++) {
+        char *text = gen_call();
+        len += (size_t)snprintf(chunk + len, sizeof chunk - len, "%s\n", text);
+        free(text);
+    }
+    check_setup(&a, &k);
+    tg_buf_init(&clean_out, k.e);
+    if (tg_check_lines(k.d, k.p, k.c, chunk, len, TG_FORMAT_AUTO, 0, &line, &used, &clean_out, v,
+                       &o, NULL) != TG_OK)
+        bad++;
+    for (long f = 1;; f++) {
+        checker j;
+        tg_buf_t out;
+        acct b = {.sticky = 1};
+        int rc;
+        check_setup(&b, &j);
+        tg_buf_init(&out, j.e);
+        line = used = 0;
+        v[0] = v[1] = v[2] = 0;
+        b.fail_at = b.calls + f;
+        rc = tg_check_lines(j.d, j.p, j.c, chunk, len, TG_FORMAT_AUTO, 0, &line, &used, &out, v, &o,
+                            NULL);
+        if (!b.fired) {
+            tg_buf_free(&out);
+            check_teardown(&j);
+            break;
+        }
+        faults++;
+        /* what was written is a prefix of the clean output */
+        if ((rc != TG_OK && rc != TG_E_NOMEM) || out.len > clean_out.len ||
+            (out.len && memcmp(out.data, clean_out.data, out.len) != 0))
+            bad++;
+        tg_buf_free(&out);
+        check_teardown(&j);
+        if (b.live != 0)
+            bad++;
+    }
+    tg_buf_free(&clean_out);
+    check_teardown(&k);
+    printf("# tg_check_lines: %ld faults fired\n", faults);
+    tap_ok(faults > 20 && bad == 0,
+           "a fault in tg_check_lines stops it with NOMEM after decisions as without it");
+}
+
 int main(void)
 {
     enum {
@@ -350,5 +517,7 @@ int main(void)
         tap_ok(limited > 0 && accepted == 0,
                "a check stopped by VALIDATION_LIMIT or REGEX_LIMIT is an error, never an accept");
     }
+    test_check_faults();
+    test_check_lines_faults();
     return tap_done();
 }

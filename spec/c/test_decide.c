@@ -1,0 +1,403 @@
+/*
+ * test_decide.c -- the decision path in C: compiled policies and contexts,
+ * tg_check's decisions byte for byte, the host's stages and their answers,
+ * the chunk entry points (check, canon, validate) and the worker threads.
+ */
+#include "tap.h"
+#include "toolgate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static tg_engine_t *E;
+static tg_registry_t *R;
+
+/* fs/read (path: string, required), fs/write, web/read: three tools, one
+ * bare name on two servers. */
+static void build_registry(void)
+{
+    static const char *const tools[][3] = {
+        {"fs", "read",
+         "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\"required\":[\"path\"]}"},
+        {"fs", "write", "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}"},
+        {"web", "read", "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\"}}}"},
+    };
+    R = tg_registry_new(E, NULL);
+    for (size_t i = 0; i < 3; i++) {
+        tg_doc_t *d;
+        size_t index;
+        tg_parse(E, tools[i][2], strlen(tools[i][2]), &d, NULL);
+        tg_registry_add(R, tools[i][0], 2 + (i == 2), tools[i][1], strlen(tools[i][1]), "", 0,
+                        tg_doc_root(d), NULL, NULL, &index, NULL);
+        tg_doc_free(d);
+    }
+}
+
+static tg_policy_t *policy(const char *json)
+{
+    tg_policy_t *p = NULL;
+    tg_error_t err;
+    if (tg_policy_new(E, R, json, strlen(json), &p, &err) != TG_OK)
+        printf("# policy: %s: %s\n", tg_code_name(err.code), err.message);
+    return p;
+}
+
+static tg_context_t *context(const tg_policy_t *p, const char *json)
+{
+    tg_context_t *c = NULL;
+    tg_context_new(p, json, strlen(json), &c, NULL);
+    return c;
+}
+
+#define STAGES3 "[{\"stage\":\"rung\"},{\"stage\":\"gate\"},{\"stage\":\"verifier\"}]"
+#define TOOLS3                                                                                     \
+    "[{\"risk\":\"low\",\"scopes\":[\"fs:read\"],\"effects\":[\"read\"]},"                         \
+    "{\"risk\":\"high\",\"scopes\":[\"fs:write\"]},{}]"
+
+static const char BASE[] =
+    "{\"version\":\"t@1\",\"registry_hash\":\"h\","
+    "\"risk_levels\":[\"low\",\"medium\",\"high\"],\"stages\":" STAGES3 ",\"tools\":" TOOLS3 "}";
+
+/* Checks text and compares the decision with want. */
+static void decides(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *c, int flags,
+                    const char *text, const char *want, const char *label)
+{
+    tg_outcome_t o;
+    tg_error_t err;
+    int rc = tg_check(d, p, c, text, strlen(text), TG_FORMAT_AUTO, flags, 0, &o, &err);
+    if (rc != TG_OK || o.status != TG_DECIDED) {
+        tap_ok(0, label);
+        printf("#   rc %s status %d\n", tg_code_name(rc), o.status);
+        return;
+    }
+    tap_is_mem(o.json, o.json_len, want, label);
+}
+
+static void test_policy_description(void)
+{
+    static const char *const bad[] = {
+        "[]",
+        "{\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":" STAGES3
+        ",\"tools\":" TOOLS3 "}",
+        "{\"version\":\"v\",\"registry_hash\":\"h\",\"risk_levels\":[],\"stages\":" STAGES3
+        ",\"tools\":" TOOLS3 "}",
+        "{\"version\":\"v\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":[],\"tools\":" TOOLS3
+        "}",
+        "{\"version\":\"v\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":[{\"stage\":\"x\"}],"
+        "\"tools\":" TOOLS3 "}",
+        "{\"version\":\"v\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":" STAGES3
+        ",\"tools\":[{}]}",
+        "{\"version\":\"v\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":" STAGES3
+        ",\"tools\":[{\"risk\":\"spicy\"},{},{}]}",
+        "{\"version\":\"v\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":"
+        "[{\"stage\":\"custom\"}],\"tools\":[{},{},{}]}",
+        "{\"version\":\"v\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":" STAGES3
+        ",\"on_error\":\"maybe\",\"tools\":[{},{},{}]}",
+    };
+    int refused = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tg_policy_t *p = (tg_policy_t *)1;
+        tg_error_t err;
+        if (tg_policy_new(E, R, bad[i], strlen(bad[i]), &p, &err) != TG_E_ARG || p != NULL) {
+            printf("# accepted: %s\n", bad[i]);
+            refused = 0;
+        }
+    }
+    tap_ok(refused, "a description that does not say what the core needs is TG_E_ARG");
+    {
+        tg_policy_t *p = policy(BASE);
+        tg_context_t *c = (tg_context_t *)1;
+        tap_ok(p != NULL, "a whole description compiles");
+        tap_ok(tg_context_new(p, "[1]", 3, &c, NULL) == TG_E_ARG && c == NULL,
+               "a context that is not an object is TG_E_ARG");
+        tg_policy_free(p);
+    }
+}
+
+static void test_decisions(void)
+{
+    tg_policy_t *p = policy(BASE);
+    tg_context_t *read =
+        context(p, "{\"scopes\":[\"fs:read\"],\"max_risk\":\"low\",\"epoch\":\"e1\"}");
+    tg_context_t *odd = context(p, "{\"scopes\":[\"fs:read\"],\"max_risk\":\"extreme\"}");
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    const char *h = ",\"policy_version\":\"t@1\",\"registry_hash\":\"h\"";
+    char want[2048];
+
+    snprintf(
+        want, sizeof want,
+        "{\"args_digest\":\"%s\"%s,\"server\":\"fs\",\"stage\":\"verifier\","
+        "\"stages\":[\"rung\",\"gate\",\"verifier\"],\"tool\":\"read\",\"verdict\":\"accept\"}",
+        "1f1d2a0c8a1d0f5a3d8f5c3b3f2e4e0d", h);
+    {
+        /* the digest is XXH3-128 of the exact canonical arguments */
+        tg_outcome_t o;
+        char hex[TG_HASH_HEX], *at;
+        tg_hash128_t hh;
+        const char *call = "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/a\"}}";
+        tg_hash128("{\"path\":\"/a\"}", 13, &hh);
+        tg_hash128_hex(&hh, hex);
+        at = strstr(want, "1f1d2a0c8a1d0f5a3d8f5c3b3f2e4e0d");
+        memcpy(at, hex, 32);
+        tg_check(d, p, read, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_is_mem(o.json, o.json_len, want, "an accept: digest, stages, the last stage");
+        tap_ok(o.verdict == TG_ACCEPT && strcmp(o.code, "") == 0 &&
+                   strcmp(o.stage, "verifier") == 0,
+               "the outcome says accept, no code, the verifier");
+    }
+    snprintf(want, sizeof want,
+             "{\"code\":\"H1\",\"message\":\"no tool \\\"nope\\\" on server \\\"fs\\\"\"%s,"
+             "\"server\":\"fs\",\"stage\":\"rung\",\"stages\":[\"rung\"],\"tool\":\"nope\","
+             "\"verdict\":\"reject\"}",
+             h);
+    decides(d, p, read, 0, "{\"server\":\"fs\",\"name\":\"nope\",\"arguments\":{}}", want,
+            "H1 on a server");
+    snprintf(want, sizeof want,
+             "{\"candidates\":[{\"name\":\"read\",\"server\":\"fs\"},{\"name\":\"read\",\"server\":"
+             "\"web\"}],\"code\":\"H1\",\"message\":\"tool name \\\"read\\\" is exposed by 2 "
+             "servers; the call must name one\"%s,\"stage\":\"rung\",\"stages\":[\"rung\"],"
+             "\"tool\":\"read\",\"verdict\":\"reject\"}",
+             h);
+    decides(d, p, read, 0, "{\"name\":\"read\",\"arguments\":{}}", want,
+            "H1 ambiguous: the candidates");
+    {
+        tg_outcome_t o;
+        const char *call = "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"x\":1}}";
+        tg_check(d, p, read, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(o.verdict == TG_REJECT && strcmp(o.code, "H2") == 0 &&
+                   strstr(o.json, "\"findings\":[{\"code\":\"H2\"") &&
+                   strstr(o.json, "(and 1 more finding)") && strstr(o.json, "\"path\":\"/path\""),
+               "H2: findings, the first one's message with the count of the others");
+    }
+    snprintf(want, sizeof want,
+             "\"code\":\"H4\",\"message\":\"scope \\\"fs:write\\\" is required and not granted\"");
+    {
+        tg_outcome_t o;
+        const char *call = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{}}";
+        tg_check(d, p, read, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(strstr(o.json, want) != NULL, "the gate: a scope not granted");
+        tg_check(d, p, odd, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(strstr(o.json,
+                      "max_risk \\\"extreme\\\" is not one of the policy's risk levels (low, "
+                      "medium, high)") != NULL,
+               "the gate: a max_risk outside the order, naming the levels");
+    }
+    {
+        tg_context_t *all =
+            context(p, "{\"scopes\":[\"fs:read\",\"fs:write\"],\"max_risk\":\"medium\"}");
+        tg_outcome_t o;
+        const char *call = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{}}";
+        tg_check(d, p, all, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(strstr(o.json, "risk \\\"high\\\" is above the allowed \\\"medium\\\"") != NULL,
+               "the gate: a risk above max_risk");
+        call = "{\"server\":\"web\",\"name\":\"read\",\"arguments\":{}}";
+        tg_check(d, p, NULL, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(strstr(o.json, "no declared risk (counted as the highest) is above the allowed "
+                              "\\\"low\\\" (no max_risk given, counted as the lowest)") != NULL,
+               "the gate: no risk declared, no max_risk given");
+        tg_context_free(all);
+    }
+    snprintf(want, sizeof want,
+             "{\"code\":\"SYNTAX\",\"message\":\"unexpected character '}'\",\"offset\":9%s,"
+             "\"stage\":\"decode\",\"verdict\":\"reject\"}",
+             h);
+    {
+        tg_outcome_t o;
+        tg_check(d, p, read, "{\"name\":1}}", 11, TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(o.verdict == TG_REJECT && strstr(o.json, "\"stage\":\"decode\"") &&
+                   strstr(o.json, "\"offset\":") && !strstr(o.json, "\"stages\""),
+               "a line that does not decode: stage decode, its offset, no stages");
+    }
+    {
+        tg_outcome_t o;
+        const char *call = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{},\"context\":"
+                           "{\"scopes\":[\"fs:write\"],\"max_risk\":\"high\"}}";
+        tg_check(d, p, read, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(strcmp(o.code, "CONTEXT_IN_CALL") == 0, "a call's own context is refused");
+        tg_check(d, p, read, call, strlen(call), TG_FORMAT_AUTO, TG_CHECK_TRUST_CONTEXT, 0, &o,
+                 NULL);
+        tap_ok(o.verdict == TG_ACCEPT, "and merged over the context when the input is trusted");
+    }
+    tg_decider_free(d);
+    tg_context_free(read);
+    tg_context_free(odd);
+    tg_policy_free(p);
+}
+
+static void test_host_stages(void)
+{
+    tg_policy_t *p = policy(
+        "{\"version\":\"t@1\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],"
+        "\"requires_approval\":true,\"stages\":[{\"stage\":\"rung\"},{\"stage\":\"custom\","
+        "\"name\":\"ask\",\"code\":\"ASK\"},{\"stage\":\"gate\"}],\"tools\":[{},{\"scopes\":[\"fs:write\"]},{}]}");
+    tg_context_t *c = context(p, "{\"max_risk\":\"low\",\"epoch\":[1]}");
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    tg_outcome_t o;
+    tg_error_t err;
+    const char *call = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{}}";
+    int rc;
+
+    tap_ok(tg_check_answer(d, -1, NULL, 0, NULL, 0, &o, &err) == TG_E_ARG,
+           "an answer with no stage waiting is TG_E_ARG");
+    rc = tg_check(d, p, c, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_NEEDS_STAGE && o.pending == 1,
+           "a custom stage is handed to the host");
+    tap_ok(tg_check_tool(d) == 1 && tg_check_args_digest(d) != NULL,
+           "the host sees the resolved tool and the digest");
+    rc = tg_check_answer(d, TG_DEFER, "ASK", 3, "who?\xff", 5, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_DECIDED && o.verdict == TG_REJECT &&
+               strcmp(o.code, "H4") == 0,
+           "a defer lets the gate run; its reject wins");
+    tap_ok(strstr(o.json,
+                  "\"outcomes\":[{\"code\":\"ASK\",\"stage\":\"ask\",\"verdict\":\"defer\"},"
+                  "{\"code\":\"H4\",\"stage\":\"gate\",\"verdict\":\"reject\"}]") != NULL,
+           "the decision lists both objections in order");
+    {
+        tg_context_t *ok = context(p, "{\"max_risk\":\"low\",\"epoch\":[1]}");
+        const char *web = "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/\"}}";
+        tg_check(d, p, ok, web, strlen(web), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tg_check_answer(d, TG_DEFER, "ASK", 3, "who?\xff", 5, &o, NULL);
+        tap_ok(
+            o.verdict == TG_DEFER && strstr(o.json, "\"message\":\"who?\"") &&
+                strstr(o.json, "\"epoch\":[1]") && strstr(o.json, "\"requires_approval\":true"),
+            "a defer: the host's bytes that are not UTF-8 dropped, the binding's epoch, approval");
+        tg_context_free(ok);
+    }
+    rc = tg_check(d, p, c, call, strlen(call), TG_FORMAT_AUTO, TG_CHECK_PAUSE, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_NEEDS_STAGE && o.pending == 0,
+           "TG_CHECK_PAUSE shows the host the rung too");
+    tap_ok(tg_check_answer(d, -1, NULL, 0, NULL, 0, &o, &err) == TG_E_ARG,
+           "a built-in stage cannot be answered but with TG_RUN_IN_CORE");
+    rc = tg_check_answer(d, TG_RUN_IN_CORE, NULL, 0, NULL, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_NEEDS_STAGE && o.pending == 1,
+           "TG_RUN_IN_CORE runs it in the core, and the next stage is shown");
+    tg_decider_free(d);
+    tg_context_free(c);
+    tg_policy_free(p);
+}
+
+static void test_lines(void)
+{
+    tg_policy_t *p = policy(BASE);
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    tg_buf_t out;
+    tg_outcome_t o;
+    size_t line = 0, used = 0, v[3] = {0, 0, 0};
+    const char *text = "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/\"}}\n"
+                       "   \n"
+                       "\n"
+                       "[\n"
+                       "{\"server\":\"fs\",\"name\":\"nope\",\"arguments\":{}}\n"
+                       "{\"server\":\"fs\"";
+    int rc;
+    tg_buf_init(&out, E);
+    rc = tg_check_lines(d, p, NULL, text, strlen(text), TG_FORMAT_AUTO, 0, &line, &used, &out, v,
+                        &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_NO_MORE_CALLS && line == 5 &&
+               used == strlen(text) - strlen("{\"server\":\"fs\""),
+           "check_lines reads the complete lines, counts blank ones, leaves a cut one");
+    tap_ok(v[0] == 0 && v[1] == 3 && strstr(out.data, "\"line\":1,") &&
+               strstr(out.data, "\"line\":4,") && strstr(out.data, "\"line\":5,"),
+           "each decision carries its line number; blank lines give none");
+    tg_buf_reset(&out);
+    line = 0;
+    rc = tg_canon_lines(E, "{\"b\":1,\"a\":2}\n[1,]\n[1.0]\n", 25, 0, &line, &used, &out, NULL);
+    tap_ok(rc == TG_E_SYNTAX && line == 2 && used == 19 && out.len == 14,
+           "canon_lines stops at a bad line, with its number and after it");
+    rc = tg_canon_lines(E, "{\"b\":1,\"a\":2}\n[1,]\n[1.0]\n" + used, 25 - used, 0, &line, &used,
+                        &out, NULL);
+    tap_is_mem(out.data, out.len, "{\"a\":2,\"b\":1}\n[1]\n", "and goes on from there");
+    tg_buf_reset(&out);
+    line = 0;
+    rc = tg_canon_lines(E, "{\"b\":1,\"a\":2}\n", 14, 1, &line, &used, &out, NULL);
+    {
+        tg_hash128_t hh;
+        char hex[TG_HASH_HEX + 1];
+        tg_hash128("{\"a\":2,\"b\":1}", 13, &hh);
+        tg_hash128_hex(&hh, hex);
+        hex[32] = '\n';
+        hex[33] = '\0';
+        tap_is_mem(out.data, out.len, hex, "canon_lines with hash: the XXH3-128 of each line");
+    }
+    {
+        tg_doc_t *sd;
+        tg_schema_t *s;
+        const char *schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}";
+        tg_parse(E, schema, strlen(schema), &sd, NULL);
+        tg_schema_compile(E, tg_doc_root(sd), NULL, &s, NULL);
+        tg_doc_free(sd);
+        tg_buf_reset(&out);
+        line = 0;
+        rc = tg_validate_lines(E, s, "{\"a\":1}\n{\"a\":\"x\"}\n", 18, &line, &used, &out, NULL);
+        tap_ok(rc == TG_OK && strstr(out.data, "{\"errors\":[],\"line\":1,\"valid\":true}\n") &&
+                   strstr(out.data, "\"keyword\":\"type\"") &&
+                   strstr(out.data, "\"line\":2,\"valid\":false}\n"),
+               "validate_lines: one verdict a line, its errors, its number");
+        tg_schema_free(s);
+    }
+    tg_buf_free(&out);
+    tg_decider_free(d);
+    tg_policy_free(p);
+}
+
+static void test_workers(void)
+{
+    tg_policy_t *p = policy(BASE);
+    tg_context_t *c = context(p, "{\"scopes\":[\"fs:read\"],\"max_risk\":\"low\"}");
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    tg_workers_t *w = tg_workers_new(E, 3, NULL);
+    /* each with the line's number in it, so no two decisions are alike */
+    static const char *const calls[][2] = {
+        {"{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/", "\"}}"},
+        {"{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{\"path\":", "}}"},
+        {"{\"name\":\"read\",\"arguments\":{\"n\":", "}}"},
+        {"", ""},
+        {"{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":1,\"path\":", "}}"},
+    };
+    size_t cap = 1 << 20, len = 0, l1 = 0, l2 = 0, u1, u2, v1[3] = {0, 0, 0}, v2[3] = {0, 0, 0};
+    char *text = malloc(cap);
+    tg_buf_t one, many;
+    tg_outcome_t o;
+    int rc1, rc2;
+    for (int i = 0; i < 5000; i++) {
+        const char *const *k = calls[i % 5];
+        len += (size_t)snprintf(text + len, cap - len, "%s%d%s\n", k[0], i, k[1]);
+        if (!*k[0])
+            len -= (size_t)snprintf(NULL, 0, "%d", i); /* a blank line: no number */
+    }
+    tg_buf_init(&one, E);
+    tg_buf_init(&many, E);
+    rc1 = tg_check_lines(d, p, c, text, len, TG_FORMAT_AUTO, 0, &l1, &u1, &one, v1, &o, NULL);
+    rc2 = tg_check_lines_parallel(w, d, p, c, text, len, TG_FORMAT_AUTO, 0, &l2, &u2, &many, v2, &o,
+                                  NULL);
+    tap_ok(tg_workers_count(w) == 3, "a pool of 3 threads, the caller's included");
+    tap_ok(rc1 == TG_OK && rc2 == TG_OK && l1 == l2 && u1 == u2 && v1[0] == v2[0] &&
+               v1[1] == v2[1] && v1[2] == v2[2],
+           "on threads: the same lines, bytes read and counts");
+    tap_ok(one.len == many.len && memcmp(one.data, many.data, one.len) == 0,
+           "on threads: the same decisions, byte for byte, in input order");
+    tap_ok(tg_workers_new(E, 0, NULL) == NULL &&
+               tg_workers_new(E, TG_MAX_THREADS + 1, NULL) == NULL,
+           "threads outside 1..TG_MAX_THREADS are refused");
+    tg_buf_free(&one);
+    tg_buf_free(&many);
+    free(text);
+    tg_workers_free(w);
+    tg_decider_free(d);
+    tg_context_free(c);
+    tg_policy_free(p);
+}
+
+int main(void)
+{
+    E = tg_engine_new(NULL, NULL, NULL, NULL);
+    build_registry();
+    test_policy_description();
+    test_decisions();
+    test_host_stages();
+    test_lines();
+    test_workers();
+    tg_registry_free(R);
+    tg_engine_free(E);
+    return tap_done();
+}

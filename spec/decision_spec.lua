@@ -1,0 +1,160 @@
+-- toolgate.decision and the decision path in C: what engine:check returns,
+-- and that every way of deciding the same calls gives the same bytes --
+-- the per-call API, the chunk path (check_stream), several threads, and
+-- the other interpreter's binding.
+local toolgate = require "toolgate"
+local decision = require "toolgate.decision"
+local h = require "helpers"
+
+local REG = h.root .. "/examples/registries/"
+local REGS = { REG .. "mcp-filesystem.json", REG .. "mcp-everything.json", REG .. "mcp-memory.json" }
+
+local function lines_of(path)
+  local out = {}
+  for l in io.lines(path) do out[#out + 1] = l end
+  return out
+end
+
+-- Every call line the examples and the spec data hold, and hostile ones.
+local function corpus()
+  local out = {}
+  for _, f in ipairs({ "mcp-calls.jsonl", "pipeline-calls.jsonl" }) do
+    for _, l in ipairs(lines_of(h.root .. "/examples/calls/" .. f)) do out[#out + 1] = l end
+  end
+  for _, l in ipairs({
+    "", "   ", '{"name":"read_text_file","arguments":{"path":"/a","path":"/b"}}', "[", "\255",
+    '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":1}}}',
+    '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"},"context":{"scopes":[]}}',
+  }) do out[#out + 1] = l end
+  return out
+end
+
+local POLICIES = { "default", "mcp", "example", "strict" }
+
+local function engine(name, extra)
+  local opts = { policy = h.root .. "/policies/" .. name .. ".lua", context = { scopes = { "filesystem:read" },
+    max_risk = "medium", epoch = "e1" } }
+  -- example.lua names its own filesystem and memory sources
+  opts.registry = name == "example" and { REG .. "mcp-everything.json" } or REGS
+  for k, v in pairs(extra or {}) do opts[k] = v end
+  return assert(toolgate.new(opts))
+end
+
+describe("a decision", function()
+  local e = engine("mcp")
+
+  it("carries verdict, code and stage, and the core's JSON", function()
+    local d = e:check('{"server":"filesystem","name":"write_file","arguments":{"path":"/a","content":"x"}}')
+    assert.is_true(decision.is(d))
+    assert.same({ "reject", "H4", "gate" }, { d.verdict, d.code, d.stage })
+    local t = d:table()
+    assert.equal("filesystem", t.server)
+    assert.equal(d:json(), toolgate.canon(d:json())) -- canonical already
+    assert.equal(t.message, d.message)                -- other fields read through the table
+  end)
+
+  it("has no code when it accepts", function()
+    local d = e:check('{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}')
+    assert.equal("accept", d.verdict)
+    assert.is_nil(d.code)
+    assert.equal("verifier", d.stage)
+  end)
+
+  it("built in Lua writes the same way", function()
+    local d = e:classify('{"plan_id":"p","samples":[]}')
+    assert.is_true(decision.is(d))
+    assert.equal("INSUFFICIENT_SAMPLES", d.code)
+    assert.equal(d:json(), toolgate.canon(d:json()))
+  end)
+end)
+
+describe("every way of deciding gives the same bytes", function()
+  local calls = corpus()
+
+  for _, name in ipairs(POLICIES) do
+    it("per call, by chunks and on threads: " .. name, function()
+      local e = engine(name)
+      local per_call = {}
+      for i, l in ipairs(calls) do
+        if l:find("%S") then per_call[#per_call + 1] = e:check(l, nil, i):json() .. "\n" end
+      end
+      local want = table.concat(per_call)
+      local text = table.concat(calls, "\n") .. "\n"
+      for _, piece in ipairs({ 1, 7, 64, #text }) do
+        for _, threads in ipairs({ 1, 3 }) do
+          local at, out = 1, {}
+          local acc, rej, def = e:check_stream(function()
+            if at > #text then return nil end
+            local s = text:sub(at, at + piece - 1)
+            at = at + piece
+            return s
+          end, function(...) for i = 1, select("#", ...) do out[#out + 1] = select(i, ...) end end, nil, threads)
+          assert.equal(want, table.concat(out), name .. ": pieces of " .. piece .. ", " .. threads .. " threads")
+          local n = 0
+          for _ in want:gmatch("\n") do n = n + 1 end
+          assert.equal(n, acc + rej + def)
+        end
+      end
+    end)
+  end
+
+  it("on threads, over a corpus large enough to be shared out", function()
+    local e = engine("default")
+    local base = table.concat(corpus(), "\n") .. "\n"
+    local text = base:rep(200) -- about 10,000 lines, past the chunk size a thread gets
+    local function run(threads)
+      local out, done = {}, false
+      e:check_stream(function() if done then return nil end done = true return text end,
+        function(s) out[#out + 1] = s end, nil, threads)
+      return table.concat(out)
+    end
+    local one = run(1)
+    assert.equal(one, run(2))
+    assert.equal(one, run(4))
+  end)
+
+  it("whichever interpreter runs the command", function()
+    local input = h.tmpname(".jsonl")
+    h.write_file(input, table.concat(corpus(), "\n") .. "\n")
+    local cmd = " " .. h.root .. "/bin/toolgate check --policy mcp --registry " .. table.concat(REGS, " --registry ")
+      .. " " .. input
+    local c1, o1 = h.run(h.lua .. cmd)
+    local c2, o2 = h.run(h.other_lua .. cmd)
+    os.remove(input)
+    assert.equal(0, c1)
+    assert.equal(c1, c2)
+    assert.equal(o1, o2)
+  end)
+end)
+
+describe("compiled objects", function()
+  it("may be collected in any order, and left to the interpreter's end", function()
+    for order = 1, 3 do
+      local e = engine("default")
+      local snap = e:snapshot()
+      local objs = { snap.compiled, snap.context, assert(snap.core:decider()), assert(snap.core:workers(2)) }
+      local keep = objs[order]
+      e, snap, objs = nil, nil, nil -- luacheck: ignore 311
+      collectgarbage()
+      collectgarbage()
+      keep = nil -- luacheck: ignore 311
+      collectgarbage()
+    end
+    local script = h.tmpname(".lua")
+    h.write_file(script, [[
+      package.path = ]] .. string.format("%q", package.path) .. [[
+      package.cpath = ]] .. string.format("%q", package.cpath) .. [[
+      local toolgate = require "toolgate"
+      E = assert(toolgate.new{ policy = ]] .. string.format("%q", h.root .. "/policies/mcp.lua") .. [[,
+        registry = { ]] .. string.format("%q", REGS[1]) .. [[ } })
+      C = E:context({ scopes = {} })
+      D = E:snapshot().core:decider()
+      W = E:snapshot().core:workers(3)
+      print(E:check('{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}').verdict)
+    ]])
+    local code, out = h.run(h.lua .. " " .. script)
+    os.remove(script)
+    assert.equal(0, code)
+    assert.equal("reject\n", out)
+  end)
+end)
