@@ -133,10 +133,11 @@ describe("compiled objects", function()
       local e = engine("default")
       local snap = e:snapshot()
       local objs = { snap.compiled, snap.context, assert(snap.core:decider()), assert(snap.core:workers(2)) }
-      local keep = objs[order]
+      local keep = { objs[order] } -- one of them outlives the others
       e, snap, objs = nil, nil, nil -- luacheck: ignore 311
       collectgarbage()
       collectgarbage()
+      assert.equal(1, #keep)
       keep = nil -- luacheck: ignore 311
       collectgarbage()
     end

@@ -276,6 +276,16 @@ static void test_host_stages(void)
     tg_policy_free(p);
 }
 
+/* Whether the buffer (not NUL-terminated) holds needle. */
+static int holds(const tg_buf_t *b, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= b->len; i++)
+        if (memcmp(b->data + i, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
 static void test_lines(void)
 {
     tg_policy_t *p = policy(BASE);
@@ -296,8 +306,8 @@ static void test_lines(void)
     tap_ok(rc == TG_OK && o.status == TG_NO_MORE_CALLS && line == 5 &&
                used == strlen(text) - strlen("{\"server\":\"fs\""),
            "check_lines reads the complete lines, counts blank ones, leaves a cut one");
-    tap_ok(v[0] == 0 && v[1] == 3 && strstr(out.data, "\"line\":1,") &&
-               strstr(out.data, "\"line\":4,") && strstr(out.data, "\"line\":5,"),
+    tap_ok(v[0] == 0 && v[1] == 3 && holds(&out, "\"line\":1,") && holds(&out, "\"line\":4,") &&
+               holds(&out, "\"line\":5,"),
            "each decision carries its line number; blank lines give none");
     tg_buf_reset(&out);
     line = 0;
@@ -329,9 +339,9 @@ static void test_lines(void)
         tg_buf_reset(&out);
         line = 0;
         rc = tg_validate_lines(E, s, "{\"a\":1}\n{\"a\":\"x\"}\n", 18, &line, &used, &out, NULL);
-        tap_ok(rc == TG_OK && strstr(out.data, "{\"errors\":[],\"line\":1,\"valid\":true}\n") &&
-                   strstr(out.data, "\"keyword\":\"type\"") &&
-                   strstr(out.data, "\"line\":2,\"valid\":false}\n"),
+        tap_ok(rc == TG_OK && holds(&out, "{\"errors\":[],\"line\":1,\"valid\":true}\n") &&
+                   holds(&out, "\"keyword\":\"type\"") &&
+                   holds(&out, "\"line\":2,\"valid\":false}\n"),
                "validate_lines: one verdict a line, its errors, its number");
         tg_schema_free(s);
     }

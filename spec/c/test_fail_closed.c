@@ -210,14 +210,31 @@ static tg_engine_t *setup(acct *a, tg_registry_t **r)
 
 /* ---- the check pipeline (tg_check) ---------------------------------------- */
 
-/* rung -> gate -> verifier over the registry above, every tool at risk
- * "low" and one needing a scope the context does not grant. */
-static const char POLICY[] =
-    "{\"version\":\"t@1\",\"registry_hash\":\"00\",\"risk_levels\":[\"low\",\"high\"],"
-    "\"stages\":[{\"stage\":\"rung\"},{\"stage\":\"gate\"},{\"stage\":\"verifier\"}],"
-    "\"require_contract\":true,\"tools\":[{\"risk\":\"low\",\"effects\":[]},"
-    "{\"risk\":\"low\",\"scopes\":[\"fs:tag\"],\"effects\":[]},{\"risk\":\"low\"},"
-    "{\"risk\":\"high\",\"effects\":[]},{\"effects\":[]}]}";
+/* rung -> gate -> verifier over the registry above: one contract a tool,
+ * in turn low risk with effects, needing a scope the context does not
+ * grant, with nothing to verify, high risk, and with no risk declared. */
+static char POLICY[4096];
+
+static void write_policy(void)
+{
+    static const char *const contracts[] = {
+        "{\"risk\":\"low\",\"effects\":[]}",
+        "{\"risk\":\"low\",\"scopes\":[\"fs:tag\"],\"effects\":[]}",
+        "{\"risk\":\"low\"}",
+        "{\"risk\":\"high\",\"effects\":[]}",
+        "{\"effects\":[]}",
+    };
+    size_t n = (size_t)snprintf(
+        POLICY, sizeof POLICY, "%s",
+        "{\"version\":\"t@1\",\"registry_hash\":\"00\",\"risk_levels\":[\"low\",\"high\"],"
+        "\"stages\":[{\"stage\":\"rung\"},{\"stage\":\"gate\"},{\"stage\":\"verifier\"}],"
+        "\"require_contract\":true,\"tools\":[");
+    for (size_t i = 0; i < N_TOOLS; i++)
+        n +=
+            (size_t)snprintf(POLICY + n, sizeof POLICY - n, "%s%s", i ? "," : "", contracts[i % 5]);
+    snprintf(POLICY + n, sizeof POLICY - n, "]}");
+}
+
 static const char CONTEXT[] = "{\"scopes\":[\"fs:read\"],\"max_risk\":\"low\",\"epoch\":\"e1\"}";
 
 typedef struct {
@@ -517,6 +534,7 @@ int main(void)
         tap_ok(limited > 0 && accepted == 0,
                "a check stopped by VALIDATION_LIMIT or REGEX_LIMIT is an error, never an accept");
     }
+    write_policy();
     test_check_faults();
     test_check_lines_faults();
     return tap_done();
