@@ -37,6 +37,12 @@ if has_cjson then
   cjson_empty_array = cjson.empty_array
 end
 
+--- is_array_mt(mt) -> true when the metatable mt marks a table as a JSON
+-- array (toolgate.array_mt, or lua-cjson's array_mt / empty_array_mt)
+function M.is_array_mt(mt)
+  return mt ~= nil and (mt == M.array_mt or cjson_array_mts[mt] == true)
+end
+
 local MAX_DEPTH = 1000
 
 -- Exact numbers ----------------------------------------------------------------
@@ -107,8 +113,7 @@ local function quote(s)
 end
 
 local function is_array(t)
-  local mt = getmetatable(t)
-  if mt == M.array_mt or cjson_array_mts[mt] then return true, #t end
+  if M.is_array_mt(getmetatable(t)) then return true, #t end
   local n, max = 0, 0
   for k in pairs(t) do
     if type(k) ~= "number" or k < 1 or k ~= math.floor(k) then return false end
@@ -191,7 +196,7 @@ function M.copy(v, seen)
   seen = seen or {}
   if seen[v] then return seen[v] end
   local mt = getmetatable(v)
-  local c = setmetatable({}, (mt == M.array_mt or cjson_array_mts[mt]) and mt or nil)
+  local c = setmetatable({}, M.is_array_mt(mt) and mt or nil)
   seen[v] = c
   for k, x in pairs(v) do c[M.copy(k, seen)] = M.copy(x, seen) end
   return c
