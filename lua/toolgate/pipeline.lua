@@ -7,7 +7,9 @@
 -- fields of its objection {verdict, stage, code, message}.  A policy
 -- function that fails (an error, a spent budget) makes the objection the
 -- policy's on_error verdict with code POLICY_ERROR: a failure inside the
--- engine never turns into an accept.
+-- engine never turns into an accept.  What a policy function returns is
+-- read inside the sandbox's protected call (read_gate, read_stage), from
+-- plain copies: nothing of the policy's runs out here.
 
 local json = require "toolgate.json"
 local sandbox = require "toolgate.sandbox"
@@ -43,43 +45,65 @@ local function tool_view(tool)
   }
 end
 
+-- A reason a policy gave, read inside the sandbox (sandbox.call_then):
+-- nil gives the default, a string or a number is the message, anything
+-- else is the policy's error.
+local function reason_text(reason, default)
+  if reason == nil then return default end
+  local kind = type(reason)
+  if kind == "string" then return reason end
+  if kind == "number" then return tostring(reason) end
+  error("a reason must be a string or a number, not a " .. kind, 0)
+end
+
+-- What a gate rule returned: true (pass), "defer"[, reason] or anything
+-- else (reject)[, reason].
+local function read_gate(_, admitted, reason)
+  if admitted == true then return nil end
+  if admitted == "defer" then
+    return { verdict = "defer", stage = "gate", code = "H4", message = reason_text(reason, "the gate defers") }
+  end
+  return { verdict = "reject", stage = "gate", code = "H4",
+           message = reason_text(reason, "the call is outside the allowed frontier") }
+end
+
+-- What a custom stage returned: nil/true (pass), false[, reason] or
+-- {verdict=, code=, message=}.
+local function read_stage(stage, r1, r2)
+  if r1 == nil or r1 == true then return nil end
+  if r1 == false then
+    return { verdict = "reject", stage = stage.name, code = stage.code,
+             message = reason_text(r2, "refused by stage " .. stage.name) }
+  end
+  if type(r1) ~= "table" then
+    error("a stage returns nil/true (pass), false[, reason] or {verdict=, code=, message=}, not a " .. type(r1), 0)
+  end
+  local verdict = r1.verdict or "reject"
+  if verdict == "accept" then return nil end
+  if verdict ~= "reject" and verdict ~= "defer" then
+    error("stage returned an unknown verdict " .. tostring(verdict), 0)
+  end
+  return { verdict = verdict, stage = stage.name, code = reason_text(r1.code, stage.code),
+           message = reason_text(r1.message or r2, "stage " .. stage.name .. " says " .. verdict) }
+end
+
 -- The gate, when the policy gives its own rule.
 local function run_gate(state, stage)
   local view, failed = call_view(state, "gate")
   if not view then return failed end
-  local ok, admitted, reason = sandbox.call(state.snap.policy.budget, stage.settings.admissible,
+  local ok, d = sandbox.call_then(state.snap.policy.budget, read_gate, nil, stage.settings.admissible,
     copy(state.tool.contract), copy(state.ctx), view)
-  if not ok then return policy_error(state, "gate", admitted) end
-  if admitted == true then return nil end
-  if admitted == "defer" then
-    return { verdict = "defer", stage = "gate", code = "H4", message = tostring(reason or "the gate defers") }
-  end
-  return { verdict = "reject", stage = "gate", code = "H4",
-           message = tostring(reason or "the call is outside the allowed frontier") }
+  if not ok then return policy_error(state, "gate", d) end
+  return d
 end
 
 local function run_custom(state, stage)
   local view, failed = call_view(state, stage.name)
   if not view then return failed end
-  local ok, r1, r2 = sandbox.call(state.snap.policy.budget, stage.run, view,
+  local ok, d = sandbox.call_then(state.snap.policy.budget, read_stage, stage, stage.run, view,
     stage.reads_contract and state.tool and tool_view(state.tool) or nil, copy(state.ctx))
-  if not ok then return policy_error(state, stage.name, r1) end
-  if r1 == nil or r1 == true then return nil end
-  if r1 == false then
-    return { verdict = "reject", stage = stage.name, code = stage.code,
-             message = tostring(r2 or ("refused by stage " .. stage.name)) }
-  end
-  if type(r1) == "table" then
-    local verdict = r1.verdict or "reject"
-    if verdict == "accept" then return nil end
-    if verdict ~= "reject" and verdict ~= "defer" then
-      return policy_error(state, stage.name, "stage returned an unknown verdict " .. tostring(verdict))
-    end
-    return { verdict = verdict, stage = stage.name, code = tostring(r1.code or stage.code),
-             message = tostring(r1.message or r2 or ("stage " .. stage.name .. " says " .. verdict)) }
-  end
-  return policy_error(state, stage.name,
-    "a stage returns nil/true (pass), false[, reason] or {verdict=, code=, message=}, not a " .. type(r1))
+  if not ok then return policy_error(state, stage.name, d) end
+  return d
 end
 
 -- host_stage(state, stage) -> nil | objection fields: runs one of the
