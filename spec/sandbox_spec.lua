@@ -188,6 +188,31 @@ describe("what a policy function returns", function()
     assert.equal("y", host[2])
   end)
 
+  it("keeps exact-number boxes as values, made afresh, and the host's box metatable out of reach", function()
+    local BIG = "12345678901234567890"
+    local fn = assert(sandbox.load([[return function(box)
+      local mt = getmetatable(box)
+      local named = mt.__name
+      mt.__tostring = function() while true do end end
+      mt.__eq = function() return true end
+      return { kept = box, named = named, text = rawget(box, "text") }
+    end]], "=box"))
+    local ok, r = sandbox.call(100000, fn, value.exact(BIG))
+    assert.is_true(ok, r)
+    assert.equal("toolgate.exact", r.named)
+    assert.equal(BIG, r.text)
+    assert.equal(value.exact_mt, getmetatable(r.kept))
+    assert.equal(BIG, tostring(r.kept))
+    -- the host's boxes are as they were
+    assert.equal(BIG, tostring(value.exact(BIG)))
+    assert.is_false(value.exact(BIG) == value.exact("12345678901234567891"))
+    -- a box whose text is not a number's does not cross out
+    local bad = assert(sandbox.load("return function(box) rawset(box, 'text', {}) return box end", "=bad"))
+    local ok2, err = sandbox.call(100000, bad, value.exact(BIG))
+    assert.is_false(ok2)
+    assert.matches("an exact-number box without a JSON number text", err, 1, true)
+  end)
+
   it("is an error value the sandbox describes without running it", function()
     for _, e in ipairs({
       setmetatable({}, { __tostring = function() while true do end end }),
@@ -509,6 +534,23 @@ describe("hostile policy code, through engine:check and engine:classify", functi
       assert.equal("POLICY_ERROR", code, what)
       assert.matches("a " .. (what == "coroutine" and "thread" or what) .. " at .x", err, 1, true)
     end
+  end)
+
+  it("lets a contract mapping keep an exact number of the tool's contract", function()
+    local BIG = "12345678901234567890"
+    local path = h.tmpname(".lua")
+    h.write_file(path, [[return { name = 'sb', version = '1', stages = { 'rung', 'gate' },
+      contract = function(tool) return { risk = 'low', scopes = {}, limit = tool.contract.limit } end,
+      gate = { admissible = function(contract) return tostring(contract.limit) == "]] .. BIG .. [[" end } }]])
+    local ok, e, err = pcall(toolgate.new, { policy = path, registry = { { label = "big.json", text =
+      '{"toolgate":1,"server":"fs","tools":[{"name":"read","input_schema":{"type":"object"},'
+      .. '"contract":{"limit":' .. BIG .. '}}]}' } } })
+    os.remove(path)
+    assert.is_true(ok, e)
+    assert.is_table(e, err)
+    local limit = e:snapshot().registry.tools[1].contract.limit
+    assert.equal(value.exact_mt, getmetatable(limit))
+    assert.equal("accept", e:check({ server = "fs", name = "read", arguments = {} }).verdict)
   end)
 
   it("makes a resolver's error value that loops in __tostring a POLICY_ERROR of the plan", function()

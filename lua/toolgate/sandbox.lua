@@ -10,8 +10,9 @@
 -- One call into policy code (M.call, M.call_then, M.load) is one protected
 -- call under the budget that runs, in order: the policy function; the copy
 -- of whatever it returned into plain values (M.plain: nil, booleans,
--- numbers, strings, toolgate.null, tables of those read with next only,
--- array marks kept as toolgate.array_mt; no metatable, function (but in a
+-- numbers, strings, toolgate.null, exact-number boxes (made afresh from
+-- their text), tables of those read with next only, array marks kept as
+-- toolgate.array_mt; no other metatable, function (but in a
 -- policy file's own table), coroutine or userdata crosses out, cycles are
 -- refused, depth and entries bounded); and the caller's reading of those
 -- copies (call_then's reader: tostring of a reason, checks of kinds).  So
@@ -536,9 +537,11 @@ end
 local RESULT = { functions = false, max_entries = M.MAX_RESULT_ENTRIES }
 local POLICY = { functions = true, max_entries = math.huge }
 
--- Each environment's own array mark (policies never see toolgate.array_mt,
--- which the host's tables share), weakly.
+-- Each environment's own array mark and exact-number metatable (policies
+-- never see toolgate.array_mt or toolgate.exact_mt, which every array and
+-- box of the host shares), weakly.
 local MARKS = setmetatable({}, { __mode = "k" })
+local EXACT = setmetatable({}, { __mode = "k" })
 
 local function where(path)
   if #path == 0 then return "" end
@@ -549,7 +552,8 @@ end
 
 local function refuse(state, what)
   error("a policy function returned " .. what .. where(state.path)
-    .. "; what policy code returns must be plain values (nil, booleans, numbers, strings, null, plain tables)", 0)
+    .. "; what policy code returns must be plain values (nil, booleans, numbers, strings, null, exact-number "
+    .. "boxes, plain tables)", 0)
 end
 
 local function plain(v, depth, state)
@@ -563,6 +567,13 @@ local function plain(v, depth, state)
   end
   if state.open[v] then refuse(state, "a table that contains itself (a cycle)") end
   local mt = raw_getmetatable(v)
+  if mt == value.exact_mt or EXACT[mt] then -- a number a double cannot hold: a fresh box, a value
+    local text = rawget(v, "text")
+    if type(text) ~= "string" or not value.is_number_text(text) then
+      refuse(state, "an exact-number box without a JSON number text")
+    end
+    return value.box(text)
+  end
   local out = {}
   if mt ~= nil then
     if not (value.is_array_mt(mt) or MARKS[mt]) then refuse(state, "a table with a metatable") end
@@ -600,6 +611,8 @@ end
 function M.environment()
   local array_mt = { __name = "toolgate.array" }
   MARKS[array_mt] = true
+  local exact_mt = copy(value.exact_mt) -- the same metamethods: boxes still compare alike
+  EXACT[exact_mt] = true
   local env = {
     assert = assert, error = error, ipairs = ipairs, pairs = pairs, next = next,
     select = select, tonumber = safe_tonumber, tostring = tostring, type = type,
@@ -613,11 +626,13 @@ function M.environment()
     end,
     unpack = TABLE.unpack,
     -- getmetatable("") would hand out the real string library, and the
-    -- host's array mark is shared by every array it makes: not for policies
+    -- host's array mark and box metatable are shared by every array and box
+    -- it makes: not for policies
     getmetatable = function(v)
       if type(v) == "string" then return nil end
       local mt = getmetatable(v)
       if value.is_array_mt(mt) then return array_mt end
+      if mt == value.exact_mt then return exact_mt end
       return mt
     end,
     pcall = policy_pcall,

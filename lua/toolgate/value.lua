@@ -80,6 +80,9 @@ local function is_number_text(s)
   return rest == "" or rest:find("^[eE][+-]?%d+$") ~= nil
 end
 
+--- is_number_text(s) -> true when the string s is a JSON number's text
+M.is_number_text = is_number_text
+
 local number_engine -- parses the texts value.exact is given, made on first use
 
 --- exact(text) -> what a policy sees of the JSON number text: a Lua number
