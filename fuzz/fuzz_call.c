@@ -93,7 +93,8 @@ static void rung(tg_engine_t *e, const tg_call_t *c)
 
     if (rc != TG_OK) {
         fuzz_check_error(&err, rc);
-        FUZZ_CHECK(rc == TG_E_VALIDATION_LIMIT || rc == TG_E_REGEX_LIMIT);
+        FUZZ_CHECK(rc == TG_E_VALIDATION_LIMIT || rc == TG_E_REGEX_LIMIT ||
+                   rc == TG_E_REGEX_BUDGET);
         return;
     }
     FUZZ_CHECK(res.resolution == TG_RESOLVED || res.resolution == TG_UNKNOWN ||
