@@ -103,6 +103,8 @@ for b = 0, 31 do
 end
 
 local function quote(s)
+  -- most strings need no escape: one scan, no gsub
+  if not s:find('[%c"\\]') then return '"' .. s .. '"' end
   return '"' .. s:gsub('[%c"\\]', function(c) return escapes[c] or c end) .. '"'
 end
 
