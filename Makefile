@@ -84,8 +84,13 @@ demo:
 
 bench:
 	@sh mk/deps.sh bench
-	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@$(MAKE) --no-print-directory all $(BENCH_BIN) $(BUILD)/bench/simdjson_floor
 	@$(LUA_ENV) BUILD="$(BUILD)" sh bench/run.sh
+
+# The floor under the parse (simdjson has no C interface: C++, bench only).
+CXX ?= c++
+$(BUILD)/bench/simdjson_floor: bench/simdjson_floor.cc | $(BUILD)/bench
+	$(CXX) -O2 -std=c++17 $< -o $@ -lsimdjson
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) core/toolgate.h | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)

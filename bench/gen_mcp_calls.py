@@ -584,6 +584,9 @@ def main():
     ap.add_argument("--registries", default=DEFAULT_REGISTRIES, help="folder holding mcp-*.json")
     ap.add_argument("--schemas-out", help="file to write the tool -> closed-world schema JSON object to")
     ap.add_argument("--stats", action="store_true", help="summarize a calls file read from stdin")
+    ap.add_argument("--native", action="store_true",
+                    help="write toolgate's native call lines {server, name, arguments} (the arguments "
+                         "text spliced in as it is, its line ends made spaces) instead")
     a = ap.parse_args()
     if a.stats:
         stats(sys.stdin)
@@ -599,7 +602,15 @@ def main():
         f.write("\n")
     out = sys.stdout.buffer
     for call in generate(tools, schemas, a.seed, a.count, a.invalid_share, a.edge_share):
-        out.write(json.dumps(call, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+        if a.native:
+            # what `toolgate check` reads; a peer reads the same lines
+            server, name = call["tool"].split("/", 1)
+            args = call["arguments"].replace("\n", " ").replace("\r", " ")
+            line = '{"server":%s,"name":%s,"arguments":%s}' % (
+                json.dumps(server, ensure_ascii=False), json.dumps(name, ensure_ascii=False), args)
+            out.write(line.encode("utf-8") + b"\n")
+        else:
+            out.write(json.dumps(call, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@
  *   pattern-50000          ^(\w+\s?)*$ over 50,000 strings just under the
  *                          match limit (16 findings, then the walk stops)
  *   pattern-50000-silent   the same under anyOf, where a failed branch is no
- *                          finding (REGEX_LIMIT once max_regex_steps is used)
+ *                          finding (REGEX_BUDGET once max_regex_steps is used)
  * Before the fixes of issue #10 the first took 13-18 s a call and the third
  * 10 s.
  */

@@ -45,17 +45,21 @@ awk '
 # lines (decode + resolve + validate + args digest + decision table).
 python3 bench/gen_mcp_calls.py --seed 1 --count 3000 --schemas-out "$out/mcp-schemas.json" >"$out/mcp-calls.jsonl"
 python3 bench/gen_mcp_calls.py --stats <"$out/mcp-calls.jsonl" >"$out/mcp-calls.stats"
+python3 bench/gen_mcp_calls.py --seed 1 --count 3000 --native --schemas-out "$out/mcp-schemas.json" \
+  >"$out/mcp-native.jsonl"
 echo
 echo "== parse + validate, real MCP registries ($(sed -n 1p "$out/mcp-calls.stats"))"
 results="$out/validate.txt"
 node bench/peers/validate_node.js --schemas "$out/mcp-schemas.json" --calls "$out/mcp-calls.jsonl" \
   --min-seconds "$SECONDS_PER" >"$out/validate.node.txt"
-ajv_valid=$(sed -n 's/.* valid=\([0-9]*\).*/\1/p' "$out/validate.node.txt")
 {
   "$BUILD/bench/validate_bench" --schemas "$out/mcp-schemas.json" --calls "$out/mcp-calls.jsonl" \
     --min-seconds "$SECONDS_PER"
-  "$LUA" bench/validate_bench.lua --calls "$out/mcp-calls.jsonl" --min-seconds "$SECONDS_PER" --ajv-valid "$ajv_valid"
-  "$LUAJIT" bench/validate_bench.lua --calls "$out/mcp-calls.jsonl" --min-seconds "$SECONDS_PER" --ajv-valid "$ajv_valid"
+  for lua in "$LUA" "$LUAJIT"; do
+    for pol in spec/data/policies/rung-only.lua policies/default.lua; do
+      "$lua" bench/check_bench.lua --calls "$out/mcp-native.jsonl" --policy "$pol" --min-seconds "$SECONDS_PER"
+    done
+  done
   cat "$out/validate.node.txt"
 } >"$results"
 
@@ -128,5 +132,68 @@ awk '
     for (i = 1; i <= n; i++) {
       nm = names[i]
       printf "%-34s %12.1f %17.1fx\n", nm, v[nm, "us_per_plan"], base / v[nm, "us_per_plan"]
+    }
+  }' "$results"
+
+# ---- whole process: the commands a user runs, next to the peers ----------------
+# The same input files through `toolgate check`, `canon --lines --hash` and
+# `classify`, and through the peers a user would pick instead, each a
+# whole process (start-up, reading, deciding, writing); wall and CPU time
+# measured in this one run.  simdjson's DOM parse of the call lines is the
+# floor: what parsing alone costs on this machine at its fastest.
+N_CALLS=${BENCH_CALLS:-100000}
+N_PLANS=${BENCH_PLANS:-20000}
+python3 bench/gen_mcp_calls.py --seed 2 --count "$N_CALLS" --native --schemas-out "$out/wp-schemas.json" \
+  >"$out/wp-calls.jsonl"
+python3 bench/gen_corpus.py --seed 2 --count "$N_CALLS" >"$out/wp-docs.jsonl"
+python3 bench/gen_plans.py --seed 2 --count "$N_PLANS" --samples 5 --registry-out "$out/wp-plans-registry.json" \
+  >"$out/wp-plans.jsonl"
+regs="--registry examples/registries/mcp-filesystem.json --registry examples/registries/mcp-everything.json
+  --registry examples/registries/mcp-memory.json"
+echo
+echo "== whole process: $N_CALLS calls ($(wc -c <"$out/wp-calls.jsonl") bytes), $N_CALLS documents," \
+  "$N_PLANS plans; $(uptime | sed 's/.*load/load/')"
+results="$out/whole.txt"
+t() { python3 bench/timeit.py "$@"; }
+{
+  t node-ajv "$out/wp-ajv.out" -- node bench/peers/check_node.js --schemas "$out/wp-schemas.json" "$out/wp-calls.jsonl"
+  for lua in "$LUA" "$LUAJIT"; do
+    for pol in rung-only default; do
+      p=$pol; [ "$pol" = rung-only ] && p=spec/data/policies/rung-only.lua
+      t "toolgate-check-$pol-$lua-1" "$out/wp-check.out" -- "$lua" bin/toolgate check --threads 1 --policy "$p" \
+        --context examples/calls/context.json $regs "$out/wp-calls.jsonl"
+      t "toolgate-check-$pol-$lua-2" "$out/wp-check.out" -- "$lua" bin/toolgate check --threads 2 --policy "$p" \
+        --context examples/calls/context.json $regs "$out/wp-calls.jsonl"
+    done
+  done
+  t node-canonicalize "$out/wp-canon-node.out" -- node bench/peers/canon_node.js --check "$out/wp-docs.jsonl"
+  for lua in "$LUA" "$LUAJIT"; do
+    t "toolgate-canon-hash-$lua" "$out/wp-canon.out" -- "$lua" bin/toolgate canon --lines --hash "$out/wp-docs.jsonl"
+  done
+  t python-seed-reference "$out/wp-py.out" -- python3 bench/peers/seed_reference.py "$out/wp-plans.jsonl"
+  for lua in "$LUA" "$LUAJIT"; do
+    t "toolgate-classify-$lua" "$out/wp-classify.out" -- "$lua" bin/toolgate classify \
+      --policy spec/data/policies/rung-only.lua --registry "$out/wp-plans-registry.json" "$out/wp-plans.jsonl"
+  done
+} >"$results"
+if [ -x "$BUILD/bench/simdjson_floor" ]; then
+  "$BUILD/bench/simdjson_floor" "$out/wp-calls.jsonl" --min-seconds "$SECONDS_PER" >"$out/floor.txt"
+fi
+awk -v floor="$out/floor.txt" -v n="$N_CALLS" '
+  { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++k] = name }
+  function peer(nm) { return nm ~ /-check-/ ? "node-ajv" : nm ~ /-canon-/ ? "node-canonicalize" : "python-seed-reference" }
+  END {
+    printf "%-34s %9s %9s %14s %14s\n", "", "wall s", "cpu s", "vs peer, wall", "vs peer, cpu"
+    for (i = 1; i <= k; i++) {
+      nm = names[i]; p = peer(nm)
+      if (nm !~ /^toolgate-/) { printf "%-34s %9.3f %9.3f\n", nm, v[nm, "wall"], v[nm, "cpu"]; continue }
+      note = (v[nm, "rc"] > 1) ? "  (exit " v[nm, "rc"] ")" : ""
+      printf "%-34s %9.3f %9.3f %13.1fx %13.1fx%s\n", nm, v[nm, "wall"], v[nm, "cpu"],
+        v[p, "wall"] / v[nm, "wall"], v[p, "cpu"] / v[nm, "cpu"], note
+    }
+    if ((getline line < floor) > 0) {
+      split(line, f, " "); for (j = 2; j in f; j++) { split(f[j], kv, "="); fl[kv[1]] = kv[2] }
+      printf "%-34s %9.3f %9s   (parse only: the floor for the calls, %.0f ns a line)\n", "simdjson-dom-parse",
+        fl["ns_per_line"] * n / 1e9, "", fl["ns_per_line"]
     }
   }' "$results"

@@ -49,7 +49,7 @@
  * small limit (FIRST_LIMIT) and, only when it reaches it, again under ten
  * times that, up to regex_match_limit; it is charged the limit under
  * which it finished.  A try whose limit is more than the budget has left
- * is not run: the validation ends with TG_E_REGEX_LIMIT.  The work done is
+ * is not run: the validation ends with TG_E_REGEX_BUDGET.  The work done is
  * at most 10/9 of what is charged (the earlier tries add a tenth, a
  * hundredth, ...), and the charges depend on the pattern, the string and
  * the PCRE2 build alone (JIT or not): no timers, the same outcome every
@@ -717,7 +717,7 @@ int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t le
         return rc;
     for (;;) {
         if (limit > *budget)
-            return tg_fail(err, TG_E_REGEX_LIMIT, TG_NO_OFFSET,
+            return tg_fail(err, TG_E_REGEX_BUDGET, TG_NO_OFFSET,
                            "pattern matches would take more than max_regex_steps (%zu) steps in "
                            "this validation",
                            e->limits.max_regex_steps);

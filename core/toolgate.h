@@ -109,6 +109,7 @@ enum tg_code {
     /* added later, kept last so the codes above keep their numbers */
     TG_E_PATTERN_TOO_LONG, /* "PATTERN_TOO_LONG": a schema pattern longer than max_pattern_bytes */
     TG_E_UNSUPPORTED_FORMAT, /* "UNSUPPORTED_FORMAT": assert_formats, and a format toolgate does not assert */
+    TG_E_REGEX_BUDGET,     /* "REGEX_BUDGET": the pattern matches of one validation would pass max_regex_steps */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
 /* clang-format on */
@@ -454,8 +455,9 @@ typedef struct tg_finding_t {
  * valid, so max must be at least 1 (TG_E_ARG otherwise).  anyOf, oneOf and
  * not report one finding each, not their branches'.  Returns TG_OK when
  * validation ran to the end or to max findings (valid or not), or
- * TG_E_REGEX_LIMIT (a pattern match reached regex_match_limit, or the
- * matches of this validation would pass max_regex_steps),
+ * TG_E_REGEX_LIMIT (a pattern match reached regex_match_limit),
+ * TG_E_REGEX_BUDGET (the matches of this validation would pass
+ * max_regex_steps),
  * TG_E_VALIDATION_LIMIT (more than max_validation_steps units of work:
  * schema nodes evaluated, object members walked, long scalars read, enum
  * values tried, uniqueItems items sorted and values compared; or schemas

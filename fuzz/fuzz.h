@@ -66,7 +66,8 @@ static inline void fuzz_check_error(const tg_error_t *err, int rc)
 /* What tg_validate may return on any input: done, or stopped at a limit. */
 static inline int fuzz_validate_code(int rc)
 {
-    return rc == TG_OK || rc == TG_E_REGEX_LIMIT || rc == TG_E_VALIDATION_LIMIT;
+    return rc == TG_OK || rc == TG_E_REGEX_LIMIT || rc == TG_E_REGEX_BUDGET ||
+           rc == TG_E_VALIDATION_LIMIT;
 }
 
 /* Splits data at NUL bytes (which never occur in valid JSON text, so a

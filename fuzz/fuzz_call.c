@@ -7,7 +7,8 @@
  * F decodes the same when F is asked for; the rung returns OK or a limit
  * code, and when it resolves a tool and reports no finding, the tool's
  * input schema really accepts the arguments (nothing out of schema gets
- * through) -- with and without H5 reporting.
+ * through) -- with and without H5 reporting.  Then the whole pipeline in
+ * the core (tg_check), with a custom stage the input answers.
  */
 #include "fuzz.h"
 
@@ -93,7 +94,8 @@ static void rung(tg_engine_t *e, const tg_call_t *c)
 
     if (rc != TG_OK) {
         fuzz_check_error(&err, rc);
-        FUZZ_CHECK(rc == TG_E_VALIDATION_LIMIT || rc == TG_E_REGEX_LIMIT);
+        FUZZ_CHECK(rc == TG_E_VALIDATION_LIMIT || rc == TG_E_REGEX_LIMIT ||
+                   rc == TG_E_REGEX_BUDGET);
         return;
     }
     FUZZ_CHECK(res.resolution == TG_RESOLVED || res.resolution == TG_UNKNOWN ||
@@ -120,6 +122,76 @@ static void rung(tg_engine_t *e, const tg_call_t *c)
     FUZZ_CHECK(res_also.n_also <= TG_RUNG_MAX_FINDINGS);
     for (size_t i = 0; i < res_also.n_also; i++)
         FUZZ_CHECK(res_also.also[i] != res.tool && res_also.also[i] < tg_registry_count(r));
+}
+
+/* The whole pipeline in the core: rung, a custom stage the fuzzer answers
+ * from the input's last byte, the gate, the verifier.  Whatever the bytes:
+ * one decision, canonical JSON that says what the outcome says, and an
+ * accept only of a call that decodes and that its tool's schema accepts. */
+static void pipeline(tg_engine_t *e, const uint8_t *data, size_t size, const tg_call_t *detected)
+{
+    static tg_policy_t *p;
+    static tg_context_t *ctx;
+    static tg_decider_t *d;
+    static const char policy[] =
+        "{\"version\":\"f@1\",\"registry_hash\":\"r\",\"risk_levels\":[\"low\",\"high\"],"
+        "\"stages\":[{\"stage\":\"rung\"},{\"stage\":\"custom\",\"name\":\"ask\",\"code\":\"ASK\"},"
+        "{\"stage\":\"gate\"},{\"stage\":\"verifier\"}],\"require_contract\":true,\"tools\":["
+        "{\"risk\":\"low\",\"effects\":[]},{\"risk\":\"high\",\"scopes\":[\"fs:write\"]},"
+        "{\"risk\":\"low\",\"effects\":[]},{},{\"scopes\":[\"mem:write\"],\"effects\":[]},{},"
+        "{\"risk\":\"low\"}]}";
+    static const char context[] = "{\"scopes\":[\"fs:read\",\"mem:write\"],\"max_risk\":\"low\"}";
+    int flags = size && (data[0] & 1) ? TG_CHECK_TRUST_CONTEXT : 0;
+    int answer = size ? data[size - 1] % 3 : 0; /* pass, reject, defer */
+    tg_outcome_t o;
+    tg_doc_t *doc;
+    tg_error_t err;
+    int rc;
+
+    if (!p) {
+        FUZZ_CHECK(tg_policy_new(e, registry(e), policy, sizeof policy - 1, &p, &err) == TG_OK);
+        FUZZ_CHECK(tg_context_new(p, context, sizeof context - 1, &ctx, &err) == TG_OK);
+        FUZZ_CHECK((d = tg_decider_new(e, &err)) != NULL);
+    }
+    rc = tg_check(d, p, ctx, (const char *)data, size, TG_FORMAT_AUTO, flags, 1, &o, &err);
+    while (rc == TG_OK && o.status == TG_NEEDS_STAGE)
+        rc = tg_check_answer(d,
+                             answer == 0   ? -1
+                             : answer == 1 ? TG_REJECT
+                                           : TG_DEFER,
+                             "ASK", 3, (const char *)data, size < 40 ? size : 40, &o, &err);
+    FUZZ_CHECK(rc == TG_OK && o.status == TG_DECIDED);
+    FUZZ_CHECK(o.json[o.json_len] == '\0');
+    FUZZ_CHECK(tg_parse(e, o.json, o.json_len, &doc, &err) == TG_OK);
+    {
+        tg_buf_t b;
+        const tg_value_t *v = tg_get(tg_doc_root(doc), "verdict", 7), *c;
+        static const char *const names[] = {"accept", "reject", "defer"};
+        size_t n;
+        const char *s = tg_str(v, &n);
+        tg_buf_init(&b, e);
+        FUZZ_CHECK(tg_canon(e, o.json, o.json_len, &b, &err) == TG_OK);
+        FUZZ_CHECK(same_bytes(b.data, b.len, o.json, o.json_len)); /* canonical already */
+        tg_buf_free(&b);
+        FUZZ_CHECK(s && same_bytes(s, n, names[o.verdict], strlen(names[o.verdict])));
+        c = tg_get(tg_doc_root(doc), "code", 4);
+        s = tg_str(c, &n);
+        FUZZ_CHECK(o.verdict == TG_ACCEPT ? c == NULL
+                                          : (s && same_bytes(s, n, o.code, strlen(o.code))));
+    }
+    tg_doc_free(doc);
+    if (o.verdict == TG_ACCEPT) {
+        static tg_rung_result_t res;
+        size_t slen, nlen;
+        const char *server, *name;
+        FUZZ_CHECK(detected != NULL && answer == 0);
+        FUZZ_CHECK(!tg_call_context(detected) || (flags & TG_CHECK_TRUST_CONTEXT));
+        server = tg_call_server(detected, &slen);
+        name = tg_call_name(detected, &nlen);
+        FUZZ_CHECK(tg_rung_check(e, registry(e), server, slen, name, nlen,
+                                 tg_call_arguments(detected), 0, &res, &err) == TG_OK);
+        FUZZ_CHECK(res.resolution == TG_RESOLVED && res.n_findings == 0);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -164,6 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rung(e, c);
         tg_call_free(c);
     }
+    pipeline(e, data, size, detected);
     tg_call_free(detected);
     return 0;
 }

@@ -9,7 +9,8 @@ build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1
 demo="$build python3"
 # (clang + libclang-rt-14-dev: libFuzzer and its sanitizers; valgrind: memcheck of the CLI)
 test="$build lua-busted xxhash locales python3 nodejs npm luarocks lua-check lua-ldoc cppcheck clang-format groff-base clang libclang-rt-14-dev valgrind"
-bench="$build python3 nodejs npm"
+# (libsimdjson-dev, g++: the parse floor make bench prints)
+bench="$build python3 nodejs npm libsimdjson-dev g++"
 
 case "$set_name" in
   build) want=$build ;;

@@ -103,21 +103,19 @@ describe("limits", function()
 
   -- Each match is charged the PCRE2 match limit it finished under: 100
   -- first, then 1,000, 10,000, ... up to regex_match_limit (tg_regex.c).
-  -- The budget shares REGEX_LIMIT with regex_match_limit (both say: the
-  -- pattern work did not finish), the message names which one.
-  it("max_regex_steps: matches within the budget decide, one that would pass it is REGEX_LIMIT", function()
+  -- A limit of its own, with a code of its own (REGEX_LIMIT is one match's).
+  it("max_regex_steps: matches within the budget decide, one that would pass it is REGEX_BUDGET", function()
     local function check(limits, s)
       return assert(engine(limits)):check({ server = "t", name = "re", arguments = { s = s } })
     end
     assert.equal("accept", check({ max_regex_steps = 100 }, "aaaa").verdict) -- one match, charged 100
     local d = check({ max_regex_steps = 99 }, "aaaa")
-    assert.equal("reject", d.verdict)
-    assert.equal("REGEX_LIMIT", d.code)
+    refused(d, "REGEX_BUDGET")
     assert.matches("max_regex_steps (99)", d.message, 1, true)
     -- a backtracking non-match of a few thousand steps is charged 10,000
     local slow = string.rep("a", 10) .. "!"
     assert.equal("H3", check({ max_regex_steps = 10000 }, slow).code)
-    assert.equal("REGEX_LIMIT", check({ max_regex_steps = 9999 }, slow).code)
+    assert.equal("REGEX_BUDGET", check({ max_regex_steps = 9999 }, slow).code)
     -- the default (10,000,000) fits 100 matches that use the whole default match limit
     assert.equal(10000000, require("toolgate.core").default_limits().max_regex_steps)
   end)
@@ -143,7 +141,7 @@ describe("limits", function()
     assert.equal(16, #d.findings)
     d = hostile('{"q":[' .. near .. "]}") -- silent (anyOf): the budget stops it
     assert.equal("reject", d.verdict)
-    assert.equal("REGEX_LIMIT", d.code)
+    assert.equal("REGEX_BUDGET", d.code)
     assert.matches("max_regex_steps", d.message, 1, true)
   end)
 
@@ -243,6 +241,6 @@ describe("limits", function()
       assert.is_nil(seen[c], c .. " is used by two limits")
       seen[c] = true
     end
-    assert.equal(10, #codes)
+    assert.equal(11, #codes)
   end)
 end)

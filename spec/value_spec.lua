@@ -125,3 +125,58 @@ describe("toolgate Lua values", function()
     assert.equal("[[1]]", toolgate.canon_value({ { 1 } }))
   end)
 end)
+
+describe("the two encoders", function()
+  local value = require "toolgate.value"
+
+  -- A random Lua value of depth at most d, from every kind the rules name.
+  local function gen(rnd, d)
+    local k = rnd(d > 0 and 16 or 9)
+    if k == 1 then return nil end
+    if k == 2 then return toolgate.null end
+    if k == 3 then return rnd(2) == 1 end
+    if k == 4 then return rnd(2000) - 1000 end
+    if k == 5 then return (rnd(2000) - 1000) / 7 end
+    if k == 6 then
+      local chars = { "a", "é", "\n", "\0", '"', "\\", "\127", "😀", "\31", "z" }
+      local s = {}
+      for i = 1, rnd(6) - 1 do s[i] = chars[rnd(#chars)] end
+      return table.concat(s)
+    end
+    if k == 7 then return value.box(({ "12345678901234567890", "0.1000000000000000000001", "9007199254740993" })[rnd(3)]) end
+    if k == 8 then return toolgate.empty_array end
+    if k == 9 then return ({ 0 / 0, 1 / 0, print, "ok" })[rnd(4)] end
+    local t = {}
+    if k <= 12 then
+      for i = 1, rnd(4) - 1 do t[i] = gen(rnd, d - 1) end
+      if k == 12 then setmetatable(t, toolgate.array_mt) end
+    elseif k <= 14 then
+      for _ = 1, rnd(4) - 1 do t["k" .. rnd(5)] = gen(rnd, d - 1) end
+    elseif k == 15 then
+      t[1], t[3] = 1, 3 -- sparse
+    else
+      t[1], t.x = 1, 2 -- mixed
+    end
+    return t
+  end
+
+  it("give the same JSON, or both refuse, on random values", function()
+    math.randomseed(20261201)
+    local rnd = function(n) return math.random(1, n) end
+    local same, refused = 0, 0
+    for _ = 1, 3000 do
+      local v = gen(rnd, 4)
+      local a, aerr = value.encode_lua(v)
+      local b, berr = value.encode(v)
+      assert.equal(a == nil, b == nil, tostring(aerr) .. " / " .. tostring(berr))
+      if a then
+        -- object members come in pairs() order: compare canonical forms
+        assert.equal(toolgate.canon(a), toolgate.canon(b))
+        same = same + 1
+      else
+        refused = refused + 1
+      end
+    end
+    assert.is_true(same > 500 and refused > 100)
+  end)
+end)

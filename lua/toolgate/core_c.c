@@ -1661,6 +1661,296 @@ static const luaL_Reg norm_methods[] = {
     {NULL, NULL},
 };
 
+/* ---- Lua values to JSON text, in one walk --------------------------------------- */
+
+/* toolgate.value.encode's rules (lua/toolgate/value.lua's header says them;
+ * spec/value_spec.lua holds this walk and value.lua's to the same bytes):
+ * nil and the null mark are null; integers exactly, floats in ECMAScript
+ * form, NaN and infinities refused; strings escaped as JSON; an exact box
+ * its text; a table marked as an array, or with keys exactly 1..n, an array;
+ * one with string keys an object, an empty one {} unless marked.  The text
+ * grows in a userdata of its own (freed by __gc), so a Lua error cannot
+ * leak it. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    lua_Alloc alloc;
+    void *ud;
+} text_ud;
+
+#define ENC_MAX_DEPTH 1000
+#define TEXT_MT "toolgate.core.text"
+
+static int l_text_gc(lua_State *L)
+{
+    text_ud *t = luaL_checkudata(L, 1, TEXT_MT);
+    if (t->data)
+        t->alloc(t->ud, t->data, t->cap, 0);
+    t->data = NULL;
+    return 0;
+}
+
+static int put_text(text_ud *t, const char *s, size_t n)
+{
+    if (n > t->cap - t->len) {
+        size_t cap = t->cap ? t->cap : 256;
+        char *p;
+        while (cap - t->len < n) {
+            if (cap > SIZE_MAX / 2)
+                return 0;
+            cap *= 2;
+        }
+        if (!(p = t->alloc(t->ud, t->data, t->cap, cap)))
+            return 0;
+        t->data = p;
+        t->cap = cap;
+    }
+    memcpy(t->data + t->len, s, n);
+    t->len += n;
+    return 1;
+}
+
+static int put_quoted(text_ud *t, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0;
+    if (!put_text(t, "\"", 1))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        size_t k = 6;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        switch (c) {
+        case '"':
+        case '\\':
+            esc[1] = (char)c, k = 2;
+            break;
+        case '\b':
+            esc[1] = 'b', k = 2;
+            break;
+        case '\f':
+            esc[1] = 'f', k = 2;
+            break;
+        case '\n':
+            esc[1] = 'n', k = 2;
+            break;
+        case '\r':
+            esc[1] = 'r', k = 2;
+            break;
+        case '\t':
+            esc[1] = 't', k = 2;
+            break;
+        default:
+            break;
+        }
+        if (!put_text(t, s + run, i - run) || !put_text(t, esc, k))
+            return 0;
+        run = i + 1;
+    }
+    return put_text(t, s + run, n - run) && put_text(t, "\"", 1);
+}
+
+/* The marks: upvalue 1 the null mark, 2 toolgate.value.array_mt, 3 the exact
+ * box's metatable, 4 a set of other array metatables (lua-cjson's), 5
+ * cjson.empty_array. */
+static const char *encode_value(lua_State *L, text_ud *t, int idx, int depth);
+
+static int is_number_text(const char *s, size_t n)
+{
+    size_t i = 0, d;
+    if (i < n && s[i] == '-')
+        i++;
+    for (d = i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+        ;
+    if (i == d || (s[d] == '0' && i - d > 1))
+        return 0;
+    if (i < n && s[i] == '.') {
+        for (d = ++i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            ;
+        if (i == d)
+            return 0;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        if (++i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        for (d = i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            ;
+        if (i == d)
+            return 0;
+    }
+    return i == n;
+}
+
+static const char *encode_table(lua_State *L, text_ud *t, int idx, int depth)
+{
+    lua_Integer n = 0, max = 0, count = 0;
+    int marked = 0, has_string = 0, has_other = 0;
+    const char *err;
+    if (lua_getmetatable(L, idx)) {
+        if (lua_rawequal(L, -1, lua_upvalueindex(3))) {
+            size_t len;
+            const char *text;
+            lua_pop(L, 1);
+            lua_getfield(L, idx, "text");
+            text = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+            if (!text || !is_number_text(text, len)) {
+                lua_pop(L, 1);
+                return "an exact number box must hold a JSON number text";
+            }
+            err = put_text(t, text, len) ? NULL : "out of memory";
+            lua_pop(L, 1);
+            return err;
+        }
+        marked = lua_rawequal(L, -1, lua_upvalueindex(2));
+        if (!marked) {
+            lua_pushvalue(L, -1);
+            marked = lua_rawget(L, lua_upvalueindex(4)) != LUA_TNIL;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    if (marked) {
+        n = (lua_Integer)lua_rawlen(L, idx);
+    } else {
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            lua_pop(L, 1);
+            count++;
+            if (lua_type(L, -1) == LUA_TSTRING) {
+                has_string = 1;
+            } else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1) {
+                lua_Integer k = lua_tointeger(L, -1);
+                if (k > max)
+                    max = k;
+            } else if (lua_type(L, -1) == LUA_TNUMBER) {
+                lua_Number k = lua_tonumber(L, -1);
+                if (k >= 1 && k == (lua_Number)(lua_Integer)k) {
+                    if ((lua_Integer)k > max)
+                        max = (lua_Integer)k;
+                } else {
+                    has_other = 1;
+                }
+            } else {
+                has_other = 1;
+            }
+        }
+        if (count && !has_string && !has_other) {
+            if (max != count) {
+                lua_pushfstring(L, "sparse array (keys 1..%I with %I values)", max, count);
+                return lua_tostring(L, -1);
+            }
+            marked = 1;
+            n = count;
+        } else if (count && (has_other || (has_string && max))) {
+            return "object key of a type other than string (keys must all be strings, or exactly 1..n)";
+        }
+    }
+    if (marked) {
+        if (!put_text(t, "[", 1))
+            return "out of memory";
+        for (lua_Integer i = 1; i <= n; i++) {
+            if (i > 1 && !put_text(t, ",", 1))
+                return "out of memory";
+            lua_rawgeti(L, idx, i);
+            if ((err = encode_value(L, t, lua_gettop(L), depth + 1)) != NULL)
+                return err;
+            lua_pop(L, 1);
+        }
+        return put_text(t, "]", 1) ? NULL : "out of memory";
+    }
+    if (!put_text(t, "{", 1))
+        return "out of memory";
+    count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        size_t len;
+        const char *k = lua_tolstring(L, -2, &len); /* a string: checked above */
+        if ((count++ && !put_text(t, ",", 1)) || !put_quoted(t, k, len) || !put_text(t, ":", 1))
+            return "out of memory";
+        if ((err = encode_value(L, t, lua_gettop(L), depth + 1)) != NULL)
+            return err;
+        lua_pop(L, 1);
+    }
+    return put_text(t, "}", 1) ? NULL : "out of memory";
+}
+
+static const char *encode_value(lua_State *L, text_ud *t, int idx, int depth)
+{
+    if (depth > ENC_MAX_DEPTH)
+        return "nested deeper than 1000 (a cycle?)";
+    luaL_checkstack(L, 4, "encode");
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+        return put_text(t, "null", 4) ? NULL : "out of memory";
+    case LUA_TBOOLEAN:
+        return (lua_toboolean(L, idx) ? put_text(t, "true", 4) : put_text(t, "false", 5))
+                   ? NULL
+                   : "out of memory";
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx)) {
+            char buf[32];
+            int k = snprintf(buf, sizeof buf, LUA_INTEGER_FMT, lua_tointeger(L, idx));
+            return put_text(t, buf, (size_t)k) ? NULL : "out of memory";
+        } else {
+            char buf[TG_NUMBER_BUF];
+            size_t k = tg_number_format((double)lua_tonumber(L, idx), buf);
+            if (!k)
+                return "NaN and Infinity have no JSON form";
+            return put_text(t, buf, k) ? NULL : "out of memory";
+        }
+    case LUA_TSTRING: {
+        size_t len;
+        const char *s = lua_tolstring(L, idx, &len);
+        return put_quoted(t, s, len) ? NULL : "out of memory";
+    }
+    case LUA_TTABLE:
+        if (lua_rawequal(L, idx, lua_upvalueindex(5)))
+            return put_text(t, "[]", 2) ? NULL : "out of memory";
+        return encode_table(L, t, idx, depth);
+    default:
+        if (lua_rawequal(L, idx, lua_upvalueindex(1)))
+            return put_text(t, "null", 4) ? NULL : "out of memory";
+        if (lua_rawequal(L, idx, lua_upvalueindex(5)))
+            return put_text(t, "[]", 2) ? NULL : "out of memory";
+        lua_pushfstring(L, "cannot encode a %s as JSON", luaL_typename(L, idx));
+        return lua_tostring(L, -1);
+    }
+}
+
+/* encoder(null, array_mt, exact_mt, other_array_mts, empty_array) -> encode:
+ * encode(v) -> JSON text | nil, message, "BAD_VALUE" */
+static int l_encode(lua_State *L)
+{
+    text_ud *t;
+    const char *err;
+    luaL_checkany(L, 1);
+    t = lua_newuserdatauv(L, sizeof *t, 0);
+    t->data = NULL;
+    t->len = t->cap = 0;
+    t->alloc = lua_getallocf(L, &t->ud);
+    luaL_setmetatable(L, TEXT_MT);
+    lua_pushvalue(L, 1);
+    err = encode_value(L, t, lua_gettop(L), 0);
+    if (err) {
+        lua_pushnil(L);
+        lua_pushstring(L, err);
+        lua_pushliteral(L, "BAD_VALUE");
+        return 3;
+    }
+    lua_pushlstring(L, t->data, t->len);
+    return 1;
+}
+
+static int l_encoder(lua_State *L)
+{
+    luaL_checktype(L, 4, LUA_TTABLE);
+    lua_settop(L, 5);
+    lua_pushcclosure(L, l_encode, 5);
+    return 1;
+}
+
 static int l_cpu_count(lua_State *L)
 {
     lua_pushinteger(L, (lua_Integer)tg_cpu_count());
@@ -1672,9 +1962,13 @@ static const luaL_Reg no_methods[] = {{NULL, NULL}};
 static const luaL_Reg workers_methods[] = {{"count", l_workers_count}, {NULL, NULL}};
 
 static const luaL_Reg functions[] = {
-    {"new_engine", l_new_engine}, {"format_number", l_format_number},
-    {"hash_bytes", l_hash_bytes}, {"default_limits", l_default_limits},
-    {"cpu_count", l_cpu_count},   {NULL, NULL},
+    {"new_engine", l_new_engine},
+    {"format_number", l_format_number},
+    {"hash_bytes", l_hash_bytes},
+    {"default_limits", l_default_limits},
+    {"cpu_count", l_cpu_count},
+    {"encoder", l_encoder},
+    {NULL, NULL},
 };
 
 LUAMOD_API int luaopen_toolgate_core_c(lua_State *L);
@@ -1707,6 +2001,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, DECIDER_MT, decider_methods, l_decider_gc);
     new_class(L, PENDING_MT, no_methods, NULL);
     new_class(L, WORKERS_MT, workers_methods, l_workers_gc);
+    new_class(L, TEXT_MT, no_methods, l_text_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

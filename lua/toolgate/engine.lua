@@ -311,9 +311,6 @@ local function host_answer(self, snap, dec, index, lua_ctx)
   return o.verdict == "defer" and 2 or 1, o.code, o.message
 end
 
--- run_check(self, snap, compiled, text, context, lua_ctx, line) -> decision,
--- the resolved tool's record | nil, args_digest | nil: the core's pipeline
--- of a compiled policy on one call text, the host's stages answered in turn.
 -- A decider per check in flight: one that pauses in the host (a stage, an
 -- observe hook that yields) keeps its own while others run.
 local function take_decider(snap)
@@ -335,11 +332,16 @@ local function settle(self, snap, dec, lua_ctx, status, verdict, out, code, stag
   return status, verdict, out, code, stage
 end
 
-local function run_check(self, snap, compiled, text, cctx, lua_ctx, line)
+-- run_check(self, snap, compiled, text, context, lua_ctx, line, resolved)
+-- -> decision[, the resolved tool's record | nil, args_digest | nil when
+-- resolved is asked for]: the core's pipeline of a compiled policy on one
+-- call text, the host's stages answered in turn.
+local function run_check(self, snap, compiled, text, cctx, lua_ctx, line, resolved)
   local dec = take_decider(snap)
   local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
     dec:check(compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self), line))
-  local tool_index, digest = dec:resolved()
+  local tool_index, digest
+  if resolved then tool_index, digest = dec:resolved() end
   local pool = snap.deciders
   pool[#pool + 1] = dec
   if status ~= 0 then
@@ -587,7 +589,7 @@ function Engine:probe(tool, arguments, call_fn, epoch)
   local call = { server = server, name = name, arguments = arguments or {} }
   local text, failed = call_text(call)
   if not text then return { verdict = "invalid", code = failed.code, message = failed.message } end
-  local d, t = run_check(self, snap, snap.rung_only, text, nil, {}, nil)
+  local d, t = run_check(self, snap, snap.rung_only, text, nil, {}, nil, true)
   if d.verdict ~= "accept" then
     return { verdict = "invalid", code = d.code, message = d.message, server = server, tool = name }
   end
@@ -638,7 +640,7 @@ function Engine:verify(call, result, ctx)
     return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = code,
       message = "the context cannot be read: " .. tostring(err) }, lua_ctx))
   end
-  local d, tool, digest = run_check(self, snap, snap.rung_only, text, rctx, lua_ctx, nil)
+  local d, tool, digest = run_check(self, snap, snap.rung_only, text, rctx, lua_ctx, nil, true)
   if d.verdict ~= "accept" then return d end
   local state = { server = tool.server, name = tool.name, args_digest = digest }
 

@@ -520,7 +520,8 @@ int main(void)
                 tg_engine_set_limits(e, &lim, NULL);
                 if (d.outcome == ERROR) {
                     limited++;
-                    if (d.rc != TG_E_VALIDATION_LIMIT && d.rc != TG_E_REGEX_LIMIT)
+                    if (d.rc != TG_E_VALIDATION_LIMIT && d.rc != TG_E_REGEX_LIMIT &&
+                        d.rc != TG_E_REGEX_BUDGET)
                         accepted++;
                 } else if (d.outcome == ACCEPT && full.outcome != ACCEPT) {
                     accepted++;

@@ -1078,16 +1078,16 @@ static void hostile_costs(void)
     compile("{\"items\":{\"anyOf\":[{\"pattern\":\"^(\\\\w+\\\\s?)*$\"},{\"type\":\"string\"}]}}",
             NULL, &s, &err);
     text = array_of(NULL, "\"aaaaaaaaaaaaaaa!\"", 50000, &len);
-    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_E_REGEX_LIMIT &&
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_E_REGEX_BUDGET &&
                strstr(err.message, "max_regex_steps (10000000)") != NULL,
-           "max_regex_steps: 50,000 near-limit matches are REGEX_LIMIT, not 10 seconds");
+           "max_regex_steps: 50,000 near-limit matches are REGEX_BUDGET, not 10 seconds");
     free(text);
     text = array_of(NULL, "\"aaaaaaaaaaaaaaa!\"", 100, &len);
     tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_OK && count == 0,
            "max_regex_steps: 100 of them (100,000 each) fit the default budget");
     free(text);
     text = array_of(NULL, "\"aaaaaaaaaaaaaaa!\"", 101, &len);
-    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_E_REGEX_LIMIT,
+    tap_ok(validate_text(s, text, len, f, 16, &count, &err) == TG_E_REGEX_BUDGET,
            "max_regex_steps: 101 of them do not");
     free(text);
     tg_schema_free(s);
@@ -1102,8 +1102,8 @@ static void hostile_costs(void)
            "max_regex_steps 300: three plain matches (100 each) decide");
     lim.max_regex_steps = 299;
     tg_engine_set_limits(E, &lim, &err);
-    tap_ok(validate(s, "[\"a\",\"b\",\"C\"]", f, 4, &count) == TG_E_REGEX_LIMIT,
-           "max_regex_steps 299: the third match is REGEX_LIMIT");
+    tap_ok(validate(s, "[\"a\",\"b\",\"C\"]", f, 4, &count) == TG_E_REGEX_BUDGET,
+           "max_regex_steps 299: the third match is REGEX_BUDGET");
     tg_schema_free(s);
     /* a match of a few thousand units finishes under 10,000 */
     compile("{\"pattern\":\"^(\\\\w+\\\\s?)*$\"}", NULL, &s, &err);
@@ -1113,9 +1113,9 @@ static void hostile_costs(void)
            "max_regex_steps 10000: a match that needs thousands of units decides");
     lim.max_regex_steps = 9999;
     tg_engine_set_limits(E, &lim, &err);
-    tap_ok(validate_text(s, "\"aaaaaaaaaa!\"", 13, f, 4, &count, &err) == TG_E_REGEX_LIMIT &&
+    tap_ok(validate_text(s, "\"aaaaaaaaaa!\"", 13, f, 4, &count, &err) == TG_E_REGEX_BUDGET &&
                strstr(err.message, "max_regex_steps") != NULL,
-           "max_regex_steps 9999: the same match is REGEX_LIMIT (max_regex_steps)");
+           "max_regex_steps 9999: the same match is REGEX_BUDGET");
     lim.max_regex_steps = 1000000;
     lim.regex_match_limit = 1000;
     tg_engine_set_limits(E, &lim, &err);
