@@ -110,6 +110,7 @@ enum tg_code {
     TG_E_PATTERN_TOO_LONG, /* "PATTERN_TOO_LONG": a schema pattern longer than max_pattern_bytes */
     TG_E_UNSUPPORTED_FORMAT, /* "UNSUPPORTED_FORMAT": assert_formats, and a format toolgate does not assert */
     TG_E_REGEX_BUDGET,     /* "REGEX_BUDGET": the pattern matches of one validation would pass max_regex_steps */
+    TG_E_UNSUPPORTED_CALL, /* "UNSUPPORTED_CALL": a call toolgate cannot gate (tg_calls_decode) */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
 /* clang-format on */
@@ -474,44 +475,169 @@ TG_API int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v
 /* Tool calls in the formats users have                                      */
 /* ------------------------------------------------------------------------ */
 
+/* The format a line is read as: a family of shapes (below). */
 enum tg_call_format {
-    TG_FORMAT_AUTO = 0, /* detect: MCP, then Anthropic, then OpenAI, then native */
+    TG_FORMAT_AUTO = 0, /* detect the family by the members only it defines (below) */
     TG_FORMAT_NATIVE,   /* {"server": "fs", "name": "read", "arguments": {...}} (server optional) */
     TG_FORMAT_OPENAI,   /* {"type": "function", "function": {"name", "arguments": "<JSON text>"}} */
     TG_FORMAT_ANTHROPIC, /* {"type": "tool_use", "name", "input": {...}} */
     TG_FORMAT_MCP /* {"jsonrpc": "2.0", "method": "tools/call", "params": {"name", "arguments"}} */
 };
 
-/* A decoded call.  It owns the parsed envelope (and, for OpenAI, the parsed
- * arguments string); the accessors' results live as long as the call. */
-typedef struct tg_call_t tg_call_t;
+/* The shape a line was read as; tg_call_shape_name gives the name the
+ * decisions report ("format").  A shape holds zero or more calls. */
+enum tg_call_shape {
+    TG_SHAPE_NATIVE = 0,           /* "native": one native call */
+    TG_SHAPE_OPENAI,               /* "openai": one Chat Completions tool call */
+    TG_SHAPE_OPENAI_TOOL_CALLS,    /* "openai-tool-calls": a bare array of them */
+    TG_SHAPE_OPENAI_MESSAGE,       /* "openai-message": an assistant message */
+    TG_SHAPE_OPENAI_CHAT,          /* "openai-chat": a whole chat.completion */
+    TG_SHAPE_OPENAI_FUNCTION_CALL, /* "openai-function-call": one Responses API item */
+    TG_SHAPE_OPENAI_RESPONSES,     /* "openai-responses": a whole Responses API response */
+    TG_SHAPE_ANTHROPIC,            /* "anthropic": one tool_use block */
+    TG_SHAPE_ANTHROPIC_MESSAGE,    /* "anthropic-message": a whole Messages response */
+    TG_SHAPE_MCP,                  /* "mcp": one tools/call request */
+    TG_SHAPE_MCP_BATCH             /* "mcp-batch": a JSON-RPC batch of them */
+};
 
-/* Parses one call in the given format (or detects it) and finds its server,
- * name and arguments.  Arguments must be a JSON object; absent arguments
- * mean {} for native, Anthropic and MCP calls (MCP makes them optional), but
- * an OpenAI call must carry its arguments string.  Errors: the JSON codes
- * for a malformed envelope; TG_E_BAD_CALL when no format fits (err names
- * what is missing); TG_E_BAD_ARGUMENTS when the arguments are not an object
- * or the OpenAI arguments string is not valid JSON (err->message includes
- * the inner code and offset).  Limits apply to both parses. */
+/* A decoded call.  It owns the parsed line (and any parsed arguments
+ * string); the accessors' results live as long as the call. */
+typedef struct tg_call_t tg_call_t;
+/* The calls one line holds, in order. */
+typedef struct tg_calls_t tg_calls_t;
+
+/* Parses one line in the given format (TG_FORMAT_AUTO: detected) and finds
+ * every call it holds, each with its server, name, arguments and id.
+ *
+ * Shapes, by family (the SDK types they follow: npm openai 6,
+ * @anthropic-ai/sdk 1, @modelcontextprotocol/sdk 1):
+ *   native     an object {server?, name, arguments, id?}.
+ *   OpenAI     a tool call (ChatCompletionMessageFunctionToolCall)
+ *              {id?, type?: "function", function: {name, arguments}};
+ *              a bare array of tool calls; an assistant message
+ *              (ChatCompletionMessage: an object with tool_calls,
+ *              function_call, refusal or role) whose tool_calls are its
+ *              calls; a chat.completion ("object": "chat.completion"):
+ *              the calls of choices[].message, every choice in order; a
+ *              Responses API function_call item (ResponseFunctionToolCall)
+ *              {type: "function_call", call_id, name, arguments, id?,
+ *              status?, caller?, namespace?}; a Responses API response
+ *              ("object": "response"): its output[] function_call items.
+ *   Anthropic  a tool_use block (ToolUseBlock, and ToolUseBlockParam's
+ *              cache_control) {type: "tool_use", id?, name, input,
+ *              caller?, toolset_name?, cache_control?}; a Messages
+ *              response ("type": "message"): its content[] tool_use
+ *              blocks.
+ *   MCP        a JSON-RPC 2.0 request {jsonrpc: "2.0", id?, method:
+ *              "tools/call", params: {name, arguments?, _meta?, task?}};
+ *              a JSON-RPC batch (an array of them; MCP 2025-03-26 has
+ *              batches, later revisions dropped them).
+ * A call object is read strictly: a member its type does not define is
+ * TG_E_BAD_CALL naming it ('unknown member "args" in a native call');
+ * members that are not read (id, type, status, caller, cache_control,
+ * _meta, task) are only allowed.  The root object of a one-call line may
+ * also have "context", which decoding does not judge (tg_call_context).
+ * Required: the name (a non-empty string); native "arguments", OpenAI
+ * "function.arguments" and "arguments", Anthropic "input" (missing:
+ * TG_E_BAD_CALL).  MCP's params.arguments is optional (the MCP schema
+ * says so); absent, the arguments are {}.  OpenAI arguments are a JSON
+ * string holding an object, parsed under the engine's limits (an object
+ * is taken too); everywhere else arguments must be an object.  The
+ * server: native "server", a Responses item's "namespace", a tool_use
+ * block's "toolset_name" (null: none); elsewhere none.  The id: native,
+ * OpenAI tool call, tool_use "id"; a Responses item's "call_id" (what its
+ * function_call_output answers); the JSON-RPC "id".
+ *
+ * Envelopes: only the members that hold calls are read, plus those that
+ * could hide a call from this reading: a message's role must be
+ * "assistant" (absent allowed); an OpenAI message's content a string or
+ * null, its function_call absent or null (deprecated function calling is
+ * TG_E_UNSUPPORTED_CALL); tool_calls absent or null hold no call.
+ * Everything else (id, model, usage, created, choices[].finish_reason,
+ * index, logprobs, refusal, annotations, audio, stop_reason, container,
+ * Responses metadata, ...) is ignored.  Items of a Responses output[] and
+ * blocks of a Messages content[] are told by "type":
+ *   calls      function_call; tool_use.
+ *   skipped    (no call) message, reasoning, compaction, additional_tools,
+ *              mcp_list_tools, mcp_approval_response and every *_output
+ *              item; text, thinking, redacted_thinking, container_upload,
+ *              compaction, fallback, mcp_tool_listing and every *_result
+ *              block.
+ *   refused    TG_E_UNSUPPORTED_CALL, the whole line: calls the provider
+ *              runs itself (file_search_call, web_search_call,
+ *              image_generation_call, code_interpreter_call, mcp_call,
+ *              mcp_approval_request, tool_search_call; server_tool_use,
+ *              mcp_tool_use), and client calls without JSON arguments
+ *              (computer_call, local_shell_call, shell_call,
+ *              apply_patch_call, custom_tool_call, program; a Chat
+ *              Completions "custom" tool call).  toolgate cannot vouch for
+ *              what it does not gate.
+ *   other      TG_E_BAD_CALL (an unknown type).
+ * A chat.completion.chunk is TG_E_BAD_CALL (a stream's part of a call).
+ * A text-only message decodes to zero calls.
+ *
+ * TG_FORMAT_AUTO: the family is the one whose members the root object
+ * has -- MCP: jsonrpc, method, params; OpenAI: function, custom, choices,
+ * tool_calls, function_call, refusal, output, call_id, namespace, object,
+ * type function / function_call / custom; Anthropic: input, toolset_name,
+ * cache_control, type tool_use / message / server_tool_use / mcp_tool_use;
+ * native: server, arguments (outside a function_call item); else native
+ * when there is a "name".  Members of two families are TG_E_BAD_CALL
+ * ("members of both an OpenAI tool call ("function") and an MCP request
+ * ("method"): refusing to guess"), never read one way.  An array's
+ * elements must all show one family, OpenAI or MCP; an empty array is
+ * TG_E_BAD_CALL (under TG_FORMAT_OPENAI it is zero calls, under
+ * TG_FORMAT_MCP an empty batch, TG_E_BAD_CALL).  An explicit format reads
+ * only its own family's shapes, with the same strict members.
+ *
+ * The number of calls is bounded by max_input_bytes and max_items.
+ * Errors: the JSON codes for a malformed line; TG_E_BAD_CALL when it is no
+ * call in the format, or a call object breaks the rules above (err names
+ * the member and, inside an envelope, where: "choices[0].message.
+ * tool_calls[1]"); TG_E_BAD_ARGUMENTS when arguments are not an object or
+ * an arguments string is not valid JSON (err->message includes the inner
+ * code and offset); TG_E_UNSUPPORTED_CALL; TG_E_NOMEM; TG_E_ARG for an
+ * unknown format.  On error *out is NULL.  Free with tg_calls_free. */
+TG_API int tg_calls_decode(tg_engine_t *e, const char *json, size_t len, int format,
+                           tg_calls_t **out, tg_error_t *err);
+TG_API void tg_calls_free(tg_calls_t *s);
+/* The number of calls, and call i (0 ..), or NULL when i is out of range.
+ * A call from tg_calls_at is a view: it lives as long as s, and
+ * tg_call_free does nothing to it. */
+TG_API size_t tg_calls_count(const tg_calls_t *s);
+TG_API const tg_call_t *tg_calls_at(const tg_calls_t *s, size_t i);
+/* The shape the line was read as (enum tg_call_shape). */
+TG_API int tg_calls_shape(const tg_calls_t *s);
+/* "openai-chat", ... (see enum tg_call_shape), or "unknown". */
+TG_API const char *tg_call_shape_name(int shape);
+
+/* tg_calls_decode for a line that holds exactly one call (any shape);
+ * another count is TG_E_BAD_CALL saying how many calls it holds.
+ * tg_call_free frees the call and its line. */
 TG_API int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format, tg_call_t **out,
                           tg_error_t *err);
 TG_API void tg_call_free(tg_call_t *c);
-/* The format the call was read as (never TG_FORMAT_AUTO). */
+/* The family the call was read as (never TG_FORMAT_AUTO), and the shape
+ * of the line it came from. */
 TG_API int tg_call_format_of(const tg_call_t *c);
-/* Server named by the call, or NULL when it names none (OpenAI, Anthropic,
- * MCP calls and native calls without "server"). */
+TG_API int tg_call_shape(const tg_call_t *c);
+/* Server named by the call, or NULL when it names none. */
 TG_API const char *tg_call_server(const tg_call_t *c, size_t *len);
 /* The tool's name (*len bytes, not NUL-terminated), and the arguments: a
- * JSON object ({} when the call had none), valid while the call lives. */
+ * JSON object ({} for an MCP call without them), valid while the call
+ * lives. */
 TG_API const char *tg_call_name(const tg_call_t *c, size_t *len);
 TG_API const tg_value_t *tg_call_arguments(const tg_call_t *c);
-/* The call's id (OpenAI/Anthropic "id", MCP JSON-RPC "id"), or NULL. */
+/* The call's id (see tg_calls_decode), or NULL. */
 TG_API const tg_value_t *tg_call_id(const tg_call_t *c);
-/* A "context" member of the call object, whatever the format, or NULL.
- * The per-call context (granted scopes, allowed risk) comes from the
- * operator, never from the call: a host refuses a call that carries one
- * unless it was told the input is trusted (recorded traffic replayed). */
+/* The call object itself, inside its line (the tool call, item, block or
+ * request). */
+TG_API const tg_value_t *tg_call_object(const tg_call_t *c);
+/* The "context" member of the line's root object, whatever the shape, or
+ * NULL (decoding neither reads nor refuses it).  The per-call context
+ * (granted scopes, allowed risk) comes from the operator, never from the
+ * call: a host refuses a call that carries one unless it was told the
+ * input is trusted (recorded traffic replayed). */
 TG_API const tg_value_t *tg_call_context(const tg_call_t *c);
 
 /* ------------------------------------------------------------------------ */

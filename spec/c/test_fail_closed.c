@@ -78,7 +78,8 @@ static unsigned pick(unsigned n)
 
 /* A call in one of the four formats, to a real or made-up tool, with
  * valid or broken arguments; at times a long unique array (uniqueItems
- * over more than 64 items allocates). */
+ * over more than 64 items allocates); at times several times over in an
+ * envelope (a chat.completion, an Anthropic message, an MCP batch). */
 static char *gen_call(void)
 {
     static const char *const args[] = {
@@ -106,6 +107,7 @@ static char *gen_call(void)
     const char *server = names[nm][0], *name = names[nm][1];
     char big[2048];
     char *out = malloc(4096);
+    unsigned format;
     if (pick(6) == 0) {
         /* 80 distinct (or, every other time, one repeated) tags */
         int dup = pick(2), k = 0;
@@ -118,7 +120,7 @@ static char *gen_call(void)
         server = "fs";
         name = "tag";
     }
-    switch (pick(4)) {
+    switch (format = pick(4)) {
     case 0:
         if (server)
             snprintf(out, 4096, "{\"server\":\"%s\",\"name\":\"%s\",\"arguments\":%s}", server,
@@ -152,6 +154,25 @@ static char *gen_call(void)
                  "{\"name\":\"%s\",\"arguments\":%s}}",
                  name, a);
     }
+    if (format > 0 && pick(3) == 0) {
+        /* the same call 1 to 6 times in its format's envelope (past the
+         * first growth of a line's array of calls) */
+        static const char *const open[] = {
+            "",
+            "{\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":"
+            "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[",
+            "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\","
+            "\"text\":\"t\"},",
+            "["};
+        static const char *const close[] = {"", "]}}]}", "]}", "]"};
+        char *wrapped = malloc(4096 * 8);
+        int n = 1 + (int)pick(6), k = snprintf(wrapped, 4096 * 8, "%s", open[format]);
+        for (int i = 0; i < n; i++)
+            k += snprintf(wrapped + k, 4096 * 8 - (size_t)k, "%s%s", i ? "," : "", out);
+        snprintf(wrapped + k, 4096 * 8 - (size_t)k, "%s", close[format]);
+        free(out);
+        out = wrapped;
+    }
     return out;
 }
 
@@ -172,26 +193,32 @@ typedef struct {
 static decision decide(tg_engine_t *e, const tg_registry_t *r, const char *text, int also)
 {
     static tg_rung_result_t res;
-    decision d = {ERROR, TG_OK, 0, 0};
-    tg_call_t *c = NULL;
-    size_t slen = 0, nlen = 0;
-    const char *server, *name;
+    decision d = {ACCEPT, TG_OK, 0, 0};
+    tg_calls_t *s = NULL;
 
-    d.rc = tg_call_decode(e, text, strlen(text), TG_FORMAT_AUTO, &c, NULL);
+    d.rc = tg_calls_decode(e, text, strlen(text), TG_FORMAT_AUTO, &s, NULL);
     if (d.rc != TG_OK) {
         /* a call that does not decode is refused: an error unless malformed */
         d.outcome = d.rc == TG_E_NOMEM ? ERROR : REJECT;
         return d;
     }
-    server = tg_call_server(c, &slen);
-    name = tg_call_name(c, &nlen);
-    d.rc = tg_rung_check(e, r, server, slen, name, nlen, tg_call_arguments(c), also, &res, NULL);
-    if (d.rc == TG_OK) {
-        d.outcome = res.resolution == TG_RESOLVED && res.n_findings == 0 ? ACCEPT : REJECT;
-        d.n_findings = res.n_findings;
-        d.n_also = res.n_also;
+    /* the line's decision: an error or a reject of any call decides it */
+    for (size_t i = 0; i < tg_calls_count(s) && d.outcome != ERROR; i++) {
+        const tg_call_t *c = tg_calls_at(s, i);
+        size_t slen = 0, nlen = 0;
+        const char *server = tg_call_server(c, &slen), *name = tg_call_name(c, &nlen);
+        d.rc =
+            tg_rung_check(e, r, server, slen, name, nlen, tg_call_arguments(c), also, &res, NULL);
+        if (d.rc != TG_OK) {
+            d.outcome = ERROR;
+            break;
+        }
+        if (res.resolution != TG_RESOLVED || res.n_findings > 0)
+            d.outcome = REJECT;
+        d.n_findings += res.n_findings;
+        d.n_also += res.n_also;
     }
-    tg_call_free(c);
+    tg_calls_free(s);
     return d;
 }
 
