@@ -24,6 +24,7 @@
 #define DOC_MT "toolgate.core.doc"
 #define NODE_MT "toolgate.core.node"
 #define CALL_MT "toolgate.core.call"
+#define CALLS_MT "toolgate.core.calls"
 #define SCHEMA_MT "toolgate.core.schema"
 #define REGISTRY_MT "toolgate.core.registry"
 #define NORM_MT "toolgate.core.norm"
@@ -52,7 +53,10 @@ typedef struct {
 } node_ud;
 typedef struct {
     tg_call_t *c;
-} call_ud;
+} call_ud; /* a call from decode_call; a view (calls:at) has its set as 2nd user value */
+typedef struct {
+    tg_calls_t *s;
+} calls_ud;
 typedef struct {
     tg_schema_t *s;
 } schema_ud;
@@ -547,16 +551,85 @@ static int l_engine_decode_call(lua_State *L)
     const char *s = check_string(L, 2, &len);
     int format = luaL_checkoption(L, 3, "auto", format_names);
     tg_error_t err;
-    call_ud *c = new_child(L, sizeof *c, CALL_MT, 1, 1);
+    call_ud *c = new_child(L, sizeof *c, CALL_MT, 1, 2);
     if (tg_call_decode(u->e, s, len, format, &c->c, &err) != TG_OK)
         return push_error(L, &err, 1);
     return 1;
 }
 
+/* engine:decode_calls(text[, format]) -> calls | nil, message, code, offset */
+static int l_engine_decode_calls(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    size_t len;
+    const char *s = check_string(L, 2, &len);
+    int format = luaL_checkoption(L, 3, "auto", format_names);
+    tg_error_t err;
+    calls_ud *cs = new_child(L, sizeof *cs, CALLS_MT, 1, 1);
+    if (tg_calls_decode(u->e, s, len, format, &cs->s, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    return 1;
+}
+
+static int l_calls_gc(lua_State *L)
+{
+    calls_ud *cs = luaL_checkudata(L, 1, CALLS_MT);
+    tg_calls_free(cs->s);
+    cs->s = NULL;
+    return 0;
+}
+
+static tg_calls_t *check_calls(lua_State *L)
+{
+    calls_ud *cs = luaL_checkudata(L, 1, CALLS_MT);
+    if (!cs->s)
+        luaL_error(L, "toolgate calls used after they were freed");
+    return cs->s;
+}
+
+static int l_calls_count(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)tg_calls_count(check_calls(L)));
+    return 1;
+}
+
+static int l_calls_shape(lua_State *L)
+{
+    lua_pushstring(L, tg_call_shape_name(tg_calls_shape(check_calls(L))));
+    return 1;
+}
+
+/* calls:at(i) -> call (i from 1), a view that lives as long as the set | nil */
+static int l_calls_at(lua_State *L)
+{
+    tg_calls_t *s = check_calls(L);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    const tg_call_t *v = i >= 1 ? tg_calls_at(s, (size_t)(i - 1)) : NULL;
+    call_ud *c;
+    if (!v)
+        return lua_pushnil(L), 1;
+    lua_getiuservalue(L, 1, 1);
+    c = new_child(L, sizeof *c, CALL_MT, -1, 2);
+    lua_remove(L, -2);
+    memcpy(&c->c, &v, sizeof v); /* a view: never freed through it */
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 2);
+    return 1;
+}
+
+/* A view is freed with its set, never by itself. */
+static int is_view(lua_State *L, int i)
+{
+    int view = lua_getiuservalue(L, i, 2) != LUA_TNIL;
+    lua_pop(L, 1);
+    return view;
+}
+
 static int l_call_gc(lua_State *L)
 {
     call_ud *c = luaL_checkudata(L, 1, CALL_MT);
-    tg_call_free(c->c);
+    if (!is_view(L, 1))
+        tg_call_free(c->c);
     c->c = NULL;
     return 0;
 }
@@ -564,9 +637,28 @@ static int l_call_gc(lua_State *L)
 static tg_call_t *check_call(lua_State *L)
 {
     call_ud *c = luaL_checkudata(L, 1, CALL_MT);
+    if (is_view(L, 1)) {
+        calls_ud *set;
+        lua_getiuservalue(L, 1, 2);
+        set = lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        if (!set->s)
+            c->c = NULL;
+    }
     if (!c->c)
         luaL_error(L, "toolgate call used after it was freed");
     return c->c;
+}
+
+/* Pushes the node v of call 1: a view's nodes belong to its set. */
+static int push_call_node(lua_State *L, const tg_value_t *v)
+{
+    if (!is_view(L, 1))
+        return push_node(L, v, 1);
+    lua_getiuservalue(L, 1, 2);
+    push_node(L, v, -1);
+    lua_remove(L, -2);
+    return 1;
 }
 
 static int push_lstring_or_nil(lua_State *L, const char *s, size_t len)
@@ -581,6 +673,12 @@ static int push_lstring_or_nil(lua_State *L, const char *s, size_t len)
 static int l_call_format(lua_State *L)
 {
     lua_pushstring(L, format_names[tg_call_format_of(check_call(L))]);
+    return 1;
+}
+
+static int l_call_shape(lua_State *L)
+{
+    lua_pushstring(L, tg_call_shape_name(tg_call_shape(check_call(L))));
     return 1;
 }
 
@@ -600,17 +698,17 @@ static int l_call_name(lua_State *L)
 
 static int l_call_arguments(lua_State *L)
 {
-    return push_node(L, tg_call_arguments(check_call(L)), 1);
+    return push_call_node(L, tg_call_arguments(check_call(L)));
 }
 
 static int l_call_id(lua_State *L)
 {
-    return push_node(L, tg_call_id(check_call(L)), 1);
+    return push_call_node(L, tg_call_id(check_call(L)));
 }
 
 static int l_call_context(lua_State *L)
 {
-    return push_node(L, tg_call_context(check_call(L)), 1);
+    return push_call_node(L, tg_call_context(check_call(L)));
 }
 
 /* ---- schemas ------------------------------------------------------------------ */
@@ -1587,6 +1685,7 @@ static const luaL_Reg engine_methods[] = {
     {"set_limits", l_engine_set_limits},
     {"parse", l_engine_parse},
     {"decode_call", l_engine_decode_call},
+    {"decode_calls", l_engine_decode_calls},
     {"compile_schema", l_engine_compile_schema},
     {"registry", l_engine_registry},
     {"norm", l_engine_norm},
@@ -1598,7 +1697,7 @@ static const luaL_Reg engine_methods[] = {
     {NULL, NULL},
 };
 
-/* doc:free() and call:free() release the C memory now rather than at the
+/* doc:free(), call:free() and calls:free() release the C memory now rather than at the
  * next garbage collection (which knows nothing of its size); the object and
  * its nodes are unusable afterwards. */
 static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {"free", l_doc_gc}, {NULL, NULL}};
@@ -1619,11 +1718,25 @@ static const luaL_Reg node_methods[] = {
     {NULL, NULL},
 };
 
+/* A view's free() only makes the view unusable: its set owns it. */
 static const luaL_Reg call_methods[] = {
-    {"format", l_call_format}, {"server", l_call_server},
-    {"name", l_call_name},     {"arguments", l_call_arguments},
-    {"id", l_call_id},         {"context", l_call_context},
-    {"free", l_call_gc},       {NULL, NULL},
+    {"format", l_call_format},
+    {"shape", l_call_shape},
+    {"server", l_call_server},
+    {"name", l_call_name},
+    {"arguments", l_call_arguments},
+    {"id", l_call_id},
+    {"context", l_call_context},
+    {"free", l_call_gc},
+    {NULL, NULL},
+};
+
+static const luaL_Reg calls_methods[] = {
+    {"count", l_calls_count},
+    {"shape", l_calls_shape},
+    {"at", l_calls_at},
+    {"free", l_calls_gc},
+    {NULL, NULL},
 };
 
 static const luaL_Reg schema_methods[] = {
@@ -1993,6 +2106,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, DOC_MT, doc_methods, l_doc_gc);
     new_class(L, NODE_MT, node_methods, NULL);
     new_class(L, CALL_MT, call_methods, l_call_gc);
+    new_class(L, CALLS_MT, calls_methods, l_calls_gc);
     new_class(L, SCHEMA_MT, schema_methods, l_schema_gc);
     new_class(L, REGISTRY_MT, registry_methods, l_registry_gc);
     new_class(L, NORM_MT, norm_methods, l_norm_gc);

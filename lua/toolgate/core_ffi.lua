@@ -106,13 +106,22 @@ void tg_schema_options_default(tg_schema_options_t *o);
 int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_options_t *opt, tg_schema_t **out, tg_error_t *err);
 void tg_schema_free(tg_schema_t *s);
 int tg_validate(tg_engine_t *e, const tg_schema_t *s, const tg_value_t *v, tg_finding_t *findings, size_t max, size_t *count, tg_error_t *err);
+typedef struct tg_calls_t tg_calls_t;
+int tg_calls_decode(tg_engine_t *e, const char *json, size_t len, int format, tg_calls_t **out, tg_error_t *err);
+void tg_calls_free(tg_calls_t *s);
+size_t tg_calls_count(const tg_calls_t *s);
+const tg_call_t *tg_calls_at(const tg_calls_t *s, size_t i);
+int tg_calls_shape(const tg_calls_t *s);
+const char *tg_call_shape_name(int shape);
 int tg_call_decode(tg_engine_t *e, const char *json, size_t len, int format, tg_call_t **out, tg_error_t *err);
 void tg_call_free(tg_call_t *c);
 int tg_call_format_of(const tg_call_t *c);
+int tg_call_shape(const tg_call_t *c);
 const char *tg_call_server(const tg_call_t *c, size_t *len);
 const char *tg_call_name(const tg_call_t *c, size_t *len);
 const tg_value_t *tg_call_arguments(const tg_call_t *c);
 const tg_value_t *tg_call_id(const tg_call_t *c);
+const tg_value_t *tg_call_object(const tg_call_t *c);
 const tg_value_t *tg_call_context(const tg_call_t *c);
 tg_registry_t *tg_registry_new(tg_engine_t *e, tg_error_t *err);
 void tg_registry_free(tg_registry_t *r);
@@ -337,8 +346,8 @@ end
 
 -- Engine ---------------------------------------------------------------------
 
-local Engine, Doc, Node, Call, Registry, Schema, Norm = {}, {}, {}, {}, {}, {}, {}
-Engine.__index, Doc.__index, Node.__index = Engine, Doc, Node
+local Engine, Doc, Node, Call, Calls, Registry, Schema, Norm = {}, {}, {}, {}, {}, {}, {}, {}
+Engine.__index, Doc.__index, Node.__index, Calls.__index = Engine, Doc, Node, Calls
 Call.__index, Registry.__index, Schema.__index, Norm.__index = Call, Registry, Schema, Norm
 
 -- One allocation holds the engine pointer, its reusable output buffer and
@@ -444,11 +453,11 @@ function Doc:free()
   end
 end
 
--- A node is usable while what owns its memory (its document, or its call)
--- has not been freed.
+-- A node is usable while what owns its memory (its document, its call, or
+-- the set of calls it came from) has not been freed.
 local function P(self)
   local o = self.owner
-  if o.d == nil and o.c == nil then error("toolgate node used after its document was freed", 3) end
+  if o.d == nil and o.c == nil and o.s == nil then error("toolgate node used after its document was freed", 3) end
   return self.p
 end
 
@@ -559,33 +568,78 @@ end
 -- Calls ------------------------------------------------------------------------
 
 local call_box = ffi.new("tg_call_t *[1]")
+local calls_box = ffi.new("tg_calls_t *[1]")
+
+local function call_format(format)
+  local f = FORMATS[format or "auto"]
+  if not f then error("bad argument #2 (unknown call format '" .. tostring(format) .. "')", 3) end
+  return f
+end
 
 function Engine:decode_call(text, format)
   local st = check_engine(self)
   check_string(text, 1)
-  local f = FORMATS[format or "auto"]
-  if not f then error("bad argument #2 (unknown call format '" .. tostring(format) .. "')", 2) end
-  if C.tg_call_decode(st.e, text, #text, f, call_box, st.err) ~= 0 then
+  if C.tg_call_decode(st.e, text, #text, call_format(format), call_box, st.err) ~= 0 then
     return error_values(st.err, true)
   end
   return setmetatable({ engine = self, c = ffi.gc(call_box[0], C.tg_call_free) }, Call)
 end
 
+function Engine:decode_calls(text, format)
+  local st = check_engine(self)
+  check_string(text, 1)
+  if C.tg_calls_decode(st.e, text, #text, call_format(format), calls_box, st.err) ~= 0 then
+    return error_values(st.err, true)
+  end
+  return setmetatable({ engine = self, s = ffi.gc(calls_box[0], C.tg_calls_free) }, Calls)
+end
+
+local function live_calls(self)
+  if self.s == nil then error("toolgate calls used after they were freed", 3) end
+  return self.s
+end
+
+function Calls:count() return tonumber(C.tg_calls_count(live_calls(self))) end
+function Calls:shape() return ffi.string(C.tg_call_shape_name(C.tg_calls_shape(live_calls(self)))) end
+
+-- calls:at(i) (i from 1): a view of call i that lives as long as the set.
+function Calls:at(i)
+  local s = live_calls(self)
+  if type(i) ~= "number" then error("bad argument #1 to 'at' (number expected)", 2) end
+  if i < 1 then return nil end
+  local c = C.tg_calls_at(s, i - 1)
+  if c == nil then return nil end
+  return setmetatable({ engine = self.engine, c = c, set = self }, Call)
+end
+
+function Calls:free()
+  if self.s ~= nil then
+    C.tg_calls_free(ffi.gc(self.s, nil))
+    self.s = nil
+  end
+end
+
 local function live_call(self)
+  if self.set and self.set.s == nil then self.c = nil end
   if self.c == nil then error("toolgate call used after it was freed", 3) end
   return self.c
 end
 
+-- A view's nodes belong to its set.
+local function call_node(self, ptr) return node(self.set or self, self.engine, ptr) end
+
 function Call:format() return FORMAT_NAMES[C.tg_call_format_of(live_call(self))] end
+function Call:shape() return ffi.string(C.tg_call_shape_name(C.tg_call_shape(live_call(self)))) end
 function Call:server() return lstring(C.tg_call_server(live_call(self), size_box)) end
 function Call:name() return lstring(C.tg_call_name(live_call(self), size_box)) end
-function Call:arguments() return node(self, self.engine, C.tg_call_arguments(live_call(self))) end
-function Call:id() return node(self, self.engine, C.tg_call_id(live_call(self))) end
-function Call:context() return node(self, self.engine, C.tg_call_context(live_call(self))) end
+function Call:arguments() return call_node(self, C.tg_call_arguments(live_call(self))) end
+function Call:id() return call_node(self, C.tg_call_id(live_call(self))) end
+function Call:context() return call_node(self, C.tg_call_context(live_call(self))) end
 
+-- A view's free() only makes the view unusable: its set owns it.
 function Call:free()
   if self.c ~= nil then
-    C.tg_call_free(ffi.gc(self.c, nil))
+    if not self.set then C.tg_call_free(ffi.gc(self.c, nil)) end
     self.c = nil
   end
 end
