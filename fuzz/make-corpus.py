@@ -220,7 +220,58 @@ def call_seeds():
         seeds.append(dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": a}}))
     seeds += [b'{"name":"read"}', b'{"type":"function","function":{"name":"read","arguments":"{\\"path\\":1"}}',
               b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"read","arguments":[]}}']
+    seeds += envelope_seeds(args)
+    # the SDK fixtures: every shape as the SDKs' types make it, and its
+    # hostile variants
+    for f in sorted(glob.glob(rel("spec/data/calls/*.jsonl"))):
+        seeds += lines(f)
     return seeds
+
+
+def envelope_seeds(args):
+    """The shapes that hold several calls, and the lines refused for the
+    members of two formats or for calls toolgate cannot gate."""
+    (s1, n1, a1), (s2, n2, a2) = args[0], args[2]
+    chat_call = lambda i, n, a: {"id": "call_%d" % i, "type": "function",
+                                 "function": {"name": n, "arguments": json.dumps(a)}}
+    message = {"role": "assistant", "content": None, "refusal": None,
+               "tool_calls": [chat_call(1, n1, a1), chat_call(2, n2, a2)]}
+    item = lambda i, n, a, ns: dict({"type": "function_call", "id": "fc_%d" % i, "call_id": "call_%d" % i,
+                                     "name": n, "arguments": json.dumps(a), "status": "completed"},
+                                    **({"namespace": ns} if ns else {}))
+    block = lambda i, n, a: {"type": "tool_use", "id": "toolu_%d" % i, "name": n, "input": a,
+                             "caller": {"type": "direct"}}
+    request = lambda i, n, a: {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                               "params": {"name": n, "arguments": a}}
+    shapes = [
+        {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+         "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None, "message": message}]},
+        message,
+        {"role": "assistant", "content": "no call", "refusal": None},
+        message["tool_calls"],
+        {"id": "resp_1", "object": "response", "status": "completed",
+         "output": [{"type": "reasoning", "id": "rs_1", "summary": []}, item(1, n1, a1, s1),
+                    {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+                    item(2, n2, a2, s2)]},
+        item(3, n1, a1, None),
+        {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+         "content": [{"type": "text", "text": "t"}, block(1, n1, a1), block(2, n2, a2)],
+         "stop_reason": "tool_use", "stop_sequence": None},
+        [request(1, n1, a1), request(2, n2, a2)],
+        # refused: two formats, unknown shapes, calls the provider runs
+        dict(chat_call(1, n1, a1), **request(1, n2, a2)),
+        dict(block(1, n1, a1), arguments=a2),
+        {"name": n1, "args": a1, "type": "tool_call", "id": "x"},
+        {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": n1, "server_name": "s", "input": a1},
+        {"type": "message", "role": "assistant",
+         "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}]},
+        {"object": "response", "output": [{"type": "web_search_call", "id": "ws", "status": "completed"}]},
+        {"object": "chat.completion.chunk", "choices": []},
+        [chat_call(1, n1, a1), request(2, n2, a2)],
+        # read by two explicit formats (so never under auto)
+        {"object": "chat.completion", "choices": [], "type": "message", "content": []},
+    ]
+    return [dumps(v) for v in shapes]
 
 
 def classify_seeds():
