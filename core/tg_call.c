@@ -64,9 +64,11 @@ static int is_string_equal(const tg_value_t *v, const char *s)
     return str && len == strlen(s) && memcmp(str, s, len) == 0;
 }
 
+/* key (len bytes) is s; the first byte decides most comparisons of the
+ * member lists below without a strlen. */
 static int key_is(const char *key, size_t len, const char *s)
 {
-    return len == strlen(s) && memcmp(key, s, len) == 0;
+    return (len ? key[0] == s[0] : s[0] == '\0') && len == strlen(s) && memcmp(key, s, len) == 0;
 }
 
 /* The index of the string v in the NULL-terminated list, or -1. */
@@ -133,18 +135,22 @@ static int printable_key(const char *key, size_t len)
     return 1;
 }
 
-/* Every member of obj must be in allowed (NULL-terminated); the root
- * object of a one-call line may also carry "context", which the caller
- * judges (tg_call_context). */
+/* Every member of obj must be in allowed (NULL-terminated); found[k] is
+ * then the value of allowed[k], or NULL (one pass: no lookups after it).
+ * The root object of a one-call line may also carry "context", which the
+ * caller judges (tg_call_context). */
 static int only_members(reader *r, const tg_value_t *obj, const char *const *allowed, int root,
-                        const char *what)
+                        const char *what, const tg_value_t **found)
 {
+    for (int k = 0; allowed[k]; k++)
+        found[k] = NULL;
     for (size_t i = 0; i < tg_len(obj); i++) {
         size_t len;
         const char *key = tg_key_at(obj, i, &len);
         int ok = root && key_is(key, len, "context");
         for (int k = 0; !ok && allowed[k]; k++)
-            ok = key_is(key, len, allowed[k]);
+            if ((ok = key_is(key, len, allowed[k])))
+                found[k] = tg_at(obj, i);
         if (ok)
             continue;
         if (printable_key(key, len))
@@ -156,11 +162,10 @@ static int only_members(reader *r, const tg_value_t *obj, const char *const *all
     return TG_OK;
 }
 
-/* The tool name at obj[key]: a non-empty string, else BAD_CALL. */
-static int take_name(reader *r, tg_call_t *c, const tg_value_t *obj, const char *key,
-                     const char *what)
+/* The tool name v (member key of obj): a non-empty string, else BAD_CALL. */
+static int take_name(reader *r, tg_call_t *c, const tg_value_t *v, const tg_value_t *obj,
+                     const char *key, const char *what)
 {
-    const tg_value_t *v = member(obj, key);
     c->name = tg_str(v, &c->name_len);
     if (!c->name || c->name_len == 0)
         return tg_fail(r->err, TG_E_BAD_CALL, at_of(v, obj),
@@ -172,10 +177,9 @@ static int take_name(reader *r, tg_call_t *c, const tg_value_t *obj, const char 
  * "namespace", Anthropic "toolset_name"): absent, or a string ("" is the
  * registry's server of tools tied to none); null too where the SDK type
  * allows it. */
-static int take_server(reader *r, tg_call_t *c, const tg_value_t *obj, const char *key, int null_ok,
+static int take_server(reader *r, tg_call_t *c, const tg_value_t *v, const char *key, int null_ok,
                        const char *what)
 {
-    const tg_value_t *v = member(obj, key);
     if (!v || (null_ok && tg_type_of(v) == TG_NULL))
         return TG_OK;
     c->server = tg_str(v, &c->server_len);
@@ -204,12 +208,12 @@ static int take_args_value(reader *r, tg_call_t *c, const tg_value_t *v, const t
     return TG_OK;
 }
 
-/* OpenAI arguments: JSON text inside a JSON string, parsed under the same
- * limits.  Some clients send it already decoded; an object is taken. */
-static int take_args_string(reader *r, tg_call_t *c, const tg_value_t *holder, const char *key,
-                            const char *what)
+/* The OpenAI arguments string args (member key of holder): JSON text
+ * inside a JSON string, parsed under the same limits (an object is taken
+ * too: some clients send it decoded). */
+static int parse_args_string(reader *r, tg_call_t *c, const tg_value_t *args,
+                             const tg_value_t *holder, const char *key, const char *what)
 {
-    const tg_value_t *args = member(holder, key);
     const char *text;
     size_t len;
     int rc;
@@ -253,29 +257,61 @@ static int take_args_string(reader *r, tg_call_t *c, const tg_value_t *holder, c
     return take_args_value(r, c, tg_doc_root(c->args_doc), holder, key, 0, what);
 }
 
+/* OpenAI arguments, and the reading the SDK's parse helpers add beside
+ * them (ParsedFunction, ParsedResponseFunctionToolCall): parsed_arguments
+ * is null or the same value, else an executor may run either. */
+static int take_args_string(reader *r, tg_call_t *c, const tg_value_t *args,
+                            const tg_value_t *parsed, const tg_value_t *holder, const char *key,
+                            const char *what)
+{
+    int rc = parse_args_string(r, c, args, holder, key, what);
+    if (rc == TG_OK && parsed && tg_type_of(parsed) != TG_NULL && !tg_value_equal(parsed, c->args))
+        return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(parsed),
+                       "\"parsed_arguments\" in %s is not what \"%s\" holds: refusing to guess",
+                       what, key);
+    return rc;
+}
+
 /* ---- one call ---------------------------------------------------------------- */
 
-static const char *const NATIVE_MEMBERS[] = {"server", "name", "arguments", "id", NULL};
+/* The member lists: what each SDK type defines (make-fixtures.mjs checks
+ * them), in the order of the enums that index only_members' found[]. */
+/* clang-format off */
+enum { N_SERVER, N_NAME, N_ARGUMENTS, N_ID, N_END };
+static const char *const NATIVE_MEMBERS[] = {
+    [N_SERVER] = "server", [N_NAME] = "name", [N_ARGUMENTS] = "arguments", [N_ID] = "id",
+    [N_END] = NULL};
+/* clang-format on */
 
 static int read_native(reader *r, const tg_value_t *obj, int root)
 {
     static const char what[] = "a native call";
+    const tg_value_t *m[N_END];
     tg_call_t *c = add_call(r, TG_FORMAT_NATIVE, obj);
     int rc;
     if (!c)
         return TG_E_NOMEM;
-    if ((rc = only_members(r, obj, NATIVE_MEMBERS, root, what)) != TG_OK)
+    if ((rc = only_members(r, obj, NATIVE_MEMBERS, root, what, m)) != TG_OK)
         return rc;
-    if ((rc = take_server(r, c, obj, "server", 0, what)) != TG_OK)
+    if ((rc = take_server(r, c, m[N_SERVER], "server", 0, what)) != TG_OK)
         return rc;
-    c->id = member(obj, "id");
-    if ((rc = take_name(r, c, obj, "name", what)) != TG_OK)
+    c->id = m[N_ID];
+    if ((rc = take_name(r, c, m[N_NAME], obj, "name", what)) != TG_OK)
         return rc;
-    return take_args_value(r, c, member(obj, "arguments"), obj, "arguments", 0, what);
+    return take_args_value(r, c, m[N_ARGUMENTS], obj, "arguments", 0, what);
 }
 
-static const char *const OPENAI_MEMBERS[] = {"id", "type", "function", NULL};
-static const char *const OPENAI_FUNCTION_MEMBERS[] = {"name", "arguments", NULL};
+/* clang-format off */
+enum { O_ID, O_TYPE, O_FUNCTION, O_END };
+static const char *const OPENAI_MEMBERS[] = {
+    [O_ID] = "id", [O_TYPE] = "type", [O_FUNCTION] = "function", [O_END] = NULL};
+/* clang-format on */
+/* clang-format off */
+enum { F_NAME, F_ARGUMENTS, F_PARSED, F_END };
+static const char *const OPENAI_FUNCTION_MEMBERS[] = {
+    [F_NAME] = "name", [F_ARGUMENTS] = "arguments", [F_PARSED] = "parsed_arguments",
+    [F_END] = NULL};
+/* clang-format on */
 
 /* A custom tool call's input is free text for the client's own parser:
  * there are no JSON arguments to check. */
@@ -292,66 +328,75 @@ static int read_openai(reader *r, const tg_value_t *obj, int root, const char *w
 {
     char buf[WHAT_MAX];
     const char *what = describe(buf, where, "an OpenAI tool call");
-    const tg_value_t *type = member(obj, "type"), *fn;
+    const tg_value_t *m[O_END], *f[F_END];
     tg_call_t *c;
     int rc;
 
-    if (is_string_equal(type, "custom"))
+    if (is_string_equal(member(obj, "type"), "custom"))
         return refuse_custom(r, obj, what);
-    if ((rc = only_members(r, obj, OPENAI_MEMBERS, root, what)) != TG_OK)
+    if ((rc = only_members(r, obj, OPENAI_MEMBERS, root, what, m)) != TG_OK)
         return rc;
-    if (type && !is_string_equal(type, "function"))
-        return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(type),
+    if (m[O_TYPE] && !is_string_equal(m[O_TYPE], "function"))
+        return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(m[O_TYPE]),
                        "%s must have \"type\": \"function\"", what);
-    fn = member(obj, "function");
-    if (tg_type_of(fn) != TG_OBJECT)
-        return tg_fail(r->err, TG_E_BAD_CALL, at_of(fn, obj),
+    if (tg_type_of(m[O_FUNCTION]) != TG_OBJECT)
+        return tg_fail(r->err, TG_E_BAD_CALL, at_of(m[O_FUNCTION], obj),
                        "%s must have \"function\" as an object", what);
     if (!(c = add_call(r, TG_FORMAT_OPENAI, obj)))
         return TG_E_NOMEM;
-    c->id = member(obj, "id");
-    if ((rc = only_members(r, fn, OPENAI_FUNCTION_MEMBERS, 0, what)) != TG_OK)
+    c->id = m[O_ID];
+    if ((rc = only_members(r, m[O_FUNCTION], OPENAI_FUNCTION_MEMBERS, 0, what, f)) != TG_OK)
         return rc;
-    if ((rc = take_name(r, c, fn, "name", what)) != TG_OK)
+    if ((rc = take_name(r, c, f[F_NAME], m[O_FUNCTION], "name", what)) != TG_OK)
         return rc;
-    return take_args_string(r, c, fn, "arguments", what);
+    return take_args_string(r, c, f[F_ARGUMENTS], f[F_PARSED], m[O_FUNCTION], "arguments", what);
 }
 
+/* clang-format off */
+enum { FC_TYPE, FC_ID, FC_CALL_ID, FC_NAME, FC_ARGUMENTS, FC_STATUS, FC_CALLER, FC_NAMESPACE, FC_PARSED, FC_END };
 static const char *const FUNCTION_CALL_MEMBERS[] = {
-    "type", "id", "call_id", "name", "arguments", "status", "caller", "namespace", NULL};
+    [FC_TYPE] = "type", [FC_ID] = "id", [FC_CALL_ID] = "call_id", [FC_NAME] = "name",
+    [FC_ARGUMENTS] = "arguments", [FC_STATUS] = "status", [FC_CALLER] = "caller",
+    [FC_NAMESPACE] = "namespace", [FC_PARSED] = "parsed_arguments", [FC_END] = NULL};
+/* clang-format on */
 
-/* A Responses API function_call item (ResponseFunctionToolCall).  Its
- * namespace is the group of tools the function belongs to: the call's
- * server.  The id is call_id, the one a function_call_output answers. */
+/* A Responses API function_call item (ResponseFunctionToolCall, and the
+ * parse helpers' ParsedResponseFunctionToolCall).  Its namespace is the
+ * group of tools the function belongs to: the call's server.  The id is
+ * call_id, the one a function_call_output answers. */
 static int read_function_call(reader *r, const tg_value_t *obj, int root, const char *where)
 {
     char buf[WHAT_MAX];
     const char *what = describe(buf, where, "an OpenAI function_call item");
-    const tg_value_t *call_id;
+    const tg_value_t *m[FC_END];
     tg_call_t *c;
     int rc;
 
-    if ((rc = only_members(r, obj, FUNCTION_CALL_MEMBERS, root, what)) != TG_OK)
+    if ((rc = only_members(r, obj, FUNCTION_CALL_MEMBERS, root, what, m)) != TG_OK)
         return rc;
-    if (!is_string_equal(member(obj, "type"), "function_call"))
+    if (!is_string_equal(m[FC_TYPE], "function_call"))
         return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(obj),
                        "%s must have \"type\": \"function_call\"", what);
-    call_id = member(obj, "call_id");
-    if (!tg_str(call_id, NULL))
-        return tg_fail(r->err, TG_E_BAD_CALL, at_of(call_id, obj),
+    if (!tg_str(m[FC_CALL_ID], NULL))
+        return tg_fail(r->err, TG_E_BAD_CALL, at_of(m[FC_CALL_ID], obj),
                        "%s must have a string \"call_id\"", what);
     if (!(c = add_call(r, TG_FORMAT_OPENAI, obj)))
         return TG_E_NOMEM;
-    c->id = call_id;
-    if ((rc = take_server(r, c, obj, "namespace", 0, what)) != TG_OK)
+    c->id = m[FC_CALL_ID];
+    if ((rc = take_server(r, c, m[FC_NAMESPACE], "namespace", 0, what)) != TG_OK)
         return rc;
-    if ((rc = take_name(r, c, obj, "name", what)) != TG_OK)
+    if ((rc = take_name(r, c, m[FC_NAME], obj, "name", what)) != TG_OK)
         return rc;
-    return take_args_string(r, c, obj, "arguments", what);
+    return take_args_string(r, c, m[FC_ARGUMENTS], m[FC_PARSED], obj, "arguments", what);
 }
 
-static const char *const TOOL_USE_MEMBERS[] = {"type",   "id",           "name",          "input",
-                                               "caller", "toolset_name", "cache_control", NULL};
+/* clang-format off */
+enum { T_TYPE, T_ID, T_NAME, T_INPUT, T_CALLER, T_TOOLSET, T_CACHE, T_END };
+static const char *const TOOL_USE_MEMBERS[] = {
+    [T_TYPE] = "type", [T_ID] = "id", [T_NAME] = "name", [T_INPUT] = "input",
+    [T_CALLER] = "caller", [T_TOOLSET] = "toolset_name", [T_CACHE] = "cache_control",
+    [T_END] = NULL};
+/* clang-format on */
 
 /* An Anthropic tool_use block (ToolUseBlock; cache_control from
  * ToolUseBlockParam, as a logged request carries it).  toolset_name is
@@ -360,56 +405,66 @@ static int read_tool_use(reader *r, const tg_value_t *obj, int root, const char 
 {
     char buf[WHAT_MAX];
     const char *what = describe(buf, where, "an Anthropic tool_use block");
+    const tg_value_t *m[T_END];
     tg_call_t *c;
     int rc;
 
-    if ((rc = only_members(r, obj, TOOL_USE_MEMBERS, root, what)) != TG_OK)
+    if ((rc = only_members(r, obj, TOOL_USE_MEMBERS, root, what, m)) != TG_OK)
         return rc;
-    if (!is_string_equal(member(obj, "type"), "tool_use"))
+    if (!is_string_equal(m[T_TYPE], "tool_use"))
         return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(obj), "%s must have \"type\": \"tool_use\"",
                        what);
     if (!(c = add_call(r, TG_FORMAT_ANTHROPIC, obj)))
         return TG_E_NOMEM;
-    c->id = member(obj, "id");
-    if ((rc = take_server(r, c, obj, "toolset_name", 1, what)) != TG_OK)
+    c->id = m[T_ID];
+    if ((rc = take_server(r, c, m[T_TOOLSET], "toolset_name", 1, what)) != TG_OK)
         return rc;
-    if ((rc = take_name(r, c, obj, "name", what)) != TG_OK)
+    if ((rc = take_name(r, c, m[T_NAME], obj, "name", what)) != TG_OK)
         return rc;
-    return take_args_value(r, c, member(obj, "input"), obj, "input", 0, what);
+    return take_args_value(r, c, m[T_INPUT], obj, "input", 0, what);
 }
 
-static const char *const MCP_MEMBERS[] = {"jsonrpc", "id", "method", "params", NULL};
-static const char *const MCP_PARAMS_MEMBERS[] = {"name", "arguments", "_meta", "task", NULL};
+/* clang-format off */
+enum { M_JSONRPC, M_ID, M_METHOD, M_PARAMS, M_END };
+static const char *const MCP_MEMBERS[] = {
+    [M_JSONRPC] = "jsonrpc", [M_ID] = "id", [M_METHOD] = "method", [M_PARAMS] = "params",
+    [M_END] = NULL};
+/* clang-format on */
+/* clang-format off */
+enum { P_NAME, P_ARGUMENTS, P_META, P_TASK, P_END };
+static const char *const MCP_PARAMS_MEMBERS[] = {
+    [P_NAME] = "name", [P_ARGUMENTS] = "arguments", [P_META] = "_meta", [P_TASK] = "task",
+    [P_END] = NULL};
+/* clang-format on */
 
 /* An MCP tools/call request (JSON-RPC 2.0; CallToolRequestParams). */
 static int read_mcp(reader *r, const tg_value_t *obj, int root, const char *where)
 {
     char buf[WHAT_MAX];
     const char *what = describe(buf, where, "an MCP request");
-    const tg_value_t *method = member(obj, "method"), *params = member(obj, "params");
-    const tg_value_t *jsonrpc = member(obj, "jsonrpc");
+    const tg_value_t *m[M_END], *p[P_END];
     tg_call_t *c;
     int rc;
 
-    if ((rc = only_members(r, obj, MCP_MEMBERS, root, what)) != TG_OK)
+    if ((rc = only_members(r, obj, MCP_MEMBERS, root, what, m)) != TG_OK)
         return rc;
-    if (!is_string_equal(jsonrpc, "2.0"))
-        return tg_fail(r->err, TG_E_BAD_CALL, at_of(jsonrpc, obj),
+    if (!is_string_equal(m[M_JSONRPC], "2.0"))
+        return tg_fail(r->err, TG_E_BAD_CALL, at_of(m[M_JSONRPC], obj),
                        "%s must have \"jsonrpc\": \"2.0\"", what);
-    if (!is_string_equal(method, "tools/call"))
-        return tg_fail(r->err, TG_E_BAD_CALL, at_of(method, obj),
+    if (!is_string_equal(m[M_METHOD], "tools/call"))
+        return tg_fail(r->err, TG_E_BAD_CALL, at_of(m[M_METHOD], obj),
                        "%s must have \"method\": \"tools/call\"", what);
-    if (tg_type_of(params) != TG_OBJECT)
-        return tg_fail(r->err, TG_E_BAD_CALL, at_of(params, obj),
+    if (tg_type_of(m[M_PARAMS]) != TG_OBJECT)
+        return tg_fail(r->err, TG_E_BAD_CALL, at_of(m[M_PARAMS], obj),
                        "%s must have \"params\" as an object", what);
     if (!(c = add_call(r, TG_FORMAT_MCP, obj)))
         return TG_E_NOMEM;
-    c->id = member(obj, "id");
-    if ((rc = only_members(r, params, MCP_PARAMS_MEMBERS, 0, what)) != TG_OK)
+    c->id = m[M_ID];
+    if ((rc = only_members(r, m[M_PARAMS], MCP_PARAMS_MEMBERS, 0, what, p)) != TG_OK)
         return rc;
-    if ((rc = take_name(r, c, params, "name", what)) != TG_OK)
+    if ((rc = take_name(r, c, p[P_NAME], m[M_PARAMS], "name", what)) != TG_OK)
         return rc;
-    return take_args_value(r, c, member(params, "arguments"), params, "arguments", 1, what);
+    return take_args_value(r, c, p[P_ARGUMENTS], m[M_PARAMS], "arguments", 1, what);
 }
 
 /* ---- envelopes ----------------------------------------------------------------- */
@@ -725,27 +780,35 @@ static const char *const ANTHROPIC_TYPES[] = {"tool_use", "message", "server_too
                                               "mcp_tool_use", NULL};
 
 /* The formats whose members obj carries, as bits (1 << format), with the
- * member that showed each. */
+ * member that showed each.  One pass over obj's members. */
 static unsigned claims(const tg_value_t *obj, const char *shown[TG_FORMAT_MCP + 1])
 {
     const tg_value_t *type = member(obj, "type");
     unsigned bits = 0;
+    int has_arguments = 0;
 #define CLAIM(f, why)                                                                              \
     do {                                                                                           \
         if (!(bits & (1u << (f))))                                                                 \
             shown[f] = (why);                                                                      \
         bits |= 1u << (f);                                                                         \
     } while (0)
-    for (size_t k = 0; k < sizeof CLAIMS / sizeof CLAIMS[0]; k++)
-        if (member(obj, CLAIMS[k].key))
-            CLAIM(CLAIMS[k].format, CLAIMS[k].key);
+    for (size_t i = 0; i < tg_len(obj); i++) {
+        size_t len;
+        const char *key = tg_key_at(obj, i, &len);
+        has_arguments |= key_is(key, len, "arguments");
+        for (size_t k = 0; k < sizeof CLAIMS / sizeof CLAIMS[0]; k++)
+            if (key_is(key, len, CLAIMS[k].key)) {
+                CLAIM(CLAIMS[k].format, CLAIMS[k].key);
+                break;
+            }
+    }
     if (string_in(type, OPENAI_TYPES) >= 0)
         CLAIM(TG_FORMAT_OPENAI, "type");
     if (string_in(type, ANTHROPIC_TYPES) >= 0)
         CLAIM(TG_FORMAT_ANTHROPIC, "type");
     /* top-level arguments are a native call's, except in a Responses
      * function_call item, which has its own */
-    if (member(obj, "arguments") && !is_string_equal(type, "function_call"))
+    if (has_arguments && !is_string_equal(type, "function_call"))
         CLAIM(TG_FORMAT_NATIVE, "arguments");
 #undef CLAIM
     return bits;

@@ -198,10 +198,25 @@ static void class3_unknown_shapes(void)
             "must have \"arguments\"", "a function_call item must carry arguments");
     refuses(q("{'type':'function_call','name':'f','arguments':'{}'}"), TG_FORMAT_AUTO,
             TG_E_BAD_CALL, "call_id", "a function_call item must carry call_id");
-    refuses(q("{'type':'function','function':{'name':'f','arguments':'{}','parsed_arguments':"
-              "{'a':2}}}"),
-            TG_FORMAT_OPENAI, TG_E_BAD_CALL, "unknown member \"parsed_arguments\"",
+    refuses(q("{'type':'function','function':{'name':'f','arguments':'{}','strict':true}}"),
+            TG_FORMAT_OPENAI, TG_E_BAD_CALL, "unknown member \"strict\"",
             "function's members are strict too");
+    /* the SDK's parse helpers add parsed_arguments: one reading, or none */
+    refuses(q("{'type':'function','function':{'name':'f','arguments':'{\\'a\\':1}',"
+              "'parsed_arguments':{'a':2}}}"),
+            TG_FORMAT_OPENAI, TG_E_BAD_CALL, "refusing to guess",
+            "parsed_arguments that differ from arguments");
+    refuses(q("{'type':'function_call','call_id':'c','name':'f','arguments':{'a':1},"
+              "'parsed_arguments':{}}"),
+            TG_FORMAT_AUTO, TG_E_BAD_CALL, "parsed_arguments",
+            "... beside arguments given as an object too");
+    reads(q("{'type':'function','function':{'name':'f','arguments':'{\\'a\\':1.0}',"
+            "'parsed_arguments':{'a':1}}}"),
+          TG_FORMAT_AUTO, TG_SHAPE_OPENAI, "- f {\"a\":1}", "parsed_arguments equal to arguments");
+    reads(q("{'type':'function_call','call_id':'c','name':'f','arguments':'{}',"
+            "'parsed_arguments':null}"),
+          TG_FORMAT_AUTO, TG_SHAPE_OPENAI_FUNCTION_CALL, "- f {}",
+          "parsed_arguments null (what ResponseStream writes)");
     refuses(q("{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'f','args':{}}}"),
             TG_FORMAT_AUTO, TG_E_BAD_CALL, "unknown member \"args\" in an MCP request",
             "MCP params are strict");
