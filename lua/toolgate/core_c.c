@@ -53,7 +53,8 @@ typedef struct {
 } node_ud;
 typedef struct {
     tg_call_t *c;
-} call_ud; /* a call from decode_call; a view (calls:at) has its set as 2nd user value */
+    int view; /* from calls:at, its set the second user value; else from decode_call */
+} call_ud;
 typedef struct {
     tg_calls_t *s;
 } calls_ud;
@@ -551,7 +552,7 @@ static int l_engine_decode_call(lua_State *L)
     const char *s = check_string(L, 2, &len);
     int format = luaL_checkoption(L, 3, "auto", format_names);
     tg_error_t err;
-    call_ud *c = new_child(L, sizeof *c, CALL_MT, 1, 2);
+    call_ud *c = new_child(L, sizeof *c, CALL_MT, 1, 1);
     if (tg_call_decode(u->e, s, len, format, &c->c, &err) != TG_OK)
         return push_error(L, &err, 1);
     return 1;
@@ -603,7 +604,10 @@ static int l_calls_shape(lua_State *L)
 static int l_calls_at(lua_State *L)
 {
     tg_calls_t *s = check_calls(L);
-    lua_Integer i = luaL_checkinteger(L, 2);
+    lua_Integer i;
+    if (lua_type(L, 2) != LUA_TNUMBER) /* no string coercion: as in the FFI binding */
+        luaL_typeerror(L, 2, "number");
+    i = luaL_checkinteger(L, 2);
     const tg_call_t *v = i >= 1 ? tg_calls_at(s, (size_t)(i - 1)) : NULL;
     call_ud *c;
     if (!v)
@@ -612,23 +616,17 @@ static int l_calls_at(lua_State *L)
     c = new_child(L, sizeof *c, CALL_MT, -1, 2);
     lua_remove(L, -2);
     memcpy(&c->c, &v, sizeof v); /* a view: never freed through it */
+    c->view = 1;
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 2);
     return 1;
 }
 
 /* A view is freed with its set, never by itself. */
-static int is_view(lua_State *L, int i)
-{
-    int view = lua_getiuservalue(L, i, 2) != LUA_TNIL;
-    lua_pop(L, 1);
-    return view;
-}
-
 static int l_call_gc(lua_State *L)
 {
     call_ud *c = luaL_checkudata(L, 1, CALL_MT);
-    if (!is_view(L, 1))
+    if (!c->view)
         tg_call_free(c->c);
     c->c = NULL;
     return 0;
@@ -637,7 +635,7 @@ static int l_call_gc(lua_State *L)
 static tg_call_t *check_call(lua_State *L)
 {
     call_ud *c = luaL_checkudata(L, 1, CALL_MT);
-    if (is_view(L, 1)) {
+    if (c->view) {
         calls_ud *set;
         lua_getiuservalue(L, 1, 2);
         set = lua_touserdata(L, -1);
@@ -653,7 +651,7 @@ static tg_call_t *check_call(lua_State *L)
 /* Pushes the node v of call 1: a view's nodes belong to its set. */
 static int push_call_node(lua_State *L, const tg_value_t *v)
 {
-    if (!is_view(L, 1))
+    if (!((call_ud *)lua_touserdata(L, 1))->view)
         return push_node(L, v, 1);
     lua_getiuservalue(L, 1, 2);
     push_node(L, v, -1);
