@@ -321,3 +321,92 @@ describe("class 13: toolgate writes a decision for every line, whatever it holds
     for i, d in ipairs(ds) do assert.equal(i, d.line) end
   end)
 end)
+
+describe("class 3: an unknown call shape is never a call without arguments", function()
+  local function everything()
+    return assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung" } },
+      registry = { REG .. "mcp-everything.json" } }))
+  end
+  -- both were read as native calls with {} arguments, and accepted (count
+  -- defaults to 3), while the executor would run them with count 999
+  local langchain = '{"name":"get-resource-links","args":{"count":999},"type":"tool_call","id":"call_1"}'
+  local mcp_tool_use = '{"type":"mcp_tool_use","id":"mcptoolu_1","name":"get-resource-links",'
+    .. '"server_name":"everything","input":{"count":999}}'
+
+  it("refuses a LangChain tool call, naming the member a native call does not have", function()
+    local e = everything()
+    local d = e:check(langchain)
+    assert.same({ "reject", "decode", "BAD_CALL" }, { d.verdict, d.stage, d.code })
+    assert.matches('unknown member "args" in a native call', d.message, 1, true)
+    -- with its real arguments the same call is an H3
+    assert.equal("H3", e:check('{"name":"get-resource-links","arguments":{"count":999}}').code)
+  end)
+
+  it("refuses an Anthropic mcp_tool_use block: Anthropic runs it, not the caller", function()
+    local d = everything():check(mcp_tool_use)
+    assert.same({ "reject", "UNSUPPORTED_CALL" }, { d.verdict, d.code })
+    assert.matches("mcp_tool_use", d.message, 1, true)
+  end)
+
+  it("refuses a native call without arguments, or with a member it does not know", function()
+    local e = everything()
+    local d = e:check('{"name":"get-resource-links"}')
+    assert.equal("BAD_CALL", d.code)
+    assert.matches('"arguments"', d.message, 1, true)
+    d = e:check('{"name":"get-resource-links","arguments":{},"count":999}')
+    assert.equal("BAD_CALL", d.code)
+    assert.matches('unknown member "count"', d.message, 1, true)
+  end)
+
+  it("toolgate check refuses them too", function()
+    local code, out = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --fail-on reject"
+      .. " --registry examples/registries/mcp-everything.json", langchain .. "\n" .. mcp_tool_use .. "\n")
+    assert.equal(1, code)
+    local ds = decisions(out)
+    assert.same({ "BAD_CALL", "UNSUPPORTED_CALL" }, { ds[1].code, ds[2].code })
+  end)
+end)
+
+describe("class 4: a line in two formats is never read one way", function()
+  -- read as MCP (read_text_file) and accepted, while an OpenAI executor
+  -- runs write_file
+  local mixed = '{"type":"function","id":"c1","function":{"name":"write_file","arguments":'
+    .. '"{\\"path\\":\\"/srv/a\\",\\"content\\":\\"x\\"}"},"jsonrpc":"2.0","method":"tools/call",'
+    .. '"params":{"name":"read_text_file","arguments":{"path":"/srv/a"}}}'
+
+  it("refuses OpenAI function with MCP method and params under auto", function()
+    local d = fs_engine():check(mixed)
+    assert.same({ "reject", "decode", "BAD_CALL" }, { d.verdict, d.stage, d.code })
+    assert.matches("members of both an OpenAI tool call", d.message, 1, true)
+    assert.matches("refusing to guess", d.message, 1, true)
+  end)
+
+  it("refuses Anthropic input with native arguments, and type tool_use with function", function()
+    local e = fs_engine()
+    for _, line in ipairs({
+      '{"type":"tool_use","id":"t","name":"read_text_file","input":{"path":"/a"},"arguments":{"path":"/b"}}',
+      '{"type":"tool_use","id":"t","name":"read_text_file","input":{"path":"/a"},'
+        .. '"function":{"name":"write_file","arguments":"{}"}}',
+      '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"},"method":"tools/call"}',
+    }) do
+      local d = e:check(line)
+      assert.equal("BAD_CALL", d.code, line)
+      assert.matches("refusing to guess", d.message, 1, true)
+    end
+  end)
+
+  it("under an explicit --format, the other format's members are unknown members", function()
+    local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy mcp"
+      .. " --registry examples/registries/mcp-filesystem.json --format "
+    local code, out = h.run(base .. "openai", mixed .. "\n")
+    assert.equal(0, code)
+    local d = decisions(out)[1]
+    assert.equal("BAD_CALL", d.code)
+    assert.matches('unknown member "jsonrpc" in an OpenAI tool call', d.message, 1, true)
+    code, out = h.run(base .. "mcp", mixed .. "\n")
+    assert.equal(0, code)
+    d = decisions(out)[1]
+    assert.equal("BAD_CALL", d.code)
+    assert.matches('unknown member "function" in an MCP request', d.message, 1, true)
+  end)
+end)

@@ -108,6 +108,40 @@ describe("toolgate check", function()
     assert.equal(0, code)
   end)
 
+  it("writes a decision per call of a line (line, index, format), none for a line of no call", function()
+    local read = '{"id":"c1","type":"function","function":{"name":"read_text_file","arguments":"{\\"path\\":\\"/a\\"}"}}'
+    local bad = '{"id":"c2","type":"function","function":{"name":"read_txt_file","arguments":"{}"}}'
+    local input = table.concat({
+      '{"role":"assistant","content":null,"tool_calls":[' .. read .. "," .. bad .. "," .. read .. "]}",
+      '{"role":"assistant","content":"No call.","refusal":null}',
+      "[" .. read .. "]",
+      '{"name":"get-resource-links","args":{"count":999}}',
+    }, "\n") .. "\n"
+    local code, out, err = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check " .. regs, input)
+    assert.equal(0, code, err)
+    local got = {}
+    for _, d in ipairs(decisions(out)) do
+      got[#got + 1] = { d.line, d.index or -1, d.format or "-", d.code or d.verdict, d.id or "-" }
+    end
+    assert.same({
+      { 1, 0, "openai-message", "accept", "c1" }, { 1, 1, "openai-message", "H1", "c2" },
+      { 1, 2, "openai-message", "accept", "c1" },
+      { 3, 0, "openai-tool-calls", "accept", "c1" },
+      { 4, -1, "-", "BAD_CALL", "-" },
+    }, got)
+  end)
+
+  it("--fail-on counts calls: one refused call of a line is enough", function()
+    local ok = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_graph","arguments":{}}}'
+    local nope = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_grph","arguments":{}}}'
+    local code = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --fail-on reject " .. regs,
+      "[" .. ok .. "," .. ok .. "]\n")
+    assert.equal(0, code)
+    code = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --fail-on reject " .. regs,
+      "[" .. ok .. "," .. nope .. "]\n")
+    assert.equal(1, code)
+  end)
+
   it("uses --server for calls that name none, and --also for H5", function()
     local code, out = h.run("cd " .. h.root .. " && " .. h.lua ..
       " bin/toolgate check --also --server filesystem " .. regs,

@@ -62,6 +62,73 @@ describe("the pipeline", function()
   end)
 end)
 
+describe("lines of several calls", function()
+  local function tool_call(id, name, args)
+    return string.format('{"id":"%s","type":"function","function":{"name":"%s","arguments":%q}}', id, name, args)
+  end
+  local chat = '{"object":"chat.completion","id":"x","choices":[{"index":0,"message":{"role":"assistant",'
+    .. '"content":null,"tool_calls":[' .. tool_call("c1", "read_log", '{"n":1}') .. ","
+    .. tool_call("c2", "reboot", "{}") .. "]}}]}"
+
+  it("check_all decides each call in order, with index, format and id, on one snapshot", function()
+    local e = engine({ stages = { "rung" } })
+    local ds = e:check_all(chat, { server = "ops" })
+    assert.equal(2, #ds)
+    assert.same({ "accept", 0, "openai-chat", "c1", "read_log" },
+      { ds[1].verdict, ds[1].index, ds[1].format, ds[1].id, ds[1].tool })
+    assert.same({ "H1", 1, "openai-chat", "c2" }, { ds[2].code, ds[2].index, ds[2].format, ds[2].id })
+    assert.equal(ds[1].registry_hash, ds[2].registry_hash)
+    assert.equal(toolgate.hash('{"n":1}'), ds[1].args_digest)
+  end)
+
+  it("check refuses a line of several calls, or of none, saying how many and what decides them", function()
+    local e = engine({ stages = { "rung" } })
+    local d = e:check(chat, { server = "ops" })
+    assert.same({ "reject", "decode", "BAD_CALL" }, { d.verdict, d.stage, d.code })
+    assert.matches("the line (openai-chat) holds 2 calls", d.message, 1, true)
+    assert.matches("check_all", d.message, 1, true)
+    local text = '{"type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}]}'
+    d = e:check(text)
+    assert.equal("BAD_CALL", d.code)
+    assert.matches("holds 0 calls", d.message, 1, true)
+    local none = e:check_all(text)
+    assert.equal(0, #none)
+    assert.equal("[]", toolgate.canon_value(none))
+  end)
+
+  it("check reads the one call of an envelope", function()
+    local e = engine({ stages = { "rung" } })
+    local line = '{"type":"message","role":"assistant","content":[{"type":"text","text":"Reading."},'
+      .. '{"type":"tool_use","id":"toolu_1","name":"read_log","input":{"n":2}}]}'
+    local d = e:check(line, { server = "ops" })
+    assert.same({ "accept", "toolu_1" }, { d.verdict, d.id })
+    assert.is_nil(d.index)
+    assert.is_nil(d.format) -- check_all's decisions say the shape
+    assert.equal("anthropic-message", e:check_all(line, { server = "ops" })[1].format)
+  end)
+
+  it("check_all gives a line that cannot be decoded, or a table call, one decision", function()
+    local e = engine({ stages = { "rung" } })
+    local ds = e:check_all('{"object":"chat.completion","choices":[{"message":{"role":"assistant",'
+      .. '"tool_calls":[' .. tool_call("c1", "read_log", '{"n":') .. "]}}]}")
+    assert.equal(1, #ds)
+    assert.same({ "reject", "decode", "BAD_ARGUMENTS" }, { ds[1].verdict, ds[1].stage, ds[1].code })
+    assert.is_nil(ds[1].index)
+    ds = e:check_all(call("read_log", { n = 1 }))
+    assert.same({ 1, "accept", 0, "native" }, { #ds, ds[1].verdict, ds[1].index, ds[1].format })
+  end)
+
+  it("refuses the context of an envelope as of any call line, unless the input is trusted", function()
+    local line = chat:sub(1, -2) .. ',"context":{"scopes":["logs:read"]}}'
+    local ds = engine({ stages = { "rung" } }):check_all(line, { server = "ops" })
+    assert.same({ 1, "CONTEXT_IN_CALL", "openai-chat" }, { #ds, ds[1].code, ds[1].format })
+    local e = assert(toolgate.new({ policy = policy({ stages = { "rung" } }), registry = { DATA .. "contracts.json" },
+      trust_call_context = true }))
+    ds = e:check_all(line, { server = "ops" })
+    assert.same({ 2, "accept", "H1" }, { #ds, ds[1].verdict, ds[2].code })
+  end)
+end)
+
 describe("the causal gate (H4)", function()
   local e = engine({ stages = { "rung", "gate" } })
 

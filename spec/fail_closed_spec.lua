@@ -19,7 +19,7 @@ local DATA = h.root .. "/spec/data/registries/"
 
 -- The binding's methods that can fail, by class.
 local FALLIBLE = {
-  engine = { "canon", "hash", "parse", "decode_call", "agree", "pointer_agreement", "decider" },
+  engine = { "canon", "hash", "parse", "decode_call", "decode_calls", "agree", "pointer_agreement", "decider" },
   decider = { "check", "answer", "next" },
   policy = { "context" },
   node = { "canon", "hash", "digest", "exact" },
@@ -144,6 +144,46 @@ describe("failing closed", function()
       property(e:snapshot(), function() return e:check(text) end, tally)
     end
     report("check", tally)
+  end)
+
+  it("a core fault at any point of a check_all never passes every call of the line", function()
+    local e = assert(toolgate.new({
+      policy = { name = "fc", version = "1", stages = { "rung", "gate", "verifier" } },
+      registry = { REG .. "mcp-filesystem.json", REG .. "mcp-memory.json" },
+      context = { max_risk = "critical" },
+    }))
+    local function tool_call(i, name, args)
+      return string.format('{"id":"c%d","type":"function","function":{"name":"%s","arguments":%q}}', i, name, args)
+    end
+    local function block(i, name, args)
+      return string.format('{"type":"tool_use","id":"t%d","name":"%s","input":%s}', i, name, args)
+    end
+    local read, graph = '{"path":"/srv/a"}', "{}"
+    local envelopes = {
+      '{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,'
+        .. '"tool_calls":[' .. tool_call(1, "read_text_file", read) .. "," .. tool_call(2, "read_graph", graph)
+        .. "]}}]}",
+      '{"type":"message","role":"assistant","content":[{"type":"text","text":"x"},'
+        .. block(1, "read_text_file", read) .. "," .. block(2, "read_graph", graph) .. "]}",
+      '{"object":"response","output":[{"type":"function_call","call_id":"c","name":"read_graph",'
+        .. '"arguments":"{}"},{"type":"function_call","call_id":"d","name":"read_text_file","arguments":'
+        .. string.format("%q", read) .. "}]}",
+      '[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_graph"}},'
+        .. '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_text_file","arguments":'
+        .. read .. "}}]",
+    }
+    local tally = new_tally()
+    for _, text in ipairs(envelopes) do
+      for _, m in ipairs(mutations(text, rnd)) do
+        -- the line passes when every one of its calls is accepted
+        property(e:snapshot(), function()
+          local ds = e:check_all(m)
+          for _, d in ipairs(ds) do if d.verdict ~= "accept" then return d end end
+          return #ds > 0 and { verdict = "accept" } or { verdict = "empty" }
+        end, tally)
+      end
+    end
+    report("check_all", tally)
   end)
 
   it("a core fault at any point of a verify is never an accept", function()

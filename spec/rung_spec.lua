@@ -139,6 +139,16 @@ describe("the Resolution Rung on real MCP registries", function()
       { string.format('{"type":"tool_use","id":"toolu_1","name":"read_text_file","input":%s}', args), "auto" },
       { string.format('{"jsonrpc":"2.0","id":3,"method":"tools/call",'
           .. '"params":{"name":"read_text_file","arguments":%s}}', args), "mcp" },
+      -- the one call of each envelope
+      { string.format('{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",'
+          .. '"content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"read_text_file",'
+          .. '"arguments":%q}}]}}]}', args), "auto" },
+      { string.format('{"object":"response","output":[{"type":"reasoning","id":"r","summary":[]},'
+          .. '{"type":"function_call","call_id":"c","name":"read_text_file","arguments":%q}]}', args), "openai" },
+      { string.format('{"type":"message","role":"assistant","content":[{"type":"text","text":"ok"},'
+          .. '{"type":"tool_use","id":"t","name":"read_text_file","input":%s}]}', args), "auto" },
+      { string.format('[{"jsonrpc":"2.0","id":3,"method":"tools/call",'
+          .. '"params":{"name":"read_text_file","arguments":%s}}]', args), "auto" },
     }
     for _, f in ipairs(forms) do
       local d = decide(f[1], f[2], "filesystem")

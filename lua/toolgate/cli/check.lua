@@ -10,10 +10,15 @@ usage: toolgate check [--policy FILE|NAME] [--registry [SERVER=]FILE]... [option
 
 Runs the policy's stages (by default the Resolution Rung, the causal gate
 and the contract verifier) on each tool call in FILE (or standard input),
-one JSON object per line, and writes one decision per line:
+one JSON value per line, and writes one decision per call, in order:
   {"verdict":"accept|reject|defer","stage":"decode|rung|gate|...",
    "code":"H1|H2|H3|H4|...","path":"/json/pointer","message":"...",
-   "server":"...","tool":"...","policy_version":"...","registry_hash":"...",...}
+   "server":"...","tool":"...","line":N,"index":I,"format":"openai-chat",
+   "policy_version":"...","registry_hash":"...",...}
+A line may hold several calls (a chat.completion, a message, a Responses
+API response, an Anthropic message, an MCP batch): each gets its decision,
+with index counting from 0; a line of no call (a text-only message) writes
+nothing; a line that cannot be decoded gets one reject without index.
 
   --policy FILE|NAME        a policy file, or a shipped policy by name: default
                             (the default), strict, mcp, example
@@ -29,8 +34,10 @@ one JSON object per line, and writes one decision per line:
   --line-context            trust the input: merge each line's "context" over
                             --context (for replaying recorded traffic whose
                             contexts you trust; never for what a model wrote)
-  --format FMT              call format: auto (default), native, openai,
-                            anthropic, mcp
+  --format FMT              call format: auto (default: told by the members
+                            only one format has; a line with the members of
+                            two is refused), native, openai, anthropic, mcp
+                            (only that format's shapes, read strictly)
   --server NAME             server for calls that name none
   --also                    for accepted calls, list the other tools whose input
                             schemas also accept the arguments (H5)
@@ -39,13 +46,23 @@ one JSON object per line, and writes one decision per line:
                             output is the same bytes whatever N.  A policy
                             with custom stages or its own gate rule decides
                             on one thread
-  --fail-on VERDICT         exit 1 if any decision has this verdict
+  --fail-on VERDICT         exit 1 if any call's decision has this verdict
+
+Shapes (the decision's "format"): native {"server","name","arguments"};
+openai (a Chat Completions tool call), openai-tool-calls (a bare array of
+them), openai-message, openai-chat (a chat.completion),
+openai-function-call (a Responses API function_call item),
+openai-responses (a Responses API response); anthropic (a tool_use block),
+anthropic-message; mcp (a tools/call request), mcp-batch.  A call object
+with a member its SDK type does not define is refused (BAD_CALL names it).
 
 Codes: H1 unknown or ambiguous tool; H2 undeclared or missing key; H3 a
 value failing its check; H4 outside the caller's scopes or risk; BAD_CALL,
 BAD_ARGUMENTS and the JSON error codes for lines that cannot be decoded;
-POLICY_ERROR when a policy function fails.  Nothing that cannot be checked
-is ever accepted.
+UNSUPPORTED_CALL for a call toolgate cannot gate (one the provider runs
+itself, such as Anthropic server_tool_use or an OpenAI web_search_call,
+or one without JSON arguments); POLICY_ERROR when a policy function fails.
+Nothing that cannot be checked is ever accepted.
 
 exit status: 0 done, 1 --fail-on matched (or a line met an internal error:
 it gets an INTERNAL_ERROR reject and a note on stderr), 2 bad usage, or a
