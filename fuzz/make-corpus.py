@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Builds the fuzzers' seed corpora (fuzz/corpus/<target>/) from the
-repository's test data: example documents and calls, the registries' tool
+repository's test data: example documents and calls (and the SDKs' call
+shapes of spec/data/calls/sdk.jsonl), the registries' tool
 schemas (spec/data/registries, examples/registries), argument objects of
 simulated plans (examples/seed-demo/generate.py), and a few hand-written
 inputs for what the data does not show (each call format against
@@ -223,8 +224,7 @@ def call_seeds():
     seeds += envelope_seeds(args)
     # the SDK fixtures: every shape as the SDKs' types make it, and its
     # hostile variants
-    for f in sorted(glob.glob(rel("spec/data/calls/*.jsonl"))):
-        seeds += lines(f)
+    seeds += lines(rel("spec/data/calls/sdk.jsonl"))
     return seeds
 
 

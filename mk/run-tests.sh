@@ -51,22 +51,25 @@ if [ ! -d "$LOCPATH/de_DE.UTF-8" ]; then
   localedef -i de_DE -f UTF-8 "$LOCPATH/de_DE.UTF-8" >"$logs/localedef.log" 2>&1 ||
     echo "warning: localedef de_DE.UTF-8 failed (see $logs/localedef.log)"
 fi
-# The npm peers the differential specs compare against (pinned in bench/).
+# The npm peers the differential specs compare against (pinned in bench/)
+# and the SDKs the call fixtures come from (pinned in spec/sdk/).
 # If the registry cannot be reached (a network that refuses it, a TLS proxy
 # whose CA this machine lacks), those specs are reported as skipped, with
 # the reason, rather than passed: anything else that stops npm ci fails them.
-if [ ! -f bench/node_modules/canonicalize/package.json ]; then
-  npm ci --prefix bench --no-audit --no-fund >"$logs/npm-bench.log" 2>&1 || {
-    echo "warning: npm ci --prefix bench failed:"
-    grep -m3 'ERR!' "$logs/npm-bench.log" | sed 's/^/  /'
+for npm_dir in bench spec/sdk; do
+  [ -f "$npm_dir/node_modules/.package-lock.json" ] && continue
+  npm_log="$logs/npm-$(basename "$npm_dir").log"
+  npm ci --prefix "$npm_dir" --no-audit --no-fund >"$npm_log" 2>&1 || {
+    echo "warning: npm ci --prefix $npm_dir failed:"
+    grep -m3 'ERR!' "$npm_log" | sed 's/^/  /'
     reason=$(grep -m1 -oE 'code (E[A-Z_]+|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_[A-Z_]+|CERT_[A-Z_]+)' \
-      "$logs/npm-bench.log" | head -1)
+      "$npm_log" | head -1)
     case "$reason" in
       *ENOTFOUND*|*ETIMEDOUT*|*ECONNREFUSED*|*ECONNRESET*|*EAI_AGAIN*|*SELF_SIGNED*|*UNABLE_TO_*|*CERT_*)
         export TOOLGATE_NPM_UNAVAILABLE="npm registry unreachable ($reason)" ;;
     esac
   }
-fi
+done
 export TOOLGATE_ROOT="$PWD" TG_SPEC_DATA="$PWD/spec/data"
 # The official JSON Schema Test Suite is read from the shared data beside the
 # checkout (never copied in); test_schema_suite says so when it is absent.

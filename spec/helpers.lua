@@ -68,13 +68,15 @@ function M.toolgate(args, stdin)
   return M.run(M.lua .. " " .. M.root .. "/bin/toolgate " .. args, stdin)
 end
 
--- npm_peer(package, pending) -> true when bench/node_modules has the
--- package.  When make test could not reach the npm registry
--- (TOOLGATE_NPM_UNAVAILABLE, set by mk/run-tests.sh), the test is marked
--- pending -- reported as skipped, with the reason -- and this returns false;
--- otherwise a missing package fails the test.
-function M.npm_peer(package, pending)
-  local f = io.open(M.root .. "/bench/node_modules/" .. package .. "/package.json")
+-- npm_peer(package, pending[, dir]) -> true when dir/node_modules (dir:
+-- "bench" unless given, relative to the root) has the package.  When make
+-- test could not reach the npm registry (TOOLGATE_NPM_UNAVAILABLE, set by
+-- mk/run-tests.sh), the test is marked pending -- reported as skipped, with
+-- the reason -- and this returns false; otherwise a missing package fails
+-- the test.
+function M.npm_peer(package, pending, dir)
+  dir = dir or "bench"
+  local f = io.open(M.root .. "/" .. dir .. "/node_modules/" .. package .. "/package.json")
   if f then
     f:close()
     if M.have("node") then return true end
@@ -84,7 +86,8 @@ function M.npm_peer(package, pending)
     pending("needs npm " .. package .. ", and " .. why)
     return false
   end
-  error("node and bench/node_modules/" .. package .. " are needed (make test installs them: npm ci --prefix bench)", 2)
+  error("node and " .. dir .. "/node_modules/" .. package .. " are needed (make test installs them: npm ci --prefix "
+    .. dir .. ")", 2)
 end
 
 function M.have(cmd)
