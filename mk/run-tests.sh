@@ -56,8 +56,10 @@ fi
 # If the registry cannot be reached (a network that refuses it, a TLS proxy
 # whose CA this machine lacks), those specs are reported as skipped, with
 # the reason, rather than passed: anything else that stops npm ci fails them.
+# npm ci runs again when package-lock.json is newer than what was installed
+# from it (npm's own hidden lockfile), so a peer added later is installed.
 for npm_dir in bench spec/sdk; do
-  [ -f "$npm_dir/node_modules/.package-lock.json" ] && continue
+  [ "$npm_dir/node_modules/.package-lock.json" -nt "$npm_dir/package-lock.json" ] && continue
   npm_log="$logs/npm-$(basename "$npm_dir").log"
   npm ci --prefix "$npm_dir" --no-audit --no-fund >"$npm_log" 2>&1 || {
     echo "warning: npm ci --prefix $npm_dir failed:"
