@@ -103,7 +103,7 @@ same "$(echo '{"server":"filesystem","name":"read_fil","arguments":{}}' |
   (cd /tmp && clean_env "$tg" check --policy strict \
     --registry "filesystem=$top/examples/registries/mcp-filesystem.json") |
   grep -o '"code":"H1".*"policy_version":"strict@[^"]*"' | sed 's/@.*//')" \
-  '"code":"H1","line":1,"message":"no tool \"read_fil\" on server \"filesystem\"","policy_version":"strict' \
+  '"code":"H1","format":"native","index":0,"line":1,"message":"no tool \"read_fil\" on server \"filesystem\"","policy_version":"strict' \
   "the installed toolgate check --policy strict finds the installed policy by name"
 
 # The interpreters' default paths with /usr/local/ moved to the scratch
