@@ -13,6 +13,8 @@
  */
 #include "tg_decide.h"
 
+#include <stdio.h>
+
 tg_decider_t *tg_decider_new(tg_engine_t *e, tg_error_t *err)
 {
     tg_decider_t *d;
@@ -36,8 +38,10 @@ tg_decider_t *tg_decider_new(tg_engine_t *e, tg_error_t *err)
 
 static void end_call(tg_decider_t *d)
 {
-    tg_call_free(d->call);
+    tg_calls_free(d->calls);
+    d->calls = NULL;
     d->call = NULL;
+    d->lines_pending = 0;
     if (d->merged_live) {
         tg_arena_free(&d->merged.arena);
         d->merged_live = 0;
@@ -433,6 +437,7 @@ static int refuse_at(tg_decider_t *d, const char *code, const char *message, siz
     return finish(d, out, err);
 }
 
+/* The whole text refused after it decoded: no call of it is decided. */
 static int refuse_at_decode(tg_decider_t *d, const char *code, const char *message,
                             tg_outcome_t *out, tg_error_t *err)
 {
@@ -462,11 +467,31 @@ static int merge_context(tg_decider_t *d, const tg_value_t *own, tg_error_t *err
     return tg_context_read(m, own, err);
 }
 
+/* Starts call d->call_index of the text and runs its stages. */
+static int start_call(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
+{
+    d->call = tg_calls_at(d->calls, d->call_index);
+    d->tool = -1;
+    d->has_digest = d->rung_ran = d->decode_failed = 0;
+    d->next_stage = d->n_ran = d->n_obj = 0;
+    d->paused_at = TG_DECODE_STAGE;
+    tg_buf_reset(&d->texts);
+    d->server = tg_call_server(d->call, &d->server_len);
+    if (!d->server && d->ctx && d->ctx->server.s) {
+        d->server = d->ctx->server.s;
+        d->server_len = d->ctx->server.len;
+    }
+    d->name = tg_call_name(d->call, &d->name_len);
+    d->args = tg_call_arguments(d->call);
+    return run(d, out, err);
+}
+
 int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *json,
              size_t len, int format, int flags, size_t line, tg_outcome_t *out, tg_error_t *err)
 {
     tg_error_t cerr;
     const tg_value_t *own;
+    size_t n;
     int rc;
 
     tg_error_clear(err);
@@ -485,31 +510,56 @@ int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, con
     d->tool = -1;
     d->has_digest = d->rung_ran = d->decode_failed = 0;
     d->next_stage = d->n_ran = d->n_obj = 0;
-    d->calls_left = 0;
+    d->call_index = 0;
     d->flags = flags;
     d->paused_at = TG_DECODE_STAGE;
     tg_buf_reset(&d->texts);
 
-    rc = tg_call_decode(d->e, json, len, format, &d->call, &cerr);
+    rc = tg_calls_decode(d->e, json, len, format, &d->calls, &cerr);
     if (rc == TG_E_NOMEM)
         return tg_fail(err, rc, TG_NO_OFFSET, "out of memory");
     if (rc != TG_OK)
         return refuse_at(d, tg_code_name(cerr.code), cerr.message, cerr.offset, out, err);
-    own = tg_call_context(d->call);
+    n = tg_calls_count(d->calls);
+    if ((flags & TG_CHECK_ONE) && n != 1) {
+        char message[TG_ERROR_MESSAGE_MAX];
+        snprintf(message, sizeof message,
+                 "the text (%s) holds %zu calls: one decision is about one call (toolgate check "
+                 "and engine:check_all decide each)",
+                 tg_call_shape_name(tg_calls_shape(d->calls)), n);
+        return refuse_at_decode(d, "BAD_CALL", message, out, err);
+    }
+    if (n == 0) {
+        out->status = TG_NO_MORE_CALLS; /* a text-only message: nothing to decide */
+        return TG_OK;
+    }
+    /* the context is the text's (its root's member): one rule for every call */
+    own = tg_call_context(tg_calls_at(d->calls, 0));
     if (own && !(flags & TG_CHECK_TRUST_CONTEXT))
         return refuse_at_decode(d, "CONTEXT_IN_CALL", context_refused, out, err);
     if (own && own->type != TG_OBJECT)
         return refuse_at_decode(d, "BAD_CALL", "a call's \"context\" must be an object", out, err);
     if (own && (rc = merge_context(d, own, err)) != TG_OK)
         return rc;
-    d->server = tg_call_server(d->call, &d->server_len);
-    if (!d->server && d->ctx && d->ctx->server.s) {
-        d->server = d->ctx->server.s;
-        d->server_len = d->ctx->server.len;
+    return start_call(d, out, err);
+}
+
+/* Appends decided outcomes of the text in progress to out and goes on
+ * with its next calls, until they are done (TG_NO_MORE_CALLS) or one waits
+ * for the host. */
+static int drain_calls(tg_decider_t *d, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o,
+                       tg_error_t *err)
+{
+    int rc = TG_OK;
+    while (rc == TG_OK && o->status == TG_DECIDED) {
+        verdicts[o->verdict]++;
+        if ((rc = tg_buf_append(out, o->json, o->json_len, err)) != TG_OK ||
+            (rc = tg_buf_append(out, "\n", 1, err)) != TG_OK)
+            break;
+        rc = tg_check_next(d, o, err);
     }
-    d->name = tg_call_name(d->call, &d->name_len);
-    d->args = tg_call_arguments(d->call);
-    return run(d, out, err);
+    d->lines_pending = rc == TG_OK && o->status == TG_NEEDS_STAGE;
+    return rc;
 }
 
 int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text,
@@ -517,28 +567,36 @@ int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ct
                    size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
 {
     size_t at = 0;
+    int rc;
     tg_error_clear(err);
     if (!d || !p || !text || !line || !used || !out || !verdicts || !o)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx is required");
+    /* the host answered a stage of a text of several calls: its next calls
+     * come before the next line */
+    if (d->lines_pending) {
+        d->lines_pending = 0;
+        if ((rc = tg_check_next(d, o, err)) != TG_OK ||
+            (rc = drain_calls(d, out, verdicts, o, err)) != TG_OK)
+            return rc;
+        if (o->status == TG_NEEDS_STAGE) {
+            *used = 0;
+            return TG_OK;
+        }
+    }
     for (;;) {
         size_t n;
         const char *s = tg_line_next(text, len, &at, &n);
-        int rc;
         if (!s)
             break;
         *used = at;
         ++*line;
         if (tg_line_blank(s, n))
             continue;
-        rc = tg_check(d, p, ctx, s, n, format, flags, *line, o, err);
-        if (rc != TG_OK)
+        if ((rc = tg_check(d, p, ctx, s, n, format, flags, *line, o, err)) != TG_OK ||
+            (rc = drain_calls(d, out, verdicts, o, err)) != TG_OK)
             return rc;
         if (o->status == TG_NEEDS_STAGE)
             return TG_OK;
-        verdicts[o->verdict]++;
-        if ((rc = tg_buf_append(out, o->json, o->json_len, err)) != TG_OK ||
-            (rc = tg_buf_append(out, "\n", 1, err)) != TG_OK)
-            return rc;
     }
     *used = at;
     o->status = TG_NO_MORE_CALLS;
@@ -550,8 +608,16 @@ int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
     tg_error_clear(err);
     if (!d || !out)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "decider and outcome are required");
-    out->status = TG_NO_MORE_CALLS;
-    return TG_OK;
+    /* the call in progress must be decided first */
+    if (d->call && d->p && d->next_stage < d->p->n_stages && d->paused_at == d->next_stage)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "the call in progress waits for its stage");
+    if (!d->call || d->call_index + 1 >= tg_calls_count(d->calls)) {
+        d->call = NULL;
+        out->status = TG_NO_MORE_CALLS;
+        return TG_OK;
+    }
+    d->call_index++;
+    return start_call(d, out, err);
 }
 
 int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_len,

@@ -95,7 +95,9 @@ struct tg_decider_t {
     const tg_context_t *ctx; /* the base context, or merged */
     tg_context_t merged;     /* base + the call's own context (trusted input) */
     int merged_live;
-    tg_call_t *call;
+    tg_calls_t *calls;     /* the text's calls (NULL when it did not decode) */
+    const tg_call_t *call; /* the one in progress, NULL before and after */
+    size_t call_index;     /* its index in calls */
     size_t line;
     const char *server;
     size_t server_len;
@@ -115,7 +117,7 @@ struct tg_decider_t {
     size_t n_obj, cap_obj;
     int decode_failed;    /* the objection is the decoder's */
     size_t decode_offset; /* its byte offset, TG_NO_OFFSET when none */
-    int calls_left;       /* calls of this text still to decide */
+    int lines_pending;    /* tg_check_lines paused inside a text of several calls */
 };
 
 /* Writes d's decision (the call in progress, concluded) into d->out. */

@@ -219,11 +219,19 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         }
         raw(&w, "]", 1);
     }
+    if (d->calls) {
+        key(&w, "format");
+        ctext(&w, tg_call_shape_name(tg_calls_shape(d->calls)));
+    }
     if (d->call && tg_call_id(d->call)) {
         key(&w, "id");
         if (w.rc == TG_OK)
             /* every digit of the id: the answer to the call must name it */
             w.rc = tg_canon_value_mode(tg_call_id(d->call), TG_CANON_EXACT, w.b, NULL);
+    }
+    if (d->call) {
+        key(&w, "index");
+        u64(&w, d->call_index);
     }
     if (findings) {
         key(&w, "keyword");

@@ -1027,13 +1027,24 @@ typedef struct tg_outcome_t {
        * stage); answer a built-in one with                                                        \
        * TG_RUN_IN_CORE */
 
+#define TG_CHECK_ONE                                                                               \
+    4 /* the text must hold exactly one call: another                                              \
+       * count is refused, BAD_CALL saying how many                                                \
+       * (a host that gives one decision a text) */
+
 /* tg_check_answer's verdict for a built-in stage shown under TG_CHECK_PAUSE:
  * the core runs it. */
 #define TG_RUN_IN_CORE (-2)
 
-/* Runs policy p's pipeline on the call in json (format as tg_call_decode)
- * under context ctx (NULL: an empty one) and writes the decision.  The
- * built-in stages run here; a custom stage or a policy gate function
+/* Runs policy p's pipeline on the first call the text json holds (its
+ * shapes and formats as tg_calls_decode's) under context ctx (NULL: an
+ * empty one) and writes the decision; tg_check_next decides the text's
+ * next calls.  A decision of a decoded text says its shape ("format") and,
+ * when it is a call's, which call ("index", from 0); a text that does not
+ * decode, or a refused context (the text's, so every call's), gives one
+ * decision and no call follows.  A text of no call (a text-only message)
+ * returns TG_NO_MORE_CALLS at once, with no decision.  The built-in
+ * stages run here; a custom stage or a policy gate function
  * makes it return TG_NEEDS_STAGE, and the host answers with
  * tg_check_answer, which goes on from there.  line > 0 is written into the
  * decision as "line".  Whatever goes wrong in the engine ends in a reject
@@ -1044,8 +1055,9 @@ TG_API int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *c
                     const char *json, size_t len, int format, int flags, size_t line,
                     tg_outcome_t *out, tg_error_t *err);
 
-/* Decides the next call of the same text (a line may hold several: see
- * tg_call_decode): like tg_check; TG_NO_MORE_CALLS after the last. */
+/* Decides the next call of the same text once the one in progress is
+ * decided (TG_E_ARG while it waits for the host): like tg_check;
+ * TG_NO_MORE_CALLS after the last. */
 TG_API int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err);
 
 /* The host's answer for the pending stage: verdict -1 passes it, else
@@ -1062,13 +1074,15 @@ TG_API int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_
  * line without one is left for the next chunk: give it a '\n' at the end
  * of the input).  Each line counts in *line (blank lines too, so numbers
  * match a text editor's); a line of only JSON whitespace is skipped; every
- * other line is decided as tg_check decides it, with its number, and its
- * decision and a '\n' are appended to out.  verdicts[0..2] count the
+ * other line is decided as tg_check decides it, with its number, every
+ * call of it in turn (tg_check_next), and each decision and a '\n' are
+ * appended to out (none for a line of no call).  verdicts[0..2] count the
  * accepts, rejects and defers appended.  *used is the number of bytes
  * read.  Returns TG_OK with out->status TG_NO_MORE_CALLS when every
  * complete line is done, or TG_NEEDS_STAGE when a line's call waits for
  * the host: answer with tg_check_answer (its decision is then in
- * out->json, for the host to append), then call again from *used.  An
+ * out->json, for the host to append), then call again from *used (the
+ * line's next calls are decided first).  An
  * error (TG_E_NOMEM) leaves *used after the line that failed: the host
  * must refuse that line itself. */
 TG_API int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,

@@ -85,7 +85,7 @@ describe("lines of several calls", function()
     local e = engine({ stages = { "rung" } })
     local d = e:check(chat, { server = "ops" })
     assert.same({ "reject", "decode", "BAD_CALL" }, { d.verdict, d.stage, d.code })
-    assert.matches("the line (openai-chat) holds 2 calls", d.message, 1, true)
+    assert.matches("the text (openai-chat) holds 2 calls", d.message, 1, true)
     assert.matches("check_all", d.message, 1, true)
     local text = '{"type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}]}'
     d = e:check(text)
@@ -101,10 +101,9 @@ describe("lines of several calls", function()
     local line = '{"type":"message","role":"assistant","content":[{"type":"text","text":"Reading."},'
       .. '{"type":"tool_use","id":"toolu_1","name":"read_log","input":{"n":2}}]}'
     local d = e:check(line, { server = "ops" })
-    assert.same({ "accept", "toolu_1" }, { d.verdict, d.id })
-    assert.is_nil(d.index)
-    assert.is_nil(d.format) -- check_all's decisions say the shape
-    assert.equal("anthropic-message", e:check_all(line, { server = "ops" })[1].format)
+    assert.same({ "accept", "toolu_1", "anthropic-message" }, { d.verdict, d.id, d.format })
+    assert.equal(0, d.index)
+    assert.equal("native", e:check(call("read_log", { n = 1 })).format)
   end)
 
   it("check_all gives a line that cannot be decoded, or a table call, one decision", function()

@@ -7,6 +7,7 @@
 --     format = "auto",                        -- call format of text calls
 --   }
 --   engine:check(call[, ctx])            -> decision
+--   engine:check_all(call[, ctx])        -> a decision per call the text holds
 --   engine:verify(call, result[, ctx])   -> decision
 --   engine:classify(plan[, ctx])         -> decision (self-consistency of a sampled plan)
 --   engine:probe(tool, args, call_fn, epoch) -> report (determinism probe)
@@ -292,6 +293,7 @@ local VERDICTS = { [0] = "accept", "reject", "defer" }
 local FORMAT_CODES = { auto = 0, native = 1, openai = 2, anthropic = 3, mcp = 4 }
 local TRUST_CONTEXT = 1 -- TG_CHECK_TRUST_CONTEXT
 local PAUSE = 2         -- TG_CHECK_PAUSE
+local ONE = 4           -- TG_CHECK_ONE
 local RUN_IN_CORE = -2  -- TG_RUN_IN_CORE
 
 -- The core hands the host the stages that are Lua (a custom stage, the
@@ -335,11 +337,13 @@ end
 -- run_check(self, snap, compiled, text, context, lua_ctx, line, resolved)
 -- -> decision[, the resolved tool's record | nil, args_digest | nil when
 -- resolved is asked for]: the core's pipeline of a compiled policy on one
--- call text, the host's stages answered in turn.
+-- call text, the host's stages answered in turn.  A text that holds
+-- several calls, or none, is refused: one decision is about one call
+-- (check_all decides each).
 local function run_check(self, snap, compiled, text, cctx, lua_ctx, line, resolved)
   local dec = take_decider(snap)
   local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
-    dec:check(compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self), line))
+    dec:check(compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self) + ONE, line))
   local tool_index, digest
   if resolved then tool_index, digest = dec:resolved() end
   local pool = snap.deciders
@@ -391,8 +395,10 @@ end
 -- engine:context
 -- @param[opt] line a line number, written into the decision (the CLI's)
 -- @return the decision: d.verdict ("accept", "reject", "defer"), d.code,
--- d.stage, d:json(); message, path, server, tool, args_digest,
--- policy_version, registry_hash, ... through d:table()
+-- d.stage, d:json(); message, path, server, tool, format, index,
+-- args_digest, policy_version, registry_hash, ... through d:table().  A
+-- text that holds several calls, or none, is a BAD_CALL reject saying how
+-- many: check_all decides each.
 function Engine:check(call, ctx, line)
   local snap = self.current -- this decision's snapshot, start to end
   local cctx, lua_ctx, cerr = call_context(snap, ctx)
@@ -406,6 +412,46 @@ function Engine:check(call, ctx, line)
     return decision.from_table(finish(snap, failed, lua_ctx))
   end
   return run_check(self, snap, snap.compiled, text, cctx, lua_ctx, line)
+end
+
+--- Runs the policy's stages on every call a text holds.
+-- check_all(call[, ctx]) -> list of decisions (toolgate.decision)
+-- @param call JSON text in any call format and shape (a chat.completion,
+-- a message, a Responses API response, an MCP batch, ...), or a table
+-- @param[opt] ctx as for check
+-- @return one decision per call, in order, each with index (from 0) and
+-- format (the shape read); {} for a text of no call (a text-only
+-- message); a text that cannot be decoded, or whose context is refused,
+-- gives one reject (without index).  All are decided on one snapshot.
+function Engine:check_all(call, ctx)
+  local snap = self.current
+  local list = setmetatable({}, value.array_mt)
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then
+    list[1] = decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_CONTEXT",
+      message = tostring(lua_ctx or cerr) }, {}))
+    return list
+  end
+  local text, failed = call_text(call)
+  if not text then
+    list[1] = decision.from_table(finish(snap, failed, lua_ctx))
+    return list
+  end
+  local dec = take_decider(snap)
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
+    dec:check(snap.compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self)))
+  while status == 0 do
+    list[#list + 1] = decision.new(VERDICTS[verdict], code, stage, out)
+    status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, dec:next())
+  end
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  if status == nil then
+    -- the core could not decide the next call (out of memory): refused
+    list[#list + 1] = decision.from_table(finish(snap, { verdict = "reject", stage = "decode",
+      code = out or "NOMEM", message = "the call could not be decided: " .. tostring(verdict) }, lua_ctx))
+  end
+  return list
 end
 
 -- The plan's figures a later stage's decision carries.

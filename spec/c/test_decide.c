@@ -126,7 +126,8 @@ static void test_decisions(void)
 
     snprintf(
         want, sizeof want,
-        "{\"args_digest\":\"%s\"%s,\"server\":\"fs\",\"stage\":\"verifier\","
+        "{\"args_digest\":\"%s\",\"format\":\"native\",\"index\":0%s,\"server\":\"fs\","
+        "\"stage\":\"verifier\","
         "\"stages\":[\"rung\",\"gate\",\"verifier\"],\"tool\":\"read\",\"verdict\":\"accept\"}",
         "1f1d2a0c8a1d0f5a3d8f5c3b3f2e4e0d", h);
     {
@@ -145,19 +146,21 @@ static void test_decisions(void)
                    strcmp(o.stage, "verifier") == 0,
                "the outcome says accept, no code, the verifier");
     }
-    snprintf(want, sizeof want,
-             "{\"code\":\"H1\",\"message\":\"no tool \\\"nope\\\" on server \\\"fs\\\"\"%s,"
-             "\"server\":\"fs\",\"stage\":\"rung\",\"stages\":[\"rung\"],\"tool\":\"nope\","
-             "\"verdict\":\"reject\"}",
-             h);
+    snprintf(
+        want, sizeof want,
+        "{\"code\":\"H1\",\"format\":\"native\",\"index\":0,\"message\":\"no tool \\\"nope\\\" on server \\\"fs\\\"\"%s,"
+        "\"server\":\"fs\",\"stage\":\"rung\",\"stages\":[\"rung\"],\"tool\":\"nope\","
+        "\"verdict\":\"reject\"}",
+        h);
     decides(d, p, read, 0, "{\"server\":\"fs\",\"name\":\"nope\",\"arguments\":{}}", want,
             "H1 on a server");
-    snprintf(want, sizeof want,
-             "{\"candidates\":[{\"name\":\"read\",\"server\":\"fs\"},{\"name\":\"read\",\"server\":"
-             "\"web\"}],\"code\":\"H1\",\"message\":\"tool name \\\"read\\\" is exposed by 2 "
-             "servers; the call must name one\"%s,\"stage\":\"rung\",\"stages\":[\"rung\"],"
-             "\"tool\":\"read\",\"verdict\":\"reject\"}",
-             h);
+    snprintf(
+        want, sizeof want,
+        "{\"candidates\":[{\"name\":\"read\",\"server\":\"fs\"},{\"name\":\"read\",\"server\":"
+        "\"web\"}],\"code\":\"H1\",\"format\":\"native\",\"index\":0,\"message\":\"tool name \\\"read\\\" is exposed by 2 "
+        "servers; the call must name one\"%s,\"stage\":\"rung\",\"stages\":[\"rung\"],"
+        "\"tool\":\"read\",\"verdict\":\"reject\"}",
+        h);
     decides(d, p, read, 0, "{\"name\":\"read\",\"arguments\":{}}", want,
             "H1 ambiguous: the candidates");
     {
@@ -169,8 +172,9 @@ static void test_decisions(void)
                    strstr(o.json, "(and 1 more finding)") && strstr(o.json, "\"path\":\"/path\""),
                "H2: findings, the first one's message with the count of the others");
     }
-    snprintf(want, sizeof want,
-             "\"code\":\"H4\",\"message\":\"scope \\\"fs:write\\\" is required and not granted\"");
+    snprintf(
+        want, sizeof want,
+        "\"code\":\"H4\",\"format\":\"native\",\"index\":0,\"message\":\"scope \\\"fs:write\\\" is required and not granted\"");
     {
         tg_outcome_t o;
         const char *call = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{}}";
@@ -350,6 +354,140 @@ static void test_lines(void)
     tg_policy_free(p);
 }
 
+/* A text of several calls: one decision each, in order, with its index
+ * and the text's shape; tg_check_lines decides them all, host stages and
+ * their answers included. */
+#define CHAT2                                                                                      \
+    "{\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":"             \
+    "\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","         \
+    "\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"path\\\":\\\"/a\\\"}\"}},{\"id\":"       \
+    "\"c2\",\"type\":\"function\",\"function\":{\"name\":\"nope\",\"arguments\":\"{}\"}}]}}]}"
+#define TEXT_ONLY "{\"role\":\"assistant\",\"content\":\"No call.\",\"refusal\":null}"
+#define BATCH2                                                                                     \
+    "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"write\"}},"   \
+    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"read\","       \
+    "\"arguments\":{\"path\":\"/b\"}}}]"
+
+static void test_several_calls(void)
+{
+    tg_policy_t *p = policy(BASE);
+    tg_context_t *c =
+        context(p, "{\"server\":\"fs\",\"scopes\":[\"fs:read\"],\"max_risk\":\"low\"}");
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    tg_outcome_t o;
+    tg_error_t err;
+    tg_buf_t out;
+    size_t line = 0, used = 0, v[3] = {0, 0, 0};
+    const char *chat = CHAT2;
+    int rc;
+
+    rc = tg_check(d, p, c, chat, strlen(chat), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_DECIDED && o.verdict == TG_ACCEPT &&
+               strstr(o.json, "\"format\":\"openai-chat\",\"id\":\"c1\",\"index\":0,"),
+           "the first call of a chat.completion: its id, index 0, the shape");
+    rc = tg_check_next(d, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_DECIDED && strcmp(o.code, "H1") == 0 &&
+               strstr(o.json, "\"id\":\"c2\",\"index\":1,"),
+           "tg_check_next: the second, index 1");
+    rc = tg_check_next(d, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_NO_MORE_CALLS && tg_check_next(d, &o, NULL) == TG_OK &&
+               o.status == TG_NO_MORE_CALLS,
+           "then no more calls, and so it stays");
+    rc = tg_check(d, p, c, chat, strlen(chat), TG_FORMAT_AUTO, TG_CHECK_ONE, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_DECIDED && strcmp(o.code, "BAD_CALL") == 0 &&
+               strstr(o.json, "holds 2 calls") && strstr(o.json, "\"format\":\"openai-chat\"") &&
+               !strstr(o.json, "\"index\"") && tg_check_next(d, &o, NULL) == TG_OK &&
+               o.status == TG_NO_MORE_CALLS,
+           "TG_CHECK_ONE refuses a text of two calls, saying so, and decides none of them");
+    rc = tg_check(d, p, c, TEXT_ONLY, strlen(TEXT_ONLY), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_NO_MORE_CALLS, "a text-only message: no decision");
+    rc = tg_check(d, p, c, TEXT_ONLY, strlen(TEXT_ONLY), TG_FORMAT_AUTO, TG_CHECK_ONE, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_DECIDED && strstr(o.json, "holds 0 calls"),
+           "... which TG_CHECK_ONE refuses");
+    {
+        const char *ctx_line = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+                               "\"params\":{\"name\":\"read\",\"arguments\":{\"path\":\"/\"}}}]";
+        const char *env = "{\"type\":\"message\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\","
+                          "\"name\":\"read\",\"input\":{\"path\":\"/\"}}],\"context\":{}}";
+        rc = tg_check(d, p, c, env, strlen(env), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(rc == TG_OK && strcmp(o.code, "CONTEXT_IN_CALL") == 0 &&
+                   strstr(o.json, "\"format\":\"anthropic-message\"") &&
+                   !strstr(o.json, "\"index\"") && tg_check_next(d, &o, NULL) == TG_OK &&
+                   o.status == TG_NO_MORE_CALLS,
+               "an envelope's context is the text's: one refusal, no call decided");
+        rc = tg_check(d, p, c, ctx_line, strlen(ctx_line), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(rc == TG_OK && o.verdict == TG_ACCEPT && strstr(o.json, "\"format\":\"mcp-batch\""),
+               "a batch of one call");
+    }
+
+    tg_buf_init(&out, E);
+    {
+        const char *text = CHAT2 "\n" TEXT_ONLY "\n" BATCH2 "\n{\"name\":1}\n";
+        rc = tg_check_lines(d, p, c, text, strlen(text), TG_FORMAT_AUTO, 0, &line, &used, &out, v,
+                            &o, NULL);
+        tap_ok(rc == TG_OK && o.status == TG_NO_MORE_CALLS && line == 4 && used == strlen(text) &&
+                   v[0] == 2 && v[1] == 3,
+               "check_lines: a decision per call (2, none, 2, and a refusal)");
+        tap_ok(holds(&out, "\"index\":1,\"line\":1,") && holds(&out, "\"index\":0,\"line\":3,") &&
+                   holds(&out, "\"index\":1,\"line\":3,") && !holds(&out, "\"line\":2,") &&
+                   holds(&out, "\"line\":4,"),
+               "each with its line and index; the text-only line writes nothing");
+    }
+    {
+        /* a host stage in a text of two calls: the line's next call comes
+         * before the next line */
+        tg_policy_t *hp =
+            policy("{\"version\":\"t@1\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],"
+                   "\"stages\":[{\"stage\":\"rung\"},{\"stage\":\"custom\",\"name\":\"ask\","
+                   "\"code\":\"ASK\"}],\"tools\":[{},{},{}]}");
+        const char *text =
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+            "\"write\"}},{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+            "{\"name\":\"write\",\"arguments\":{\"path\":\"/b\"}}}]\n"
+            "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/\"}}\n";
+        size_t at = 0, total = strlen(text), decided = 0, waits = 0, kept = 0;
+        char answered[4096];
+        tg_buf_reset(&out);
+        line = 0;
+        v[0] = v[1] = v[2] = 0;
+        for (int guard = 0; guard < 10; guard++) {
+            rc = tg_check_lines(d, hp, NULL, text + at, total - at, TG_FORMAT_AUTO, 0, &line, &used,
+                                &out, v, &o, &err);
+            if (rc != TG_OK)
+                break;
+            at += used;
+            if (o.status == TG_NO_MORE_CALLS)
+                break;
+            waits++;
+            if (waits == 1)
+                tap_ok(tg_check_next(d, &o, &err) == TG_E_ARG,
+                       "tg_check_next while a stage waits is TG_E_ARG");
+            rc = tg_check_answer(d, -1, NULL, 0, NULL, 0, &o, NULL);
+            if (rc == TG_OK && o.status == TG_DECIDED && o.json_len < sizeof answered - kept) {
+                decided++;
+                memcpy(answered + kept, o.json, o.json_len);
+                kept += o.json_len;
+            }
+        }
+        tap_ok(rc == TG_OK && o.status == TG_NO_MORE_CALLS && waits == 3 && decided == 3 &&
+                   at == total && line == 2,
+               "a host stage in a text of several calls: every call waits once, then goes on");
+        answered[kept] = '\0';
+        {
+            const char *a = strstr(answered, "\"id\":1,\"index\":0,\"line\":1,");
+            const char *b = strstr(answered, "\"id\":2,\"index\":1,\"line\":1,");
+            const char *z = strstr(answered, "\"format\":\"native\",\"index\":0,\"line\":2,");
+            tap_ok(a && b && z && a < b && b < z && out.len == 0,
+                   "... in order, each with its index and line (the host writes them)");
+        }
+        tg_policy_free(hp);
+    }
+    tg_buf_free(&out);
+    tg_decider_free(d);
+    tg_context_free(c);
+    tg_policy_free(p);
+}
+
 static void test_workers(void)
 {
     tg_policy_t *p = policy(BASE);
@@ -363,6 +501,10 @@ static void test_workers(void)
         {"{\"name\":\"read\",\"arguments\":{\"n\":", "}}"},
         {"", ""},
         {"{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":1,\"path\":", "}}"},
+        {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"write\"}},{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"read\",\"arguments\":{\"n\":",
+         "}}}]"},
     };
     size_t cap = 1 << 20, len = 0, l1 = 0, l2 = 0, u1, u2, v1[3] = {0, 0, 0}, v2[3] = {0, 0, 0};
     char *text = malloc(cap);
@@ -370,7 +512,7 @@ static void test_workers(void)
     tg_outcome_t o;
     int rc1, rc2;
     for (int i = 0; i < 5000; i++) {
-        const char *const *k = calls[i % 5];
+        const char *const *k = calls[i % 6];
         len += (size_t)snprintf(text + len, cap - len, "%s%d%s\n", k[0], i, k[1]);
         if (!*k[0])
             len -= (size_t)snprintf(NULL, 0, "%d", i); /* a blank line: no number */
@@ -406,6 +548,7 @@ int main(void)
     test_decisions();
     test_host_stages();
     test_lines();
+    test_several_calls();
     test_workers();
     tg_registry_free(R);
     tg_engine_free(E);
