@@ -12,8 +12,9 @@
  * its format); the rung returns OK or a limit code, and when it resolves a
  * tool and reports no finding, the tool's input schema really accepts the
  * arguments (nothing out of schema gets through) -- with and without H5
- * reporting.  Then the whole pipeline in the core (tg_check), with a
- * custom stage the input answers.
+ * reporting.  Then the whole pipeline in the core (tg_check,
+ * tg_check_next), with a custom stage the input answers: it decides
+ * exactly the calls the decoder finds, one decision each with its index.
  */
 #include "fuzz.h"
 
@@ -130,9 +131,12 @@ static void rung(tg_engine_t *e, const tg_call_t *c)
 
 /* The whole pipeline in the core: rung, a custom stage the fuzzer answers
  * from the input's last byte, the gate, the verifier.  Whatever the bytes:
- * one decision, canonical JSON that says what the outcome says, and an
- * accept only of a call that decodes and that its tool's schema accepts. */
-static void pipeline(tg_engine_t *e, const uint8_t *data, size_t size, const tg_call_t *detected)
+ * a decision per call the decoder finds, in order, each with its index
+ * (one reject without index for a line that does not decode or whose
+ * context is refused), canonical JSON that says what the outcome says,
+ * and an accept only of a call that decodes and that its tool's schema
+ * accepts. */
+static void pipeline(tg_engine_t *e, const uint8_t *data, size_t size, const tg_calls_t *detected)
 {
     static tg_policy_t *p;
     static tg_context_t *ctx;
@@ -147,8 +151,9 @@ static void pipeline(tg_engine_t *e, const uint8_t *data, size_t size, const tg_
     static const char context[] = "{\"scopes\":[\"fs:read\",\"mem:write\"],\"max_risk\":\"low\"}";
     int flags = size && (data[0] & 1) ? TG_CHECK_TRUST_CONTEXT : 0;
     int answer = size ? data[size - 1] % 3 : 0; /* pass, reject, defer */
+    size_t n = 0;
+    int line_refused = 0;
     tg_outcome_t o;
-    tg_doc_t *doc;
     tg_error_t err;
     int rc;
 
@@ -158,44 +163,61 @@ static void pipeline(tg_engine_t *e, const uint8_t *data, size_t size, const tg_
         FUZZ_CHECK((d = tg_decider_new(e, &err)) != NULL);
     }
     rc = tg_check(d, p, ctx, (const char *)data, size, TG_FORMAT_AUTO, flags, 1, &o, &err);
-    while (rc == TG_OK && o.status == TG_NEEDS_STAGE)
-        rc = tg_check_answer(d,
-                             answer == 0   ? -1
-                             : answer == 1 ? TG_REJECT
-                                           : TG_DEFER,
-                             "ASK", 3, (const char *)data, size < 40 ? size : 40, &o, &err);
-    FUZZ_CHECK(rc == TG_OK && o.status == TG_DECIDED);
-    FUZZ_CHECK(o.json[o.json_len] == '\0');
-    FUZZ_CHECK(tg_parse(e, o.json, o.json_len, &doc, &err) == TG_OK);
-    {
-        tg_buf_t b;
-        const tg_value_t *v = tg_get(tg_doc_root(doc), "verdict", 7), *c;
-        static const char *const names[] = {"accept", "reject", "defer"};
-        size_t n;
-        const char *s = tg_str(v, &n);
-        tg_buf_init(&b, e);
-        FUZZ_CHECK(tg_canon(e, o.json, o.json_len, &b, &err) == TG_OK);
-        FUZZ_CHECK(same_bytes(b.data, b.len, o.json, o.json_len)); /* canonical already */
-        tg_buf_free(&b);
-        FUZZ_CHECK(s && same_bytes(s, n, names[o.verdict], strlen(names[o.verdict])));
-        c = tg_get(tg_doc_root(doc), "code", 4);
-        s = tg_str(c, &n);
-        FUZZ_CHECK(o.verdict == TG_ACCEPT ? c == NULL
-                                          : (s && same_bytes(s, n, o.code, strlen(o.code))));
+    for (;;) {
+        tg_doc_t *doc;
+        char want[40];
+        while (rc == TG_OK && o.status == TG_NEEDS_STAGE)
+            rc = tg_check_answer(d,
+                                 answer == 0   ? -1
+                                 : answer == 1 ? TG_REJECT
+                                               : TG_DEFER,
+                                 "ASK", 3, (const char *)data, size < 40 ? size : 40, &o, &err);
+        FUZZ_CHECK(rc == TG_OK);
+        if (o.status == TG_NO_MORE_CALLS)
+            break;
+        FUZZ_CHECK(o.status == TG_DECIDED);
+        FUZZ_CHECK(o.json[o.json_len] == '\0');
+        FUZZ_CHECK(tg_parse(e, o.json, o.json_len, &doc, &err) == TG_OK);
+        {
+            tg_buf_t b;
+            const tg_value_t *v = tg_get(tg_doc_root(doc), "verdict", 7), *c;
+            static const char *const names[] = {"accept", "reject", "defer"};
+            size_t len;
+            const char *s = tg_str(v, &len);
+            tg_buf_init(&b, e);
+            FUZZ_CHECK(tg_canon(e, o.json, o.json_len, &b, &err) == TG_OK);
+            FUZZ_CHECK(same_bytes(b.data, b.len, o.json, o.json_len)); /* canonical already */
+            tg_buf_free(&b);
+            FUZZ_CHECK(s && same_bytes(s, len, names[o.verdict], strlen(names[o.verdict])));
+            c = tg_get(tg_doc_root(doc), "code", 4);
+            s = tg_str(c, &len);
+            FUZZ_CHECK(o.verdict == TG_ACCEPT ? c == NULL
+                                              : (s && same_bytes(s, len, o.code, strlen(o.code))));
+            line_refused |= n == 0 && !tg_get(tg_doc_root(doc), "index", 5);
+        }
+        tg_doc_free(doc);
+        snprintf(want, sizeof want, "\"index\":%zu,", n);
+        if (line_refused) /* the line did not decode, or its context is refused */
+            FUZZ_CHECK(n == 0 && o.verdict == TG_REJECT && strcmp(o.stage, "decode") == 0);
+        else
+            FUZZ_CHECK(detected && n < tg_calls_count(detected) && strstr(o.json, want));
+        if (o.verdict == TG_ACCEPT) {
+            static tg_rung_result_t res;
+            const tg_call_t *call = tg_calls_at(detected, n);
+            size_t slen, nlen;
+            const char *server, *name;
+            FUZZ_CHECK(call != NULL && answer == 0);
+            FUZZ_CHECK(!tg_call_context(call) || (flags & TG_CHECK_TRUST_CONTEXT));
+            server = tg_call_server(call, &slen);
+            name = tg_call_name(call, &nlen);
+            FUZZ_CHECK(tg_rung_check(e, registry(e), server, slen, name, nlen,
+                                     tg_call_arguments(call), 0, &res, &err) == TG_OK);
+            FUZZ_CHECK(res.resolution == TG_RESOLVED && res.n_findings == 0);
+        }
+        n++;
+        rc = tg_check_next(d, &o, &err);
     }
-    tg_doc_free(doc);
-    if (o.verdict == TG_ACCEPT) {
-        static tg_rung_result_t res;
-        size_t slen, nlen;
-        const char *server, *name;
-        FUZZ_CHECK(detected != NULL && answer == 0);
-        FUZZ_CHECK(!tg_call_context(detected) || (flags & TG_CHECK_TRUST_CONTEXT));
-        server = tg_call_server(detected, &slen);
-        name = tg_call_name(detected, &nlen);
-        FUZZ_CHECK(tg_rung_check(e, registry(e), server, slen, name, nlen,
-                                 tg_call_arguments(detected), 0, &res, &err) == TG_OK);
-        FUZZ_CHECK(res.resolution == TG_RESOLVED && res.n_findings == 0);
-    }
+    FUZZ_CHECK(line_refused ? n == 1 : detected && n == tg_calls_count(detected));
 }
 
 /* The family a shape belongs to. */
@@ -315,9 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (decoded >= 2)
         FUZZ_CHECK(detected == NULL);
     FUZZ_CHECK(!detected || auto_family_ok);
-    /* the core's pipeline, on a line of one call here */
-    pipeline(e, data, size,
-             detected && tg_calls_count(detected) == 1 ? tg_calls_at(detected, 0) : NULL);
+    pipeline(e, data, size, detected);
     tg_calls_free(detected);
     return 0;
 }
