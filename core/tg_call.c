@@ -57,18 +57,18 @@ static const tg_value_t *member(const tg_value_t *obj, const char *key)
     return tg_get(obj, key, strlen(key));
 }
 
+/* key (len bytes) is s; the first byte decides most comparisons of the
+ * member lists below without a strlen. */
+static inline int key_is(const char *key, size_t len, const char *s)
+{
+    return (len ? key[0] == s[0] : s[0] == '\0') && len == strlen(s) && memcmp(key, s, len) == 0;
+}
+
 static int is_string_equal(const tg_value_t *v, const char *s)
 {
     size_t len;
     const char *str = tg_str(v, &len);
-    return str && len == strlen(s) && memcmp(str, s, len) == 0;
-}
-
-/* key (len bytes) is s; the first byte decides most comparisons of the
- * member lists below without a strlen. */
-static int key_is(const char *key, size_t len, const char *s)
-{
-    return (len ? key[0] == s[0] : s[0] == '\0') && len == strlen(s) && memcmp(key, s, len) == 0;
+    return str && key_is(str, len, s);
 }
 
 /* The index of the string v in the NULL-terminated list, or -1. */
