@@ -57,6 +57,7 @@ build = {
     ["toolgate.cli.registry"] = "lua/toolgate/cli/registry.lua",
     ["toolgate.cli.classify"] = "lua/toolgate/cli/classify.lua",
     ["toolgate.cli.probe"] = "lua/toolgate/cli/probe.lua",
+    ["toolgate.suggest"] = "lua/toolgate/suggest.lua",
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",

@@ -201,4 +201,57 @@ describe("toolgate.registry", function()
     assert.has_error(function() registry.settings({ on_collision = "maybe" }) end)
     assert.has_error(function() registry.settings({ closd = true }) end)
   end)
+
+  it("checks settings and sources as data too, every setting of its kind, naming the one meant", function()
+    local cases = {
+      { { on_shadowing = "rejet" }, "on_shadowing", 'must be "error", "reject" or "allow", not "rejet" '
+        .. '(did you mean "reject"?)' },
+      { { on_bad_name = 1 }, "on_bad_name", 'must be "error", "reject" or "allow", not a number' },
+      { { closed = "no" }, "closed", 'must be true or false, not "no"' },
+      { { assert_formats = "yes" }, "assert_formats", 'must be true or false, not "yes"' },
+      { { closd = true }, "closd", 'is not a registry setting (did you mean "closed"?)' },
+      { { ignore_keywords = { a = "x" } }, "ignore_keywords", "must be a list" },
+      { { ignore_keywords = { [2] = "x" } }, "ignore_keywords", "must be a list" },
+      { { annotation_formats = { true } }, "annotation_formats", "must hold strings" },
+      { { resolvers = "x" }, "resolvers", "must be a table" },
+    }
+    for _, c in ipairs(cases) do
+      local s, key, msg = registry.check_settings(c[1])
+      assert.is_nil(s)
+      assert.equal(c[2], key)
+      assert.equal(c[3], msg)
+    end
+    assert.is_true(registry.check_settings({ closed = false, on_collision = "error" }).on_collision == "error")
+    for _, c in ipairs({
+      { "", nil, "must not be empty" }, { 42, nil, 'must be a path, "SERVER=PATH" or a table {path=, server=, '
+        .. "trusted=}, not a number" }, { { server = "fs" }, nil, "needs a path or a text" },
+      { { path = "a.json", pth = "b" }, "pth", 'is not a field of a source (did you mean "path"?)' },
+      { { path = "a.json", trusted = "no" }, "trusted", "must be a boolean, not a string" },
+      { { path = "a.json", format = "opanai" }, "format", '"opanai" is not a registry format (anthropic, auto, mcp, '
+        .. 'native, openai) (did you mean "openai"?)' },
+      { { "a.json" }, nil, "must be a table of named fields (path, server, ...)" },
+    }) do
+      local ok, field, msg = registry.check_source(c[1])
+      assert.is_nil(ok)
+      assert.equal(c[2], field)
+      assert.equal(c[3], msg)
+    end
+    assert.is_true(registry.check_source("fs=a.json"))
+    assert.is_true(registry.check_source({ text = "[]", format = "openai", trusted = false }))
+  end)
+
+  it("says DUPLICATE_TOOL once, and suggests SERVER=FILE only for two files of unnamed tools", function()
+    local snap, err, code = load({ DATA .. "openai.json", DATA .. "openai.json" })
+    assert.is_nil(snap)
+    assert.equal("DUPLICATE_TOOL", code)
+    assert.is_nil(err:find("DUPLICATE_TOOL", 1, true))
+    assert.matches("SERVER=FILE (e.g. --registry other=" .. DATA .. "openai.json)", err, 1, true)
+    snap, err, code = load({ { text = '{"toolgate":1,"tools":[{"name":"a"},{"name":"a"}]}', label = "one" } })
+    assert.is_nil(snap)
+    assert.equal("DUPLICATE_TOOL", code)
+    assert.is_nil(err:find("SERVER=FILE", 1, true))
+    snap, err = load({ "fs=" .. DATA .. "openai.json", "fs=" .. DATA .. "openai.json" })
+    assert.is_nil(snap)
+    assert.is_nil(err:find("SERVER=FILE", 1, true))
+  end)
 end)

@@ -28,12 +28,13 @@
 -- @module toolgate.registry
 
 local json = require "toolgate.json"
+local suggest = require "toolgate.suggest"
 local value = require "toolgate.value"
 
 local M = {}
 
 M.DEFAULTS = {
-  closed = true,            -- closed-world objects (DESIGN 1.1)
+  closed = true,            -- closed-world objects (README, "Closed world")
   assert_formats = false,   -- format is an annotation unless asked
   ignore_keywords = {},     -- extra schema keywords to treat as annotations
   annotation_formats = {},  -- with assert_formats: formats to leave unchecked instead of failing the load
@@ -63,26 +64,52 @@ local NATIVE_TOOL_KEYS = {
   contract = true,
 }
 
---- Settings: defaults overlaid with what the caller gives; misuse raises.
-function M.settings(opts)
+local ACTION_NAMES = { "allow", "error", "reject" }
+
+local function kind_of_value(v)
+  return type(v) == "string" and string.format("%q", v) or "a " .. type(v)
+end
+
+--- check_settings(opts) -> settings | nil, setting, message: the defaults
+-- overlaid with opts, each setting of its kind (a policy file's registry
+-- section is checked here, and its mistakes come back as data).
+function M.check_settings(opts)
   local s = {}
   for k, v in pairs(M.DEFAULTS) do s[k] = v end
   for k, v in pairs(opts or {}) do
-    if M.DEFAULTS[k] == nil then error("registry settings: unknown setting '" .. tostring(k) .. "'", 3) end
+    if M.DEFAULTS[k] == nil then
+      return nil, tostring(k), "is not a registry setting" .. suggest.hint(k, suggest.sorted_keys(M.DEFAULTS))
+    end
     s[k] = v
   end
+  for _, k in ipairs({ "closed", "assert_formats" }) do
+    if type(s[k]) ~= "boolean" then return nil, k, "must be true or false, not " .. kind_of_value(s[k]) end
+  end
   for _, kind in ipairs(FINDING_KINDS) do
-    if not ACTIONS[s["on_" .. kind]] then
-      error("registry settings: on_" .. kind .. " must be \"error\", \"reject\" or \"allow\"", 3)
+    local v = s["on_" .. kind]
+    if not ACTIONS[v] then
+      return nil, "on_" .. kind, 'must be "error", "reject" or "allow", not ' .. kind_of_value(v)
+        .. suggest.hint(v, ACTION_NAMES)
     end
   end
   for _, list in ipairs({ "ignore_keywords", "annotation_formats" }) do
-    if type(s[list]) ~= "table" then error("registry settings: " .. list .. " must be a list", 3) end
-    for _, name in ipairs(s[list]) do
-      if type(name) ~= "string" then error("registry settings: " .. list .. " must hold strings", 3) end
+    if type(s[list]) ~= "table" then return nil, list, "must be a list" end
+    local n = 0
+    for i, name in pairs(s[list]) do
+      n = n + 1
+      if type(i) ~= "number" then return nil, list, "must be a list" end
+      if type(name) ~= "string" then return nil, list, "must hold strings" end
     end
+    if n ~= #s[list] then return nil, list, "must be a list" end
   end
-  if type(s.resolvers) ~= "table" then error("registry settings: resolvers must be a table", 3) end
+  if type(s.resolvers) ~= "table" then return nil, "resolvers", "must be a table" end
+  return s
+end
+
+--- Settings: defaults overlaid with what the caller gives; misuse raises.
+function M.settings(opts)
+  local s, key, msg = M.check_settings(opts)
+  if not s then error("registry settings: " .. key .. " " .. msg, 3) end
   return s
 end
 
@@ -322,14 +349,49 @@ function M.split_source(s)
   return nil, s
 end
 
+-- The fields of a source given as a table, and their kinds.
+M.SOURCE_FIELDS = { path = "string", text = "string", server = "string", format = "string", trusted = "boolean",
+                    label = "string" }
+local SOURCE_FORMATS = { "anthropic", "auto", "mcp", "native", "openai" }
+
+--- check_source(s) -> true | nil, field | nil, message: s is a source a
+-- registry can be loaded from (a path, "SERVER=PATH", or a table with a
+-- path or a text and the fields of SOURCE_FIELDS).
+function M.check_source(s)
+  if type(s) == "string" then
+    if s == "" then return nil, nil, "must not be empty" end
+    return true
+  end
+  if type(s) ~= "table" then
+    return nil, nil, 'must be a path, "SERVER=PATH" or a table {path=, server=, trusted=}, not a ' .. type(s)
+  end
+  for _, k in ipairs(suggest.sorted_keys(s)) do
+    local kind = M.SOURCE_FIELDS[k]
+    if not kind then return nil, k, "is not a field of a source" .. suggest.hint(k, suggest.sorted_keys(M.SOURCE_FIELDS)) end
+    if type(s[k]) ~= kind then return nil, k, "must be a " .. kind .. ", not a " .. type(s[k]) end
+  end
+  for k in pairs(s) do
+    if type(k) ~= "string" then return nil, nil, "must be a table of named fields (path, server, ...)" end
+  end
+  if s.format then
+    local known = false
+    for _, f in ipairs(SOURCE_FORMATS) do known = known or f == s.format end
+    if not known then
+      return nil, "format", string.format("%q is not a registry format (%s)", s.format, table.concat(SOURCE_FORMATS, ", "))
+        .. suggest.hint(s.format, SOURCE_FORMATS)
+    end
+  end
+  if not (s.path or s.text) then return nil, nil, "needs a path or a text" end
+  return true
+end
+
 -- Normalizes a source given as a path, "SERVER=PATH", or a table.
 local function normalize_source(s)
+  local ok, field, msg = M.check_source(s)
+  if not ok then error("registry sources: " .. (field and field .. " " or "") .. msg, 3) end
   if type(s) == "string" then
     local server, path = M.split_source(s)
     return { path = path, server = server, label = path }
-  end
-  if type(s) ~= "table" or not (s.path or s.text) then
-    error("registry sources: each needs a path or a text", 3)
   end
   local copy = {}
   for k, v in pairs(s) do copy[k] = v end
@@ -621,6 +683,14 @@ local function snapshot_hash(engine, tools, settings)
   }))))
 end
 
+-- Whether a tool of t's server and name came from another source than t's.
+local function loaded_from_other(loaded, t)
+  for _, u in pairs(loaded) do
+    if u.server == t.server and u.name == t.name and u.source ~= t.source then return true end
+  end
+  return false
+end
+
 --- Loads a registry snapshot from its sources, whole or not at all.
 -- load(engine, sources, settings[, collect]) -> snapshot | nil, message, code
 --   engine   a toolgate.core engine (limits apply to registry files too)
@@ -665,8 +735,13 @@ function M.load(engine, sources, opts, collect)
       loaded[index] = t
     else
       local where = (pointer and pointer ~= "") and (" at " .. pointer) or ""
-      local msg = string.format("%s: %s: tool %q on server %q: %s%s", t.source_label, code,
-        t.name, t.server, err, where)
+      -- (the code is the caller's to print: it comes back beside the message)
+      local msg = string.format("%s: tool %q on server %q: %s%s", t.source_label, t.name, t.server, err, where)
+      if code == "DUPLICATE_TOOL" and t.server == "" and loaded_from_other(loaded, t) then
+        -- two files whose tools name no server: most often two servers' lists
+        msg = msg .. string.format("; if these files are two servers' tool lists, name each one's server: "
+          .. "SERVER=FILE (e.g. --registry other=%s)", t.source_label)
+      end
       if not collect then return nil, msg, code end
       errors[#errors + 1] = {
         kind = code == "DUPLICATE_TOOL" and "duplicate" or "schema", severity = "error", code = code,
