@@ -99,7 +99,9 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) core/toolgate.h | $(BUILD)/be
 # make install [PREFIX=/usr/local] [DESTDIR=]: the C library (shared, static,
 # header, pkg-config file), the Lua modules for Lua 5.4 and for LuaJIT (in the
 # directories both interpreters search by default, so nginx's lua module finds
-# them with no extra path), the policies, the toolgate command and its man page.
+# them with no extra path), the policies (their directory written into the
+# installed toolgate/policy.lua, which finds them by name for --policy NAME and
+# toolgate.new{policy = NAME}), the toolgate command and its man page.
 
 VERSION     = $(shell sed -n 's/^.define TG_VERSION "\(.*\)"/\1/p' core/toolgate.h)
 BINDIR      ?= $(PREFIX)/bin
@@ -135,13 +137,15 @@ install: all
 	    install -d $(DESTDIR)$$d/toolgate/cli && \
 	    install -m 644 $(LUA_TOP) $(DESTDIR)$$d/ && \
 	    install -m 644 $(LUA_MODS) $(DESTDIR)$$d/toolgate/ && \
-	    install -m 644 $(LUA_CLI) $(DESTDIR)$$d/toolgate/cli/ || exit 1; \
+	    install -m 644 $(LUA_CLI) $(DESTDIR)$$d/toolgate/cli/ && \
+	    sed -e 's|^local INSTALLED_DIR = nil.*$$|local INSTALLED_DIR = [[$(POLICYDIR)]]|' \
+	        lua/toolgate/policy.lua > $(DESTDIR)$$d/toolgate/policy.lua || exit 1; \
 	done
 	install -m 755 $(LUA54_MOD) $(DESTDIR)$(LUA54_CDIR)/toolgate/core_c.so
 # the FFI binding looks for libtoolgate.so beside each package.cpath entry
 	ln -sf $(LIBDIR)/libtoolgate.so.0 $(DESTDIR)$(LUAJIT_CDIR)/libtoolgate.so
 	install -m 644 $(POLICIES) $(DESTDIR)$(POLICYDIR)/
-	sed -e 's|^local installed = nil.*$$|local installed = { path = [[$(LUA54_LDIR)/?.lua;$(LUA54_LDIR)/?/init.lua]], cpath = [[$(LUA54_CDIR)/?.so]], policy_dir = [[$(POLICYDIR)]] }|' \
+	sed -e 's|^local installed = nil.*$$|local installed = { path = [[$(LUA54_LDIR)/?.lua;$(LUA54_LDIR)/?/init.lua]], cpath = [[$(LUA54_CDIR)/?.so]] }|' \
 	    bin/toolgate > $(DESTDIR)$(BINDIR)/toolgate
 	chmod 755 $(DESTDIR)$(BINDIR)/toolgate
 	install -m 644 docs/toolgate.1 $(DESTDIR)$(MANDIR)/man1/toolgate.1

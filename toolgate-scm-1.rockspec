@@ -1,9 +1,10 @@
 -- LuaRocks build of toolgate for Lua 5.4: the Lua modules, the C core built
 -- into the Lua 5.4 module toolgate.core_c, the shipped policies and the
 -- toolgate command.  From a checkout:
---   luarocks --lua-version=5.4 make toolgate-scm-1.rockspec
+--   luarocks --lua-version=5.4 make --deps-mode=none toolgate-scm-1.rockspec
 --   luarocks --lua-version=5.4 make --deps-mode=none --tree=DIR toolgate-scm-1.rockspec
--- (--deps-mode=none: lua-cjson is Debian's lua-cjson package.)  Needs the
+-- (--deps-mode=none: lua-cjson is Debian's lua-cjson package, which LuaRocks
+-- does not see; without it LuaRocks asks its registry for lua-cjson.)  Needs the
 -- headers xxhash.h and pcre2.h (Debian: libxxhash-dev, libpcre2-dev).
 -- LuaJIT and nginx use the FFI binding over libtoolgate.so: `make install`.
 -- `make test` installs this rock into a temporary tree (mk/test-rock.sh).
@@ -58,6 +59,13 @@ build = {
     ["toolgate.cli.classify"] = "lua/toolgate/cli/classify.lua",
     ["toolgate.cli.probe"] = "lua/toolgate/cli/probe.lua",
     ["toolgate.suggest"] = "lua/toolgate/suggest.lua",
+    -- the shipped policies, beside the modules, where toolgate.policy finds
+    -- them by name (--policy strict, toolgate.new{policy = "strict"})
+    ["toolgate.policies.default"] = "policies/default.lua",
+    ["toolgate.policies.example"] = "policies/example.lua",
+    ["toolgate.policies.mcp"] = "policies/mcp.lua",
+    ["toolgate.policies.rung"] = "policies/rung.lua",
+    ["toolgate.policies.strict"] = "policies/strict.lua",
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",
@@ -96,7 +104,6 @@ build = {
   install = {
     bin = { toolgate = "bin/toolgate" },
   },
-  -- Copied into the rock's directory, beside bin/toolgate, which finds the
-  -- shipped policies there (`toolgate check --policy strict`).
-  copy_directories = { "policies", "docs" },
+  -- Copied into the rock's directory (luarocks doc toolgate).
+  copy_directories = { "docs" },
 }

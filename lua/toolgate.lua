@@ -40,7 +40,7 @@ local M = {
 -- new{policy=, registry=, context=, limits=, format=} -> engine | nil, message, code
 -- (engine:check, engine:verify, engine:classify, engine:probe, engine:reload)
 -- @function new
--- @tparam table opts policy (a path, a shipped policy's path or a table),
+-- @tparam table opts policy (a path, a shipped policy's name such as "mcp", or a table),
 -- registry (a list of sources), context, limits, format
 -- @return an engine, or nil, message, code
 M.new = engine.new

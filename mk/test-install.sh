@@ -58,7 +58,11 @@ same "$(readlink "$p/lib/libtoolgate.so") $(readlink "$p/lib/libtoolgate.so.0") 
 same "$(objdump -p "$p/lib/libtoolgate.so.$version" 2>/dev/null | awk '/SONAME/ {print $2}')" "libtoolgate.so.0" \
   "the shared library's SONAME is libtoolgate.so.0"
 same "$(grep -c '^local installed = { path = \[\[/usr/local/share/lua/5.4/?.lua;' "$p/bin/toolgate")" 1 \
-  "the installed command carries the install's module and policy paths"
+  "the installed command carries the install's module paths"
+same "$(grep -h '^local INSTALLED_DIR = ' "$p/share/lua/5.4/toolgate/policy.lua" "$p/share/lua/5.1/toolgate/policy.lua")" \
+  "local INSTALLED_DIR = [[/usr/local/share/toolgate/policies]]
+local INSTALLED_DIR = [[/usr/local/share/toolgate/policies]]" \
+  "the installed toolgate.policy (5.4 and 5.1) knows where the policies are"
 
 pc() {
   PKG_CONFIG_PATH="$p/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" pkg-config "$@"
@@ -121,6 +125,14 @@ same "$(cd /tmp && clean_env LUA_PATH="$(rebased "$LUA" path)" LUA_CPATH="$(reba
 same "$(cd /tmp && clean_env LUA_PATH="$(rebased "$LUAJIT" path)" LUA_CPATH="$(rebased "$LUAJIT" cpath)" \
   "$LUAJIT" -e "$probe" 2>&1)" "ffi [1,{\"a\":2,\"b\":1}] $prefix/share/lua/5.1/toolgate.lua" \
   "luajit: require \"toolgate\" (FFI binding) from the install, no TOOLGATE_LIB"
+# a shipped policy by name, from the Lua API, under both interpreters
+by_name="local e, err = require(\"toolgate\").new{ policy = \"strict\",
+  registry = { \"$top/examples/registries/mcp-filesystem.json\" } }
+io.write(e and e:snapshot().version:match(\"^[^+]*\") or tostring(err), \"\\n\")"
+for lua in "$LUA" "$LUAJIT"; do
+  same "$(cd /tmp && clean_env LUA_PATH="$(rebased "$lua" path)" LUA_CPATH="$(rebased "$lua" cpath)" \
+    "$lua" -e "$by_name" 2>&1)" "strict@1" "$lua: toolgate.new{policy = \"strict\"} finds the installed policy"
+done
 
 run "make uninstall PREFIX=<scratch>" "$work/uninstall2.log" mk uninstall PREFIX="$prefix"
 same "$(cd "$prefix" && find . ! -type d | sort | tr '\n' ' ')" "" "make uninstall leaves no file in the scratch prefix"

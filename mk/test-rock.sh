@@ -36,8 +36,8 @@ out=$(echo '{"server":"filesystem","name":"read_file","arguments":{"path":"/etc/
 same "$(echo "$out" | grep -o '"code":"H2"' | head -1) $(echo "$out" | grep -o '"policy_version":"strict@')" \
   '"code":"H2" "policy_version":"strict@' \
   "<tree>/bin/toolgate check --policy strict (a shipped policy, by name)"
-same "$(ls "$tree"/lib/luarocks/rocks-5.4/toolgate/scm-1/policies | tr '\n' ' ')" \
-  "$(ls policies | tr '\n' ' ')" "the rock carries the shipped policies"
+same "$(ls "$tree"/share/lua/5.4/toolgate/policies | tr '\n' ' ')" \
+  "$(ls policies | tr '\n' ' ')" "the rock carries the shipped policies, beside its modules"
 
 probe='local t = require "toolgate"
 io.write(t.BINDING, " ", t.hash("{}"), " ", package.searchpath("toolgate", package.path), " ",
@@ -46,5 +46,10 @@ same "$(cd /tmp && eval "$(clean_env luarocks --lua-version=5.4 path --tree="$tr
   "$LUA" -e "$probe" 2>&1)" \
   "capi dc7048f8f8747f561349cde127705c16 $tree/share/lua/5.4/toolgate.lua $tree/lib/lua/5.4/toolgate/core_c.so" \
   "$LUA -e 'require \"toolgate\"' with luarocks path --tree"
+by_name="local e, err = require(\"toolgate\").new{ policy = \"strict\",
+  registry = { \"$top/examples/registries/mcp-filesystem.json\" } }
+io.write(e and e:snapshot().version:match(\"^[^+]*\") or tostring(err), \"\\n\")"
+same "$(cd /tmp && eval "$(clean_env luarocks --lua-version=5.4 path --tree="$tree")" && "$LUA" -e "$by_name" 2>&1)" \
+  "strict@1" "toolgate.new{policy = \"strict\"} finds the rock's policy"
 
 echo "1..$n"

@@ -84,6 +84,28 @@ return {
     on_mismatch = "reject",   -- or "defer"
   },
 
+  -- The self-consistency stage's settings (toolgate classify; add
+  -- "consistency" to the stages, after the rung, to use it).
+  consistency = {
+    min_samples = 6,          -- fewer samples: defer INSUFFICIENT_SAMPLES (at 5, arg_reject
+                              -- 0.20 could never reject: 5 samples agree at least 1/5)
+    max_samples = 10000,      -- more: reject TOO_MANY_SAMPLES
+    arg_accept = 0.80,        -- arguments agree this much: accept (if the results do too)
+    arg_reject = 0.20,        -- below this: ARG_DISAGREE, when the tool is verified deterministic
+    result_accept = 0.80,
+    result_quarantine = 0.50, -- below this, a tool declared deterministic is quarantined
+    on_invalid = "defer",     -- too few samples, an epoch that moved: "defer" or "reject"
+  },
+
+  -- The core's limits (README, "Limits"; these are the defaults).
+  limits = { max_depth = 64, max_input_bytes = 1048576 },
+
+  -- ID resolvers for arguments a schema marks x-toolgate-canonical "id":
+  -- an alias table (a spelling -> the canonical id) or a function(id, tool).
+  resolvers = {
+    accounts = { ["acme corp"] = "acct_1", ACME = "acct_1" },
+  },
+
   -- Derive contract fields from what the registry says of each tool (run
   -- once per tool at load).  Here: MCP read-only tools are low risk.
   contract = function(tool)

@@ -8,15 +8,19 @@
 --                    further effect (default false)
 --   openWorldHint    it reaches outside the server's closed domain, e.g.
 --                    the web (default true)
--- Read with MCP's own defaults, a tool that says nothing is destructive and
--- open-world, so it lands on the highest risk: fail closed.  The mapping:
---   read-only                -> risk "low",  effects {"read"}
---   not read-only, not destructive -> risk "medium", effects {"read", "write"}
---   destructive              -> risk "high", effects {"read", "write", "delete"}
---   open world               -> one level higher, and the effect "network"
--- Each tool also requires the scope "<server>:read" (read-only tools) or
--- "<server>:write" (the others), which the call's context must grant.
--- A contract given in toolgate's own registry format is kept as it is.
+-- Read with MCP's own defaults, so a tool that says nothing is destructive
+-- and open-world: the highest risk, fail closed.  The mapping
+-- (docs/policies.md has it as a table):
+--   read-only                      -> risk "low",    effects read,               no scope
+--   not read-only, not destructive -> risk "medium", effects read, write,        scope <server>:write
+--   destructive                    -> risk "high",   effects read, write, delete, scope <server>:write
+--   open world                     -> the effect "network" and the scope <server>:network, and a tool
+--                                     that writes one level higher ("critical" at most)
+-- So a read-only tool of a closed domain (a file read, a graph search)
+-- passes under the default context (no scopes, risk up to "medium"); a
+-- write needs the context to grant <server>:write and its risk; anything
+-- open-world needs <server>:network.  A contract given in toolgate's own
+-- registry format is kept as it is.
 local LEVELS = { "none", "low", "medium", "high", "critical" }
 
 local function level_above(risk)
@@ -28,7 +32,7 @@ end
 
 return {
   name = "mcp",
-  version = "1",
+  version = "2",
   description = "default rules; risk, effects and scopes mapped from MCP tool annotations",
 
   registry = {
@@ -50,19 +54,23 @@ return {
     local destructive = not read_only and a.destructiveHint ~= false
     local open_world = a.openWorldHint ~= false
     local c = tool.contract or {}
+    c.scopes = {}
     if read_only then
       c.risk, c.effects = "low", { "read" }
-    elseif destructive then
-      c.risk, c.effects = "high", { "read", "write", "delete" }
     else
-      c.risk, c.effects = "medium", { "read", "write" }
+      if destructive then
+        c.risk, c.effects = "high", { "read", "write", "delete" }
+      else
+        c.risk, c.effects = "medium", { "read", "write" }
+      end
+      c.scopes[1] = tool.server .. ":write"
+      if open_world then c.risk = level_above(c.risk) end
     end
     if open_world then
-      c.risk = level_above(c.risk)
       c.effects[#c.effects + 1] = "network"
+      c.scopes[#c.scopes + 1] = tool.server .. ":network"
     end
     c.idempotent = a.idempotentHint == true
-    c.scopes = { tool.server .. (read_only and ":read" or ":write") }
     return c
   end,
 

@@ -423,15 +423,15 @@ describe("every shipped policy decides", function()
     assert.equal("accept", e:check(read, { max_risk = "critical" }).verdict)
   end)
 
-  it("mcp: read-only tools are low risk, writes are refused at medium", function()
+  it("mcp: read-only tools are low risk and need no scope, writes are refused at medium", function()
     local e = assert(toolgate.new({ policy = h.root .. "/policies/mcp.lua", registry = regs }))
     assert.equal("accept", e:check(read, ctx).verdict)
     local d = e:check(write, ctx)
     assert.equal("H4", d.code) -- write_file is destructive by MCP's defaults: high
-    assert.equal("H4", e:check(read, { max_risk = "medium" }).code) -- scope filesystem:read not granted
+    assert.equal("accept", e:check(read, { max_risk = "medium" }).verdict) -- no scope granted, none needed
     local t = e:snapshot().registry.by_key["filesystem\0read_text_file"]
     assert.equal("low", t.contract.risk)
-    assert.same({ "filesystem:read" }, t.contract.scopes)
+    assert.same({}, t.contract.scopes)
   end)
 
   it("strict: a registry with a collision does not load", function()
@@ -448,5 +448,78 @@ describe("every shipped policy decides", function()
       { scopes = { "filesystem:read" }, max_risk = "medium" })
     assert.equal("DOTFILE", d.code)
     assert.equal("accept", e:check(read, { scopes = { "filesystem:read" }, max_risk = "medium" }).verdict)
+  end)
+end)
+
+describe("toolgate.new", function()
+  local OPENAI = h.root .. "/examples/quickstart/openai-tools.json"
+
+  it("finds a shipped policy by name, as --policy does", function()
+    local e = assert(toolgate.new({ policy = "rung", registry = { OPENAI } }))
+    assert.matches("^rung@1%+", e:snapshot().version)
+    assert.equal("accept", e:check({ name = "get_weather", arguments = { city = "Paris" } }).verdict)
+    e = assert(toolgate.new({ policy = "mcp", registry = { REG .. "mcp-filesystem.json" } }))
+    assert.matches("^mcp@2%+", e:snapshot().version)
+    local _, err, code = toolgate.new({ policy = "nosuch", registry = { OPENAI } })
+    assert.equal("POLICY_LOAD", code)
+    assert.matches("no shipped policy named 'nosuch'", err, 1, true)
+  end)
+
+  it("raises for options of the wrong kind (misuse), never for what a policy or registry holds", function()
+    for _, opts in ipairs({
+      { registry = OPENAI }, { policy = 42 }, { context = "fs:read" }, { limits = 8 }, { format = 1 },
+      { trust_call_context = "yes" }, { report_also = 1 }, { observe = {} }, { state = "memory" },
+      { registry = { 42 } }, { registry = { { server = "fs" } } }, { registry = { { path = OPENAI, trusted = "no" } } },
+      { registry = { fs = OPENAI } }, { polcy = "rung" },
+    }) do
+      assert.has_error(function() toolgate.new(opts) end)
+    end
+    assert.has_error(function() toolgate.new("rung") end)
+    -- a policy's mistakes and a registry's are data
+    for _, p in ipairs({
+      { name = "t", version = "1", registry = { closed = "no" } },
+      { name = "t", version = "1", limits = { max_depht = 8 } },
+      { name = "t", version = "1", registry = { sources = { { path = OPENAI, trusted = "no" } } } },
+      { name = "t", version = "1", stages = "rung" },
+    }) do
+      local ok, e, err, code = pcall(toolgate.new, { policy = p, registry = { OPENAI } })
+      assert.is_true(ok, tostring(e))
+      assert.is_nil(e)
+      assert.equal("POLICY_INVALID", code, err)
+    end
+    local ok, e, _, code = pcall(toolgate.new, { policy = "rung", registry = { DATA .. "unsupported.json" } })
+    assert.is_true(ok)
+    assert.is_nil(e)
+    assert.equal("UNSUPPORTED_KEYWORD", code)
+  end)
+
+  it("warns, once, of tools the gate refuses only for want of a risk; not where nothing needs one", function()
+    local e = assert(toolgate.new({ registry = { OPENAI } }))
+    assert.equal(1, #e:warnings())
+    assert.matches('2 of 2 tools declare no risk ("get_weather", "send_email")', e:warnings()[1], 1, true)
+    for _, opts in ipairs({
+      { policy = "rung", registry = { OPENAI } },                              -- no gate
+      { policy = policy({ gate = { admissible = function() return true end } }), registry = { OPENAI } }, -- own rule
+      { registry = { OPENAI }, context = { max_risk = "critical" } },          -- the highest allowed anyway
+      { policy = policy({ contract = function() return { risk = "low" } end }), registry = { OPENAI } },
+    }) do
+      assert.same({}, assert(toolgate.new(opts)):warnings())
+    end
+  end)
+
+  it("says a max_risk outside the risk levels is one, wherever it comes from", function()
+    local _, err, code = toolgate.new({ policy = policy({ context = { max_risk = "meduim" } }), registry = { OPENAI } })
+    assert.equal("POLICY_INVALID", code)
+    assert.matches('context.max_risk: "meduim" is not one of the risk levels (none, low, medium, high, critical) '
+      .. '(did you mean "medium"?)', err, 1, true)
+    local e = assert(toolgate.new({ registry = { OPENAI }, context = { max_risk = "meduim" } }))
+    local c = { name = "get_weather", arguments = { city = "Paris" } }
+    local trusting = assert(toolgate.new({ registry = { OPENAI }, trust_call_context = true }))
+    for _, d in ipairs({ e:check(c), e:check(c, { max_risk = 3 }),
+      (trusting:check('{"name":"get_weather","arguments":{"city":"Paris"},"context":{"max_risk":"High"}}')) }) do
+      assert.equal("H4", d.code)
+      assert.matches("is not one of the policy's risk levels", d.message, 1, true)
+      assert.is_nil(d.message:find("no max_risk given", 1, true))
+    end
   end)
 end)

@@ -19,12 +19,17 @@ end
 
 describe("policies", function()
   it("loads every shipped policy", function()
-    for _, name in ipairs({ "default", "strict", "mcp", "example" }) do
-      local p, err = policy.load(h.root .. "/policies/" .. name .. ".lua", require("toolgate.core").hash_bytes)
-      assert.is_table(p, err)
-      assert.equal(name, p.name)
-      assert.matches("^" .. name .. "@1%+%x+$", p.version)
-      assert.equal("rung", p.stages[1].name)
+    local p = assert(io.popen("ls " .. h.root .. "/policies"))
+    local names = {}
+    for f in p:lines() do names[#names + 1] = f:match("^(.*)%.lua$") end
+    p:close()
+    assert.same({ "default", "example", "mcp", "rung", "strict" }, names)
+    for _, name in ipairs(names) do
+      local pol, err = policy.load(h.root .. "/policies/" .. name .. ".lua", require("toolgate.core").hash_bytes)
+      assert.is_table(pol, err)
+      assert.equal(name, pol.name)
+      assert.matches("^" .. name .. "@%d+%+%x+$", pol.version)
+      assert.equal("rung", pol.stages[1].name)
     end
   end)
 
@@ -64,7 +69,7 @@ describe("policies", function()
       { "return 42", "must return a table" },
       { "return { version = '1' }", "name/version" },
       { "return { name = 'x', version = '1', stagse = {} }", "stagse: unknown field" },
-      { "return { name = 'x', version = 1 }", "version: must be a string" },
+      { "return { name = 'x', version = 1 }", "version: must be a non-empty string, not a number" },
       { "return { name = 'x', version = '1', stages = { 'rung', 'audit' } }", 'unknown stage "audit"' },
       { "return { name = 'x', version = '1', stages = { 'rung', 'rung' } }", "appears twice" },
       { "return { name = 'x', version = '1', on_error = 'accept' }", "on_error" },
@@ -90,14 +95,24 @@ describe("policies", function()
     assert.equal("POLICY_LOAD", code)
   end)
 
-  it("warns when its consistency settings make a reject unreachable at min_samples", function()
-    local p = assert(load_text("return { name = 'x', version = '1', stages = { 'rung', 'consistency' } }"))
-    assert.equal(1, #p.warnings)
-    assert.matches("cannot happen", p.warnings[1])
-    p = assert(load_text([[return { name = 'x', version = '1', stages = { 'rung', 'consistency' },
-      consistency = { min_samples = 6 } }]]))
-    assert.equal(0, #p.warnings)
-  end)
+  it("warns when its own consistency settings make a reject unreachable at min_samples, not for the defaults",
+    function()
+      -- the defaults (5 samples, arg_reject 0.20) are so on purpose: docs/policies.md says it once
+      local p = assert(load_text("return { name = 'x', version = '1', stages = { 'rung', 'consistency' } }"))
+      assert.same({}, p.warnings)
+      for _, settings in ipairs({ "{ min_samples = 5 }", "{ arg_reject = 0.2 }", "{ min_samples = 4, arg_reject = 0.25 }" }) do
+        p = assert(load_text("return { name = 'x', version = '1', stages = { 'rung', 'consistency' }, consistency = "
+          .. settings .. " }"))
+        assert.equal(1, #p.warnings, settings)
+        assert.matches("cannot happen", p.warnings[1])
+      end
+      p = assert(load_text([[return { name = 'x', version = '1', stages = { 'rung', 'consistency' },
+        consistency = { min_samples = 6 } }]]))
+      assert.equal(0, #p.warnings)
+      -- and only for a pipeline with the consistency stage
+      p = assert(load_text("return { name = 'x', version = '1', consistency = { min_samples = 5 } }"))
+      assert.equal(0, #p.warnings)
+    end)
 end)
 
 describe("the policy sandbox", function()

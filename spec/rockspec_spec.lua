@@ -22,6 +22,15 @@ describe("toolgate-scm-1.rockspec", function()
     end
   end)
 
+  it("installs every shipped policy beside the modules, where toolgate.policy finds it by name", function()
+    local files = list("cd " .. h.root .. " && ls policies/*.lua")
+    assert.is_true(#files >= 5)
+    for _, f in ipairs(files) do
+      local mod = "toolgate.policies." .. f:match("^policies/(.*)%.lua$")
+      assert.truthy(text:find('["' .. mod .. '"] = "' .. f .. '"', 1, true), "rockspec misses " .. f)
+    end
+  end)
+
   it("compiles every core C file into the Lua 5.4 module", function()
     local files = list("cd " .. h.root .. " && ls core/*.c")
     assert.is_true(#files > 3)

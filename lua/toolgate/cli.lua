@@ -121,34 +121,19 @@ function M.each_line(cmd, path, fn)
   return true
 end
 
--- A policy argument: a path, or the name of a shipped policy (default:
--- "default") -> path | nil, message
-function M.resolve_policy(arg, policy_dir)
-  if arg == nil then arg = "default" end
-  if arg:find("/", 1, true) or arg:match("%.lua$") then return arg end
-  local dir = os.getenv("TOOLGATE_POLICY_DIR") or policy_dir
-  if not dir then return nil, "no directory of shipped policies is known; give --policy a path" end
-  local path = dir .. "/" .. arg .. ".lua"
-  local f = io.open(path, "rb")
-  if not f then return nil, "no shipped policy named '" .. arg .. "' in " .. dir end
-  f:close()
-  return path
-end
-
--- load_engine(cmd, opts, env, engine_opts, warn) -> engine | nil (after a
--- diagnostic): the engine of --policy and --registry, with engine_opts
--- (format, trust_call_context) passed on; warn prints the policy's load
--- warnings.
-function M.load_engine(cmd, opts, env, engine_opts, warn)
-  local policy, perr = M.resolve_policy(opts.policy, env and env.policy_dir)
-  if not policy then
-    M.diag(cmd, perr)
-    return nil
-  end
-  local o = { policy = policy, registry = opts.registry }
+-- load_engine(cmd, opts, engine_opts, warn) -> engine | nil (after a
+-- diagnostic): the engine of --policy (a path, or a shipped policy's name;
+-- default: "default") and --registry, with engine_opts (format,
+-- trust_call_context) passed on; warn prints the load's warnings.
+function M.load_engine(cmd, opts, engine_opts, warn)
+  local o = { policy = opts.policy or "default", registry = opts.registry }
   for k, v in pairs(engine_opts or {}) do o[k] = v end
   local engine, err, code = require("toolgate.engine").new(o)
   if not engine then
+    if code == "NO_REGISTRY" then
+      err = "no registry: give the tools' list with --registry [SERVER=]FILE (or list it in the policy's "
+        .. "registry.sources)"
+    end
     M.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
     return nil
   end
@@ -255,9 +240,8 @@ local function global_usage()
   return table.concat(lines, "\n") .. "\n"
 end
 
--- main(argv[, env]) -> exit status
--- env.policy_dir: where the shipped policies are (bin/toolgate knows).
-function M.main(argv, env)
+-- main(argv) -> exit status
+function M.main(argv)
   argv = argv or {}
   local cmd = argv[1]
   if cmd == nil or cmd == "--help" or cmd == "-h" or cmd == "help" then
@@ -284,7 +268,7 @@ function M.main(argv, env)
     end
   end
   io.stdout:setvbuf("full")
-  local ok, result = pcall(mod.run, args, env)
+  local ok, result = pcall(mod.run, args)
   io.stdout:flush()
   if ok then return result end
   if getmetatable(result) == UsageError then

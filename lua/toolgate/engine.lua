@@ -103,6 +103,32 @@ local function check_risks(pol, reg)
   return true
 end
 
+-- The load's warning when the gate will refuse tools only because nothing
+-- gave them a risk (an OpenAI, Anthropic or MCP tool list carries none): the
+-- default rule counts a missing risk as the highest, which fails closed, and
+-- says here, once, how to give them one.
+local function contract_warnings(pol, reg, context)
+  local has_gate = false
+  for _, st in ipairs(pol.stages) do has_gate = has_gate or st.name == "gate" end
+  local levels = pol.settings.gate.risk_levels
+  local top = levels[#levels]
+  if not has_gate or pol.settings.gate.admissible or context.max_risk == top then return {} end
+  local names, n, mcp = {}, 0, false
+  for _, t in ipairs(reg.tools) do
+    if t.contract.risk == nil then
+      n = n + 1
+      mcp = mcp or t.format == "mcp"
+      if n <= 3 then names[n] = string.format("%q", t.name) end
+    end
+  end
+  if n == 0 then return {} end
+  return { string.format("gate: %d of %d tools declare no risk (%s%s); the gate counts that as the highest, %q, "
+    .. "and refuses their calls: give them one with a \"risk\" in toolgate's registry format or a "
+    .. "contract(tool) function in the policy%s, or check the schemas alone with the policy \"rung\" "
+    .. "(--policy rung)", n, #reg.tools, table.concat(names, ", "), n > 3 and ", ..." or "", top,
+    mcp and pol.contract == nil and " (for MCP tool lists: --policy mcp reads their annotations)" or "") }
+end
+
 -- What the core runs of a policy: its built-in parts and each tool's
 -- contract as the gate and the verifier read them (core/toolgate.h,
 -- tg_policy_new), as JSON.
@@ -153,7 +179,13 @@ end
 -- Builds a snapshot from the engine's options; nothing is shared with the
 -- previous one.
 local function build(opts)
-  local pol, err, code = policy_mod.load(opts.policy or policy_mod.builtin_default(), core.hash_bytes)
+  local source = opts.policy or policy_mod.builtin_default()
+  if type(source) == "string" then -- a path, or a shipped policy's name
+    local path, why = policy_mod.resolve(source)
+    if not path then return nil, why, "POLICY_LOAD" end
+    source = path
+  end
+  local pol, err, code = policy_mod.load(source, core.hash_bytes)
   if not pol then return nil, err, code end
   local ce
   ce, err, code = core.new_engine(merge(pol.limits, opts.limits))
@@ -180,15 +212,24 @@ local function build(opts)
   local snap = { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash,
                  compiled = compiled, rung_only = rung_only, context_table = merge(pol.context, opts.context),
                  deciders = {} }
+  snap.warnings = merge(pol.warnings)
+  for _, w in ipairs(contract_warnings(pol, reg, snap.context_table)) do snap.warnings[#snap.warnings + 1] = w end
   snap.context, err, code = compile_context(snap, snap.context_table)
   if not snap.context then return nil, "context: " .. tostring(err), code end
   return snap
 end
 
+-- The kinds of toolgate.new's options: another kind is the caller's
+-- mistake, and raises (a policy's or a registry's content is data).
+local OPTIONS = { policy = { string = true, table = true }, registry = { table = true }, context = { table = true },
+  limits = { table = true }, format = { string = true }, observe = { ["function"] = true }, state = { table = true },
+  trust_call_context = { boolean = true }, report_also = { boolean = true } }
+
 --- Makes an engine (also toolgate.new).
 -- new(opts) -> engine | nil, message, code
--- @tparam table opts policy (a policy file's path or a policy table;
--- default: the built-in default policy), registry (a list of sources added
+-- @tparam table opts policy (a policy file's path, a shipped policy's name
+-- as --policy takes it, "mcp", or a policy table; default: the built-in
+-- default policy), registry (a list of sources added
 -- to the policy's: paths, "SERVER=PATH" or {path=, server=, trusted=}),
 -- context (the default per-call context), limits (the core's limits),
 -- format (the call format of text calls: auto, native, openai, anthropic,
@@ -204,13 +245,16 @@ end
 function M.new(opts)
   opts = opts or {}
   if type(opts) ~= "table" then error("toolgate.new: a table of options expected", 2) end
-  for k in pairs(opts) do
-    if k ~= "policy" and k ~= "registry" and k ~= "context" and k ~= "limits" and k ~= "format"
-        and k ~= "observe" and k ~= "state" and k ~= "trust_call_context" and k ~= "report_also" then
-      error("toolgate.new: unknown option '" .. tostring(k) .. "'", 2)
-    end
+  for k, v in pairs(opts) do
+    if not OPTIONS[k] then error("toolgate.new: unknown option '" .. tostring(k) .. "'", 2) end
+    if not OPTIONS[k][type(v)] then error("toolgate.new: option " .. k .. " cannot be a " .. type(v), 2) end
   end
   if opts.format and not FORMATS[opts.format] then error("toolgate.new: unknown call format " .. opts.format, 2) end
+  for i, s in pairs(opts.registry or {}) do
+    if type(i) ~= "number" then error("toolgate.new: registry must be a list of sources", 2) end
+    local ok, field, msg = registry.check_source(s)
+    if not ok then error("toolgate.new: registry[" .. i .. "]" .. (field and "." .. field or "") .. " " .. msg, 2) end
+  end
   local snap, err, code = build(opts)
   if not snap then return nil, err, code end
   -- what the engine learns about tools' determinism outlives reloads
@@ -234,9 +278,10 @@ function Engine:snapshot()
   return self.current
 end
 
---- The policy loader's warnings (for instance a verdict the settings make unreachable).
+--- The load's warnings: a verdict the policy's settings make unreachable,
+-- tools the gate refuses only because nothing gave them a risk.
 function Engine:warnings()
-  return self.current.policy.warnings
+  return self.current.warnings
 end
 
 -- The fields a call given as a Lua table may have.

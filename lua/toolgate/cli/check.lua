@@ -20,8 +20,15 @@ API response, an Anthropic message, an MCP batch): each gets its decision,
 with index counting from 0; a line of no call (a text-only message) writes
 nothing; a line that cannot be decoded gets one reject without index.
 
-  --policy FILE|NAME        a policy file, or a shipped policy by name: default
-                            (the default), strict, mcp, example
+  --policy FILE|NAME        a policy file, or a shipped policy by name:
+                              default  (the default) rung, gate, verifier; the
+                                       gate needs each tool's risk and scopes
+                              rung     the schemas alone, no contract needed:
+                                       for OpenAI and Anthropic tool lists,
+                                       which carry no risks
+                              mcp      risks and scopes from MCP annotations
+                              strict   every registry finding fails the load
+                              example  a template to copy
   --registry [SERVER=]FILE  a registry file (repeatable), added to the policy's
                             own sources: toolgate's format, an OpenAI or Anthropic
                             tools array, or an MCP tools/list result; SERVER=
@@ -64,12 +71,15 @@ itself, such as Anthropic server_tool_use or an OpenAI web_search_call,
 or one without JSON arguments); POLICY_ERROR when a policy function fails.
 Nothing that cannot be checked is ever accepted.
 
+When the policy's gate will refuse tools only because they declare no risk,
+a warning on stderr says so once, at load, and how to give them one.
+
 exit status: 0 done, 1 --fail-on matched (or a line met an internal error:
 it gets an INTERNAL_ERROR reject and a note on stderr), 2 bad usage, or a
-policy or registry that cannot be loaded
+policy or registry that cannot be loaded (one line on stderr saying why)
 ]]
 
-function M.run(args, env)
+function M.run(args)
   local opts, pos = cli.parse(args, {
     flags = { also = true, ["line-context"] = true },
     options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true, threads = true },
@@ -83,7 +93,7 @@ function M.run(args, env)
     cli.usage_error("--fail-on takes reject, defer or accept")
   end
   local threads = cli.threads(opts.threads)
-  local engine = cli.load_engine("check", opts, env, { format = format,
+  local engine = cli.load_engine("check", opts, { format = format,
     trust_call_context = opts["line-context"], report_also = opts.also }, true)
   if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core

@@ -28,7 +28,9 @@ the rung.  Thresholds come from the policy's consistency settings.  A
 RESULT_DISAGREE quarantines the tool's determinism declaration for the
 plans that follow; quarantined tools are listed on standard error.
 
-  --policy FILE|NAME        a policy file or shipped policy (default: default)
+  --policy FILE|NAME        a policy file or shipped policy: default (the
+                            default), rung, mcp, strict, example (see
+                            toolgate check --help)
   --registry [SERVER=]FILE  registry files (repeatable), added to the policy's
   --context FILE            the context (a JSON object)
   --fail-on VERDICT         exit 1 if any decision has this verdict
@@ -37,13 +39,13 @@ exit status: 0 done, 1 --fail-on matched, 2 bad usage or an unloadable
 policy or registry
 ]]
 
-function M.run(args, env)
+function M.run(args)
   local opts, pos = cli.parse(args, {
     options = { policy = true, context = true, ["fail-on"] = true },
     multi = { registry = true },
   })
   if #pos > 1 then cli.usage_error("at most one FILE") end
-  local engine = cli.load_engine("classify", opts, env, nil, true)
+  local engine = cli.load_engine("classify", opts, nil, true)
   if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core
   local ctx = {}

@@ -45,7 +45,7 @@ local function run_command(cmd, input)
   return body
 end
 
-function M.run(args, env)
+function M.run(args)
   local opts, pos = cli.parse(args, {
     options = { exec = true, epoch = true, policy = true },
     multi = { registry = true },
@@ -53,7 +53,7 @@ function M.run(args, env)
   if #pos > 1 then cli.usage_error("at most one FILE") end
   if not opts.exec then cli.usage_error("--exec is required") end
   if not opts.epoch then cli.usage_error("--epoch is required") end
-  local engine = cli.load_engine("probe", opts, env, nil, false)
+  local engine = cli.load_engine("probe", opts, nil, false)
   if not engine then return cli.EXIT_USAGE end
   local core_engine = engine:snapshot().core
   local all_verified = true
