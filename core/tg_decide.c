@@ -4,7 +4,7 @@
  * contract requirement; custom stages and a policy's own gate rule are
  * handed to the host and their answers taken back.
  *
- * The rules are DESIGN's and docs/policies.md's: the first reject ends the
+ * The rules are docs/policies.md's: the first reject ends the
  * run and is the decision whatever deferred before it; a defer lets the
  * later stages run; with no reject the decision is the first defer; every
  * objection is listed when there are several.  Nothing that fails inside
@@ -290,6 +290,13 @@ static int put_levels(tg_decider_t *d, tg_error_t *err)
     return rc;
 }
 
+/* What a refusal for a missing risk says to do: tool lists in the formats
+ * people have (OpenAI, Anthropic, MCP) carry no risk, and the gate counts
+ * that as the highest (fail closed). */
+static const char no_risk_ways_out[] =
+    ": give the tool a risk (a \"risk\" in toolgate's registry format, or the policy's "
+    "contract(tool) mapping), or check the schemas alone with the policy \"rung\"";
+
 /* The gate's default rule: every scope the contract requires is granted,
  * and its risk is not above the context's max_risk (a missing risk counts
  * as the highest, a missing max_risk as the lowest; a max_risk outside the
@@ -339,6 +346,8 @@ static int run_gate(tg_decider_t *d, size_t stage, tg_error_t *err)
         rc = put_quoted(d, p->levels[max].s, p->levels[max].len, err);
     if (rc == TG_OK && !(c && c->max_risk >= 0))
         rc = puts_(d, " (no max_risk given, counted as the lowest)", err);
+    if (rc == TG_OK && t->risk < 0)
+        rc = puts_(d, no_risk_ways_out, err);
     if (rc == TG_OK)
         close_message(d);
     return rc;

@@ -26,9 +26,10 @@ summarize='local cjson = require "cjson"
 regs="--registry examples/registries/mcp-filesystem.json --registry examples/registries/mcp-everything.json
   --registry examples/registries/mcp-memory.json"
 
-echo "== the Resolution Rung alone: calls in four formats against three recorded MCP servers"
+echo "== the Resolution Rung (policies/rung.lua: the schemas alone): calls in four formats against three"
+echo "   recorded MCP servers"
 echo "   (examples/calls/mcp-calls.jsonl; one decision per line)"
-$tg check --policy spec/data/policies/rung-only.lua $regs examples/calls/mcp-calls.jsonl | $LUA -e "$summarize"
+$tg check --policy rung $regs examples/calls/mcp-calls.jsonl | $LUA -e "$summarize"
 
 echo
 echo "== the whole pipeline (rung -> gate -> verifier) with policies/mcp.lua: contracts from MCP"

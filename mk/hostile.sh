@@ -62,7 +62,7 @@ cli_commands() {
 0 canon --hash examples/documents/search_flights.json
 1 canon --lines examples/documents/calls.jsonl
 1 canon --lines --hash examples/documents/calls.jsonl
-0 check --policy spec/data/policies/rung-only.lua $regs examples/calls/mcp-calls.jsonl
+0 check --policy rung $regs examples/calls/mcp-calls.jsonl
 0 check --policy mcp --context examples/calls/context.json $regs examples/calls/pipeline-calls.jsonl
 1 check --also --fail-on reject --format auto $regs $work/calls.jsonl
 1 validate --schema $work/schema.json --closed --lines examples/documents/calls.jsonl

@@ -72,7 +72,7 @@ describe("toolgate canon", function()
 end)
 
 describe("toolgate check", function()
-  local regs = "--policy spec/data/policies/rung-only.lua"
+  local regs = "--policy rung"
     .. " --registry examples/registries/mcp-filesystem.json --registry examples/registries/mcp-everything.json"
     .. " --registry examples/registries/mcp-memory.json"
 
@@ -169,17 +169,24 @@ describe("toolgate check", function()
   it("runs the policy's whole pipeline: --policy by name, --context, a trusted context per line", function()
     local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --policy mcp" ..
       " --registry examples/registries/mcp-filesystem.json"
-    local line = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}\n'
-    local code, out = h.run(base, line)
+    -- a read-only tool of a closed domain needs no scope; a write needs filesystem:write
+    local read = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}\n'
+    local mkdir = '{"server":"filesystem","name":"create_directory","arguments":{"path":"/a"}}\n'
+    local code, out = h.run(base, read .. mkdir)
     assert.equal(0, code)
-    local d = decisions(out)[1]
-    assert.equal("H4", d.code) -- no scope granted
-    assert.matches("^mcp@1%+", d.policy_version)
-    code, out = h.run(base .. " --context examples/calls/context.json", line)
+    local ds = decisions(out)
+    assert.equal("accept", ds[1].verdict)
+    assert.matches("^mcp@2%+", ds[1].policy_version)
+    assert.equal("H4", ds[2].code)
+    assert.matches('scope "filesystem:write" is required and not granted', ds[2].message, 1, true)
+    local ctx = h.tmpname(".json")
+    h.write_file(ctx, '{"scopes":["filesystem:write"],"max_risk":"medium"}')
+    code, out = h.run(base .. " --context " .. ctx, mkdir)
+    os.remove(ctx)
     assert.equal(0, code)
     assert.equal("accept", decisions(out)[1].verdict)
-    code, out = h.run(base .. " --line-context", '{"server":"filesystem","name":"read_text_file",'
-      .. '"arguments":{"path":"/a"},"context":{"scopes":["filesystem:read"],"max_risk":"low"}}\n')
+    code, out = h.run(base .. " --line-context", '{"server":"filesystem","name":"create_directory",'
+      .. '"arguments":{"path":"/a"},"context":{"scopes":["filesystem:write"],"max_risk":"medium"}}\n')
     assert.equal(0, code)
     assert.equal("accept", decisions(out)[1].verdict)
   end)
@@ -242,6 +249,142 @@ describe("toolgate check", function()
     os.remove(bad)
     assert.equal(2, code)
     assert.matches("POLICY_ORDER", err, 1, true)
+  end)
+end)
+
+describe("a user who arrives with the tool lists they have", function()
+  local QS = "examples/quickstart/"
+  local function check(args, stdin)
+    return h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check " .. args, stdin)
+  end
+  local function codes(out)
+    local cjson = require "cjson"
+    local list = {}
+    for line in out:gmatch("[^\n]+") do
+      local d = cjson.decode(line)
+      list[#list + 1] = d.code or d.verdict
+    end
+    return list
+  end
+
+  it("gets accepts and clear rejects from an OpenAI or Anthropic tools list with --policy rung", function()
+    local code, out, err = check("--policy rung --registry " .. QS .. "openai-tools.json " .. QS .. "openai-calls.jsonl")
+    assert.equal(0, code, err)
+    assert.equal("", err)
+    assert.same({ "accept", "H3", "H1", "H2" }, codes(out))
+    code, out, err = check("--policy rung --registry " .. QS .. "anthropic-tools.json " .. QS .. "anthropic-calls.jsonl")
+    assert.equal(0, code, err)
+    assert.same({ "accept", "H2" }, codes(out))
+  end)
+
+  it("gets accepts for read-only MCP tools with --policy mcp, and no scope asked of them", function()
+    local code, out, err = check("--policy mcp --registry examples/registries/mcp-filesystem.json "
+      .. QS .. "mcp-calls.jsonl")
+    assert.equal(0, code, err)
+    assert.equal("", err) -- every tool has a contract: no warning
+    assert.same({ "accept", "H4", "H1" }, codes(out))
+    code, out = check("--policy mcp --registry examples/registries/mcp-filesystem.json --context "
+      .. QS .. "context.json " .. QS .. "mcp-calls.jsonl")
+    assert.equal(0, code)
+    assert.same({ "accept", "accept", "H1" }, codes(out))
+  end)
+
+  it("is told once, at load, that the gate refuses tools without a risk, and how to give them one", function()
+    for _, cmd in ipairs({ "check", "classify" }) do
+      local code, _, err = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate " .. cmd .. " --registry "
+        .. QS .. "openai-tools.json " .. QS .. "openai-calls.jsonl")
+      assert.equal(0, code, err)
+      local lines = h.lines_of(err)
+      assert.equal(1, #lines, err)
+      assert.matches("^toolgate " .. cmd .. ": warning: gate: 2 of 2 tools declare no risk", lines[1])
+      assert.matches('"get_weather", "send_email"', lines[1], 1, true)
+      assert.matches('"risk"', lines[1], 1, true)
+      assert.matches("contract(tool)", lines[1], 1, true)
+      assert.matches("--policy rung", lines[1], 1, true)
+    end
+    -- an MCP list under a policy that maps nothing: the warning names --policy mcp
+    local _, _, err = check("--registry examples/registries/mcp-memory.json", "")
+    assert.matches("9 of 9 tools declare no risk", err, 1, true)
+    assert.matches("--policy mcp", err, 1, true)
+    -- no warning where nothing is missing, or nothing reads it
+    for _, args in ipairs({ "--policy rung --registry " .. QS .. "openai-tools.json",
+      "--registry spec/data/registries/formats.json", "--policy example" }) do
+      _, _, err = check(args, "")
+      assert.equal("", err, args)
+    end
+  end)
+
+  it("reads in each H4 for a missing risk the ways to give the tool one", function()
+    local code, out = check("--registry " .. QS .. "openai-tools.json " .. QS .. "openai-calls.jsonl")
+    assert.equal(0, code)
+    assert.same({ "H4", "H3", "H1", "H2" }, codes(out))
+    local d = require("cjson").decode(out:match("^[^\n]+"))
+    assert.matches('no declared risk (counted as the highest) is above the allowed "medium": give the tool a risk '
+      .. '(a "risk" in toolgate\'s registry format, or the policy\'s contract(tool) mapping), or check the schemas '
+      .. 'alone with the policy "rung"', d.message, 1, true)
+  end)
+
+  it("is told to give --registry when there is no registry", function()
+    local code, out, err = h.toolgate("check", "{}\n")
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate check: NO_REGISTRY: no registry: give the tools' list with --registry [SERVER=]FILE "
+      .. "(or list it in the policy's registry.sources)\n", err)
+  end)
+
+  it("is told to name servers with SERVER=FILE when two files' tools clash, the code said once", function()
+    local code, _, err = check("--registry " .. QS .. "openai-tools.json --registry " .. QS .. "anthropic-tools.json",
+      "")
+    assert.equal(2, code)
+    assert.equal(1, #h.lines_of(err))
+    local _, n = err:gsub("DUPLICATE_TOOL", "")
+    assert.equal(1, n, err)
+    assert.matches("SERVER=FILE (e.g. --registry other=" .. QS .. "anthropic-tools.json)", err, 1, true)
+    -- named, they load
+    code, _, err = check("--registry weather=" .. QS .. "openai-tools.json --registry " .. QS .. "anthropic-tools.json",
+      "")
+    assert.equal(0, code, err)
+  end)
+
+  it("gets one line and exit 2 for each policy mistake of the issue, never a traceback", function()
+    local cases = {
+      { 'registry = { on_shadowing = "rejet" }', 'registry.on_shadowing: must be "error", "reject" or "allow", '
+        .. 'not "rejet" (did you mean "reject"?)' },
+      { "limits = { max_depht = 8 }", 'limits.max_depht: unknown limit (did you mean "max_depth"?)' },
+      { "registry = { clossed = true }", 'registry.clossed: unknown setting (did you mean "closed"?)' },
+      { 'registry = { closed = "no" }', 'registry.closed: must be true or false, not "no"' },
+      { 'registry = { assert_formats = "yes" }', 'registry.assert_formats: must be true or false, not "yes"' },
+      { 'registry = { sources = "fs.json" }', 'registry.sources: must be a list of registry files, not a string '
+        .. '(for one file: sources = { "fs.json" })' },
+      { "limits = { max_depth = 0 }", "limits.max_depth: limit max_depth = 0 is outside 1..1000" },
+      { 'nmae = "x"', 'nmae: unknown field (did you mean "name"?)' },
+    }
+    for _, c in ipairs(cases) do
+      local path = h.tmpname(".lua")
+      h.write_file(path, 'return { name = "t", version = "1", ' .. c[1] .. " }")
+      local code, out, err = check("--policy " .. path, "")
+      os.remove(path)
+      assert.equal(2, code, c[1])
+      assert.equal("", out)
+      assert.equal("toolgate check: POLICY_INVALID: policy " .. c[2] .. "\n", err)
+    end
+  end)
+
+  it("finds shipped policies by name, or in $TOOLGATE_POLICY_DIR alone when it is set", function()
+    local dir = h.tmpname("")
+    assert.equal(0, h.run("mkdir -p " .. dir))
+    h.write_file(dir .. "/mine.lua", 'return { name = "mine", version = "7", stages = { "rung" } }')
+    local code, out = h.run("cd " .. h.root .. " && TOOLGATE_POLICY_DIR=" .. dir .. " " .. h.lua ..
+      " bin/toolgate check --policy mine --registry " .. QS .. "openai-tools.json " .. QS .. "openai-calls.jsonl")
+    assert.equal(0, code)
+    assert.matches('"policy_version":"mine@7+', out, 1, true)
+    local _, err
+    code, _, err = h.run("cd " .. h.root .. " && TOOLGATE_POLICY_DIR=" .. dir .. " " .. h.lua ..
+      " bin/toolgate check --policy rung --registry " .. QS .. "openai-tools.json", "")
+    assert.equal(2, code)
+    assert.matches("no shipped policy named 'rung' in " .. dir, err, 1, true)
+    os.remove(dir .. "/mine.lua")
+    os.remove(dir)
   end)
 end)
 

@@ -199,6 +199,15 @@ static void test_decisions(void)
         tap_ok(strstr(o.json, "no declared risk (counted as the highest) is above the allowed "
                               "\\\"low\\\" (no max_risk given, counted as the lowest)") != NULL,
                "the gate: no risk declared, no max_risk given");
+        tap_ok(strstr(o.json,
+                      "give the tool a risk (a \\\"risk\\\" in toolgate's registry format, or the "
+                      "policy's contract(tool) mapping), or check the schemas alone with the "
+                      "policy \\\"rung\\\"") != NULL,
+               "the gate: a refusal for a missing risk names the ways out");
+        call = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{}}";
+        tg_check(d, p, all, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+        tap_ok(strstr(o.json, "policy \\\"rung\\\"") == NULL,
+               "the gate: a declared risk above max_risk names no ways out for a missing one");
         tg_context_free(all);
     }
     snprintf(want, sizeof want,
