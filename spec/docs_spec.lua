@@ -71,6 +71,27 @@ describe("docs/policies.md", function()
     os.remove(path)
   end)
 
+  it("gives the mcp policy's mapping of annotations as policies/mcp.lua does it", function()
+    local p = assert(policy.load(h.root .. "/policies/mcp.lua"))
+    local section = assert(guide:match("%*%*MCP annotations%.%*%*(.-)\n\n[^|]"))
+    local rows = 0
+    for ann, risk, effects, scopes in section:gmatch("\n| ([^|]-) | `(%a+)` | ([^|]-) | ([^|]-) |") do
+      rows = rows + 1
+      local annotations = {}
+      for k, v in (ann:match("^`([^`]*)`") or ""):gmatch("(%a+): (%a+)") do annotations[k] = v == "true" end
+      local c = p.contract({ server = "fs", name = "t", format = "mcp", annotations = annotations, contract = {} })
+      local function list(cell)
+        local out = {}
+        for x in cell:gmatch("`([^`]+)`") do out[#out + 1] = (x:gsub("<server>", "fs")) end
+        return out
+      end
+      assert.equal(risk, c.risk, ann)
+      assert.same(list(effects), c.effects, ann)
+      assert.same(list(scopes), c.scopes, ann)
+    end
+    assert.equal(6, rows)
+  end)
+
   it("warns about min_samples = 5 with arg_reject = 0.20, not about the batches policy", function()
     local text = assert(policy_block("batches.lua"))
     local path = write_policy(text)

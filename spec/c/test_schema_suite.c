@@ -201,7 +201,10 @@ int main(void)
     if (!dir || !*dir)
         dir = "../shared/data/json-schema-test-suite/draft2020-12";
     if (!(d = opendir(dir))) {
-        printf("ok 1 # SKIP JSON Schema Test Suite not found (set JSON_SCHEMA_TEST_SUITE)\n");
+        printf("ok 1 # SKIP JSON Schema Test Suite not found in %s: get it with git clone "
+               "https://github.com/json-schema-org/JSON-Schema-Test-Suite and set "
+               "JSON_SCHEMA_TEST_SUITE=<the clone>/tests/draft2020-12\n",
+               dir);
         printf("1..1\n");
         return 0;
     }
