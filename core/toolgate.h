@@ -1006,9 +1006,10 @@ enum tg_check_status {
 typedef struct tg_outcome_t {
     int status;       /* enum tg_check_status */
     int verdict;      /* TG_DECIDED: enum tg_verdict */
-    const char *json; /* TG_DECIDED: the decision as canonical JSON (json_len
-                       * bytes, then a NUL), valid until the next call on
-                       * the decider */
+    const char *json; /* TG_DECIDED: the decision as canonical JSON, in
+                       * the TG_CANON_EXACT form (an echoed id keeps every
+                       * digit), json_len bytes, then a NUL; valid until
+                       * the next call on the decider */
     size_t json_len;
     const char *code;  /* TG_DECIDED: the decision's code, "" for an accept */
     const char *stage; /* TG_DECIDED: the stage that decided */

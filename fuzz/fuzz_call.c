@@ -185,8 +185,10 @@ static void pipeline(tg_engine_t *e, const uint8_t *data, size_t size, const tg_
             size_t len;
             const char *s = tg_str(v, &len);
             tg_buf_init(&b, e);
-            FUZZ_CHECK(tg_canon(e, o.json, o.json_len, &b, &err) == TG_OK);
-            FUZZ_CHECK(same_bytes(b.data, b.len, o.json, o.json_len)); /* canonical already */
+            /* canonical already, with exact numbers: an echoed id keeps
+             * every digit, which plain RFC 8785 would round */
+            FUZZ_CHECK(tg_canon_value_mode(tg_doc_root(doc), TG_CANON_EXACT, &b, &err) == TG_OK);
+            FUZZ_CHECK(same_bytes(b.data, b.len, o.json, o.json_len));
             tg_buf_free(&b);
             FUZZ_CHECK(s && same_bytes(s, len, names[o.verdict], strlen(names[o.verdict])));
             c = tg_get(tg_doc_root(doc), "code", 4);
