@@ -6,13 +6,13 @@
 --
 -- CALLS.jsonl: native call lines (bench/gen_mcp_calls.py --native) against
 -- the three recorded MCP registries in examples/registries.  P: a policy
--- file (default: the shipped rung policy's stand-in spec/data/policies/
--- rung-only.lua).  One untimed warm-up pass, then whole passes timed with
+-- file or a shipped policy's name (default: rung, the Resolution Rung and
+-- the verifier).  One untimed warm-up pass, then whole passes timed with
 -- os.clock until S seconds (default 1); prints
 --   toolgate-<lua54|luajit>-check-<policy> calls=<n> seconds=<s> ns_per_call=<y> accepted=<a>
 local toolgate = require "toolgate"
 
-local opts = { ["min-seconds"] = "1", policy = "spec/data/policies/rung-only.lua" }
+local opts = { ["min-seconds"] = "1", policy = "rung" }
 for i = 1, #arg, 2 do
   local k = arg[i]:match("^%-%-(.+)$")
   if not k or arg[i + 1] == nil then

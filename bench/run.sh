@@ -56,7 +56,7 @@ node bench/peers/validate_node.js --schemas "$out/mcp-schemas.json" --calls "$ou
   "$BUILD/bench/validate_bench" --schemas "$out/mcp-schemas.json" --calls "$out/mcp-calls.jsonl" \
     --min-seconds "$SECONDS_PER"
   for lua in "$LUA" "$LUAJIT"; do
-    for pol in spec/data/policies/rung-only.lua policies/default.lua; do
+    for pol in rung default; do
       "$lua" bench/check_bench.lua --calls "$out/mcp-native.jsonl" --policy "$pol" --min-seconds "$SECONDS_PER"
     done
   done
@@ -158,11 +158,10 @@ t() { python3 bench/timeit.py "$@"; }
 {
   t node-ajv "$out/wp-ajv.out" -- node bench/peers/check_node.js --schemas "$out/wp-schemas.json" "$out/wp-calls.jsonl"
   for lua in "$LUA" "$LUAJIT"; do
-    for pol in rung-only default; do
-      p=$pol; [ "$pol" = rung-only ] && p=spec/data/policies/rung-only.lua
-      t "toolgate-check-$pol-$lua-1" "$out/wp-check.out" -- "$lua" bin/toolgate check --threads 1 --policy "$p" \
+    for pol in rung default; do
+      t "toolgate-check-$pol-$lua-1" "$out/wp-check.out" -- "$lua" bin/toolgate check --threads 1 --policy "$pol" \
         --context examples/calls/context.json $regs "$out/wp-calls.jsonl"
-      t "toolgate-check-$pol-$lua-2" "$out/wp-check.out" -- "$lua" bin/toolgate check --threads 2 --policy "$p" \
+      t "toolgate-check-$pol-$lua-2" "$out/wp-check.out" -- "$lua" bin/toolgate check --threads 2 --policy "$pol" \
         --context examples/calls/context.json $regs "$out/wp-calls.jsonl"
     done
   done
@@ -173,7 +172,7 @@ t() { python3 bench/timeit.py "$@"; }
   t python-seed-reference "$out/wp-py.out" -- python3 bench/peers/seed_reference.py "$out/wp-plans.jsonl"
   for lua in "$LUA" "$LUAJIT"; do
     t "toolgate-classify-$lua" "$out/wp-classify.out" -- "$lua" bin/toolgate classify \
-      --policy spec/data/policies/rung-only.lua --registry "$out/wp-plans-registry.json" "$out/wp-plans.jsonl"
+      --policy rung --registry "$out/wp-plans-registry.json" "$out/wp-plans.jsonl"
   done
 } >"$results"
 if [ -x "$BUILD/bench/simdjson_floor" ]; then
