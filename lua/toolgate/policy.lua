@@ -218,7 +218,7 @@ local TOP_LEVEL = {
   name = nonempty, version = nonempty, description = a_string, registry = a_table, limits = a_table,
   stages = a_table, rung = a_table, gate = a_table, verifier = a_table, consistency = a_table,
   contract = a_function, context = a_table, on_error = one_of("reject", "defer"), defer = a_table,
-  budget = whole(1000), resolvers = a_table,
+  budget = whole(1000), resolvers = a_table, mcp = a_table,
 }
 
 -- A stage's defer no longer stops the pipeline (a later reject must win),
@@ -566,6 +566,7 @@ function M.load(source, hash_text)
     requires_approval = defer.requires_approval == true,
     budget = budget,
     resolvers = p.resolvers,
+    mcp = p.mcp, -- checked by toolgate.mcp, which reads it
     warnings = warnings,
   }
 end

@@ -14,6 +14,29 @@
 --   store:quarantine(server, name, reason, epoch)
 --   store:records()                           -> { ["server\0name"] = record }
 -- record = { verified_epoch = E|nil, quarantined = { reason =, since =, epoch = } | nil }
+--
+-- A gateway's store (toolgate.mcp) also keeps approvals and pin reports,
+-- shared by everything that decides for it (every nginx worker: see
+-- toolgate.state.shared_dict):
+--   store:approval_open(id, fields, ttl, uses) -> true when it opened a
+--       request (pending for ttl seconds), false when one exists
+--   store:approval_take(id) -> taken, status: true when a granted use was
+--       consumed (atomically: two deciders never share one use); else
+--       false and "pending" | "denied" | "used" | nil (none, or expired)
+--   store:approval_decide(id, "grant" | "deny") -> record | nil, message, code
+--       (a grant lets the request's uses through for its ttl from now)
+--   store:approval(id) -> record | nil;  store:approvals() -> { record, ... }
+--   store:pin_report(registry_hash, server, tool, change) -> true the first
+--       time this change of this tool is reported under this registry
+--   store:pin_change(registry_hash, server, tool) -> change | nil (a tool
+--       whose upstream no longer matches its pin)
+--   store:pin_reports() -> { {registry_hash =, server =, tool =, change =, since =}, ... }
+--   store:quarantine_server(registry_hash, server, reason)
+--   store:server_quarantine(registry_hash, server) -> { reason =, since = } | nil
+-- approval record = { id =, status = "pending" | "granted" | "denied" | "used",
+--   binding =, server =, tool =, code =, message =, args_digest =, uses =,
+--   created =, expires = }.  Pins and quarantines are kept per registry
+-- hash: a new registry (the operator accepted the change) starts clean.
 -- Epochs are stored and compared as the canonical JSON text of the epoch
 -- value (the string "e7" as "\"e7\"", the number 1 as "1"), one rule for
 -- probes and for every kind of plan.
@@ -25,8 +48,11 @@ local Memory = {}
 Memory.__index = Memory
 
 --- The in-process store (what toolgate.new uses unless given opts.state).
-function M.memory()
-  return setmetatable({ data = {} }, Memory)
+-- memory([{clock = fn}]) -> store; clock() gives the time in seconds
+-- (default os.time), which approvals expire by.
+function M.memory(opts)
+  local clock = opts and opts.clock or os.time
+  return setmetatable({ data = {}, approvals_by_id = {}, pins = {}, servers = {}, clock = clock }, Memory)
 end
 
 local function key(server, name) return (server or "") .. "\0" .. name end
@@ -56,6 +82,79 @@ end
 
 function Memory:records()
   return self.data
+end
+
+local function live(self, id)
+  local r = self.approvals_by_id[id]
+  if r and r.expires <= self.clock() then
+    self.approvals_by_id[id] = nil
+    return nil
+  end
+  return r
+end
+
+function Memory:approval_open(id, fields, ttl, uses)
+  if live(self, id) then return false end
+  local now = self.clock()
+  local r = { id = id, status = "pending", created = now, expires = now + ttl, ttl = ttl, uses = uses }
+  for k, v in pairs(fields) do r[k] = v end
+  self.approvals_by_id[id] = r
+  return true
+end
+
+function Memory:approval_take(id)
+  local r = live(self, id)
+  if not r then return false, nil end
+  if r.status ~= "granted" then return false, r.status end
+  r.uses = r.uses - 1
+  if r.uses <= 0 then r.status = "used" end
+  return true, r.status
+end
+
+function Memory:approval_decide(id, verdict)
+  local r = live(self, id)
+  if not r then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
+  if r.status ~= "pending" then return nil, "approval " .. id .. " is already " .. r.status, "ALREADY_DECIDED" end
+  r.status = verdict == "grant" and "granted" or "denied"
+  r.expires = self.clock() + r.ttl
+  return r
+end
+
+function Memory:approval(id) return live(self, id) end
+
+function Memory:approvals()
+  local out = {}
+  for id in pairs(self.approvals_by_id) do out[#out + 1] = live(self, id) end
+  table.sort(out, function(a, b) return a.id < b.id end)
+  return out
+end
+
+function Memory:pin_report(registry_hash, server, tool, change)
+  local k = registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
+  if self.pins[k] then return false end
+  self.pins[k] = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
+  return true
+end
+
+function Memory:pin_change(registry_hash, server, tool)
+  local r = self.pins[registry_hash .. "\0" .. key(server, tool) .. "\0changed"]
+  return r and r.change
+end
+
+function Memory:pin_reports()
+  local out = {}
+  for _, r in pairs(self.pins) do out[#out + 1] = r end
+  table.sort(out, function(a, b) return a.server .. "\0" .. a.tool < b.server .. "\0" .. b.tool end)
+  return out
+end
+
+function Memory:quarantine_server(registry_hash, server, reason)
+  local k = registry_hash .. "\0" .. server
+  if not self.servers[k] then self.servers[k] = { reason = reason, since = self.clock() } end
+end
+
+function Memory:server_quarantine(registry_hash, server)
+  return self.servers[registry_hash .. "\0" .. server]
 end
 
 --- is_verified(store, server, name, epoch): verified in this epoch and not quarantined

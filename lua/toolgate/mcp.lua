@@ -1,0 +1,572 @@
+--- toolgate.mcp: the MCP gateway's logic, without a transport.
+--
+-- What an MCP gateway decides about the messages that cross it, the same
+-- for every transport (toolgate.nginx's Streamable HTTP, a stdio proxy):
+--
+--   local gw = mcp.new{ engine = e, state = store, observe = fn }
+--   local route = gw:route("everything"[, context])   -- one per MCP server
+--   local plan = gw:request(route, body)              -- a client's message
+--   -- plan.forward: the text to send to the server (nil: send nothing)
+--   -- plan.reply:   the answer to give the client now (nothing forwarded)
+--   -- plan.inject:  answers to add to the server's (a batch partly refused)
+--   -- plan.pending: the requests whose answers the gateway reads back
+--   local out = gw:response(route, plan, message)     -- each server message
+--   local all = mcp.merge(server_batch_text, plan.inject)
+--
+-- Client to server: initialize, ping, notifications/*, resources/*,
+-- prompts/*, completion/complete, logging/setLevel, tools/list and
+-- tools/call pass (the policy's mcp.methods may narrow or widen the list;
+-- any other method is refused, -32601); answers to the server's own
+-- requests (sampling, elicitation, roots) pass.  A tools/call runs the
+-- policy's pipeline on the call built from the route's server (never a
+-- server the message names) and params.name / params.arguments; a call to
+-- a tool whose pin changed, or to a quarantined server, is refused after
+-- that; a defer asks for an approval bound to the exact call.  A refused
+-- call is never forwarded.
+--
+-- Server to client: a tools/list result is cut to the tools the registry
+-- holds for the route's server whose pins match (closed world at the menu:
+-- a tool the registry does not know, or one that changed, never reaches the
+-- model) and every difference is reported (state store, observe); a
+-- tools/call result runs through the contract verifier (structuredContent
+-- against outputSchema, isError) and one that breaks the contract is
+-- replaced by a refusal.
+--
+-- Refusals follow the policy's mcp.refusal: "error" (default), a JSON-RPC
+-- error whose code says what happened (CODES below) and whose data is
+-- {decision, approval_id}; or "result", a CallToolResult with isError:
+-- true, the reason as text and the decision in _meta["toolgate/decision"],
+-- which current MCP guidance prefers for input errors (the model can
+-- correct itself).  Either way the decision's code, path and message are in
+-- the answer, and observe sees the decision.
+--
+-- observe(event) is called with {kind = "decision" | "pin_change" |
+-- "approval", ...}: the host logs it and counts it.
+-- @module toolgate.mcp
+
+local decision = require "toolgate.decision"
+local value = require "toolgate.value"
+
+local M = {}
+
+--- JSON-RPC error codes of refusals (mcp.refusal = "error").
+M.CODES = {
+  PARSE_ERROR = -32700,      -- the message is not JSON
+  INVALID_REQUEST = -32600,  -- not a JSON-RPC message
+  METHOD_NOT_ALLOWED = -32601, -- a method the policy does not let through
+  INVALID_PARAMS = -32602,   -- H1, H2, H3 and calls that cannot be read
+  REJECTED = -32001,         -- H4, custom stages, pins, quarantine, a result that breaks the contract
+  DEFERRED = -32002,         -- a person must approve the call (data.approval_id)
+  POLICY_ERROR = -32003,     -- the policy or the gateway failed: never an accept
+}
+
+local INPUT_CODES = { H1 = true, H2 = true, H3 = true, BAD_CALL = true, BAD_ARGUMENTS = true }
+local POLICY_CODES = { POLICY_ERROR = true, INTERNAL_ERROR = true, NOMEM = true, BAD_CONTEXT = true }
+
+--- The methods that pass by default ("x/*" is every method under x/).
+M.DEFAULT_METHODS = {
+  "initialize", "ping", "notifications/*", "resources/*", "prompts/*", "completion/complete",
+  "logging/setLevel", "tools/list", "tools/call",
+}
+
+--- Defaults of the policy's mcp table.
+M.DEFAULTS = {
+  refusal = "error",          -- "error" | "result"
+  on_pin_change = "refuse",   -- "refuse": calls to changed tools | "quarantine": every call to the server
+  approval_uses = 1,          -- calls one approval lets through (1 .. 1000)
+  approval_ttl = 3600,        -- seconds an approval request, and a grant, lasts (1 .. 30 days)
+}
+M.MAX_APPROVAL_USES = 1000
+M.MAX_APPROVAL_TTL = 30 * 24 * 3600
+
+local SETTINGS = { methods = "table", refusal = "string", on_pin_change = "string", approval_uses = "number",
+  approval_ttl = "number" }
+
+local function bad(msg) return nil, "policy mcp." .. msg, "POLICY_INVALID" end
+
+local function whole(n, lo, hi) return n == math.floor(n) and n >= lo and n <= hi end
+
+--- settings(policy) -> the policy's mcp table checked, with defaults | nil, message, code
+-- @tparam table policy a loaded policy (engine:snapshot().policy)
+function M.settings(policy)
+  local t = policy.mcp or {}
+  local s = {}
+  for k, v in pairs(t) do
+    if not SETTINGS[k] then return bad(tostring(k) .. ": unknown setting") end
+    if type(v) ~= SETTINGS[k] then return bad(k .. ": must be a " .. SETTINGS[k]) end
+  end
+  for k, v in pairs(M.DEFAULTS) do s[k] = t[k] == nil and v or t[k] end
+  if s.refusal ~= "error" and s.refusal ~= "result" then return bad('refusal: must be "error" or "result"') end
+  if s.on_pin_change ~= "refuse" and s.on_pin_change ~= "quarantine" then
+    return bad('on_pin_change: must be "refuse" or "quarantine"')
+  end
+  if not whole(s.approval_uses, 1, M.MAX_APPROVAL_USES) then
+    return bad("approval_uses: a whole number from 1 to " .. M.MAX_APPROVAL_USES)
+  end
+  if not whole(s.approval_ttl, 1, M.MAX_APPROVAL_TTL) then
+    return bad("approval_ttl: a whole number of seconds from 1 to " .. M.MAX_APPROVAL_TTL)
+  end
+  s.exact, s.prefixes = {}, {}
+  for i, m in ipairs(t.methods or M.DEFAULT_METHODS) do
+    if type(m) ~= "string" or m == "" then return bad("methods[" .. i .. "]: must be a method name") end
+    if m:sub(-2) == "/*" then s.prefixes[#s.prefixes + 1] = m:sub(1, -2) else s.exact[m] = true end
+  end
+  return s
+end
+
+local function allowed(s, method)
+  if s.exact[method] then return true end
+  for _, p in ipairs(s.prefixes) do
+    if method:sub(1, #p) == p then return true end
+  end
+  return false
+end
+
+local function enc(v) return (assert(value.encode(v))) end
+
+local Gateway = {}
+Gateway.__index = Gateway
+
+--- Makes a gateway.
+-- new{engine =, state =, observe =} -> gateway | nil, message, code
+-- @tparam table opts engine (toolgate.new's), state (a store with the
+-- approval and pin methods of toolgate.state; default: the engine's
+-- store), observe (function(event), optional)
+function M.new(opts)
+  if type(opts) ~= "table" or type(opts.engine) ~= "table" then
+    error("toolgate.mcp.new: {engine = ...} expected", 2)
+  end
+  local gw = setmetatable({ engine = opts.engine, state = opts.state or opts.engine.store,
+    observe = opts.observe or function() end }, Gateway)
+  local ok, err, code = gw:adopt(opts.engine)
+  if not ok then return nil, err, code end
+  return gw
+end
+
+--- Swaps in another engine (a reload) after checking its policy's mcp
+-- settings; a bad one leaves the gateway as it was.
+-- adopt(engine) -> true | nil, message, code
+function Gateway:adopt(engine)
+  local snap = engine:snapshot()
+  local s, err, code = M.settings(snap.policy)
+  if not s then return nil, err, code end
+  self.engine, self.snap, self.settings = engine, snap, s
+  return true
+end
+
+-- The snapshot in force, its settings re-read when the engine reloaded
+-- itself.
+local function current(self)
+  local snap = self.engine:snapshot()
+  if snap ~= self.snap then
+    local s = M.settings(snap.policy)
+    -- engine:reload took a policy whose mcp table is wrong: fail closed
+    self.snap, self.settings = snap, s or false
+  end
+  return snap, self.settings
+end
+
+--- A route: the MCP server behind one endpoint, and the context its calls
+-- are decided in (merged over the policy's).
+-- route(server[, context]) -> route
+function Gateway:route(server, context)
+  if type(server) ~= "string" or server == "" then error("route: a server name expected", 2) end
+  if context ~= nil and type(context) ~= "table" then error("route: a context table expected", 2) end
+  return { server = server, context = context or {} }
+end
+
+local function route_context(self, route, snap)
+  if route.snap ~= snap then
+    local ctx, err, code = self.engine:context(route.context)
+    if not ctx then return nil, err, code end
+    route.snap, route.ctx = snap, ctx
+  end
+  return route.ctx
+end
+
+-- Answers ------------------------------------------------------------------
+
+local function error_reply(id, code, message, data)
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"error":{"code":' .. code .. ',"message":' .. enc(message)
+    .. (data and (',"data":' .. data) or "") .. "}}"
+end
+
+local function code_of(d)
+  if d.verdict == "defer" then return M.CODES.DEFERRED end
+  if INPUT_CODES[d.code] then return M.CODES.INVALID_PARAMS end
+  if POLICY_CODES[d.code] then return M.CODES.POLICY_ERROR end
+  return M.CODES.REJECTED
+end
+
+local function describe(d, approval_id)
+  local t = d:table()
+  local what = d.verdict == "defer" and "deferred the call" or "refused the call"
+  local msg = "toolgate " .. what .. ": " .. tostring(d.code or "?")
+  if t.path and t.path ~= "" then msg = msg .. " at " .. t.path end
+  if t.message then msg = msg .. ": " .. t.message end
+  if approval_id then
+    msg = msg .. " (approval " .. approval_id .. ": an operator can grant it; the same call then passes)"
+  end
+  return msg
+end
+
+-- The answer to a refused or deferred request, as the policy wants it.
+local function refusal(settings, id, d, approval_id)
+  local msg = describe(d, approval_id)
+  local aid = approval_id and enc(approval_id) or "null"
+  if settings and settings.refusal == "result" then
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{"content":[{"type":"text","text":' .. enc(msg)
+      .. '}],"isError":true,"_meta":{"toolgate/approval_id":' .. aid .. ',"toolgate/decision":' .. d:json()
+      .. "}}}"
+  end
+  return error_reply(id, code_of(d), msg, '{"approval_id":' .. aid .. ',"decision":' .. d:json() .. "}")
+end
+M.refusal = refusal
+
+local function gateway_decision(snap, stage, code, message, server, tool)
+  return decision.from_table({ verdict = "reject", stage = stage, code = code, message = message,
+    server = server, tool = tool, policy_version = snap.version, registry_hash = snap.hash })
+end
+
+-- Approvals ----------------------------------------------------------------
+
+--- approval_id(binding) -> 32 hex digits: XXH3-128 of the binding's
+-- canonical form, so the same call under the same policy, registry and
+-- epoch always asks for the same approval.
+function M.approval_id(binding)
+  return (assert(decision.codec():hash(enc(binding))))
+end
+
+-- A defer: let it through when an approval for exactly this call is
+-- granted (one use taken atomically), refuse it when an operator denied it,
+-- otherwise ask (once) and answer with the approval id.
+local function settle_defer(self, settings, d, route)
+  local t = d:table()
+  local id = M.approval_id(t.binding)
+  local state = self.state
+  local taken, status = state:approval_take(id)
+  if taken then
+    self.observe({ kind = "approval", event = "used", id = id, server = route.server, tool = t.tool })
+    return "pass", id
+  end
+  if status == "denied" then return "denied", id end
+  local opened = state:approval_open(id, { binding = t.binding, server = t.server, tool = t.tool, code = t.code,
+    message = t.message, args_digest = t.args_digest }, settings.approval_ttl, settings.approval_uses)
+  if opened then self.observe({ kind = "approval", event = "requested", id = id, server = route.server, tool = t.tool }) end
+  return "ask", id
+end
+
+-- Requests -----------------------------------------------------------------
+
+-- A JSON-RPC id as JSON text: a string or a number, nil for anything else.
+local function id_of(msg)
+  local n = msg:get("id")
+  if not n then return nil end
+  local ty = n:type()
+  if ty == "string" or ty == "number" then return (n:canon(nil, "exact")) end
+  return nil
+end
+
+-- The call the engine decides: the route's server, the tool's name and the
+-- arguments exactly as written (canonical, every digit kept).
+local function call_text(server, params)
+  local name = params and params:type() == "object" and params:get("name")
+  if not name or name:type() ~= "string" then return nil, "params.name must be a string" end
+  local args = params:get("arguments")
+  local atext = "{}"
+  if args then
+    local err
+    atext, err = args:canon(nil, "exact")
+    if not atext then return nil, "params.arguments cannot be read: " .. tostring(err) end
+  end
+  return '{"server":' .. enc(server) .. ',"name":' .. enc(name:value()) .. ',"arguments":' .. atext .. "}",
+    name:value()
+end
+
+-- Decides one tools/call: returns the answer text (refused) or nil and the
+-- pending record (forward it).
+local function decide_call(self, snap, settings, route, id, msg)
+  local params = msg:get("params")
+  local text, name = call_text(route.server, params)
+  local d
+  if not text then
+    d = gateway_decision(snap, "decode", "BAD_CALL", name, route.server, nil)
+    self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
+    return refusal(settings, id, d)
+  end
+  local ctx, err, code = route_context(self, route, snap)
+  if not ctx then
+    d = gateway_decision(snap, "decode", code or "BAD_CONTEXT", "the route's context: " .. tostring(err),
+      route.server, name)
+  else
+    d = self.engine:check(text, ctx)
+  end
+  -- a known tool whose upstream changed under its pin, or a quarantined server
+  if d.verdict ~= "reject" then
+    local state = self.state
+    local q = state:server_quarantine(snap.hash, route.server)
+    local change = not q and state:pin_change(snap.hash, route.server, name)
+    if q then
+      d = gateway_decision(snap, "pins", "SERVER_QUARANTINED", "the server is quarantined: " .. tostring(q.reason),
+        route.server, name)
+    elseif change then
+      d = gateway_decision(snap, "pins", "PIN_CHANGED", string.format("the server's tool %q no longer matches its "
+        .. "pin in the registry (%s)", name, tostring(change.change)), route.server, name)
+    end
+  end
+  local approval
+  if d.verdict == "defer" then
+    local outcome
+    outcome, approval = settle_defer(self, settings, d, route)
+    if outcome == "pass" then
+      self.observe({ kind = "decision", phase = "call", server = route.server, decision = d, approval_id = approval,
+        approved = true })
+      return nil, { kind = "call", text = text, name = name }
+    elseif outcome == "denied" then
+      local t = d:table()
+      d = decision.from_table({ verdict = "reject", stage = "approval", code = "APPROVAL_DENIED",
+        message = "an operator denied this call", server = t.server, tool = t.tool, args_digest = t.args_digest,
+        binding = t.binding, policy_version = t.policy_version, registry_hash = t.registry_hash })
+    end
+  end
+  self.observe({ kind = "decision", phase = "call", server = route.server, decision = d, approval_id = approval })
+  if d.verdict == "accept" then return nil, { kind = "call", text = text, name = name } end
+  return refusal(settings, id, d, d.verdict == "defer" and approval or nil)
+end
+
+-- Decides one message of a request: the answer to give now (refused), or
+-- nil and what to expect back (pending record, or false for nothing).
+local function decide_message(self, snap, settings, route, msg)
+  if msg:type() ~= "object" then
+    return error_reply("null", M.CODES.INVALID_REQUEST, "toolgate: a JSON-RPC message must be an object")
+  end
+  local id = id_of(msg)
+  local method = msg:get("method")
+  if not method then
+    -- the client's answer to a request of the server's (sampling, roots, ...)
+    if id and (msg:get("result") or msg:get("error")) then return nil, false end
+    return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: neither a request nor a response")
+  end
+  if method:type() ~= "string" then
+    return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: method must be a string")
+  end
+  local m = method:value()
+  if not allowed(settings, m) then
+    local d = gateway_decision(snap, "method", "METHOD_NOT_ALLOWED", "the policy does not let " .. m .. " through",
+      route.server)
+    self.observe({ kind = "decision", phase = "method", server = route.server, decision = d })
+    if not id then return "" end -- a notification gets no answer
+    return error_reply(id, M.CODES.METHOD_NOT_ALLOWED, "toolgate: method " .. m .. " is not allowed",
+      '{"decision":' .. d:json() .. "}")
+  end
+  if not id then return nil, false end -- a notification: nothing comes back
+  if m == "tools/call" then return decide_call(self, snap, settings, route, id, msg) end
+  if m == "tools/list" then
+    local params = msg:get("params")
+    return nil, { kind = "list", paged = params ~= nil and params:type() == "object" and params:get("cursor") ~= nil }
+  end
+  return nil, false
+end
+
+--- Decides a client's message (one JSON-RPC message or a batch).
+-- request(route, text) -> plan {forward =, reply =, inject =, pending =, batch =}
+function Gateway:request(route, text)
+  local snap, settings = current(self)
+  local plan = { pending = {}, batch = false }
+  if not settings then
+    local d = gateway_decision(snap, "policy", "POLICY_ERROR", "the policy's mcp settings are invalid", route.server)
+    self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
+    plan.reply = error_reply("null", M.CODES.POLICY_ERROR, "toolgate: the policy's mcp settings are invalid")
+    return plan
+  end
+  local doc, err = snap.core:parse(text)
+  if not doc then
+    plan.reply = error_reply("null", M.CODES.PARSE_ERROR, "toolgate: the message is not JSON: " .. tostring(err))
+    return plan
+  end
+  local root = doc:root()
+  if root:type() ~= "array" then
+    local answer, pending = decide_message(self, snap, settings, route, root)
+    if answer then
+      plan.reply = answer ~= "" and answer or nil
+    else
+      plan.forward = text
+      if pending then plan.pending[id_of(root)] = pending end
+    end
+    doc:free()
+    return plan
+  end
+  plan.batch = true
+  local forward, answers = {}, {}
+  for i = 1, root:len() do
+    local msg = root:at(i)
+    local answer, pending = decide_message(self, snap, settings, route, msg)
+    if answer then
+      if answer ~= "" then answers[#answers + 1] = answer end
+    else
+      forward[#forward + 1] = assert(msg:canon(nil, "exact"))
+      if pending then plan.pending[id_of(msg)] = pending end
+    end
+  end
+  local empty = root:len() == 0
+  doc:free()
+  if empty then answers[1] = error_reply("null", M.CODES.INVALID_REQUEST, "toolgate: an empty batch") end
+  if #forward == 0 then
+    plan.reply = #answers > 0 and ("[" .. table.concat(answers, ",") .. "]") or nil
+  else
+    plan.forward = "[" .. table.concat(forward, ",") .. "]"
+    plan.inject = #answers > 0 and answers or nil
+  end
+  return plan
+end
+
+--- Whether the plan reads any of the server's answers back (a host that
+-- streams can pass everything else through untouched).
+function M.watches(plan)
+  return next(plan.pending) ~= nil
+end
+
+--- merge(batch_text, inject) -> the server's batch answer with the
+-- gateway's own answers added (batch_text nil: the server sent none).
+function M.merge(batch_text, inject)
+  if not inject or #inject == 0 then return batch_text end
+  local extra = table.concat(inject, ",")
+  if batch_text == nil or not batch_text:find("%S") then return "[" .. extra .. "]" end
+  local body = batch_text:match("^%s*%[(.*)%]%s*$")
+  if not body then return batch_text end -- not a batch: leave it to the client
+  if not body:find("%S") then return "[" .. extra .. "]" end
+  return "[" .. body .. "," .. extra .. "]"
+end
+
+-- Responses ----------------------------------------------------------------
+
+-- Compares a server's tools with the registry's pins: the tools to show,
+-- and the changes (a pin that differs, a tool the registry lacks, a tool
+-- the server no longer lists).
+local function filter_tools(self, snap, server, tools, full)
+  local scratch = snap.core:registry()
+  local settings = snap.registry.settings
+  local opts = { closed = settings.closed, assert_formats = settings.assert_formats,
+    ignore_keywords = settings.ignore_keywords, annotation_formats = settings.annotation_formats }
+  local keep, changes, seen = {}, {}, {}
+  for i = 1, tools:len() do
+    local t = tools:at(i)
+    local name = t:type() == "object" and t:get("name")
+    name = name and name:type() == "string" and name:value() or nil
+    if name then
+      seen[name] = true
+      local known = snap.registry.by_key[server .. "\0" .. name]
+      if not known then
+        changes[#changes + 1] = { tool = name, change = "added" }
+      else
+        local desc = t:get("description")
+        local index = scratch:add(server, name, desc and desc:type() == "string" and desc:value() or nil,
+          t:get("inputSchema"), t:get("outputSchema"), opts)
+        local pin = index and scratch:tool(index).pin
+        if pin == known.pin then
+          keep[#keep + 1] = assert(t:canon(nil, "exact"))
+        else
+          changes[#changes + 1] = { tool = name, change = "changed", pin = known.pin, upstream_pin = pin or value.null }
+        end
+      end
+    end
+  end
+  if full then
+    for _, t in ipairs(snap.registry.tools) do
+      if t.server == server and not seen[t.name] then changes[#changes + 1] = { tool = t.name, change = "removed" } end
+    end
+  end
+  return keep, changes
+end
+
+local function report_changes(self, snap, settings, server, changes)
+  local state = self.state
+  for _, c in ipairs(changes) do
+    local first = state:pin_report(snap.hash, server, c.tool, c)
+    if first then self.observe({ kind = "pin_change", server = server, tool = c.tool, change = c }) end
+    if c.change == "changed" and settings.on_pin_change == "quarantine" then
+      state:quarantine_server(snap.hash, server, "tool " .. c.tool .. " changed under its pin")
+    end
+  end
+end
+
+-- A tools/list answer cut to the pinned tools.
+local function list_answer(self, snap, settings, route, root, pending)
+  local result = root:get("result")
+  local tools = result and result:type() == "object" and result:get("tools")
+  if not tools or tools:type() ~= "array" then return nil end
+  local full = not pending.paged and not result:get("nextCursor")
+  local keep, changes = filter_tools(self, snap, route.server, tools, full)
+  if #changes > 0 then report_changes(self, snap, settings, route.server, changes) end
+  local parts = {}
+  for i = 1, result:len() do
+    local k = result:key(i)
+    if k ~= "tools" then parts[#parts + 1] = enc(k) .. ":" .. assert(result:at(i):canon(nil, "exact")) end
+  end
+  parts[#parts + 1] = '"tools":[' .. table.concat(keep, ",") .. "]"
+  return '{"jsonrpc":"2.0","id":' .. assert(root:get("id"):canon(nil, "exact")) .. ',"result":{'
+    .. table.concat(parts, ",") .. "}}"
+end
+
+-- A tools/call answer through the contract verifier; one that breaks the
+-- contract becomes a refusal (the tool ran: its result does not reach the
+-- model).  A tool that reported an error (isError, a defer) passes: that
+-- error is the model's to read.
+local function call_answer(self, snap, settings, route, root, pending)
+  local result = root:get("result")
+  if not result then return nil end -- a JSON-RPC error from the server passes
+  local rtext = assert(result:canon(nil, "exact"))
+  local d = self.engine:verify(pending.text, rtext, route.context)
+  self.observe({ kind = "decision", phase = "result", server = route.server, decision = d })
+  if d.verdict ~= "reject" then return nil end
+  return refusal(settings, assert(root:get("id"):canon(nil, "exact")), d)
+end
+
+local function answer_one(self, snap, settings, route, plan, msg)
+  if msg:type() ~= "object" then return nil end
+  local id = id_of(msg)
+  local pending = id and plan.pending[id]
+  if not pending or msg:get("method") then return nil end
+  plan.pending[id] = nil
+  if pending.kind == "list" then return list_answer(self, snap, settings, route, msg, pending) end
+  return call_answer(self, snap, settings, route, msg, pending)
+end
+
+--- Reads one message from the server (a JSON-RPC message or batch) and
+-- returns what the client gets: the same text, or the filtered, verified
+-- one.  A message the gateway cannot read passes when it answers nothing
+-- the gateway watches; an answer to a watched request that cannot be read
+-- is replaced by an error (fail closed).
+-- response(route, plan, text) -> text
+function Gateway:response(route, plan, text)
+  if not M.watches(plan) then return text end
+  local snap, settings = current(self)
+  local doc = decision.codec():parse(text)
+  if not doc then
+    -- which watched request it answers is unknown: each gets an error
+    local out = {}
+    for id in pairs(plan.pending) do
+      out[#out + 1] = error_reply(id, M.CODES.POLICY_ERROR, "toolgate: the server's answer is not JSON")
+    end
+    plan.pending = {}
+    return #out == 1 and out[1] or ("[" .. table.concat(out, ",") .. "]")
+  end
+  local root = doc:root()
+  local out
+  if root:type() == "array" then
+    local parts, changed = {}, false
+    for i = 1, root:len() do
+      local msg = root:at(i)
+      local a = answer_one(self, snap, settings, route, plan, msg)
+      changed = changed or a ~= nil
+      parts[i] = a or assert(msg:canon(nil, "exact"))
+    end
+    out = changed and ("[" .. table.concat(parts, ",") .. "]") or text
+  else
+    out = answer_one(self, snap, settings, route, plan, root) or text
+  end
+  doc:free()
+  return out
+end
+
+return M
