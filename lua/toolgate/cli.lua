@@ -20,6 +20,7 @@ local COMMANDS = {
   { name = "probe", summary = "verify tools' determinism declarations by running a dry run twice" },
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },
+  { name = "gateway", summary = "an MCP gateway on nginx: approvals, tool pins, metrics, reload" },
 }
 
 local function command_module(name)

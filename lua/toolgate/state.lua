@@ -33,6 +33,7 @@
 --   store:pin_reports() -> { {registry_hash =, server =, tool =, change =, since =}, ... }
 --   store:quarantine_server(registry_hash, server, reason)
 --   store:server_quarantine(registry_hash, server) -> { reason =, since = } | nil
+--   store:quarantined_servers() -> { {registry_hash =, server =, reason =, since =}, ... }
 -- approval record = { id =, status = "pending" | "granted" | "denied" | "used",
 --   binding =, server =, tool =, code =, message =, args_digest =, uses =,
 --   created =, expires = }.  Pins and quarantines are kept per registry
@@ -155,6 +156,16 @@ end
 
 function Memory:server_quarantine(registry_hash, server)
   return self.servers[registry_hash .. "\0" .. server]
+end
+
+function Memory:quarantined_servers()
+  local out = {}
+  for k, r in pairs(self.servers) do
+    local hash, server = k:match("^(.-)%z(.*)$")
+    out[#out + 1] = { registry_hash = hash, server = server, reason = r.reason, since = r.since }
+  end
+  table.sort(out, function(a, b) return a.server < b.server end)
+  return out
 end
 
 --- is_verified(store, server, name, epoch): verified in this epoch and not quarantined

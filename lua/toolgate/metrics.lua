@@ -1,0 +1,158 @@
+--- toolgate.metrics: a gateway's counters and histograms, kept in an nginx
+-- shared dict (every worker adds to the same numbers with incr, no read-
+-- modify-write) and written in the Prometheus text format.
+--
+--   local metrics = require("toolgate.metrics").new(ngx.shared.toolgate_metrics)
+--   metrics:inc("toolgate_reloads_total", { result = "success" })
+--   metrics:observe("toolgate_decision_seconds", { phase = "call" }, 0.000042)
+--   metrics:render(extra_lines) -> text
+--
+-- The metric families and their help text are in FAMILIES; rendering lists
+-- them in that order, labels sorted, with # HELP and # TYPE lines.
+-- @module toolgate.metrics
+
+local M = {}
+
+--- Upper bounds of the latency histograms' buckets, in seconds.
+M.BUCKETS = { 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.1 }
+-- their le labels, written as a person reads them
+local LE = { "0.00001", "0.000025", "0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.01", "0.1" }
+
+--- The metric families: name, type, help.
+M.FAMILIES = {
+  { "toolgate_decisions_total", "counter", "Decisions, by phase (call, result, method), stage, verdict and code." },
+  { "toolgate_tool_decisions_total", "counter", "Decisions on tools/call and their results, by server, tool and verdict." },
+  { "toolgate_decision_seconds", "histogram",
+    "Time the gateway spent deciding, by phase: request (a client's message: method routing, the policy's "
+      .. "pipeline on each tools/call, approvals), response (a server's answer: tools/list filtered and checked "
+      .. "against the pins, tools/call results through the contract verifier), api (the decision API)." },
+  { "toolgate_approval_events_total", "counter", "Approval events: requested, granted, denied, used." },
+  { "toolgate_approvals", "gauge", "Approval requests in the store, by state (pending, granted, denied, used)." },
+  { "toolgate_approvals_expired", "gauge",
+    "Approval requests that expired unanswered: requested, less those decided and those pending." },
+  { "toolgate_pin_changes_total", "counter", "Tools whose upstream differs from the registry's pins, by server and "
+      .. "change (changed, added, removed), each reported once per registry." },
+  { "toolgate_quarantined", "gauge", "Quarantined: servers (pin changes), tools (changed pins), "
+      .. "determinism declarations." },
+  { "toolgate_reloads_total", "counter", "Reloads of the policy and registry, by result (success, failure)." },
+  { "toolgate_info", "gauge", "The policy version and registry hash each worker decides with." },
+}
+
+local Metrics = {}
+Metrics.__index = Metrics
+
+--- new(dict) -> metrics over an ngx.shared dict (or anything with
+-- incr(key, n, init), get(key), get_keys(0)).
+function M.new(dict)
+  return setmetatable({ dict = dict }, Metrics)
+end
+
+local function escape(v)
+  return (tostring(v):gsub("[\\\"\n]", { ["\\"] = "\\\\", ['"'] = '\\"', ["\n"] = "\\n" }))
+end
+
+local function labels_text(labels)
+  if not labels then return "" end
+  local names = {}
+  for k in pairs(labels) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for i, k in ipairs(names) do parts[i] = k .. '="' .. escape(labels[k]) .. '"' end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+M.labels = labels_text
+
+--- key(name, labels) -> the series' name as the dict (and Prometheus) writes it.
+function Metrics:key(name, labels)
+  return name .. labels_text(labels)
+end
+
+--- inc(name, labels[, n]): adds n (default 1) to a counter.
+function Metrics:inc(name, labels, n)
+  self.dict:incr(self:key(name, labels), n or 1, 0)
+end
+
+--- observe(name, labels, seconds): one observation in a histogram.
+function Metrics:observe(name, labels, seconds)
+  local lt = labels_text(labels)
+  local inner = lt == "" and "" or lt:sub(2, -2) .. ","
+  local le = "+Inf"
+  for i, b in ipairs(M.BUCKETS) do
+    if seconds <= b then
+      le = LE[i]
+      break
+    end
+  end
+  local d = self.dict
+  d:incr(name .. "_bucket{" .. inner .. 'le="' .. le .. '"}', 1, 0)
+  d:incr(name .. "_sum" .. lt, seconds, 0)
+  d:incr(name .. "_count" .. lt, 1, 0)
+end
+
+local function fmt(v)
+  if v == math.floor(v) and math.abs(v) < 1e15 then return string.format("%d", v) end
+  return string.format("%.9g", v)
+end
+
+-- A histogram's buckets made cumulative, as Prometheus wants them.
+local function cumulative(series)
+  local groups = {}
+  for k, v in pairs(series) do
+    local base, le = k:match('^(.-_bucket{.-)le="([^"]+)"}$')
+    if base then
+      groups[base] = groups[base] or {}
+      groups[base][le] = v
+    end
+  end
+  local out = {}
+  for base, buckets in pairs(groups) do
+    local sum = 0
+    for _, le in ipairs(LE) do
+      sum = sum + (buckets[le] or 0)
+      out[base .. 'le="' .. le .. '"}'] = sum
+    end
+    out[base .. 'le="+Inf"}'] = sum + (buckets["+Inf"] or 0)
+  end
+  return out
+end
+
+--- render([gauges]) -> the Prometheus text: every series in the dict,
+-- and gauges given as { {name, labels, value}, ... } computed by the caller.
+function Metrics:render(gauges)
+  local by_family = {}
+  local function add(name, text, v)
+    local fam = name
+    for _, f in ipairs(M.FAMILIES) do
+      if f[2] == "histogram" and (name == f[1] .. "_bucket" or name == f[1] .. "_sum" or name == f[1] .. "_count") then
+        fam = f[1]
+      end
+    end
+    by_family[fam] = by_family[fam] or {}
+    by_family[fam][text] = v
+  end
+  local raw = {}
+  for _, k in ipairs(self.dict:get_keys(0)) do
+    local v = self.dict:get(k)
+    if type(v) == "number" then raw[k] = v end
+  end
+  for k, v in pairs(raw) do
+    if not k:find("_bucket{", 1, true) then add(k:match("^[^{]+"), k, v) end
+  end
+  for k, v in pairs(cumulative(raw)) do add(k:match("^[^{]+"), k, v) end
+  for _, g in ipairs(gauges or {}) do add(g[1], g[1] .. labels_text(g[2]), g[3]) end
+  local lines = {}
+  for _, f in ipairs(M.FAMILIES) do
+    local series = by_family[f[1]]
+    lines[#lines + 1] = "# HELP " .. f[1] .. " " .. f[3]
+    lines[#lines + 1] = "# TYPE " .. f[1] .. " " .. f[2]
+    if series then
+      local names = {}
+      for k in pairs(series) do names[#names + 1] = k end
+      table.sort(names)
+      for _, k in ipairs(names) do lines[#lines + 1] = k .. " " .. fmt(series[k]) end
+    end
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+return M

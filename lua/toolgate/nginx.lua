@@ -1,0 +1,497 @@
+--- toolgate.nginx: toolgate inside nginx's lua module (Debian's nginx +
+-- libnginx-mod-http-lua, or OpenResty): an MCP gateway over Streamable
+-- HTTP, the decision API and the admin API.  nginx/mcp-gateway.conf is the
+-- complete example; nginx/README.md walks through it.
+--
+--   init_by_lua_block        { require("toolgate.nginx").init{ policy = ..., registry = {...}, ... } }
+--   init_worker_by_lua_block { require("toolgate.nginx").init_worker() }
+--   location = /mcp/S {                       -- one per MCP server S
+--     access_by_lua_block        { require("toolgate.nginx").access("S") }
+--     proxy_pass http://S_upstream/mcp;
+--     header_filter_by_lua_block { require("toolgate.nginx").header_filter() }
+--     body_filter_by_lua_block   { require("toolgate.nginx").body_filter() }
+--   }
+--   location /v1/ ... /healthz /metrics  { content_by_lua_block { require("toolgate.nginx").api() } }
+--   admin server                         { content_by_lua_block { require("toolgate.nginx").admin() } }
+--
+-- init (in the master, before the workers fork) reads the options, the
+-- admin token and opens the decision log; init_worker builds each worker's
+-- engine and gateway (toolgate.mcp) from the policy and registry files.  A
+-- worker whose engine cannot be built answers every request with an error
+-- (503): it never forwards an unchecked call.
+--
+-- Options of init:
+--   policy            a policy path or shipped name (default "mcp")
+--   registry          list of "SERVER=FILE" sources
+--   routes            { [server] = { context = {...} } }: the servers the
+--                     gateway fronts and the context their calls are
+--                     decided in (merged over the policy's)
+--   api_context       the context of POST /v1/check and /v1/verify
+--   dict              the lua_shared_dict of the state store (default "toolgate")
+--   metrics_dict      the lua_shared_dict of the metrics (default "toolgate_metrics")
+--   decision_log      a file (one JSON line per decision), "error_log", or nil: none
+--   admin_token_file  the file holding the admin API's bearer token; without
+--                     one the admin API refuses every request
+--   limits            the core's limits (README, "Limits")
+-- @module toolgate.nginx
+
+local ffi = require "ffi"
+local decision = require "toolgate.decision"
+local metrics_mod = require "toolgate.metrics"
+local mcp = require "toolgate.mcp"
+local shared_dict = require "toolgate.state.shared_dict"
+local toolgate = require "toolgate"
+local value = require "toolgate.value"
+
+local M = {}
+
+ffi.cdef [[
+typedef struct toolgate_timespec { long tv_sec; long tv_nsec; } toolgate_timespec;
+int clock_gettime(int clk_id, toolgate_timespec *tp);
+]]
+local ts = ffi.new("toolgate_timespec")
+local CLOCK_MONOTONIC = 1
+
+local function now()
+  ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+-- Per process: the options (set in the master, inherited by the workers),
+-- then per worker the engine, gateway, routes and stores.
+local opts, token, log_file
+local W = { routes = {} }
+
+local VERSION_KEY = "toolgate:reload_version"
+
+local function enc(v) return (assert(value.encode(v))) end
+
+--- init(options): in init_by_lua (the master).  Raises on options that
+-- are not usable, so nginx refuses to start with the message.
+function M.init(o)
+  if type(o) ~= "table" then error("toolgate.nginx.init: a table of options expected", 2) end
+  opts = o
+  opts.policy = opts.policy or "mcp"
+  opts.dict = opts.dict or "toolgate"
+  opts.metrics_dict = opts.metrics_dict or "toolgate_metrics"
+  opts.routes = opts.routes or {}
+  token = nil
+  if opts.admin_token_file then
+    local f, err = io.open(opts.admin_token_file, "rb")
+    if not f then error("toolgate.nginx: cannot read the admin token: " .. tostring(err), 2) end
+    token = (f:read("*a") or ""):match("^%s*(.-)%s*$")
+    f:close()
+    if #token < 16 then error("toolgate.nginx: the admin token in " .. opts.admin_token_file .. " is shorter than 16 "
+      .. "characters", 2) end
+  end
+  if log_file and log_file ~= io.stderr then log_file:close() end
+  log_file = nil
+  if opts.decision_log and opts.decision_log ~= "error_log" then
+    local err
+    log_file, err = io.open(opts.decision_log, "a")
+    if not log_file then error("toolgate.nginx: cannot open the decision log: " .. tostring(err), 2) end
+    log_file:setvbuf("no") -- one write per line: lines from several workers never interleave
+  end
+  -- the policy and registry load here too, so a broken one stops nginx at start
+  local e, err, code = toolgate.new{ policy = opts.policy, registry = opts.registry, limits = opts.limits }
+  if not e then error("toolgate.nginx: " .. tostring(code) .. ": " .. tostring(err), 2) end
+  local ok
+  ok, err = mcp.settings(e:snapshot().policy)
+  if not ok then error("toolgate.nginx: " .. tostring(err), 2) end
+end
+
+-- Decisions: the log and the metrics ---------------------------------------
+
+local function log_line(line)
+  if log_file then
+    log_file:write(line, "\n")
+  elseif opts.decision_log == "error_log" then
+    ngx.log(ngx.NOTICE, "toolgate decision ", line)
+  end
+end
+
+local function observe(ev)
+  local m = W.metrics
+  if ev.kind == "decision" then
+    local d = ev.decision
+    m:inc("toolgate_decisions_total", { phase = ev.phase, stage = d.stage or "", verdict = d.verdict, code = d.code or "" })
+    if ev.phase ~= "method" then
+      local tool = d.tool
+      m:inc("toolgate_tool_decisions_total", { server = ev.server, tool = tool or "", verdict = d.verdict })
+    end
+    if log_file or opts.decision_log then
+      log_line('{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
+        .. (ev.approved and "true" or "false") .. ',"decision":' .. d:json() .. ',"phase":' .. enc(ev.phase)
+        .. ',"request_id":' .. enc(ngx.var.request_id or "") .. ',"route":' .. enc(ev.server or "")
+        .. ',"time":' .. string.format("%.3f", ngx.now()) .. "}")
+    end
+  elseif ev.kind == "approval" then
+    m:inc("toolgate_approval_events_total", { event = ev.event })
+  elseif ev.kind == "pin_change" then
+    m:inc("toolgate_pin_changes_total", { server = ev.server, change = ev.change.change })
+    ngx.log(ngx.WARN, "toolgate: the tools/list of ", ev.server, " differs from the registry's pins: ", ev.change.change,
+      " tool ", ev.tool)
+    log_line('{"pin_change":' .. enc(ev.change) .. ',"route":' .. enc(ev.server) .. ',"time":'
+      .. string.format("%.3f", ngx.now()) .. "}")
+  end
+end
+
+-- Engines: built per worker, rebuilt on a reload -------------------------------
+
+local function build()
+  local e, err, code = toolgate.new{ policy = opts.policy, registry = opts.registry, limits = opts.limits,
+    state = W.store }
+  if not e then return nil, err, code end
+  if W.gw then
+    local ok
+    ok, err, code = W.gw:adopt(e)
+    if not ok then return nil, err, code end
+  else
+    local gw
+    gw, err, code = mcp.new{ engine = e, state = W.store, observe = observe }
+    if not gw then return nil, err, code end
+    W.gw = gw
+  end
+  W.engine = e
+  W.api_ctx = assert(e:context(opts.api_context or {}))
+  return true
+end
+
+--- init_worker(): in init_worker_by_lua.  Builds this worker's engine.
+function M.init_worker()
+  if not opts then error("toolgate.nginx.init_worker: toolgate.nginx.init did not run (init_by_lua_block)", 2) end
+  local dict = ngx.shared[opts.dict]
+  local mdict = ngx.shared[opts.metrics_dict]
+  if not dict or not mdict then
+    ngx.log(ngx.ERR, "toolgate: lua_shared_dict ", opts.dict, " and ", opts.metrics_dict, " are needed")
+    return
+  end
+  W.dict, W.store, W.metrics = dict, shared_dict.new(dict), metrics_mod.new(mdict)
+  W.version = dict:get(VERSION_KEY) or 0
+  local ok, err, code = build()
+  if not ok then
+    W.error = tostring(code) .. ": " .. tostring(err)
+    ngx.log(ngx.ERR, "toolgate: the engine could not be built: ", W.error)
+    return
+  end
+  for server, r in pairs(opts.routes) do W.routes[server] = W.gw:route(server, r.context) end
+end
+
+-- A reload another worker made: build the new snapshot here too.
+local function follow_reload()
+  local v = W.dict:get(VERSION_KEY) or 0
+  if v == W.version then return end
+  W.version = v
+  local ok, err, code = build()
+  W.metrics:inc("toolgate_reloads_total", { result = ok and "success" or "failure" })
+  if not ok then ngx.log(ngx.ERR, "toolgate: reload failed in this worker, the old snapshot stays: ", code, ": ", err) end
+end
+
+local function send(status, body, ctype)
+  ngx.status = status
+  ngx.header["Content-Type"] = ctype or "application/json"
+  ngx.print(body)
+  return ngx.exit(status)
+end
+
+local function unavailable()
+  return send(503, '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR .. ',"message":'
+    .. enc("toolgate: the gateway has no engine: " .. tostring(W.error or "not initialized")) .. "}}")
+end
+
+local function read_body()
+  ngx.req.read_body()
+  local body = ngx.req.get_body_data()
+  if body then return body end
+  local path = ngx.req.get_body_file() -- nginx buffered a large body to a file
+  if not path then return "" end
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  body = f:read("*a")
+  f:close()
+  return body
+end
+
+-- The MCP endpoint ---------------------------------------------------------------
+
+--- access(server): in access_by_lua of the location of server's MCP endpoint.
+function M.access(server)
+  if not W.gw then return unavailable() end
+  follow_reload()
+  local route = W.routes[server]
+  if not route then
+    return send(500, '{"error":' .. enc("toolgate: no route for server " .. tostring(server)) .. "}")
+  end
+  if ngx.req.get_method() ~= "POST" then return end -- GET streams and DELETE pass as they are
+  local body = read_body()
+  if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
+  local t0 = now()
+  local ok, plan = pcall(W.gw.request, W.gw, route, body)
+  if not ok then
+    ngx.log(ngx.ERR, "toolgate: deciding failed: ", plan)
+    return send(200, '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR .. ',"message":'
+      .. enc("toolgate: the message could not be decided") .. "}}")
+  end
+  W.metrics:observe("toolgate_decision_seconds", { phase = "request" }, now() - t0)
+  if plan.reply then return send(200, plan.reply) end
+  if not plan.forward then return ngx.exit(202) end -- refused notifications: nothing to answer
+  if plan.forward ~= body then ngx.req.set_body_data(plan.forward) end
+  if mcp.watches(plan) or plan.inject then ngx.ctx.toolgate = { plan = plan, route = route } end
+end
+
+--- header_filter(): in header_filter_by_lua of an MCP endpoint.
+function M.header_filter()
+  local c = ngx.ctx.toolgate
+  if not c then return end
+  local status = ngx.status
+  if status == 202 and c.plan.inject then
+    -- the server had only notifications to take: the answers are the gateway's
+    ngx.status = 200
+    ngx.header["Content-Type"] = "application/json"
+    c.mode = "json"
+  elseif status >= 200 and status < 300 then
+    local ctype = ngx.header["Content-Type"] or ""
+    if type(ctype) == "table" then ctype = ctype[1] end
+    if ctype:find("text/event-stream", 1, true) then c.mode = "sse"
+    elseif ctype:find("json", 1, true) then c.mode = "json" end
+  end
+  if c.mode then ngx.header["Content-Length"] = nil end
+end
+
+local function respond(c, text)
+  local t0 = now()
+  local ok, out = pcall(W.gw.response, W.gw, c.route, c.plan, text)
+  W.metrics:observe("toolgate_decision_seconds", { phase = "response" }, now() - t0)
+  if ok then return out end
+  ngx.log(ngx.ERR, "toolgate: reading the server's answer failed: ", out)
+  return '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR
+    .. ',"message":"toolgate: the server\'s answer could not be checked"}}'
+end
+
+-- One SSE event: its data lines are one JSON-RPC message; the event comes
+-- back unchanged unless the gateway rewrote the message.
+local function sse_event(c, event)
+  local data, others = {}, {}
+  for line in (event .. "\n"):gmatch("(.-)\r?\n") do
+    local d = line:match("^data: ?(.*)$")
+    if d then data[#data + 1] = d else others[#others + 1] = line end
+  end
+  local text = table.concat(data, "\n")
+  -- no message (a priming event for resumption: an id and empty data)
+  if not text:find("%S") then return event end
+  local out = respond(c, text)
+  if out == text then return event end
+  others[#others + 1] = "data: " .. out
+  return table.concat(others, "\n")
+end
+
+local function injected_events(c)
+  local out = {}
+  for _, a in ipairs(c.plan.inject or {}) do out[#out + 1] = "event: message\ndata: " .. a .. "\n\n" end
+  return table.concat(out)
+end
+
+--- body_filter(): in body_filter_by_lua of an MCP endpoint.
+function M.body_filter()
+  local c = ngx.ctx.toolgate
+  if not c or not c.mode then return end
+  local chunk, eof = ngx.arg[1], ngx.arg[2]
+  if c.mode == "json" then
+    c.buf = c.buf or {}
+    c.buf[#c.buf + 1] = chunk
+    if not eof then
+      ngx.arg[1] = nil
+      return
+    end
+    local text = table.concat(c.buf)
+    local out = text:find("%S") and respond(c, text) or nil
+    if c.plan.batch then out = mcp.merge(out, c.plan.inject) end
+    ngx.arg[1] = out or ""
+    return
+  end
+  -- text/event-stream: complete events are decided as they arrive
+  if not mcp.watches(c.plan) and not c.pending then
+    if eof then ngx.arg[1] = chunk .. injected_events(c) end
+    return
+  end
+  local buf = (c.pending or "") .. chunk
+  local out, pos = {}, 1
+  while true do
+    local s, e = buf:find("\r?\n\r?\n", pos)
+    if not s then break end
+    out[#out + 1] = sse_event(c, buf:sub(pos, s - 1)) .. buf:sub(s, e)
+    pos = e + 1
+  end
+  c.pending = buf:sub(pos)
+  if c.pending == "" then c.pending = nil end
+  if eof then
+    out[#out + 1] = c.pending or ""
+    out[#out + 1] = injected_events(c)
+    c.pending = nil
+  end
+  ngx.arg[1] = table.concat(out)
+end
+
+-- The decision API ----------------------------------------------------------------
+
+local function registry_json()
+  local snap = W.engine:snapshot()
+  local tools = setmetatable({}, value.array_mt)
+  for i, t in ipairs(snap.registry.tools) do
+    tools[i] = { server = t.server, name = t.name, pin = t.pin, contract = t.contract }
+  end
+  return enc({ policy_version = snap.version, registry_hash = snap.hash, tools = tools })
+end
+
+local function quarantined_gauges(snap)
+  local store = W.store
+  local servers, tools, det = 0, 0, 0
+  for _, q in ipairs(store:quarantined_servers()) do
+    if q.registry_hash == snap.hash then servers = servers + 1 end
+  end
+  for _, r in ipairs(store:pin_reports()) do
+    if r.registry_hash == snap.hash and r.change.change == "changed" then tools = tools + 1 end
+  end
+  for _, r in pairs(store:records()) do
+    if r.quarantined then det = det + 1 end
+  end
+  return {
+    { "toolgate_quarantined", { kind = "server" }, servers },
+    { "toolgate_quarantined", { kind = "tool" }, tools },
+    { "toolgate_quarantined", { kind = "determinism" }, det },
+  }
+end
+
+local function metrics_text()
+  local snap = W.engine:snapshot()
+  local gauges = quarantined_gauges(snap)
+  local counts = { pending = 0, granted = 0, denied = 0, used = 0 }
+  for _, r in ipairs(W.store:approvals()) do counts[r.status] = (counts[r.status] or 0) + 1 end
+  for state, n in pairs(counts) do gauges[#gauges + 1] = { "toolgate_approvals", { state = state }, n } end
+  local mdict = W.metrics.dict
+  local function ev(name) return mdict:get(W.metrics:key("toolgate_approval_events_total", { event = name })) or 0 end
+  local expired = ev("requested") - ev("granted") - ev("denied") - counts.pending
+  gauges[#gauges + 1] = { "toolgate_approvals_expired", nil, math.max(expired, 0) }
+  gauges[#gauges + 1] = { "toolgate_info", { policy_version = snap.version, registry_hash = snap.hash,
+    worker = tostring(ngx.worker.id()) }, 1 }
+  return W.metrics:render(gauges)
+end
+
+-- /v1/verify's body: {"call": ..., "result": ...}
+local function verify(body)
+  local doc, err = decision.codec():parse(body)
+  if not doc then return nil, "the body is not JSON: " .. tostring(err) end
+  local root = doc:root()
+  local call, result = root:type() == "object" and root:get("call"), root:type() == "object" and root:get("result")
+  if not call or not result then
+    doc:free()
+    return nil, 'the body must be {"call": ..., "result": ...}'
+  end
+  local ctext, rtext = assert(call:canon(nil, "exact")), assert(result:canon(nil, "exact"))
+  doc:free()
+  return W.engine:verify(ctext, rtext, opts.api_context)
+end
+
+local function api_error(status, msg) return send(status, '{"error":' .. enc(msg) .. "}") end
+
+--- api(): content_by_lua of the decision API: POST /v1/check,
+-- /v1/classify, /v1/verify; GET /v1/registry, /healthz, /metrics.
+function M.api()
+  if not W.engine then
+    if ngx.var.uri == "/healthz" then
+      return send(503, enc({ status = "error", error = W.error or "not initialized" }))
+    end
+    return unavailable()
+  end
+  follow_reload()
+  local uri, method = ngx.var.uri, ngx.req.get_method()
+  if uri == "/healthz" then
+    local snap = W.engine:snapshot()
+    return send(200, enc({ status = "ok", policy_version = snap.version, registry_hash = snap.hash }))
+  elseif uri == "/metrics" then
+    return send(200, metrics_text(), "text/plain; version=0.0.4")
+  elseif uri == "/v1/registry" and method == "GET" then
+    return send(200, registry_json())
+  end
+  local kind = uri:match("^/v1/(%a+)$")
+  if method ~= "POST" or not (kind == "check" or kind == "classify" or kind == "verify") then
+    return api_error(404, "no such endpoint: " .. method .. " " .. uri)
+  end
+  local body = read_body()
+  if not body then return api_error(500, "the request body could not be read") end
+  local t0 = now()
+  local d, err
+  if kind == "check" then
+    d = W.engine:check(body, W.api_ctx)
+  elseif kind == "classify" then
+    d = W.engine:classify(body, opts.api_context)
+  else
+    d, err = verify(body)
+    if not d then return api_error(400, err) end
+  end
+  W.metrics:observe("toolgate_decision_seconds", { phase = "api" }, now() - t0)
+  W.metrics:inc("toolgate_decisions_total", { phase = kind, stage = d.stage or "", verdict = d.verdict,
+    code = d.code or "" })
+  return send(200, d:json())
+end
+
+-- The admin API --------------------------------------------------------------------
+
+local function authorized()
+  if not token then return false end
+  local h = ngx.var.http_authorization
+  return h ~= nil and h == "Bearer " .. token
+end
+
+local function reload()
+  local ok, err, code = build()
+  W.metrics:inc("toolgate_reloads_total", { result = ok and "success" or "failure" })
+  if not ok then
+    ngx.log(ngx.ERR, "toolgate: reload failed, the old snapshot stays: ", code, ": ", err)
+    local snap = W.engine:snapshot()
+    return send(422, enc({ result = "failure", code = code, error = err, policy_version = snap.version,
+      registry_hash = snap.hash }))
+  end
+  W.version = W.dict:incr(VERSION_KEY, 1, 0)
+  local snap = W.engine:snapshot()
+  return send(200, enc({ result = "success", policy_version = snap.version, registry_hash = snap.hash,
+    reload_version = W.version }))
+end
+
+local function list(t) return setmetatable(t, value.array_mt) end
+
+--- admin(): content_by_lua of the admin API (its own listen): GET
+-- /v1/approvals[/ID], POST /v1/approvals/ID/grant|deny, POST /v1/reload,
+-- GET /v1/pins; every request needs "Authorization: Bearer <token>".
+function M.admin()
+  if not authorized() then
+    ngx.header["WWW-Authenticate"] = 'Bearer realm="toolgate admin"'
+    return api_error(401, token and "a valid bearer token is needed" or "the admin API has no token configured")
+  end
+  if not W.engine then return unavailable() end
+  follow_reload()
+  local uri, method = ngx.var.uri, ngx.req.get_method()
+  if uri == "/v1/reload" and method == "POST" then return reload() end
+  if uri == "/v1/approvals" and method == "GET" then return send(200, enc({ approvals = list(W.store:approvals()) })) end
+  if uri == "/v1/pins" and method == "GET" then
+    return send(200, enc({ registry_hash = W.engine:snapshot().hash, reports = list(W.store:pin_reports()),
+      quarantined_servers = list(W.store:quarantined_servers()) }))
+  end
+  local id, verb = uri:match("^/v1/approvals/(%x+)/(%a+)$")
+  if id and method == "POST" and (verb == "grant" or verb == "deny") then
+    local r, err, code = W.store:approval_decide(id, verb)
+    if not r then return send(code == "NOT_FOUND" and 404 or 409, enc({ error = err, code = code })) end
+    W.metrics:inc("toolgate_approval_events_total", { event = verb == "grant" and "granted" or "denied" })
+    log_line('{"approval":' .. enc(r) .. ',"time":' .. string.format("%.3f", ngx.now()) .. "}")
+    return send(200, enc(r))
+  end
+  id = uri:match("^/v1/approvals/(%x+)$")
+  if id and method == "GET" then
+    local r = W.store:approval(id)
+    if not r then return api_error(404, "no approval request " .. id) end
+    return send(200, enc(r))
+  end
+  return api_error(404, "no such endpoint: " .. method .. " " .. uri)
+end
+
+return M

@@ -1,0 +1,191 @@
+--- toolgate.state.shared_dict: the toolgate.state store in an nginx
+-- lua_shared_dict, so every worker sees the same determinism records,
+-- approvals, pin reports and quarantines.
+--
+--   local store = require("toolgate.state.shared_dict").new(ngx.shared.toolgate)
+--
+-- Safe under concurrent workers without read-modify-write races where one
+-- would matter: a first record wins by add() (a quarantine keeps its first
+-- reason; a pin change is reported once; an approval request is opened
+-- once; an approval is decided once); a grant's uses are a counter taken by
+-- incr(-1), so N uses let exactly N calls through whichever workers decide
+-- them.  Approvals expire by the dict's own TTLs.  Records are JSON.
+-- Keys: "d:v|q:<server>\0<tool>" determinism, "a:<id>" an approval,
+-- "a#<id>" its decision, "a+<id>" its uses left, "p:<hash>\0<server>\0<tool>\0<change>"
+-- a pin report, "s:<hash>\0<server>" a quarantined server.
+-- @module toolgate.state.shared_dict
+
+local decision = require "toolgate.decision"
+local json = require "toolgate.json"
+local value = require "toolgate.value"
+
+local M = {}
+
+local Store = {}
+Store.__index = Store
+
+--- new(dict[, clock]) -> store: dict is an ngx.shared.DICT; clock() the
+-- time in seconds (default ngx.now).
+function M.new(dict, clock)
+  if type(dict) ~= "table" and type(dict) ~= "userdata" then error("shared_dict.new: an ngx.shared dict expected", 2) end
+  return setmetatable({ dict = dict, clock = clock or ngx.now }, Store)
+end
+
+local function encode(t) return (assert(value.encode(t))) end
+local function decode(text) return text and json.decode(decision.codec(), text) or nil end
+
+-- A full dict must not pass silently: an approval that cannot be stored
+-- would be asked for forever, a pin change that cannot be kept would be
+-- forgotten; the caller's error handling fails the request closed.
+local function stored(ok, err, what)
+  if not ok and err ~= "exists" then error("toolgate shared dict: cannot store " .. what .. ": " .. tostring(err), 3) end
+  return ok
+end
+
+local function key(server, name) return (server or "") .. "\0" .. name end
+
+-- Determinism (the toolgate.state interface) -----------------------------------
+
+function Store:get(server, name)
+  local k = key(server, name)
+  local v, q = self.dict:get("d:v" .. k), self.dict:get("d:q" .. k)
+  if v == nil and q == nil then return nil end
+  return { verified_epoch = v, quarantined = decode(q) }
+end
+
+function Store:verified(server, name, epoch)
+  local k = key(server, name)
+  stored(self.dict:set("d:v" .. k, epoch), nil, "a determinism record")
+  local q = decode(self.dict:get("d:q" .. k))
+  if q and q.epoch ~= epoch then self.dict:delete("d:q" .. k) end
+end
+
+function Store:quarantine(server, name, reason, epoch)
+  local k = key(server, name)
+  stored(self.dict:add("d:q" .. k, encode({ reason = reason, since = self.clock(), epoch = epoch })), nil, "a quarantine")
+  self.dict:delete("d:v" .. k)
+end
+
+local function scan(dict, prefix)
+  local out = {}
+  for _, k in ipairs(dict:get_keys(0)) do
+    if k:sub(1, #prefix) == prefix then out[#out + 1] = k end
+  end
+  table.sort(out)
+  return out
+end
+
+function Store:records()
+  local out = {}
+  for _, k in ipairs(scan(self.dict, "d:")) do
+    local sk = k:sub(4)
+    if not out[sk] then
+      local server, name = sk:match("^(.-)%z(.*)$")
+      out[sk] = self:get(server, name)
+    end
+  end
+  return out
+end
+
+-- Approvals ----------------------------------------------------------------
+
+function Store:approval_open(id, fields, ttl, uses)
+  local now = self.clock()
+  local r = { id = id, status = "pending", created = now, expires = now + ttl, ttl = ttl, uses = uses }
+  for k, v in pairs(fields) do r[k] = v end
+  return stored(self.dict:add("a:" .. id, encode(r), ttl), nil, "an approval request") and true or false
+end
+
+function Store:approval(id)
+  local r = decode(self.dict:get("a:" .. id))
+  if not r then return nil end
+  local verdict = self.dict:get("a#" .. id)
+  if verdict then r.status = verdict == "grant" and "granted" or "denied" end
+  if r.status == "granted" then
+    local left = self.dict:get("a+" .. id)
+    if left == nil or left <= 0 then r.status = "used" end
+    r.uses = left and math.max(left, 0) or 0
+  end
+  return r
+end
+
+function Store:approval_take(id)
+  local left = self.dict:incr("a+" .. id, -1)
+  if left and left >= 0 then return true, left == 0 and "used" or "granted" end
+  local r = self:approval(id)
+  return false, r and r.status or nil
+end
+
+function Store:approval_decide(id, verdict)
+  local r = self:approval(id)
+  if not r then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
+  -- one decision wins, whichever worker the operators reach
+  local ok = stored(self.dict:add("a#" .. id, verdict, r.ttl), nil, "an approval's decision")
+  if not ok then return nil, "approval " .. id .. " is already decided", "ALREADY_DECIDED" end
+  local now = self.clock()
+  r.expires = now + r.ttl
+  if verdict == "grant" then
+    stored(self.dict:set("a+" .. id, r.uses, r.ttl), nil, "an approval's uses")
+    r.status = "granted"
+  else
+    r.status = "denied"
+  end
+  -- the request lives as long as its decision
+  stored(self.dict:set("a:" .. id, encode(r), r.ttl), nil, "an approval")
+  return r
+end
+
+function Store:approvals()
+  local out = {}
+  for _, k in ipairs(scan(self.dict, "a:")) do
+    local r = self:approval(k:sub(3))
+    if r then out[#out + 1] = r end
+  end
+  return out
+end
+
+-- Pins and quarantined servers -----------------------------------------------
+
+function Store:pin_report(registry_hash, server, tool, change)
+  local k = "p:" .. registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
+  local r = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
+  return stored(self.dict:add(k, encode(r)), nil, "a pin report") and true or false
+end
+
+function Store:pin_change(registry_hash, server, tool)
+  local r = decode(self.dict:get("p:" .. registry_hash .. "\0" .. key(server, tool) .. "\0changed"))
+  return r and r.change
+end
+
+function Store:pin_reports()
+  local out = {}
+  for _, k in ipairs(scan(self.dict, "p:")) do
+    local r = decode(self.dict:get(k))
+    if r then out[#out + 1] = r end
+  end
+  return out
+end
+
+function Store:quarantine_server(registry_hash, server, reason)
+  stored(self.dict:add("s:" .. registry_hash .. "\0" .. server, encode({ reason = reason, since = self.clock() })),
+    nil, "a quarantine")
+end
+
+function Store:server_quarantine(registry_hash, server)
+  return decode(self.dict:get("s:" .. registry_hash .. "\0" .. server))
+end
+
+--- quarantined_servers() -> { {registry_hash =, server =, reason =, since =}, ... }
+function Store:quarantined_servers()
+  local out = {}
+  for _, k in ipairs(scan(self.dict, "s:")) do
+    local r = decode(self.dict:get(k))
+    if r then
+      r.registry_hash, r.server = k:sub(3):match("^(.-)%z(.*)$")
+      out[#out + 1] = r
+    end
+  end
+  return out
+end
+
+return M

@@ -1,0 +1,33 @@
+// client.mjs: the MCP TypeScript SDK's client, talking to a gateway for
+// spec/nginx_spec.lua.  node client.mjs URL STEPS_JSON
+// STEPS_JSON is a list of {"op": "list"} | {"op": "call", "name", "arguments"}
+// | {"op": "ping"}; one JSON line is printed per step: {"ok": result} or
+// {"error": {"code", "message", "data"}}.  The first line is the initialize
+// result (server info, the session id).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [url, stepsText] = process.argv.slice(2);
+const steps = JSON.parse(stepsText || "[]");
+const client = new Client({ name: "toolgate-spec", version: "1.0.0" });
+const transport = new StreamableHTTPClientTransport(new URL(url));
+const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
+try {
+  await client.connect(transport);
+  out({ ok: { server: client.getServerVersion(), session: transport.sessionId ?? null } });
+  for (const s of steps) {
+    try {
+      if (s.op === "list") out({ ok: await client.listTools() });
+      else if (s.op === "ping") out({ ok: await client.ping() });
+      else if (s.op === "call") out({ ok: await client.callTool({ name: s.name, arguments: s.arguments ?? {} }) });
+      else out({ error: { message: "unknown step " + s.op } });
+    } catch (e) {
+      out({ error: { code: e.code ?? null, message: String(e.message), data: e.data ?? null } });
+    }
+  }
+  await transport.terminateSession().catch(() => {});
+  await client.close();
+} catch (e) {
+  out({ fatal: String(e && e.stack || e) });
+  process.exitCode = 1;
+}
