@@ -329,7 +329,7 @@ function M.run(args, env)
   local script = "lua=$PPID; " .. cmd .. " & n=$!; trap 'kill -TERM $n 2>/dev/null' INT TERM HUP; " ..
     "while kill -0 $n 2>/dev/null; do kill -0 $lua 2>/dev/null || kill -TERM $n 2>/dev/null; sleep 0.2; done; " ..
     "wait $n; exit $?"
-  local ok, how, status = os.execute("sh -c " .. shell(script))
+  local ok, how, status = os.execute(script) -- system(): sh -c, its parent this process
   if how == "signal" or (ok and status == 0) then return cli.EXIT_OK end
   cli.diag("gateway", "nginx stopped with status " .. tostring(status) ..
     " (its messages are above: a listen address in use, a file it cannot read, ...)")

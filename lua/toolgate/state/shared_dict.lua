@@ -37,7 +37,9 @@ local function decode(text) return text and json.decode(decision.codec(), text) 
 -- A full dict must not pass silently: an approval that cannot be stored
 -- would be asked for forever, a pin change that cannot be kept would be
 -- forgotten; the caller's error handling fails the request closed.
-local function stored(ok, err, what)
+-- stored(what, ok, err) with what dict:add/set returned: ok, or false for
+-- a key that exists (add)
+local function stored(what, ok, err)
   if not ok and err ~= "exists" then error("toolgate shared dict: cannot store " .. what .. ": " .. tostring(err), 3) end
   return ok
 end
@@ -55,14 +57,14 @@ end
 
 function Store:verified(server, name, epoch)
   local k = key(server, name)
-  stored(self.dict:set("d:v" .. k, epoch), nil, "a determinism record")
+  stored("a determinism record", self.dict:set("d:v" .. k, epoch))
   local q = decode(self.dict:get("d:q" .. k))
   if q and q.epoch ~= epoch then self.dict:delete("d:q" .. k) end
 end
 
 function Store:quarantine(server, name, reason, epoch)
   local k = key(server, name)
-  stored(self.dict:add("d:q" .. k, encode({ reason = reason, since = self.clock(), epoch = epoch })), nil, "a quarantine")
+  stored("a quarantine", self.dict:add("d:q" .. k, encode({ reason = reason, since = self.clock(), epoch = epoch })))
   self.dict:delete("d:v" .. k)
 end
 
@@ -93,7 +95,7 @@ function Store:approval_open(id, fields, ttl, uses)
   local now = self.clock()
   local r = { id = id, status = "pending", created = now, expires = now + ttl, ttl = ttl, uses = uses }
   for k, v in pairs(fields) do r[k] = v end
-  return stored(self.dict:add("a:" .. id, encode(r), ttl), nil, "an approval request") and true or false
+  return stored("an approval request", self.dict:add("a:" .. id, encode(r), ttl)) and true or false
 end
 
 function Store:approval(id)
@@ -120,18 +122,18 @@ function Store:approval_decide(id, verdict)
   local r = self:approval(id)
   if not r then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
   -- one decision wins, whichever worker the operators reach
-  local ok = stored(self.dict:add("a#" .. id, verdict, r.ttl), nil, "an approval's decision")
+  local ok = stored("an approval's decision", self.dict:add("a#" .. id, verdict, r.ttl))
   if not ok then return nil, "approval " .. id .. " is already decided", "ALREADY_DECIDED" end
   local now = self.clock()
   r.expires = now + r.ttl
   if verdict == "grant" then
-    stored(self.dict:set("a+" .. id, r.uses, r.ttl), nil, "an approval's uses")
+    stored("an approval's uses", self.dict:set("a+" .. id, r.uses, r.ttl))
     r.status = "granted"
   else
     r.status = "denied"
   end
   -- the request lives as long as its decision
-  stored(self.dict:set("a:" .. id, encode(r), r.ttl), nil, "an approval")
+  stored("an approval", self.dict:set("a:" .. id, encode(r), r.ttl))
   return r
 end
 
@@ -149,7 +151,7 @@ end
 function Store:pin_report(registry_hash, server, tool, change)
   local k = "p:" .. registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
   local r = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
-  return stored(self.dict:add(k, encode(r)), nil, "a pin report") and true or false
+  return stored("a pin report", self.dict:add(k, encode(r))) and true or false
 end
 
 function Store:pin_change(registry_hash, server, tool)
@@ -167,8 +169,7 @@ function Store:pin_reports()
 end
 
 function Store:quarantine_server(registry_hash, server, reason)
-  stored(self.dict:add("s:" .. registry_hash .. "\0" .. server, encode({ reason = reason, since = self.clock() })),
-    nil, "a quarantine")
+  stored("a quarantine", self.dict:add("s:" .. registry_hash .. "\0" .. server, encode({ reason = reason, since = self.clock() })))
 end
 
 function Store:server_quarantine(registry_hash, server)

@@ -1,0 +1,418 @@
+-- The MCP gateway end to end: `toolgate gateway` runs Debian's nginx with
+-- its lua module on a generated conf in a temporary prefix, in front of a
+-- real MCP server (@modelcontextprotocol/server-everything, Streamable HTTP,
+-- SSE answers) and two servers built with the MCP TypeScript SDK
+-- (nginx/test/upstream.mjs: one answering JSON that counts the calls that
+-- reach it, one that changes its tools under the gateway); the SDK's client
+-- (nginx/test/client.mjs) and raw HTTP (nginx/test/http.mjs) talk to it.
+-- Everything started here listens on 127.0.0.1 on ports the kernel gave, and
+-- is stopped by its PID.  Runs once, under the interpreter of the toolgate
+-- command (Lua 5.4); nginx itself runs LuaJIT.
+local h = require "helpers"
+
+if h.is_luajit then return end
+
+local json -- the specs' JSON reader: toolgate's own
+do
+  local toolgate = require "toolgate"
+  local decode = require("toolgate.json").decode
+  local codec = toolgate.codec()
+  json = function(text) return assert(decode(codec.engine, text)) end
+end
+
+local root = h.root
+local testdir = root .. "/nginx/test"
+local q = h.shell_quote
+
+local function sleep(s) os.execute("sleep " .. s) end
+
+local function node(args) return h.run("cd " .. q(testdir) .. " && node " .. args) end
+
+-- Starts a command in the background; returns its PID.
+local function spawn(cmd, log)
+  local p = assert(io.popen("cd " .. q(testdir) .. " && { " .. cmd .. " ; } > " .. q(log) .. " 2>&1 < /dev/null & echo $!"))
+  local pid = tonumber(p:read("*l"))
+  p:close()
+  return assert(pid, "could not start " .. cmd)
+end
+
+local function alive(pid) return h.run("kill -0 " .. pid .. " 2>/dev/null") == 0 end
+
+-- Stops a process by its PID and waits (at most 10 s) until it is gone.
+local function stop(pid)
+  if not pid then return end
+  h.run("kill -TERM " .. pid .. " 2>/dev/null")
+  for _ = 1, 100 do
+    if not alive(pid) then return end
+    sleep(0.1)
+  end
+  h.run("kill -KILL " .. pid .. " 2>/dev/null")
+end
+
+local function wait_for(what, fn)
+  for _ = 1, 100 do
+    local v = fn()
+    if v then return v end
+    sleep(0.1)
+  end
+  error("timed out (10 s) waiting for " .. what)
+end
+
+local function upstream_port(log)
+  return wait_for("the upstream's port in " .. log, function()
+    local text = h.read_file(log) or ""
+    return tonumber(text:match("port (%d+)")) or tonumber(text:match("listening on port (%d+)"))
+  end)
+end
+
+local function lines(text)
+  local out = {}
+  for _, l in ipairs(h.lines_of(text)) do out[#out + 1] = json(l) end
+  return out
+end
+
+local env = {}
+local pids = {}
+
+-- the SDK client: returns the JSON lines it printed (initialize first)
+local function client(server, steps)
+  local code, out, err = node("client.mjs " .. q("http://" .. env.listen .. "/mcp/" .. server) .. " " .. q(steps))
+  assert(code == 0, "client.mjs failed: " .. err .. out)
+  return lines(out)
+end
+
+local function call_body(id, name, args)
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":"' .. name .. '","arguments":'
+    .. args .. "}}"
+end
+
+-- raw POSTs to an MCP endpoint: count identical ones at once
+local function send(server, body, count)
+  local code, out, err = node("http.mjs send " .. q("http://" .. env.listen .. "/mcp/" .. server) .. " " .. q(body)
+    .. " " .. (count or 1))
+  assert(code == 0, "http.mjs failed: " .. err)
+  local r = lines(out)
+  for _, x in ipairs(r) do
+    if x.type and x.type:find("json") then x.json = json(x.body) end
+  end
+  return r
+end
+
+local function curl(args)
+  local code, out, err = h.run("curl -s -S --max-time 10 " .. args)
+  assert(code == 0, "curl " .. args .. ": " .. err)
+  return out
+end
+
+local function admin(method, path)
+  return curl("-X " .. method .. " -H " .. q("Authorization: Bearer " .. env.token) .. " " ..
+    q("http://" .. env.admin .. path))
+end
+
+local function calls(which)
+  return json(curl(q("http://127.0.0.1:" .. env[which] .. "/calls")))
+end
+
+local function metric(text, series)
+  local v = text:match("\n" .. series:gsub("%p", "%%%0") .. " ([%d.e+-]+)")
+  return tonumber(v)
+end
+
+local function record(server, port, path, drop)
+  local code, out, err = node("client.mjs " .. q("http://127.0.0.1:" .. port .. "/mcp") .. " " .. q('[{"op":"list"}]'))
+  assert(code == 0, "recording " .. server .. ": " .. err)
+  local list = lines(out)[2].ok
+  local kept = {}
+  for _, t in ipairs(list.tools) do
+    if t.name ~= drop then kept[#kept + 1] = t end
+  end
+  local value = require "toolgate.value"
+  h.write_file(path, assert(value.encode({ server = server, tools = setmetatable(kept, value.array_mt) })))
+end
+
+describe("toolgate gateway (nginx)", function()
+  local ready, why
+
+  setup(function()
+    if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 then
+      why = "needs node and Debian's nginx (make test installs them)"
+      return
+    end
+    if h.run("test -f " .. q(testdir .. "/node_modules/@modelcontextprotocol/sdk/package.json")) ~= 0 then
+      why = os.getenv("TOOLGATE_NPM_UNAVAILABLE")
+      if why then return end
+      error("nginx/test/node_modules is missing (make test installs it: npm ci --prefix nginx/test)")
+    end
+    local dir = h.tmpname("-gateway")
+    assert(os.execute("mkdir -p " .. q(dir)))
+    env.dir = dir
+    local code, out = node("http.mjs port 5")
+    assert(code == 0)
+    local ports = {}
+    for p in out:gmatch("%d+") do ports[#ports + 1] = p end
+    env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
+
+    pids.everything = spawn("PORT=" .. ports[3] .. " exec node node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp",
+      dir .. "/everything.log")
+    pids.counter = spawn("PORT=0 JSON_RESPONSE=1 exec node upstream.mjs", dir .. "/counter.log")
+    pids.rug = spawn("PORT=0 RUG_PULL=1 exec node upstream.mjs", dir .. "/rug.log")
+    env.everything = upstream_port(dir .. "/everything.log")
+    env.counter = upstream_port(dir .. "/counter.log")
+    env.rug = upstream_port(dir .. "/rug.log")
+    -- the registries: the trusted snapshots, recorded before the gateway
+    -- starts (the counter's without the tool "hidden")
+    record("counter", env.counter, dir .. "/counter.json", "hidden")
+    record("rug", env.rug, dir .. "/rug.json")
+
+    env.token = "spec-token-" .. tostring(math.random(1e9)) .. "-0123456789"
+    h.write_file(dir .. "/token", env.token .. "\n")
+    env.policy = dir .. "/policy.lua"
+    h.write_file(env.policy, h.read_file(root .. "/spec/data/nginx/policy.lua"))
+    for _, s in ipairs({ "everything", "counter", "rug" }) do
+      h.write_file(dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
+    end
+    local cmd = table.concat({
+      "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", env.listen, "--admin", env.admin,
+      "--admin-token-file", q(dir .. "/token"), "--workers 2", "--prefix", q(dir .. "/prefix"),
+      "--policy", q(env.policy),
+      "--upstream", "everything=http://127.0.0.1:" .. env.everything .. "/mcp",
+      "--registry", q("everything=" .. root .. "/examples/registries/mcp-everything.json"),
+      "--context", q("everything=" .. dir .. "/everything.ctx"),
+      "--upstream", "counter=http://127.0.0.1:" .. env.counter .. "/mcp",
+      "--registry", q("counter=" .. dir .. "/counter.json"), "--context", q("counter=" .. dir .. "/counter.ctx"),
+      "--upstream", "rug=http://127.0.0.1:" .. env.rug .. "/mcp",
+      "--registry", q("rug=" .. dir .. "/rug.json"), "--context", q("rug=" .. dir .. "/rug.ctx"),
+    }, " ")
+    pids.gateway = spawn(cmd, dir .. "/gateway.log")
+    wait_for("the gateway's /healthz", function()
+      local c, out = h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))
+      return c == 0 and out:find('"ok"')
+    end)
+    ready = true
+  end)
+
+  teardown(function()
+    stop(pids.gateway)
+    if env.dir then
+      -- nginx goes with the toolgate process that ran it
+      local pid = tonumber(h.read_file(env.dir .. "/prefix/nginx.pid") or "")
+      if pid then wait_for("nginx to stop", function() return not alive(pid) end) end
+    end
+    stop(pids.everything)
+    stop(pids.counter)
+    stop(pids.rug)
+  end)
+
+  local function need(pending)
+    if ready then return true end
+    pending(why or "the gateway did not start")
+    return false
+  end
+
+  it("initializes, lists exactly the registry's tools and returns the real server's answers (SSE)", function()
+    if not need(pending) then return end
+    local r = client("everything", '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"hello"}},' ..
+      '{"op":"call","name":"get-sum","arguments":{"a":2,"b":3}}]')
+    assert.equals("mcp-servers/everything", r[1].ok.server.name)
+    assert.is_string(r[1].ok.session) -- Mcp-Session-Id kept through the gateway
+    local names = {}
+    for _, t in ipairs(r[2].ok.tools) do names[#names + 1] = t.name end
+    local reg = json(h.read_file(root .. "/examples/registries/mcp-everything.json"))
+    local want = {}
+    for _, t in ipairs(reg.tools) do want[#want + 1] = t.name end
+    table.sort(names)
+    table.sort(want)
+    assert.same(want, names)
+    assert.same({ { type = "text", text = "Echo: hello" } }, r[3].ok.content)
+    assert.matches("5", r[4].ok.content[1].text)
+  end)
+
+  it("hides a tool the registry lacks and answers JSON responses verified against outputSchema", function()
+    if not need(pending) then return end
+    local r = client("counter", '[{"op":"list"},{"op":"call","name":"add","arguments":{"a":2,"b":40}}]')
+    local names = {}
+    for _, t in ipairs(r[2].ok.tools) do names[t.name] = true end
+    assert.is_nil(names.hidden)
+    assert.is_true(names.echo and names.add and true)
+    assert.same({ sum = 42 }, r[3].ok.structuredContent)
+    local raw = send("counter", call_body(7, "echo", '{"message":"json"}'))[1]
+    assert.matches("application/json", raw.type)
+    assert.equals("Echo: json", raw.json.result.content[1].text)
+  end)
+
+  it("refuses H1, H2, H3 and H4 with the documented codes, and the server never sees them", function()
+    if not need(pending) then return end
+    local before = calls("counter").total
+    local r = client("counter", table.concat({
+      '[{"op":"call","name":"hidden"}',
+      '{"op":"call","name":"echo","arguments":{"message":"x","extra":1}}',
+      '{"op":"call","name":"echo","arguments":{"message":7}}',
+      '{"op":"call","name":"delete_all"}]' }, ","))
+    local want = { { -32602, "H1" }, { -32602, "H2" }, { -32602, "H3" }, { -32001, "H4" } }
+    for i, w in ipairs(want) do
+      local e = r[i + 1].error
+      assert.equals(w[1], e.code)
+      assert.equals(w[2], e.data.decision.code)
+      assert.equals("counter", e.data.decision.server)
+    end
+    assert.equals("/extra", r[3].error.data.decision.path)
+    assert.equals(before, calls("counter").total)
+  end)
+
+  it("replaces a result that breaks the tool's outputSchema", function()
+    if not need(pending) then return end
+    local before = calls("counter").broken_add or 0
+    local r = send("counter", call_body(9, "broken_add", '{"a":1,"b":2}'))[1]
+    assert.equals(-32001, r.json.error.code)
+    assert.equals("CONTRACT_OUTPUT", r.json.error.data.decision.code)
+    assert.equals(before + 1, calls("counter").broken_add) -- it ran; its result did not reach the client
+  end)
+
+  it("defers a write, lets the identical call through once after approval, not other arguments", function()
+    if not need(pending) then return end
+    local body = call_body(11, "write_note", '{"text":"approve me"}')
+    local before = calls("counter").total
+    local d = send("counter", body)[1].json.error
+    assert.equals(-32002, d.code)
+    local id = d.data.approval_id
+    assert.matches("^%x+$", id)
+    assert.equals("defer", d.data.decision.verdict)
+    assert.same({ "server", "tool", "args_digest", "policy_version", "registry_hash", "epoch" }, (function()
+      local keys = {}
+      for _, k in ipairs({ "server", "tool", "args_digest", "policy_version", "registry_hash", "epoch" }) do
+        if d.data.decision.binding[k] ~= nil then keys[#keys + 1] = k end
+      end
+      return keys
+    end)())
+    local listed = json(admin("GET", "/v1/approvals"))
+    local found
+    for _, a in ipairs(listed.approvals) do if a.id == id then found = a end end
+    assert.equals("pending", found.status)
+    assert.equals("write_note", found.tool)
+    -- the same call again, before approval: the same request, still deferred
+    assert.equals(id, send("counter", body)[1].json.error.data.approval_id)
+    assert.equals("granted", json(admin("POST", "/v1/approvals/" .. id .. "/grant")).status)
+    -- one use: of four identical calls at once, across both workers, one passes
+    local r = send("counter", body, 4)
+    local passed, deferred = 0, 0
+    for _, x in ipairs(r) do
+      if x.json.result then passed = passed + 1 end
+      if x.json.error and x.json.error.code == -32002 then deferred = deferred + 1 end
+    end
+    assert.equals(1, passed)
+    assert.equals(3, deferred)
+    assert.equals(before + 1, calls("counter").total)
+    -- other arguments: another approval, still deferred
+    local other = send("counter", call_body(12, "write_note", '{"text":"something else"}'))[1].json.error
+    assert.equals(-32002, other.code)
+    assert.not_equals(id, other.data.approval_id)
+    -- denied: refused from then on
+    assert.equals("denied", json(admin("POST", "/v1/approvals/" .. other.data.approval_id .. "/deny")).status)
+    local denied = send("counter", call_body(13, "write_note", '{"text":"something else"}'))[1].json.error
+    assert.equals("APPROVAL_DENIED", denied.data.decision.code)
+    assert.equals(before + 1, calls("counter").total)
+    -- a second decision on one approval is refused
+    assert.matches("ALREADY_DECIDED", admin("POST", "/v1/approvals/" .. id .. "/deny"))
+  end)
+
+  it("detects a rug pull: the changed and the new tool are hidden, reported, and their calls refused", function()
+    if not need(pending) then return end
+    local r = client("rug", '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"hi"}},' ..
+      '{"op":"call","name":"add","arguments":{"a":1,"b":1}}]')
+    local names = {}
+    for _, t in ipairs(r[2].ok.tools) do names[t.name] = true end
+    assert.is_nil(names.echo)       -- its description changed under its pin
+    assert.is_nil(names.exfiltrate) -- new: not in the registry
+    assert.is_true(names.add)
+    assert.equals("PIN_CHANGED", r[3].error.data.decision.code)
+    assert.same({ sum = 2 }, r[4].ok.structuredContent) -- the unchanged tools still work
+    assert.is_nil(calls("rug").echo)
+    local pins = json(admin("GET", "/v1/pins"))
+    local changes = {}
+    for _, p in ipairs(pins.reports) do
+      if p.server == "rug" then changes[p.tool] = p.change.change end
+    end
+    assert.same({ echo = "changed", exfiltrate = "added" }, changes)
+    local m = curl(q("http://" .. env.listen .. "/metrics"))
+    assert.equals(1, metric(m, 'toolgate_pin_changes_total{change="changed",server="rug"}'))
+    assert.equals(1, metric(m, 'toolgate_quarantined{kind="tool"}'))
+  end)
+
+  it("answers the decision API and health; the admin API needs its token", function()
+    if not need(pending) then return end
+    local d = json(curl("-X POST --data-binary " ..
+      q('{"server":"counter","name":"echo","arguments":{"message":"x","bad":1}}') .. " " ..
+      q("http://" .. env.listen .. "/v1/check")))
+    assert.equals("H2", d.code)
+    local ok = json(curl("-X POST --data-binary " .. q('{"server":"counter","name":"hidden","arguments":{}}') .. " " ..
+      q("http://" .. env.listen .. "/v1/check")))
+    assert.equals("H1", ok.code)
+    local v = json(curl("-X POST --data-binary " .. q('{"call":{"server":"counter","name":"add","arguments":{"a":1,' ..
+      '"b":2}},"result":{"content":[],"structuredContent":{"sum":"three"}}}') .. " " ..
+      q("http://" .. env.listen .. "/v1/verify")))
+    assert.equals("CONTRACT_OUTPUT", v.code)
+    local reg = json(curl(q("http://" .. env.listen .. "/v1/registry")))
+    assert.matches("^%x+$", reg.registry_hash)
+    assert.matches("^%x+$", reg.tools[1].pin)
+    assert.equals("ok", json(curl(q("http://" .. env.listen .. "/healthz"))).status)
+    local code = curl("-o /dev/null -w '%{http_code}' -X POST " .. q("http://" .. env.admin .. "/v1/reload"))
+    assert.equals("401", code)
+  end)
+
+  it("counts decisions, approvals and latencies in /metrics", function()
+    if not need(pending) then return end
+    local m = curl(q("http://" .. env.listen .. "/metrics"))
+    assert.is_true(metric(m, 'toolgate_decisions_total{code="H2",phase="call",stage="rung",verdict="reject"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_tool_decisions_total{server="counter",tool="write_note",verdict="defer"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_approval_events_total{event="granted"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_approval_events_total{event="used"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_decision_seconds_count{phase="request"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_decision_seconds_bucket{phase="request",le="+Inf"}') >= 1)
+    assert.matches('toolgate_info{policy_version="gateway%-spec@1', m)
+  end)
+
+  it("logs one JSON line per decision, from both workers", function()
+    if not need(pending) then return end
+    local workers, n = {}, 0
+    for _, l in ipairs(h.lines_of(h.read_file(env.dir .. "/prefix/decisions.jsonl") or "")) do
+      local r = json(l)
+      if r.decision then
+        n = n + 1
+        workers[r.worker] = true
+        assert.is_string(r.decision.verdict)
+      end
+    end
+    assert.is_true(n > 10)
+    local distinct = 0
+    for _ in pairs(workers) do distinct = distinct + 1 end
+    assert.equals(2, distinct)
+  end)
+
+  it("reloads under load without a failed request; a broken policy keeps the old snapshot", function()
+    if not need(pending) then return end
+    local load = spawn("exec node http.mjs load " .. q("http://" .. env.listen .. "/mcp/counter") .. " " ..
+      q(call_body(21, "echo", '{"message":"load"}')) .. " 3000 8", env.dir .. "/load.log")
+    sleep(0.5)
+    local r = json(admin("POST", "/v1/reload"))
+    assert.equals("success", r.result)
+    -- nginx -s reload: new workers, new engines
+    local master = assert(tonumber(h.read_file(env.dir .. "/prefix/nginx.pid")))
+    assert.equals(0, (h.run("kill -HUP " .. master)))
+    sleep(0.5)
+    h.write_file(env.policy, "return {")
+    local bad = json(admin("POST", "/v1/reload"))
+    assert.equals("failure", bad.result)
+    assert.equals("POLICY_LOAD", bad.code)
+    h.write_file(env.policy, h.read_file(root .. "/spec/data/nginx/policy.lua"))
+    wait_for("the load to finish", function() return not alive(load) end)
+    local res = json(h.read_file(env.dir .. "/load.log"))
+    assert.equals(0, res.failed)
+    assert.is_true(res.ok > 50)
+    local m = curl(q("http://" .. env.listen .. "/metrics"))
+    assert.is_true(metric(m, 'toolgate_reloads_total{result="failure"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_reloads_total{result="success"}') >= 1)
+    -- still deciding with the old snapshot's rules
+    assert.equals("Echo: after", send("counter", call_body(22, "echo", '{"message":"after"}'))[1].json.result
+      .content[1].text)
+  end)
+end)
