@@ -18,6 +18,7 @@ stds.portable = {
     unpack = {},                             -- Lua 5.1/LuaJIT
     table = { fields = { "unpack" } },       -- Lua 5.2+
     math = { fields = { "type", "maxinteger", "mininteger" } },  -- Lua 5.3+, nil under LuaJIT
+    package = { fields = { "searchpath" } }, -- Lua 5.2+ and LuaJIT
   },
 }
 
@@ -37,6 +38,10 @@ stds.policy = {
 files["policies/"] = { std = "policy", unused_args = false }
 files["examples/seed-demo/policy.lua"] = { std = "policy", unused_args = false }
 files["spec/data/policies/"] = { std = "policy", unused_args = false }
+
+-- nginx's lua module: the ngx API (toolgate.nginx and the shared-dict store)
+files["lua/toolgate/nginx.lua"] = { globals = { "ngx" } }
+files["lua/toolgate/state/shared_dict.lua"] = { read_globals = { "ngx" } }
 
 -- busted specs: describe/it/assert.* and friends
 files["spec/"] = { std = "+busted" }

@@ -120,6 +120,7 @@ LDCONFIG    ?= ldconfig
 LUA_TOP  = lua/toolgate.lua
 LUA_MODS = $(wildcard lua/toolgate/*.lua)
 LUA_CLI  = $(wildcard lua/toolgate/cli/*.lua)
+LUA_STATE = $(wildcard lua/toolgate/state/*.lua)
 POLICIES = $(wildcard policies/*.lua)
 
 install: all
@@ -134,9 +135,10 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' mk/toolgate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/toolgate.pc
 	for d in $(LUA54_LDIR) $(LUAJIT_LDIR); do \
-	    install -d $(DESTDIR)$$d/toolgate/cli && \
+	    install -d $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate/state && \
 	    install -m 644 $(LUA_TOP) $(DESTDIR)$$d/ && \
 	    install -m 644 $(LUA_MODS) $(DESTDIR)$$d/toolgate/ && \
+	    install -m 644 $(LUA_STATE) $(DESTDIR)$$d/toolgate/state/ && \
 	    install -m 644 $(LUA_CLI) $(DESTDIR)$$d/toolgate/cli/ && \
 	    sed -e 's|^local INSTALLED_DIR = nil.*$$|local INSTALLED_DIR = [[$(POLICYDIR)]]|' \
 	        lua/toolgate/policy.lua > $(DESTDIR)$$d/toolgate/policy.lua || exit 1; \
@@ -160,8 +162,9 @@ uninstall:
 	    $(DESTDIR)$(LUA54_CDIR)/toolgate/core_c.so $(DESTDIR)$(LUAJIT_CDIR)/libtoolgate.so \
 	    $(POLICIES:policies/%=$(DESTDIR)$(POLICYDIR)/%)
 	for d in $(LUA54_LDIR) $(LUAJIT_LDIR); do \
-	    rm -f $(DESTDIR)$$d/toolgate.lua $(LUA_MODS:lua/%=$(DESTDIR)$$d/%) $(LUA_CLI:lua/%=$(DESTDIR)$$d/%); \
-	    rmdir $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate 2>/dev/null || true; \
+	    rm -f $(DESTDIR)$$d/toolgate.lua $(LUA_MODS:lua/%=$(DESTDIR)$$d/%) $(LUA_CLI:lua/%=$(DESTDIR)$$d/%) \
+	        $(LUA_STATE:lua/%=$(DESTDIR)$$d/%); \
+	    rmdir $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate/state $(DESTDIR)$$d/toolgate 2>/dev/null || true; \
 	done
 	-rmdir $(DESTDIR)$(LUA54_CDIR)/toolgate $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(DATADIR)/toolgate 2>/dev/null
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v $(LDCONFIG) >/dev/null; then \

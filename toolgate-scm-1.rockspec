@@ -66,6 +66,11 @@ build = {
     ["toolgate.policies.mcp"] = "policies/mcp.lua",
     ["toolgate.policies.rung"] = "policies/rung.lua",
     ["toolgate.policies.strict"] = "policies/strict.lua",
+    ["toolgate.cli.gateway"] = "lua/toolgate/cli/gateway.lua",
+    ["toolgate.mcp"] = "lua/toolgate/mcp.lua",
+    ["toolgate.metrics"] = "lua/toolgate/metrics.lua",
+    ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
+    ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",

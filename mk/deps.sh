@@ -1,22 +1,26 @@
 #!/bin/sh
 # Installs the Debian packages toolgate needs to build, test, demo and bench,
 # and only those that are missing (a no-op, and offline, once all are there).
-# Usage: mk/deps.sh [build|demo|test|bench]   (each set includes build)
+# Usage: mk/deps.sh [build|demo|test|bench|bench-nginx]   (each set includes build)
 set -eu
 set_name=${1:-build}
 
 build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev libpcre2-dev"
 demo="$build python3"
 # (clang + libclang-rt-14-dev: libFuzzer and its sanitizers; valgrind: memcheck of the CLI)
-test="$build lua-busted xxhash locales python3 nodejs npm luarocks lua-check lua-ldoc cppcheck clang-format groff-base clang libclang-rt-14-dev valgrind"
+# (nginx, its lua module and lua-resty-core: the MCP gateway, toolgate gateway; curl: its tests)
+gateway="nginx libnginx-mod-http-lua lua-resty-core lua-resty-lrucache"
+test="$build lua-busted xxhash locales python3 nodejs npm luarocks lua-check lua-ldoc cppcheck clang-format groff-base clang libclang-rt-14-dev valgrind $gateway curl"
 # (libsimdjson-dev, g++: the parse floor make bench prints)
 bench="$build python3 nodejs npm libsimdjson-dev g++"
+bench_nginx="$build nodejs npm $gateway wrk"
 
 case "$set_name" in
   build) want=$build ;;
   demo) want=$demo ;;
   test) want=$test ;;
   bench) want=$bench ;;
+  bench-nginx) want=$bench_nginx ;;
   *) echo "mk/deps.sh: unknown package set '$set_name'" >&2; exit 2 ;;
 esac
 

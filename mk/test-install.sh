@@ -45,7 +45,8 @@ for f in bin/toolgate include/toolgate.h lib/libtoolgate.a lib/libtoolgate.so \
   share/lua/5.4/toolgate.lua share/lua/5.4/toolgate/engine.lua \
   share/lua/5.4/toolgate/cli/check.lua lib/lua/5.4/toolgate/core_c.so \
   share/lua/5.1/toolgate.lua share/lua/5.1/toolgate/core_ffi.lua \
-  share/lua/5.1/toolgate/cli/canon.lua share/toolgate/policies/default.lua \
+  share/lua/5.1/toolgate/cli/canon.lua share/lua/5.1/toolgate/nginx.lua \
+  share/lua/5.1/toolgate/state/shared_dict.lua share/toolgate/policies/default.lua \
   share/toolgate/policies/strict.lua share/toolgate/policies/mcp.lua; do
   [ -e "$p/$f" ] || missing="$missing $f"
 done
@@ -133,6 +134,23 @@ for lua in "$LUA" "$LUAJIT"; do
   same "$(cd /tmp && clean_env LUA_PATH="$(rebased "$lua" path)" LUA_CPATH="$(rebased "$lua" cpath)" \
     "$lua" -e "$by_name" 2>&1)" "strict@1" "$lua: toolgate.new{policy = \"strict\"} finds the installed policy"
 done
+
+# toolgate.new{policy = "mcp"} finds the installed shipped policy with no path
+mcp_probe='local e = assert(require("toolgate").new{ policy = "mcp",
+  registry = { "everything='"$top"'/examples/registries/mcp-everything.json" } })
+io.write(require("toolgate").BINDING, " ", e:snapshot().version:match("^[^+]*"), "\n")'
+same "$(cd /tmp && clean_env LUA_PATH="$(rebased "$LUAJIT" path)" LUA_CPATH="$(rebased "$LUAJIT" cpath)" \
+  "$LUAJIT" -e "$mcp_probe" 2>&1)" "ffi mcp@1" \
+  "luajit: toolgate.new{policy = \"mcp\"} finds the installed policy by name"
+
+# toolgate gateway's conf points nginx's LuaJIT at the install's 5.1 modules
+# and library, and at the installed policy
+(cd /tmp && clean_env "$tg" gateway --conf-only --listen 127.0.0.1:8080 --prefix "$work/gw" \
+  --upstream "everything=http://127.0.0.1:3001/mcp" \
+  --registry "everything=$top/examples/registries/mcp-everything.json") >"$work/gateway.log" 2>&1
+same "$(grep -c -e "lua_package_path \"$prefix/share/lua/5.1/?.lua;;\";" \
+  -e "lua_package_cpath \"$prefix/lib/lua/5.1/?.so;;\";" -e "policy = \"$prefix/share/toolgate/policies/mcp.lua\"" \
+  "$work/gw/nginx.conf" 2>/dev/null)" 3 "the installed toolgate gateway writes a conf that uses the install"
 
 run "make uninstall PREFIX=<scratch>" "$work/uninstall2.log" mk uninstall PREFIX="$prefix"
 same "$(cd "$prefix" && find . ! -type d | sort | tr '\n' ' ')" "" "make uninstall leaves no file in the scratch prefix"

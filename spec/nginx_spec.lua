@@ -152,8 +152,8 @@ describe("toolgate gateway (nginx)", function()
     for p in out:gmatch("%d+") do ports[#ports + 1] = p end
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
 
-    pids.everything = spawn("PORT=" .. ports[3] .. " exec node node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp",
-      dir .. "/everything.log")
+    pids.everything = spawn("PORT=" .. ports[3] .. " exec node " ..
+      "node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp", dir .. "/everything.log")
     pids.counter = spawn("PORT=0 JSON_RESPONSE=1 exec node upstream.mjs", dir .. "/counter.log")
     pids.rug = spawn("PORT=0 RUG_PULL=1 exec node upstream.mjs", dir .. "/rug.log")
     env.everything = upstream_port(dir .. "/everything.log")
@@ -185,8 +185,8 @@ describe("toolgate gateway (nginx)", function()
     }, " ")
     pids.gateway = spawn(cmd, dir .. "/gateway.log")
     wait_for("the gateway's /healthz", function()
-      local c, out = h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))
-      return c == 0 and out:find('"ok"')
+      local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))
+      return c == 0 and health:find('"ok"')
     end)
     ready = true
   end)

@@ -169,7 +169,7 @@ end
 --- A route: the MCP server behind one endpoint, and the context its calls
 -- are decided in (merged over the policy's).
 -- route(server[, context]) -> route
-function Gateway:route(server, context)
+function Gateway.route(_, server, context)
   if type(server) ~= "string" or server == "" then error("route: a server name expected", 2) end
   if context ~= nil and type(context) ~= "table" then error("route: a context table expected", 2) end
   return { server = server, context = context or {} }
@@ -443,7 +443,7 @@ end
 -- Compares a server's tools with the registry's pins: the tools to show,
 -- and the changes (a pin that differs, a tool the registry lacks, a tool
 -- the server no longer lists).
-local function filter_tools(self, snap, server, tools, full)
+local function filter_tools(snap, server, tools, full)
   local scratch = snap.core:registry()
   local settings = snap.registry.settings
   local opts = { closed = settings.closed, assert_formats = settings.assert_formats,
@@ -496,7 +496,7 @@ local function list_answer(self, snap, settings, route, root, pending)
   local tools = result and result:type() == "object" and result:get("tools")
   if not tools or tools:type() ~= "array" then return nil end
   local full = not pending.paged and not result:get("nextCursor")
-  local keep, changes = filter_tools(self, snap, route.server, tools, full)
+  local keep, changes = filter_tools(snap, route.server, tools, full)
   if #changes > 0 then report_changes(self, snap, settings, route.server, changes) end
   local parts = {}
   for i = 1, result:len() do
@@ -512,7 +512,7 @@ end
 -- contract becomes a refusal (the tool ran: its result does not reach the
 -- model).  A tool that reported an error (isError, a defer) passes: that
 -- error is the model's to read.
-local function call_answer(self, snap, settings, route, root, pending)
+local function call_answer(self, settings, route, root, pending)
   local result = root:get("result")
   if not result then return nil end -- a JSON-RPC error from the server passes
   local rtext = assert(result:canon(nil, "exact"))
@@ -529,7 +529,7 @@ local function answer_one(self, snap, settings, route, plan, msg)
   if not pending or msg:get("method") then return nil end
   plan.pending[id] = nil
   if pending.kind == "list" then return list_answer(self, snap, settings, route, msg, pending) end
-  return call_answer(self, snap, settings, route, msg, pending)
+  return call_answer(self, settings, route, msg, pending)
 end
 
 --- Reads one message from the server (a JSON-RPC message or batch) and

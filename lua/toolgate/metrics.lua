@@ -63,7 +63,7 @@ end
 M.labels = labels_text
 
 --- key(name, labels) -> the series' name as the dict (and Prometheus) writes it.
-function Metrics:key(name, labels)
+function Metrics.key(_, name, labels)
   return name .. labels_text(labels)
 end
 

@@ -35,8 +35,9 @@ options:
   --conf-only               write the conf and exit without running nginx
 
 nginx runs with daemon off and logs to standard error; SIGINT or SIGTERM stops
-it.  Exit status: nginx's own when it ran, 2 on bad usage, 1 when nginx or its
-lua module is missing or nginx could not start (a port in use, a bad file).
+it.  Exit status: 0 when nginx stopped cleanly, 2 on bad usage or a policy or
+registry that cannot be loaded, 1 when nginx or its lua module is missing or
+nginx could not start or stopped with an error (a port in use, ...).
 ]]
 
 M.NGINX = os.getenv("TOOLGATE_NGINX") or "/usr/sbin/nginx"
@@ -93,7 +94,10 @@ local function lua_paths()
   local jit_dir = dir:gsub("/lua/5%.4$", "/lua/5.1")
   local lib = os.getenv("TOOLGATE_LIB")
   if not lib and exists(dir .. "/../build/libtoolgate.so") then lib = absolute(dir .. "/../build/libtoolgate.so") end
-  return absolute(jit_dir), lib
+  -- make install's lib/lua/5.1 holds libtoolgate.so for the FFI binding
+  local c = package.searchpath("toolgate.core_c", package.cpath)
+  local cdir = c and c:match("^(.*/lib/lua)/5%.4/toolgate/core_c%.so$")
+  return absolute(jit_dir), lib, cdir and absolute(cdir .. "/5.1")
 end
 
 --- conf(o) -> the nginx conf text for the options o (what --conf-only writes).
@@ -126,6 +130,7 @@ function M.conf(o)
   w("    client_max_body_size 8m;")
   w("")
   w("    lua_package_path \"", lua_dir, "/?.lua;;\";")
+  if o.lua_cdir then w("    lua_package_cpath \"", o.lua_cdir, "/?.so;;\";") end
   w("    # approvals, pin reports, quarantines, reload version: shared by every worker")
   w("    lua_shared_dict toolgate 16m;")
   w("    lua_shared_dict toolgate_metrics 4m;")
@@ -271,8 +276,9 @@ function M.run(args, env)
   -- the engine is built here first: a broken policy or registry is said now, plainly
   local regs_list = {}
   for _, s in ipairs(servers) do regs_list[#regs_list + 1] = s .. "=" .. registry[s] end
-  local engine = cli.load_engine("gateway", { policy = policy, registry = regs_list }, env, nil, true)
-  if not engine then return cli.EXIT_FAILED end
+  if not cli.load_engine("gateway", { policy = policy, registry = regs_list }, env, nil, true) then
+    return cli.EXIT_USAGE
+  end
   local token_file = o["admin-token-file"] and absolute(o["admin-token-file"])
   if token_file and not exists(token_file) then
     cli.diag("gateway", "cannot read the admin token file " .. token_file)
@@ -294,10 +300,10 @@ function M.run(args, env)
     cli.diag("gateway", "cannot make " .. prefix .. "/tmp")
     return cli.EXIT_FAILED
   end
-  local lua_dir, lib = lua_paths()
+  local lua_dir, lib, lua_cdir = lua_paths()
   local text = M.conf({ prefix = prefix, workers = workers, listen = o.listen, admin = o.admin,
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
-    contexts = contexts, upstreams = upstreams, lua_dir = lua_dir, lib = lib })
+    contexts = contexts, upstreams = upstreams, lua_dir = lua_dir, lib = lib, lua_cdir = lua_cdir })
   local conf = prefix .. "/nginx.conf"
   local f, err = io.open(conf, "wb")
   if not f then

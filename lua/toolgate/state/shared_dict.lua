@@ -169,7 +169,8 @@ function Store:pin_reports()
 end
 
 function Store:quarantine_server(registry_hash, server, reason)
-  stored("a quarantine", self.dict:add("s:" .. registry_hash .. "\0" .. server, encode({ reason = reason, since = self.clock() })))
+  local r = encode({ reason = reason, since = self.clock() })
+  stored("a quarantine", self.dict:add("s:" .. registry_hash .. "\0" .. server, r))
 end
 
 function Store:server_quarantine(registry_hash, server)

@@ -1,0 +1,302 @@
+-- toolgate.mcp: the MCP gateway's decisions, without a transport (both
+-- interpreters).  spec/nginx_spec.lua runs the same logic inside nginx
+-- against real servers; here every branch is pinned on exact messages.
+local toolgate = require "toolgate"
+local mcp = require "toolgate.mcp"
+local state = require "toolgate.state"
+local value = require "toolgate.value"
+local h = require "helpers"
+
+local root = h.root
+local REGISTRY = "counter=" .. root .. "/spec/data/nginx/counter.json"
+local decode = require("toolgate.json").decode
+local codec = toolgate.codec()
+local function json(text) return assert(decode(codec.engine, text)) end
+
+local function policy(mcp_settings)
+  local p = dofile(root .. "/spec/data/nginx/policy.lua")
+  p.mcp = mcp_settings
+  return p
+end
+
+-- a gateway over the counter registry; events collects what observe saw
+local function gateway(mcp_settings, clock)
+  local store = state.memory({ clock = clock })
+  local e = assert(toolgate.new{ policy = policy(mcp_settings), registry = { REGISTRY }, state = store })
+  local events = {}
+  local gw = assert(mcp.new{ engine = e, observe = function(ev) events[#events + 1] = ev end })
+  return gw, gw:route("counter", { scopes = { "counter:read", "counter:write" } }), events, store
+end
+
+local function call(id, name, args)
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":"' .. name .. '","arguments":'
+    .. args .. "}}"
+end
+
+-- the registry's tools as the server lists them
+local function listed(tools)
+  local reg = json(h.read_file(root .. "/spec/data/nginx/counter.json"))
+  return reg.tools, function(result_tools)
+    return assert(value.encode({ jsonrpc = "2.0", id = 1, result = { tools = setmetatable(result_tools,
+      value.array_mt) } }))
+  end, tools
+end
+
+describe("toolgate.mcp", function()
+  it("finds the shipped policy by name, and says so when there is none", function()
+    local e = assert(toolgate.new{ policy = "mcp", registry = { REGISTRY } })
+    assert.matches("^mcp@1", e:snapshot().version)
+    local none, err, code = toolgate.new{ policy = "no-such-policy", registry = { REGISTRY } }
+    assert.is_nil(none)
+    assert.equals("POLICY_LOAD", code)
+    assert.matches("no shipped policy named 'no%-such%-policy'", err)
+  end)
+
+  it("passes the methods MCP clients need and refuses the others", function()
+    local gw, route = gateway()
+    for _, m in ipairs({ "initialize", "ping", "resources/list", "resources/read", "prompts/get", "tools/list",
+                         "completion/complete", "logging/setLevel" }) do
+      local text = '{"jsonrpc":"2.0","id":1,"method":"' .. m .. '","params":{}}'
+      local plan = gw:request(route, text)
+      assert.equals(text, plan.forward, m)
+      assert.is_nil(plan.reply)
+    end
+    local note = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    assert.equals(note, gw:request(route, note).forward)
+    -- the client's answer to a request of the server's
+    local answer = '{"jsonrpc":"2.0","id":"s1","result":{"roots":[]}}'
+    assert.equals(answer, gw:request(route, answer).forward)
+    local plan = gw:request(route, '{"jsonrpc":"2.0","id":5,"method":"admin/shutdown"}')
+    assert.is_nil(plan.forward)
+    local r = json(plan.reply)
+    assert.equals(mcp.CODES.METHOD_NOT_ALLOWED, r.error.code)
+    assert.equals(5, r.id)
+    assert.equals("METHOD_NOT_ALLOWED", r.error.data.decision.code)
+  end)
+
+  it("lets a policy narrow the methods", function()
+    local gw, route = gateway({ methods = { "initialize", "tools/*" } })
+    assert.is_string(gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}').forward)
+    assert.is_nil(gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"prompts/list"}').forward)
+  end)
+
+  it("never forwards what is not JSON-RPC", function()
+    local gw, route = gateway()
+    for _, text in ipairs({ "{", "[]", "7", '{"jsonrpc":"2.0","id":1}', '{"id":1,"method":7}',
+                            '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"add"}}' }) do
+      local plan = gw:request(route, text)
+      assert.is_nil(plan.forward, text)
+      assert.is_table(json(plan.reply), text)
+    end
+    assert.equals(mcp.CODES.PARSE_ERROR, json(gw:request(route, "{").reply).error.code)
+  end)
+
+  it("forwards an accepted call untouched and refuses H1, H2, H3, H4 with their codes", function()
+    local gw, route, events = gateway()
+    local ok = call(1, "echo", '{"message":"hi"}')
+    local plan = gw:request(route, ok)
+    assert.equals(ok, plan.forward)
+    assert.equals("call", plan.pending["1"].kind)
+    assert.equals("accept", events[#events].decision.verdict)
+    local cases = {
+      { call(2, "nope", "{}"), mcp.CODES.INVALID_PARAMS, "H1" },
+      { call(3, "echo", '{"message":"hi","x":1}'), mcp.CODES.INVALID_PARAMS, "H2" },
+      { call(4, "echo", '{"message":' .. string.rep("1", 3) .. "}"), mcp.CODES.INVALID_PARAMS, "H3" },
+      { call(5, "delete_all", "{}"), mcp.CODES.REJECTED, "H4" },
+    }
+    for _, c in ipairs(cases) do
+      local p = gw:request(route, c[1])
+      assert.is_nil(p.forward, c[3])
+      local r = json(p.reply)
+      assert.equals(c[2], r.error.code, c[3])
+      assert.equals(c[3], r.error.data.decision.code)
+      assert.matches(c[3], r.error.message)
+      assert.equals(c[3], events[#events].decision.code)
+    end
+  end)
+
+  it("takes the server from the route, never from the message", function()
+    local gw = gateway()
+    local other = gw:route("elsewhere", {})
+    local r = json(gw:request(other, call(1, "echo", '{"message":"hi"}')).reply)
+    assert.equals("H1", r.error.data.decision.code)
+    assert.equals("elsewhere", r.error.data.decision.server)
+  end)
+
+  it("answers refusals as a CallToolResult with isError when the policy says so", function()
+    local gw, route = gateway({ refusal = "result" })
+    local r = json(gw:request(route, call(3, "echo", '{"message":"hi","x":1}')).reply)
+    assert.is_true(r.result.isError)
+    assert.matches("H2 at /x", r.result.content[1].text)
+    assert.equals("H2", r.result._meta["toolgate/decision"].code)
+    assert.equals("/x", r.result._meta["toolgate/decision"].path)
+  end)
+
+  it("splits a batch: the refused are answered, the rest forwarded, the answers merged", function()
+    local gw, route = gateway()
+    local plan = gw:request(route, "[" .. call(1, "echo", '{"message":"a"}') .. "," .. call(2, "nope", "{}") ..
+      ',{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+    local fwd = json(plan.forward)
+    assert.equals(2, #fwd)
+    assert.equals(1, fwd[1].id)
+    assert.equals(1, #plan.inject)
+    local merged = json(mcp.merge('[{"jsonrpc":"2.0","id":1,"result":{"content":[]}}]', plan.inject))
+    assert.equals(2, #merged)
+    assert.equals("H1", merged[2].error.data.decision.code)
+    assert.equals(1, #json(mcp.merge(nil, plan.inject)))
+    local all = gw:request(route, "[" .. call(1, "nope", "{}") .. "," .. call(2, "delete_all", "{}") .. "]")
+    assert.is_nil(all.forward)
+    assert.equals(2, #json(all.reply))
+  end)
+
+  it("cuts tools/list to the pinned tools and reports every difference once", function()
+    local gw, route, events, store = gateway()
+    local tools, answer = listed()
+    local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    -- unchanged: all shown
+    local out = json(gw:response(route, plan, answer(tools)))
+    assert.equals(#tools, #out.result.tools)
+    -- a changed description, a new tool, a removed tool
+    local changed = {}
+    for i, t in ipairs(tools) do changed[i] = t end
+    changed[1] = { name = tools[1].name, description = "now do something else", inputSchema = tools[1].inputSchema }
+    changed[#changed + 1] = { name = "new_tool", inputSchema = { type = "object" } }
+    local removed = table.remove(changed, 2)
+    plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    out = json(gw:response(route, plan, answer(changed)))
+    local names = {}
+    for _, t in ipairs(out.result.tools) do names[t.name] = true end
+    assert.is_nil(names[tools[1].name])
+    assert.is_nil(names.new_tool)
+    assert.is_nil(names[removed.name])
+    assert.equals(#tools - 2, #out.result.tools)
+    local kinds = {}
+    for _, ev in ipairs(events) do
+      if ev.kind == "pin_change" then kinds[ev.tool] = ev.change.change end
+    end
+    assert.same({ [tools[1].name] = "changed", new_tool = "added", [removed.name] = "removed" }, kinds)
+    local hash = gw.engine:snapshot().hash
+    assert.equals("changed", store:pin_change(hash, "counter", tools[1].name).change)
+    -- reported once
+    local n = #events
+    plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    gw:response(route, plan, answer(changed))
+    assert.equals(n, #events)
+    -- and the changed tool's calls are refused from then on
+    local r = json(gw:request(route, call(9, tools[1].name, '{"message":"x"}')).reply)
+    assert.equals("PIN_CHANGED", r.error.data.decision.code)
+    assert.equals(mcp.CODES.REJECTED, r.error.code)
+  end)
+
+  it("reports no removal from one page of a paged tools/list", function()
+    local gw, route, events = gateway()
+    local tools, answer = listed()
+    local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"p2"}}')
+    gw:response(route, plan, answer({ tools[1] }))
+    for _, ev in ipairs(events) do assert.not_equals("pin_change", ev.kind) end
+  end)
+
+  it("quarantines the whole server when the policy says so", function()
+    local gw, route = gateway({ on_pin_change = "quarantine" })
+    local tools, answer = listed()
+    local changed = { { name = tools[1].name, description = "changed", inputSchema = tools[1].inputSchema } }
+    local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    gw:response(route, plan, answer(changed))
+    for _, t in ipairs(tools) do
+      if t.name == "add" then
+        local r = json(gw:request(route, call(2, "add", '{"a":1,"b":2}')).reply)
+        assert.equals("SERVER_QUARANTINED", r.error.data.decision.code)
+      end
+    end
+  end)
+
+  it("verifies tools/call results: a broken contract is replaced, isError and errors pass", function()
+    local gw, route, events = gateway()
+    local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    local good = '{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"sum":3}}}'
+    assert.equals(good, gw:response(route, plan, good))
+    plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    local r = json(gw:response(route, plan, '{"jsonrpc":"2.0","id":1,"result":{"content":[],' ..
+      '"structuredContent":{"sum":"three"}}}'))
+    assert.equals("CONTRACT_OUTPUT", r.error.data.decision.code)
+    assert.equals("result", events[#events].phase)
+    plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    local failed = '{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}'
+    assert.equals(failed, gw:response(route, plan, failed))
+    plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    local err = '{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"down"}}'
+    assert.equals(err, gw:response(route, plan, err))
+    -- an answer to a watched request that cannot be read: an error, never the text
+    plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    assert.equals(mcp.CODES.POLICY_ERROR, json(gw:response(route, plan, '{"id":1,"id":1}')).error.code)
+    -- a message the gateway does not watch passes as it is
+    assert.equals("not json", gw:response(route, { pending = {} }, "not json"))
+  end)
+
+  describe("approvals", function()
+    local now = 1000
+    local function clock() return now end
+
+    it("are bound to the exact call, granted once, denied for good, and expire", function()
+      local gw, route, events, store = gateway({ approval_ttl = 60 }, clock)
+      local c = call(1, "write_note", '{"text":"a"}')
+      local r = json(gw:request(route, c).reply)
+      assert.equals(mcp.CODES.DEFERRED, r.error.code)
+      local id = r.error.data.approval_id
+      assert.equals(mcp.approval_id(r.error.data.decision.binding), id)
+      assert.equals("pending", store:approval(id).status)
+      assert.equals(id, json(gw:request(route, c).reply).error.data.approval_id)
+      assert.equals(1, #store:approvals())
+      assert.equals("granted", store:approval_decide(id, "grant").status)
+      assert.equals(c, gw:request(route, c).forward) -- once
+      assert.is_true(events[#events].approved)
+      assert.equals(mcp.CODES.DEFERRED, json(gw:request(route, c).reply).error.code)
+      local other = json(gw:request(route, call(1, "write_note", '{"text":"b"}')).reply).error.data.approval_id
+      assert.not_equals(id, other)
+      assert.equals("denied", store:approval_decide(other, "deny").status)
+      assert.equals("APPROVAL_DENIED",
+        json(gw:request(route, call(1, "write_note", '{"text":"b"}')).reply).error.data.decision.code)
+      assert.same({ nil, "approval " .. other .. " is already denied", "ALREADY_DECIDED" },
+        { store:approval_decide(other, "grant") })
+      -- an unanswered request expires with its ttl
+      local third = json(gw:request(route, call(1, "write_note", '{"text":"c"}')).reply).error.data.approval_id
+      now = now + 61
+      assert.is_nil(store:approval(third))
+      assert.equals("NOT_FOUND", select(3, store:approval_decide(third, "grant")))
+    end)
+
+    it("let N calls through when the policy grants N uses", function()
+      local gw, route, _, store = gateway({ approval_uses = 3 }, clock)
+      local c = call(1, "write_note", '{"text":"n"}')
+      local id = json(gw:request(route, c).reply).error.data.approval_id
+      store:approval_decide(id, "grant")
+      for _ = 1, 3 do assert.equals(c, gw:request(route, c).forward) end
+      assert.is_nil(gw:request(route, c).forward)
+      assert.equals("used", store:approval(id).status)
+    end)
+  end)
+
+  describe("the policy's mcp table", function()
+    local function load(t)
+      local e = assert(toolgate.new{ policy = policy(t), registry = { REGISTRY } })
+      return mcp.new{ engine = e }
+    end
+
+    it("is checked, each limit at N and N + 1", function()
+      assert.is_table(load({ approval_uses = mcp.MAX_APPROVAL_USES }))
+      assert.is_table(load({ approval_ttl = mcp.MAX_APPROVAL_TTL }))
+      assert.is_table(load({ approval_uses = 1, approval_ttl = 1 }))
+      for _, bad in ipairs({
+        { approval_uses = mcp.MAX_APPROVAL_USES + 1 }, { approval_uses = 0 }, { approval_uses = 1.5 },
+        { approval_ttl = mcp.MAX_APPROVAL_TTL + 1 }, { approval_ttl = 0 },
+        { refusal = "silence" }, { on_pin_change = "ignore" }, { methods = { 7 } }, { typo = true },
+        { refusal = 1 },
+      }) do
+        local gw, err, code = load(bad)
+        assert.is_nil(gw)
+        assert.equals("POLICY_INVALID", code)
+        assert.matches("^policy mcp%.", err)
+      end
+    end)
+  end)
+end)
