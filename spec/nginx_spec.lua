@@ -388,31 +388,64 @@ describe("toolgate gateway (nginx)", function()
     assert.equals(2, distinct)
   end)
 
+  local function load(ms, agent, log)
+    return spawn("exec node http.mjs load " .. q("http://" .. env.listen .. "/mcp/counter") .. " " ..
+      q(call_body(21, "echo", '{"message":"load"}')) .. " " .. ms .. " 8 " .. agent, env.dir .. "/" .. log)
+  end
+
+  local function loaded(pid, log)
+    wait_for("the load to finish", function() return not alive(pid) end)
+    local res = json(h.read_file(env.dir .. "/" .. log))
+    assert.equals(0, res.failed, h.read_file(env.dir .. "/" .. log))
+    assert.is_true(res.ok > 50)
+  end
+
   it("reloads under load without a failed request; a broken policy keeps the old snapshot", function()
     if not need(pending) then return end
-    local load = spawn("exec node http.mjs load " .. q("http://" .. env.listen .. "/mcp/counter") .. " " ..
-      q(call_body(21, "echo", '{"message":"load"}')) .. " 3000 8", env.dir .. "/load.log")
+    -- the admin API's reload: every worker swaps snapshots between requests
+    local keep = load(2000, "keep", "load-keep.log")
     sleep(0.5)
     local r = json(admin("POST", "/v1/reload"))
     assert.equals("success", r.result)
-    -- nginx -s reload: new workers, new engines
-    local master = assert(tonumber(h.read_file(env.dir .. "/prefix/nginx.pid")))
-    assert.equals(0, (h.run("kill -HUP " .. master)))
-    sleep(0.5)
     h.write_file(env.policy, "return {")
     local bad = json(admin("POST", "/v1/reload"))
     assert.equals("failure", bad.result)
     assert.equals("POLICY_LOAD", bad.code)
     h.write_file(env.policy, h.read_file(root .. "/spec/data/nginx/policy.lua"))
-    wait_for("the load to finish", function() return not alive(load) end)
-    local res = json(h.read_file(env.dir .. "/load.log"))
-    assert.equals(0, res.failed)
-    assert.is_true(res.ok > 50)
+    loaded(keep, "load-keep.log")
+    -- nginx -s reload: new workers, new engines.  (Old workers close their
+    -- idle keep-alive connections, which a client may be reusing that very
+    -- moment, as with any nginx reload: this load opens a connection per request.)
+    local fresh = load(2000, "close", "load-close.log")
+    sleep(0.5)
+    local master = assert(tonumber(h.read_file(env.dir .. "/prefix/nginx.pid")))
+    assert.equals(0, (h.run("kill -HUP " .. master)))
+    loaded(fresh, "load-close.log")
     local m = curl(q("http://" .. env.listen .. "/metrics"))
     assert.is_true(metric(m, 'toolgate_reloads_total{result="failure"}') >= 1)
     assert.is_true(metric(m, 'toolgate_reloads_total{result="success"}') >= 1)
     -- still deciding with the old snapshot's rules
     assert.equals("Echo: after", send("counter", call_body(22, "echo", '{"message":"after"}'))[1].json.result
       .content[1].text)
+  end)
+
+  it("exits non-zero with nginx's message when the port is taken", function()
+    if not need(pending) then return end
+    local code, _, err = h.run(table.concat({ h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", env.listen,
+      "--upstream", "counter=http://127.0.0.1:" .. env.counter .. "/mcp", "--registry",
+      q("counter=" .. env.dir .. "/counter.json"), "--prefix", q(env.dir .. "/second") }, " "))
+    assert.equals(1, code)
+    assert.matches("Address already in use", err, 1, true)
+    assert.matches("toolgate gateway: nginx stopped with status 1", err, 1, true)
+  end)
+
+  it("stops nginx when the toolgate process that runs it gets SIGTERM", function()
+    if not need(pending) then return end
+    local master = assert(tonumber(h.read_file(env.dir .. "/prefix/nginx.pid")))
+    assert.is_true(alive(master))
+    stop(pids.gateway)
+    pids.gateway = nil
+    wait_for("nginx to stop", function() return not alive(master) end)
+    assert.not_equals(0, (h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))))
   end)
 end)

@@ -2,20 +2,34 @@
 // hide what crosses the wire.
 //   node http.mjs send URL BODY [COUNT [HEADERS_JSON]]
 //     COUNT identical POSTs at once; one JSON line each: {status, type, body}
-//   node http.mjs load URL BODY MILLISECONDS CONCURRENCY
-//     POSTs for that long on that many connections at once; prints
+//   node http.mjs load URL BODY MILLISECONDS CONCURRENCY [keep|close]
+//     POSTs for that long on that many connections at once (kept alive, or
+//     a new connection for each request); prints
 //     {"ok": n, "failed": n, "statuses": {...}, "errors": [...]} (ok: a 2xx
 //     whose body is a JSON-RPC result or error, never a transport failure)
 //   node http.mjs port N
 //     N free TCP ports on 127.0.0.1, from the kernel (bound to port 0, then released)
+import http from "node:http";
 import net from "node:net";
 
 const [mode, ...rest] = process.argv.slice(2);
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
-async function post(url, body, headers) {
-  const r = await fetch(url, { method: "POST", headers: { ...HEADERS, ...headers }, body });
-  return { status: r.status, type: r.headers.get("content-type"), body: await r.text() };
+// keep-alive connections, or a new connection per request
+const AGENTS = { keep: new http.Agent({ keepAlive: true, maxSockets: 64 }), close: new http.Agent({ keepAlive: false }) };
+
+function post(url, body, headers, agent = "keep") {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: "POST", headers: { ...HEADERS, ...headers }, agent: AGENTS[agent] }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode, type: res.headers["content-type"] ?? null,
+        body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 if (mode === "send") {
@@ -23,19 +37,19 @@ if (mode === "send") {
   const all = await Promise.all(Array.from({ length: Number(count) }, () => post(url, body, JSON.parse(headers))));
   for (const r of all) process.stdout.write(JSON.stringify(r) + "\n");
 } else if (mode === "load") {
-  const [url, body, ms, conc] = rest;
+  const [url, body, ms, conc, agent = "keep"] = rest;
   const end = Date.now() + Number(ms);
   const res = { ok: 0, failed: 0, statuses: {}, errors: [] };
   const worker = async () => {
     while (Date.now() < end) {
       try {
-        const r = await post(url, body, {});
+        const r = await post(url, body, {}, agent);
         res.statuses[r.status] = (res.statuses[r.status] || 0) + 1;
         if (r.status >= 200 && r.status < 300 && /"(result|error)"/.test(r.body)) res.ok += 1;
         else { res.failed += 1; if (res.errors.length < 5) res.errors.push(r); }
       } catch (e) {
         res.failed += 1;
-        if (res.errors.length < 5) res.errors.push(String(e) + " " + String(e.cause && (e.cause.code || e.cause.message)));
+        if (res.errors.length < 5) res.errors.push(String(e) + " " + String(e.code));
       }
     }
   };

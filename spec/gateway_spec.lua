@@ -1,0 +1,75 @@
+-- toolgate gateway's command line and the conf it writes (the nginx run
+-- itself is spec/nginx_spec.lua's).
+local h = require "helpers"
+local gateway = require "toolgate.cli.gateway"
+
+local root = h.root
+local REG = "everything=" .. root .. "/examples/registries/mcp-everything.json"
+local UP = "everything=http://127.0.0.1:3001/mcp"
+
+local function run(args) return h.toolgate("gateway " .. args) end
+
+describe("toolgate gateway", function()
+  it("writes nginx/mcp-gateway.conf exactly for the options it documents", function()
+    local opts = dofile(root .. "/spec/data/nginx/example-conf.lua")
+    assert.equals(h.read_file(root .. "/nginx/mcp-gateway.conf"), gateway.conf(opts))
+  end)
+
+  it("writes a conf with a route per server, the admin API and the decision log (--conf-only)", function()
+    local prefix = h.tmpname("-prefix")
+    local ctx = h.tmpname(".json")
+    h.write_file(ctx, '{"scopes":["everything:read"],"max_risk":"low"}')
+    local tok = h.tmpname(".token")
+    h.write_file(tok, "0123456789abcdef0123\n")
+    local code, out, err = run("--conf-only --listen 127.0.0.1:8080 --upstream " .. UP .. " --registry " .. h.shell_quote(REG)
+      .. " --context everything=" .. ctx .. " --admin 127.0.0.1:8081 --admin-token-file " .. tok .. " --workers 3"
+      .. " --prefix " .. prefix)
+    assert.equals(0, code, err)
+    assert.equals(prefix .. "/nginx.conf\n", out)
+    local conf = h.read_file(prefix .. "/nginx.conf")
+    assert.matches("worker_processes 3;", conf, 1, true)
+    assert.matches("location = /mcp/everything {", conf, 1, true)
+    assert.matches("proxy_pass http://mcp_everything/mcp;", conf, 1, true)
+    assert.matches('context = { ["max_risk"] = "low", ["scopes"] = { "everything:read" } }', conf, 1, true)
+    assert.matches("listen 127.0.0.1:8081;", conf, 1, true)
+    assert.matches('decision_log = "' .. prefix .. '/decisions.jsonl"', conf, 1, true)
+    assert.matches('policy = "' .. root .. '/policies/mcp.lua"', conf, 1, true)
+  end)
+
+  it("refuses bad usage with a message, exit 2", function()
+    local cases = {
+      { "--upstream " .. UP .. " --registry " .. REG, "--listen HOST:PORT is required" },
+      { "--listen 8080 --upstream " .. UP .. " --registry " .. REG, "--listen takes HOST:PORT" },
+      { "--listen 127.0.0.1:65536 --upstream " .. UP .. " --registry " .. REG, "a port from 1 to 65535" },
+      { "--listen 127.0.0.1:80", "at least one --upstream" },
+      { "--listen 127.0.0.1:80 --upstream " .. UP, "has no --registry everything=FILE" },
+      { "--listen 127.0.0.1:80 --upstream everything=https://x/mcp --registry " .. REG, "an http://HOST:PORT/PATH URL" },
+      { "--listen 127.0.0.1:80 --upstream " .. UP .. " --registry " .. REG .. " --registry other=x.json",
+        "--registry other has no --upstream" },
+      { "--listen 127.0.0.1:80 --upstream " .. UP .. " --upstream " .. UP .. " --registry " .. REG,
+        "names server everything twice" },
+      { "--listen 127.0.0.1:80 --upstream " .. UP .. " --registry " .. REG .. " --admin 127.0.0.1:81",
+        "--admin needs --admin-token-file" },
+      { "--listen 127.0.0.1:80 --upstream " .. UP .. " --registry " .. REG .. " --workers 0", "from 1 to 64" },
+      { "--listen 127.0.0.1:80 --upstream " .. UP .. " --registry " .. REG .. " --workers 65", "from 1 to 64" },
+      { "--listen 127.0.0.1:80 --upstream " .. UP .. " --registry everything=/nonexistent.json", "cannot read" },
+    }
+    for _, c in ipairs(cases) do
+      local code, _, err = run(c[1] .. " --conf-only --prefix " .. h.tmpname("-prefix"))
+      assert.equals(2, code, c[1])
+      assert.truthy(err:find(c[2], 1, true), c[1] .. ": " .. err)
+    end
+    -- the limits themselves are accepted
+    for _, n in ipairs({ 1, gateway.MAX_WORKERS }) do
+      assert.equals(0, (run("--listen 127.0.0.1:80 --upstream " .. UP .. " --registry " .. REG .. " --workers " .. n ..
+        " --conf-only --prefix " .. h.tmpname("-prefix"))))
+    end
+  end)
+
+  it("says plainly when nginx is missing, exit 1", function()
+    local code, _, err = h.run("TOOLGATE_NGINX=/nonexistent/nginx " .. h.lua .. " " .. root .. "/bin/toolgate gateway "
+      .. "--listen 127.0.0.1:80 --upstream " .. UP .. " --registry " .. REG .. " --prefix " .. h.tmpname("-prefix"))
+    assert.equals(1, code)
+    assert.matches("nginx is not installed %(/nonexistent/nginx%): apt%-get install nginx libnginx%-mod%-http%-lua", err)
+  end)
+end)
