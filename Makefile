@@ -5,6 +5,7 @@
 #                 ends with one line "N passed, N failed"
 #   make demo     the main job on the shipped examples
 #   make bench    throughput next to the peers a user would pick instead
+#   make bench-nginx  the MCP gateway next to a plain nginx proxy (wrk)
 #
 # Knobs: CC, CFLAGS, LUA (Lua 5.4 interpreter), LUAJIT, BUILD, PREFIX.
 
@@ -40,7 +41,7 @@ LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
           LUA_CPATH="$(CURDIR)/$(BUILD)/lua54/?.so;$(CURDIR)/$(BUILD)/?.so;;" \
           TOOLGATE_LIB="$(CURDIR)/$(LIB_SO)"
 
-.PHONY: all deps test demo bench clean install uninstall docs lint
+.PHONY: all deps test demo bench bench-nginx clean install uninstall docs lint
 
 all: deps $(LIB_A) $(LIB_SO) $(LUA54_MOD)
 
@@ -91,6 +92,12 @@ bench:
 CXX ?= c++
 $(BUILD)/bench/simdjson_floor: bench/simdjson_floor.cc | $(BUILD)/bench
 	$(CXX) -O2 -std=c++17 $< -o $@ -lsimdjson
+
+# The MCP gateway next to a plain nginx proxy (wrk on loopback; bench/nginx.sh).
+bench-nginx:
+	@sh mk/deps.sh bench-nginx
+	@$(MAKE) --no-print-directory all
+	@$(LUA_ENV) LUA="$(LUA)" sh bench/nginx.sh
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) core/toolgate.h | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)

@@ -10,6 +10,7 @@
 --   d:table()                       the whole decision as a Lua table
 --                                   (decoded once, on first use)
 --   d.findings, d.binding, ...      any other field, through d:table()
+--   d:get(key)                      one field, the rest left undecoded
 -- A field set on the decision (d.line = 7) shadows the table's in Lua,
 -- but d:json() stays what the core decided: it is the record.
 -- @module toolgate.decision
@@ -54,6 +55,18 @@ function Decision:table()
     rawset(self, "_table", t)
   end
   return t
+end
+
+--- d:get(key) -> one top-level field (a Lua value), without decoding the
+-- whole decision (a scalar; a container comes back as its table).
+function Decision:get(k)
+  local t = rawget(self, "_table")
+  if t then return t[k] end
+  local doc = assert(widest():parse(rawget(self, "_json")))
+  local n = doc:root():get(k)
+  local v = n and json.to_lua(n)
+  doc:free()
+  return v
 end
 
 -- Set at construction when present: asking for an absent one (the code of

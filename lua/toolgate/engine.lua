@@ -717,16 +717,25 @@ end
 
 --- Checks a call's result against the tool's contract, after the call ran.
 -- verify(call, result[, ctx]) -> decision
--- result: JSON text or a Lua value (an MCP CallToolResult for MCP tools).
+-- result: JSON text or a Lua value (an MCP CallToolResult for MCP tools);
+-- ctx: a table, or a context engine:context made.
 -- The call goes through the rung first: only a call to a known tool with
 -- valid arguments has a contract to verify against.
 function Engine:verify(call, result, ctx)
   local snap = self.current
-  local lua_ctx = merge(snap.context_table, ctx)
+  local made = getmetatable(ctx) == Context
+  local lua_ctx = made and ctx.snap == snap and ctx.table or merge(snap.context_table, made and ctx.table or ctx)
   local text, failed = call_text(call)
   if not text then return decision.from_table(finish(snap, failed, lua_ctx)) end
-  -- the rung alone first, in the core, under this call's context
-  local rctx, err, code = snap.rung_only:context(assert(value.encode(lua_ctx)))
+  -- the rung alone first, in the core, under this call's context (compiled
+  -- once for a context engine:context made)
+  local rctx, err, code
+  if made and ctx.snap == snap and ctx.rung then
+    rctx = ctx.rung
+  else
+    rctx, err, code = snap.rung_only:context(assert(value.encode(lua_ctx)))
+    if made and ctx.snap == snap then ctx.rung = rctx end
+  end
   if not rctx then
     return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = code,
       message = "the context cannot be read: " .. tostring(err) }, lua_ctx))

@@ -41,7 +41,9 @@
 -- the answer, and observe sees the decision.
 --
 -- observe(event) is called with {kind = "decision" | "pin_change" |
--- "approval", ...}: the host logs it and counts it.
+-- "approval", ...}: the host logs it and counts it.  A decision event
+-- carries phase ("call", "result", "method"), server (the route's), tool
+-- (the name the call gave, when it has one) and decision.
 -- @module toolgate.mcp
 
 local decision = require "toolgate.decision"
@@ -199,11 +201,11 @@ local function code_of(d)
 end
 
 local function describe(d, approval_id)
-  local t = d:table()
+  local path, message = d:get("path"), d:get("message")
   local what = d.verdict == "defer" and "deferred the call" or "refused the call"
   local msg = "toolgate " .. what .. ": " .. tostring(d.code or "?")
-  if t.path and t.path ~= "" then msg = msg .. " at " .. t.path end
-  if t.message then msg = msg .. ": " .. t.message end
+  if path and path ~= "" then msg = msg .. " at " .. path end
+  if message then msg = msg .. ": " .. message end
   if approval_id then
     msg = msg .. " (approval " .. approval_id .. ": an operator can grant it; the same call then passes)"
   end
@@ -319,8 +321,8 @@ local function decide_call(self, snap, settings, route, id, msg)
     local outcome
     outcome, approval = settle_defer(self, settings, d, route)
     if outcome == "pass" then
-      self.observe({ kind = "decision", phase = "call", server = route.server, decision = d, approval_id = approval,
-        approved = true })
+      self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
+        approval_id = approval, approved = true })
       return nil, { kind = "call", text = text, name = name }
     elseif outcome == "denied" then
       local t = d:table()
@@ -329,7 +331,8 @@ local function decide_call(self, snap, settings, route, id, msg)
         binding = t.binding, policy_version = t.policy_version, registry_hash = t.registry_hash })
     end
   end
-  self.observe({ kind = "decision", phase = "call", server = route.server, decision = d, approval_id = approval })
+  self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
+    approval_id = approval })
   if d.verdict == "accept" then return nil, { kind = "call", text = text, name = name } end
   return refusal(settings, id, d, d.verdict == "defer" and approval or nil)
 end
@@ -516,8 +519,9 @@ local function call_answer(self, settings, route, root, pending)
   local result = root:get("result")
   if not result then return nil end -- a JSON-RPC error from the server passes
   local rtext = assert(result:canon(nil, "exact"))
-  local d = self.engine:verify(pending.text, rtext, route.context)
-  self.observe({ kind = "decision", phase = "result", server = route.server, decision = d })
+  local ctx = route_context(self, route, self.engine:snapshot())
+  local d = self.engine:verify(pending.text, rtext, ctx or route.context)
+  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d })
   if d.verdict ~= "reject" then return nil end
   return refusal(settings, assert(root:get("id"):canon(nil, "exact")), d)
 end

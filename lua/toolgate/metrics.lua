@@ -4,7 +4,8 @@
 --
 --   local metrics = require("toolgate.metrics").new(ngx.shared.toolgate_metrics)
 --   metrics:inc("toolgate_reloads_total", { result = "success" })
---   metrics:observe("toolgate_decision_seconds", { phase = "call" }, 0.000042)
+--   local h = metrics:histogram("toolgate_decision_seconds", { phase = "request" })
+--   h:observe(0.000042)
 --   metrics:render(extra_lines) -> text
 --
 -- The metric families and their help text are in FAMILIES; rendering lists
@@ -72,21 +73,28 @@ function Metrics:inc(name, labels, n)
   self.dict:incr(self:key(name, labels), n or 1, 0)
 end
 
---- observe(name, labels, seconds): one observation in a histogram.
-function Metrics:observe(name, labels, seconds)
+local Histogram = {}
+Histogram.__index = Histogram
+
+--- histogram(name, labels) -> a histogram series, its keys written once:
+-- h:observe(seconds) adds one observation.
+function Metrics:histogram(name, labels)
   local lt = labels_text(labels)
   local inner = lt == "" and "" or lt:sub(2, -2) .. ","
-  local le = "+Inf"
-  for i, b in ipairs(M.BUCKETS) do
-    if seconds <= b then
-      le = LE[i]
-      break
-    end
-  end
+  local buckets = {}
+  for i, le in ipairs(LE) do buckets[i] = name .. "_bucket{" .. inner .. 'le="' .. le .. '"}' end
+  buckets[#LE + 1] = name .. "_bucket{" .. inner .. 'le="+Inf"}'
+  return setmetatable({ dict = self.dict, buckets = buckets, sum = name .. "_sum" .. lt,
+    count = name .. "_count" .. lt }, Histogram)
+end
+
+function Histogram:observe(seconds)
+  local bounds, i = M.BUCKETS, 1
+  while i <= #bounds and seconds > bounds[i] do i = i + 1 end
   local d = self.dict
-  d:incr(name .. "_bucket{" .. inner .. 'le="' .. le .. '"}', 1, 0)
-  d:incr(name .. "_sum" .. lt, seconds, 0)
-  d:incr(name .. "_count" .. lt, 1, 0)
+  d:incr(self.buckets[i], 1, 0)
+  d:incr(self.sum, seconds, 0)
+  d:incr(self.count, 1, 0)
 end
 
 local function fmt(v)

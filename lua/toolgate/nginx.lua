@@ -102,23 +102,62 @@ end
 
 -- Decisions: the log and the metrics ---------------------------------------
 
+-- Lines wait in the worker and are written together, whole lines in one
+-- write, every LOG_FLUSH_SECONDS or LOG_FLUSH_LINES lines, and when the
+-- worker exits (a write per decision would cost more than the decision).
+local LOG_FLUSH_SECONDS, LOG_FLUSH_LINES = 0.1, 256
+local pending_lines = {}
+
+local function flush_log()
+  if #pending_lines == 0 then return end
+  pending_lines[#pending_lines + 1] = ""
+  log_file:write(table.concat(pending_lines, "\n"))
+  pending_lines = {}
+end
+
 local function log_line(line)
   if log_file then
-    log_file:write(line, "\n")
+    pending_lines[#pending_lines + 1] = line
+    if #pending_lines >= LOG_FLUSH_LINES then flush_log() end
   elseif opts.decision_log == "error_log" then
     ngx.log(ngx.NOTICE, "toolgate decision ", line)
   end
+end
+
+-- Series names, made once per label set: the hot path only concatenates.
+-- Their number is bounded: codes, stages and verdicts are toolgate's own,
+-- servers are the routes', and a tool the registry does not hold is
+-- counted as "(unknown)" (a client's made-up names must not grow the dict).
+local series = {}
+
+local function decision_series(phase, d)
+  local k = phase .. "\0" .. (d.stage or "") .. "\0" .. d.verdict .. "\0" .. (d.code or "")
+  local s = series[k]
+  if not s then
+    s = W.metrics:key("toolgate_decisions_total", { phase = phase, stage = d.stage or "", verdict = d.verdict,
+      code = d.code or "" })
+    series[k] = s
+  end
+  return s
+end
+
+local function tool_series(server, tool, d)
+  if not (tool and W.engine:snapshot().registry.by_key[server .. "\0" .. tool]) then tool = "(unknown)" end
+  local k = server .. "\0" .. tool .. "\0" .. d.verdict
+  local s = series[k]
+  if not s then
+    s = W.metrics:key("toolgate_tool_decisions_total", { server = server, tool = tool, verdict = d.verdict })
+    series[k] = s
+  end
+  return s
 end
 
 local function observe(ev)
   local m = W.metrics
   if ev.kind == "decision" then
     local d = ev.decision
-    m:inc("toolgate_decisions_total", { phase = ev.phase, stage = d.stage or "", verdict = d.verdict, code = d.code or "" })
-    if ev.phase ~= "method" then
-      local tool = d.tool
-      m:inc("toolgate_tool_decisions_total", { server = ev.server, tool = tool or "", verdict = d.verdict })
-    end
+    m.dict:incr(decision_series(ev.phase, d), 1, 0)
+    if ev.phase ~= "method" then m.dict:incr(tool_series(ev.server, ev.tool, d), 1, 0) end
     if log_file or opts.decision_log then
       log_line('{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
         .. (ev.approved and "true" or "false") .. ',"decision":' .. d:json() .. ',"phase":' .. enc(ev.phase)
@@ -167,6 +206,14 @@ function M.init_worker()
     return
   end
   W.dict, W.store, W.metrics = dict, shared_dict.new(dict), metrics_mod.new(mdict)
+  W.latency = {}
+  for _, phase in ipairs({ "request", "response", "api" }) do
+    W.latency[phase] = W.metrics:histogram("toolgate_decision_seconds", { phase = phase })
+  end
+  if log_file then
+    -- premature: the worker is exiting; what waits is written then too
+    ngx.timer.every(LOG_FLUSH_SECONDS, function() flush_log() end)
+  end
   W.version = dict:get(VERSION_KEY) or 0
   local ok, err, code = build()
   if not ok then
@@ -232,7 +279,7 @@ function M.access(server)
     return send(200, '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR .. ',"message":'
       .. enc("toolgate: the message could not be decided") .. "}}")
   end
-  W.metrics:observe("toolgate_decision_seconds", { phase = "request" }, now() - t0)
+  W.latency.request:observe(now() - t0)
   if plan.reply then return send(200, plan.reply) end
   if not plan.forward then return ngx.exit(202) end -- refused notifications: nothing to answer
   if plan.forward ~= body then ngx.req.set_body_data(plan.forward) end
@@ -261,7 +308,7 @@ end
 local function respond(c, text)
   local t0 = now()
   local ok, out = pcall(W.gw.response, W.gw, c.route, c.plan, text)
-  W.metrics:observe("toolgate_decision_seconds", { phase = "response" }, now() - t0)
+  W.latency.response:observe(now() - t0)
   if ok then return out end
   ngx.log(ngx.ERR, "toolgate: reading the server's answer failed: ", out)
   return '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR
@@ -429,7 +476,7 @@ function M.api()
     d, err = verify(body)
     if not d then return api_error(400, err) end
   end
-  W.metrics:observe("toolgate_decision_seconds", { phase = "api" }, now() - t0)
+  W.latency.api:observe(now() - t0)
   W.metrics:inc("toolgate_decisions_total", { phase = kind, stage = d.stage or "", verdict = d.verdict,
     code = d.code or "" })
   return send(200, d:json())

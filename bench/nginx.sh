@@ -1,0 +1,146 @@
+#!/bin/sh
+# make bench-nginx: the MCP gateway (toolgate gateway's conf, Debian's nginx)
+# against a plain nginx proxy_pass to the same fixed upstream, with wrk on
+# loopback, one run, printed as ratios: the gateway on the accept path (a
+# tools/call the policy lets through, its result verified), on the reject
+# path (an H2, answered by the gateway), and POST /v1/check (the decision
+# API, no upstream).  Targets (DESIGN 6): the gateway's throughput >= 90% of
+# the plain proxy's at 64 connections, p99 added <= 200 us, no non-2xx at 256
+# connections; /v1/check >= 40,000 decisions/s on the 2-core machine.
+# Called by `make bench-nginx` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set;
+# every process it starts is stopped by its PID when it ends.
+set -eu
+LUA=${LUA:-lua5.4}
+SECONDS_PER=${BENCH_SECONDS:-5}
+out=bench/out/nginx
+rm -rf "$out"
+mkdir -p "$out/up/tmp" "$out/proxy/tmp"
+root=$PWD
+
+set -- $(node nginx/test/http.mjs port 4)
+up_port=$1 proxy_port=$2 gw_port=$3 admin_port=$4
+pids=""
+cleanup() {
+  for p in $pids; do kill -QUIT "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT INT TERM
+
+# nginx_conf DIR WORKERS BODY: a minimal conf around an http{} body
+nginx_conf() {
+  cat >"$1/nginx.conf" <<EOF
+daemon off;
+worker_processes $2;
+pid $root/$1/nginx.pid;
+error_log $root/$1/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $root/$1/tmp/body;
+    proxy_temp_path $root/$1/tmp/proxy;
+    fastcgi_temp_path $root/$1/tmp/fastcgi;
+    uwsgi_temp_path $root/$1/tmp/uwsgi;
+    scgi_temp_path $root/$1/tmp/scgi;
+$3
+}
+EOF
+}
+
+start_nginx() { # DIR
+  /usr/sbin/nginx -p "$root/$1" -c "$root/$1/nginx.conf" -e "$root/$1/error.log" 2>"$root/$1/stderr.log" &
+  pids="$pids $!"
+}
+
+wait_port() { # PORT PATH
+  i=0
+  until curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$1$2"; do
+    i=$((i + 1))
+    [ "$i" -lt 100 ] || { echo "bench-nginx: nothing answers on port $1" >&2; exit 1; }
+    sleep 0.1
+  done
+}
+
+# The fixed upstream: an MCP server's answer to tools/call, always the same.
+nginx_conf "$out/up" 1 "    server {
+        listen 127.0.0.1:$up_port;
+        location /mcp {
+            default_type application/json;
+            return 200 '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"Echo: hi\"}]}}';
+        }
+    }"
+# The plain proxy: what the gateway would be without toolgate.
+nginx_conf "$out/proxy" 2 "    upstream up { server 127.0.0.1:$up_port; keepalive 64; }
+    server {
+        listen 127.0.0.1:$proxy_port;
+        location = /mcp/bench {
+            proxy_pass http://up/mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+            proxy_buffering off;
+        }
+    }"
+cat >"$out/registry.json" <<'EOF'
+{"server":"bench","tools":[{"name":"echo","description":"Echoes back the message",
+ "inputSchema":{"type":"object","properties":{"message":{"type":"string","maxLength":100}},"required":["message"]},
+ "annotations":{"readOnlyHint":true,"openWorldHint":false}}]}
+EOF
+echo '{"scopes":["bench:read"]}' >"$out/context.json"
+"$LUA" bin/toolgate gateway --conf-only --listen "127.0.0.1:$gw_port" --workers 2 --prefix "$out/gw" \
+  --upstream "bench=http://127.0.0.1:$up_port/mcp" --registry "bench=$out/registry.json" \
+  --context "bench=$out/context.json" >/dev/null
+# decisions are logged as in production; the log is written to a file
+start_nginx "$out/up"
+start_nginx "$out/proxy"
+start_nginx "$out/gw"
+wait_port "$up_port" /mcp
+wait_port "$proxy_port" /mcp/bench
+wait_port "$gw_port" /healthz
+
+accept='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}'
+reject='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi","x":1}}}'
+check='{"server":"bench","name":"echo","arguments":{"message":"hi"}}'
+
+# run NAME URL BODY CONNECTIONS: one wrk run; prints "NAME rps p50_us p99_us non2xx errors"
+run() {
+  body_file="$out/$1.body"
+  printf '%s' "$3" >"$body_file"
+  cat >"$out/$1.lua" <<EOF
+local f = io.open("$root/$body_file", "rb")
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+done = function(summary, latency)
+  io.write(string.format("RESULT %.0f %.0f %.0f %d %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50), latency:percentile(99), summary.errors.status,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+EOF
+  wrk -t2 -c"$4" -d"${SECONDS_PER}s" -s "$out/$1.lua" "$2" >"$out/$1.wrk" 2>&1
+  echo "$1 $(awk '/^RESULT/ {print $2, $3, $4, $5, $6}' "$out/$1.wrk")"
+}
+
+results="$out/results.txt"
+{
+  run proxy-64 "http://127.0.0.1:$proxy_port/mcp/bench" "$accept" 64
+  run accept-64 "http://127.0.0.1:$gw_port/mcp/bench" "$accept" 64
+  run reject-64 "http://127.0.0.1:$gw_port/mcp/bench" "$reject" 64
+  run check-64 "http://127.0.0.1:$gw_port/v1/check" "$check" 64
+  run proxy-256 "http://127.0.0.1:$proxy_port/mcp/bench" "$accept" 256
+  run accept-256 "http://127.0.0.1:$gw_port/mcp/bench" "$accept" 256
+} >"$results"
+
+echo "== the MCP gateway under wrk (loopback, ${SECONDS_PER}s a run, 2 threads; $(uptime | sed 's/.*load/load/'))"
+awk '
+  { rps[$1] = $2; p50[$1] = $3; p99[$1] = $4; non2xx[$1] = $5; err[$1] = $6; order[++n] = $1 }
+  END {
+    printf "%-12s %10s %9s %9s %8s %7s %12s\n", "", "req/s", "p50 us", "p99 us", "non-2xx", "errors", "vs proxy"
+    for (i = 1; i <= n; i++) {
+      k = order[i]; c = k; sub(/^[a-z]+-/, "", c)
+      printf "%-12s %10.0f %9.0f %9.0f %8d %7d %11.2fx\n", k, rps[k], p50[k], p99[k], non2xx[k], err[k], rps[k] / rps["proxy-" c]
+    }
+    printf "\naccept path at 64 connections: %.0f%% of the plain proxy (target >= 90%%), p99 added %.0f us (target <= 200)\n",
+      100 * rps["accept-64"] / rps["proxy-64"], p99["accept-64"] - p99["proxy-64"]
+    printf "at 256 connections: %d non-2xx, %d socket errors (target 0)\n", non2xx["accept-256"], err["accept-256"]
+    printf "POST /v1/check: %.0f decisions/s (target >= 40000)\n", rps["check-64"]
+  }' "$results"
