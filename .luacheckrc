@@ -7,7 +7,7 @@
 -- under LuaJIT): reading those is allowed, nothing else.
 
 std = "min+portable"
-exclude_files = { "**/node_modules/**", "examples/seed-demo/out/**", "build/**" }
+exclude_files = { "**/node_modules/**", "examples/seed-demo/out/**", "bench/out/**", "build/**" }
 max_line_length = 130
 -- ffi.cdef text in core_ffi.lua copies core/toolgate.h's prototypes verbatim
 max_string_line_length = false

@@ -63,6 +63,7 @@ build = {
     -- them by name (--policy strict, toolgate.new{policy = "strict"})
     ["toolgate.policies.default"] = "policies/default.lua",
     ["toolgate.policies.example"] = "policies/example.lua",
+    ["toolgate.policies.gateway"] = "policies/gateway.lua",
     ["toolgate.policies.mcp"] = "policies/mcp.lua",
     ["toolgate.policies.rung"] = "policies/rung.lua",
     ["toolgate.policies.strict"] = "policies/strict.lua",

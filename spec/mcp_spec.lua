@@ -14,7 +14,7 @@ local codec = toolgate.codec()
 local function json(text) return assert(decode(codec.engine, text)) end
 
 local function policy(mcp_settings)
-  local p = dofile(root .. "/spec/data/nginx/policy.lua")
+  local p = dofile(root .. "/policies/gateway.lua")
   p.mcp = mcp_settings
   return p
 end

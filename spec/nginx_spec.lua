@@ -167,7 +167,7 @@ describe("toolgate gateway (nginx)", function()
     env.token = "spec-token-" .. tostring(math.random(1e9)) .. "-0123456789"
     h.write_file(dir .. "/token", env.token .. "\n")
     env.policy = dir .. "/policy.lua"
-    h.write_file(env.policy, h.read_file(root .. "/spec/data/nginx/policy.lua"))
+    h.write_file(env.policy, h.read_file(root .. "/policies/gateway.lua"))
     for _, s in ipairs({ "everything", "counter", "rug" }) do
       h.write_file(dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
     end
@@ -368,7 +368,7 @@ describe("toolgate gateway (nginx)", function()
     assert.is_true(metric(m, 'toolgate_approval_events_total{event="used"}') >= 1)
     assert.is_true(metric(m, 'toolgate_decision_seconds_count{phase="request"}') >= 1)
     assert.is_true(metric(m, 'toolgate_decision_seconds_bucket{phase="request",le="+Inf"}') >= 1)
-    assert.matches('toolgate_info{policy_version="gateway%-spec@1', m)
+    assert.matches('toolgate_info{policy_version="gateway@1', m)
   end)
 
   it("logs one JSON line per decision, from both workers", function()
@@ -411,7 +411,7 @@ describe("toolgate gateway (nginx)", function()
     local bad = json(admin("POST", "/v1/reload"))
     assert.equals("failure", bad.result)
     assert.equals("POLICY_LOAD", bad.code)
-    h.write_file(env.policy, h.read_file(root .. "/spec/data/nginx/policy.lua"))
+    h.write_file(env.policy, h.read_file(root .. "/policies/gateway.lua"))
     loaded(keep, "load-keep.log")
     -- nginx -s reload: new workers, new engines.  (Old workers close their
     -- idle keep-alive connections, which a client may be reusing that very

@@ -36,7 +36,7 @@ M.FAMILIES = {
   { "toolgate_quarantined", "gauge", "Quarantined: servers (pin changes), tools (changed pins), "
       .. "determinism declarations." },
   { "toolgate_reloads_total", "counter", "Reloads of the policy and registry, by result (success, failure)." },
-  { "toolgate_info", "gauge", "The policy version and registry hash each worker decides with." },
+  { "toolgate_info", "gauge", "The policy version and registry hash the worker that answered decides with." },
 }
 
 local Metrics = {}

@@ -419,8 +419,7 @@ local function metrics_text()
   local function ev(name) return mdict:get(W.metrics:key("toolgate_approval_events_total", { event = name })) or 0 end
   local expired = ev("requested") - ev("granted") - ev("denied") - counts.pending
   gauges[#gauges + 1] = { "toolgate_approvals_expired", nil, math.max(expired, 0) }
-  gauges[#gauges + 1] = { "toolgate_info", { policy_version = snap.version, registry_hash = snap.hash,
-    worker = tostring(ngx.worker.id()) }, 1 }
+  gauges[#gauges + 1] = { "toolgate_info", { policy_version = snap.version, registry_hash = snap.hash }, 1 }
   return W.metrics:render(gauges)
 end
 
