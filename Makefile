@@ -81,6 +81,8 @@ test:
 demo:
 	@sh mk/deps.sh demo
 	@$(MAKE) --no-print-directory all
+	@[ -f nginx/test/node_modules/@modelcontextprotocol/sdk/package.json ] || \
+	    npm ci --prefix nginx/test --no-audit --no-fund >/dev/null 2>&1 || echo "demo: npm ci --prefix nginx/test failed"
 	@$(LUA_ENV) LUA="$(LUA)" sh examples/demo.sh
 
 bench:

@@ -57,4 +57,12 @@ else
   echo "the seed demo failed:"
   tail -20 "$log"
 fi
+
+echo
+echo "== the MCP gateway: toolgate gateway (nginx) in front of server-everything (nginx/README.md)"
+if [ -x /usr/sbin/nginx ] && [ -f nginx/test/node_modules/@modelcontextprotocol/sdk/package.json ]; then
+  sh examples/gateway-demo.sh
+else
+  echo "(skipped: needs Debian's nginx, libnginx-mod-http-lua and npm ci --prefix nginx/test)"
+fi
 exit 0

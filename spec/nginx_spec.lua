@@ -227,6 +227,25 @@ describe("toolgate gateway (nginx)", function()
     assert.matches("5", r[4].ok.content[1].text)
   end)
 
+  it("passes GET streams and DELETE with the session's Mcp-Session-Id", function()
+    if not need(pending) then return end
+    local url = q("http://" .. env.listen .. "/mcp/everything")
+    local hdr = h.tmpname(".headers")
+    curl("-o /dev/null -D " .. q(hdr) .. " -H 'content-type: application/json' " ..
+      "-H 'accept: application/json, text/event-stream' " .. url .. " --data-binary " ..
+      q('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",' ..
+        '"capabilities":{},"clientInfo":{"name":"spec","version":"1"}}}'))
+    local sid = assert((h.read_file(hdr) or ""):match("[Mm]cp%-[Ss]ession%-[Ii]d: ([%w%-]+)"))
+    local session = " -H " .. q("mcp-session-id: " .. sid) .. " -H 'mcp-protocol-version: 2025-06-18' "
+    -- the server's own stream stays open: curl gives up after a second, with its headers read
+    local _, out = h.run("curl -s -i --max-time 1 -H 'accept: text/event-stream'" .. session .. url)
+    assert.matches("^HTTP/1.1 200", out)
+    assert.matches("[Cc]ontent%-[Tt]ype: text/event%-stream", out)
+    assert.equals("200", curl("-o /dev/null -w '%{http_code}' -X DELETE" .. session .. url))
+    -- the session is gone at the server (server-everything answers 400 for an unknown one)
+    assert.equals("400", curl("-o /dev/null -w '%{http_code}' -X DELETE" .. session .. url))
+  end)
+
   it("hides a tool the registry lacks and answers JSON responses verified against outputSchema", function()
     if not need(pending) then return end
     local r = client("counter", '[{"op":"list"},{"op":"call","name":"add","arguments":{"a":2,"b":40}}]')
