@@ -118,6 +118,16 @@ local function metric(text, series)
   return tonumber(v)
 end
 
+-- /metrics once every series holds (workers add their counts every 0.1 s)
+local function metrics_when(check)
+  local text
+  wait_for("the metrics", function()
+    text = curl(q("http://" .. env.listen .. "/metrics"))
+    return check(function(series) return metric(text, series) or 0 end)
+  end)
+  return text
+end
+
 local function record(server, port, path, drop)
   local code, out, err = node("client.mjs " .. q("http://127.0.0.1:" .. port .. "/mcp") .. " " .. q('[{"op":"list"}]'))
   assert(code == 0, "recording " .. server .. ": " .. err)
@@ -352,7 +362,7 @@ describe("toolgate gateway (nginx)", function()
       if p.server == "rug" then changes[p.tool] = p.change.change end
     end
     assert.same({ echo = "changed", exfiltrate = "added" }, changes)
-    local m = curl(q("http://" .. env.listen .. "/metrics"))
+    local m = metrics_when(function(v) return v('toolgate_pin_changes_total{change="changed",server="rug"}') >= 1 end)
     assert.equals(1, metric(m, 'toolgate_pin_changes_total{change="changed",server="rug"}'))
     assert.equals(1, metric(m, 'toolgate_quarantined{kind="tool"}'))
   end)
@@ -380,7 +390,9 @@ describe("toolgate gateway (nginx)", function()
 
   it("counts decisions, approvals and latencies in /metrics", function()
     if not need(pending) then return end
-    local m = curl(q("http://" .. env.listen .. "/metrics"))
+    local m = metrics_when(function(v)
+      return v('toolgate_approval_events_total{event="used"}') >= 1 and v('toolgate_approval_events_total{event="granted"}') >= 1
+    end)
     assert.is_true(metric(m, 'toolgate_decisions_total{code="H2",phase="call",stage="rung",verdict="reject"}') >= 1)
     assert.is_true(metric(m, 'toolgate_tool_decisions_total{server="counter",tool="write_note",verdict="defer"}') >= 1)
     assert.is_true(metric(m, 'toolgate_approval_events_total{event="granted"}') >= 1)
@@ -440,7 +452,7 @@ describe("toolgate gateway (nginx)", function()
     local master = assert(tonumber(h.read_file(env.dir .. "/prefix/nginx.pid")))
     assert.equals(0, (h.run("kill -HUP " .. master)))
     loaded(fresh, "load-close.log")
-    local m = curl(q("http://" .. env.listen .. "/metrics"))
+    local m = metrics_when(function(v) return v('toolgate_reloads_total{result="failure"}') >= 1 end)
     assert.is_true(metric(m, 'toolgate_reloads_total{result="failure"}') >= 1)
     assert.is_true(metric(m, 'toolgate_reloads_total{result="success"}') >= 1)
     -- still deciding with the old snapshot's rules

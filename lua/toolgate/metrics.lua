@@ -43,9 +43,27 @@ local Metrics = {}
 Metrics.__index = Metrics
 
 --- new(dict) -> metrics over an ngx.shared dict (or anything with
--- incr(key, n, init), get(key), get_keys(0)).
+-- incr(key, n, init), get(key), get_keys(0)).  Additions wait in the
+-- process (a Lua table) until flush() writes them to the dict, each series
+-- once (the host calls it every so often, and before rendering): the hot
+-- path takes no shared-memory lock.
 function M.new(dict)
-  return setmetatable({ dict = dict }, Metrics)
+  return setmetatable({ dict = dict, pending = {} }, Metrics)
+end
+
+--- flush(): adds what waits to the dict.
+function Metrics:flush()
+  local pending = self.pending
+  if next(pending) == nil then return end
+  self.pending = {}
+  local d = self.dict
+  for k, n in pairs(pending) do d:incr(k, n, 0) end
+end
+
+--- add(series, n): adds n to a series named as key() names it.
+function Metrics:add(series, n)
+  local pending = self.pending
+  pending[series] = (pending[series] or 0) + n
 end
 
 local function escape(v)
@@ -70,7 +88,7 @@ end
 
 --- inc(name, labels[, n]): adds n (default 1) to a counter.
 function Metrics:inc(name, labels, n)
-  self.dict:incr(self:key(name, labels), n or 1, 0)
+  self:add(self:key(name, labels), n or 1)
 end
 
 local Histogram = {}
@@ -84,17 +102,17 @@ function Metrics:histogram(name, labels)
   local buckets = {}
   for i, le in ipairs(LE) do buckets[i] = name .. "_bucket{" .. inner .. 'le="' .. le .. '"}' end
   buckets[#LE + 1] = name .. "_bucket{" .. inner .. 'le="+Inf"}'
-  return setmetatable({ dict = self.dict, buckets = buckets, sum = name .. "_sum" .. lt,
+  return setmetatable({ metrics = self, buckets = buckets, sum = name .. "_sum" .. lt,
     count = name .. "_count" .. lt }, Histogram)
 end
 
 function Histogram:observe(seconds)
   local bounds, i = M.BUCKETS, 1
   while i <= #bounds and seconds > bounds[i] do i = i + 1 end
-  local d = self.dict
-  d:incr(self.buckets[i], 1, 0)
-  d:incr(self.sum, seconds, 0)
-  d:incr(self.count, 1, 0)
+  local m = self.metrics
+  m:add(self.buckets[i], 1)
+  m:add(self.sum, seconds)
+  m:add(self.count, 1)
 end
 
 local function fmt(v)
@@ -127,6 +145,7 @@ end
 --- render([gauges]) -> the Prometheus text: every series in the dict,
 -- and gauges given as { {name, labels, value}, ... } computed by the caller.
 function Metrics:render(gauges)
+  self:flush()
   local by_family = {}
   local function add(name, text, v)
     local fam = name

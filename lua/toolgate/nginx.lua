@@ -103,9 +103,10 @@ end
 -- Decisions: the log and the metrics ---------------------------------------
 
 -- Lines wait in the worker and are written together, whole lines in one
--- write, every LOG_FLUSH_SECONDS or LOG_FLUSH_LINES lines, and when the
--- worker exits (a write per decision would cost more than the decision).
-local LOG_FLUSH_SECONDS, LOG_FLUSH_LINES = 0.1, 256
+-- write, every FLUSH_SECONDS or LOG_FLUSH_LINES lines, and when the worker
+-- exits (a write per decision would cost more than the decision); so do the
+-- metrics' additions (toolgate.metrics).
+local FLUSH_SECONDS, LOG_FLUSH_LINES = 0.1, 256
 local pending_lines = {}
 
 local function flush_log()
@@ -156,8 +157,8 @@ local function observe(ev)
   local m = W.metrics
   if ev.kind == "decision" then
     local d = ev.decision
-    m.dict:incr(decision_series(ev.phase, d), 1, 0)
-    if ev.phase ~= "method" then m.dict:incr(tool_series(ev.server, ev.tool, d), 1, 0) end
+    m:add(decision_series(ev.phase, d), 1)
+    if ev.phase ~= "method" then m:add(tool_series(ev.server, ev.tool, d), 1) end
     if log_file or opts.decision_log then
       log_line('{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
         .. (ev.approved and "true" or "false") .. ',"decision":' .. d:json() .. ',"phase":' .. enc(ev.phase)
@@ -210,10 +211,12 @@ function M.init_worker()
   for _, phase in ipairs({ "request", "response", "api" }) do
     W.latency[phase] = W.metrics:histogram("toolgate_decision_seconds", { phase = phase })
   end
-  if log_file then
-    -- premature: the worker is exiting; what waits is written then too
-    ngx.timer.every(LOG_FLUSH_SECONDS, function() flush_log() end)
-  end
+  -- what waits in this worker (log lines, metric additions) is written out
+  -- every FLUSH_SECONDS, and when the worker exits (the timer's last run)
+  ngx.timer.every(FLUSH_SECONDS, function()
+    if log_file then flush_log() end
+    W.metrics:flush()
+  end)
   W.version = dict:get(VERSION_KEY) or 0
   local ok, err, code = build()
   if not ok then
@@ -410,6 +413,7 @@ local function quarantined_gauges(snap)
 end
 
 local function metrics_text()
+  W.metrics:flush()
   local snap = W.engine:snapshot()
   local gauges = quarantined_gauges(snap)
   local counts = { pending = 0, granted = 0, denied = 0, used = 0 }
