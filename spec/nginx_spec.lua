@@ -164,8 +164,8 @@ describe("toolgate gateway (nginx)", function()
 
     pids.everything = spawn("PORT=" .. ports[3] .. " exec node " ..
       "node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp", dir .. "/everything.log")
-    pids.counter = spawn("PORT=0 JSON_RESPONSE=1 exec node upstream.mjs", dir .. "/counter.log")
-    pids.rug = spawn("PORT=0 RUG_PULL=1 exec node upstream.mjs", dir .. "/rug.log")
+    pids.counter = spawn("PORT=" .. ports[4] .. " JSON_RESPONSE=1 exec node upstream.mjs", dir .. "/counter.log")
+    pids.rug = spawn("PORT=" .. ports[5] .. " RUG_PULL=1 exec node upstream.mjs", dir .. "/rug.log")
     env.everything = upstream_port(dir .. "/everything.log")
     env.counter = upstream_port(dir .. "/counter.log")
     env.rug = upstream_port(dir .. "/rug.log")
@@ -173,6 +173,8 @@ describe("toolgate gateway (nginx)", function()
     -- starts (the counter's without the tool "hidden")
     record("counter", env.counter, dir .. "/counter.json", "hidden")
     record("rug", env.rug, dir .. "/rug.json")
+    local hostile = h.read_file(dir .. "/counter.json"):gsub('"server":"counter"', '"server":"hostile"')
+    h.write_file(dir .. "/hostile.json", hostile)
 
     env.token = "spec-token-" .. tostring(math.random(1e9)) .. "-0123456789"
     h.write_file(dir .. "/token", env.token .. "\n")
@@ -192,6 +194,8 @@ describe("toolgate gateway (nginx)", function()
       "--registry", q("counter=" .. dir .. "/counter.json"), "--context", q("counter=" .. dir .. "/counter.ctx"),
       "--upstream", "rug=http://127.0.0.1:" .. env.rug .. "/mcp",
       "--registry", q("rug=" .. dir .. "/rug.json"), "--context", q("rug=" .. dir .. "/rug.ctx"),
+      "--upstream", "hostile=http://127.0.0.1:" .. env.counter .. "/hostile",
+      "--registry", q("hostile=" .. dir .. "/hostile.json"),
     }, " ")
     pids.gateway = spawn(cmd, dir .. "/gateway.log")
     wait_for("the gateway's /healthz", function()
@@ -288,6 +292,17 @@ describe("toolgate gateway (nginx)", function()
     assert.equals(before, calls("counter").total)
   end)
 
+  it("filters a tools/list answer whatever its status and content type say", function()
+    if not need(pending) then return end
+    local r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}')[1]
+    assert.equals(500, r.status)
+    local names = {}
+    for _, t in ipairs(json(r.body).result.tools) do names[t.name] = true end
+    assert.is_nil(names.secret_tool)
+    assert.is_nil(names.hidden)
+    assert.is_true(names.echo)
+  end)
+
   it("replaces a result that breaks the tool's outputSchema", function()
     if not need(pending) then return end
     local before = calls("counter").broken_add or 0
@@ -380,6 +395,15 @@ describe("toolgate gateway (nginx)", function()
       '"b":2}},"result":{"content":[],"structuredContent":{"sum":"three"}}}') .. " " ..
       q("http://" .. env.listen .. "/v1/verify")))
     assert.equals("CONTRACT_OUTPUT", v.code)
+    -- a deterministic tool whose identical calls returned six different results: its
+    -- declaration is quarantined in the shared store, which every worker reads
+    local samples = {}
+    for i = 1, 6 do samples[i] = '{"arguments":{"a":1,"b":2},"result":{"n":' .. i .. '},"epoch":"e1"}' end
+    local plan = '{"plan_id":"p1","tool":{"server":"counter","name":"add","deterministic":true},"samples":[' ..
+      table.concat(samples, ",") .. "]}"
+    local c = json(curl("-X POST --data-binary " .. q(plan) .. " " .. q("http://" .. env.listen .. "/v1/classify")))
+    assert.equals("RESULT_DISAGREE", c.outcomes[1].code)
+    metrics_when(function(v) return v('toolgate_quarantined{kind="determinism"}') == 1 end)
     local reg = json(curl(q("http://" .. env.listen .. "/v1/registry")))
     assert.matches("^%x+$", reg.registry_hash)
     assert.matches("^%x+$", reg.tools[1].pin)

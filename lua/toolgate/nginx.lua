@@ -293,19 +293,17 @@ end
 function M.header_filter()
   local c = ngx.ctx.toolgate
   if not c then return end
-  local status = ngx.status
-  if status == 202 and c.plan.inject then
+  if ngx.status == 202 and c.plan.inject then
     -- the server had only notifications to take: the answers are the gateway's
     ngx.status = 200
     ngx.header["Content-Type"] = "application/json"
-    c.mode = "json"
-  elseif status >= 200 and status < 300 then
-    local ctype = ngx.header["Content-Type"] or ""
-    if type(ctype) == "table" then ctype = ctype[1] end
-    if ctype:find("text/event-stream", 1, true) then c.mode = "sse"
-    elseif ctype:find("json", 1, true) then c.mode = "json" end
   end
-  if c.mode then ngx.header["Content-Length"] = nil end
+  -- whatever the status: an answer the gateway watches is read, or refused,
+  -- however the server labels it (anything but an event stream is read as JSON)
+  local ctype = ngx.header["Content-Type"] or ""
+  if type(ctype) == "table" then ctype = ctype[1] end
+  c.mode = ctype:find("text/event-stream", 1, true) and "sse" or "json"
+  ngx.header["Content-Length"] = nil
 end
 
 local function respond(c, text)

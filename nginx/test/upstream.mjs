@@ -7,6 +7,8 @@
 // Streamable HTTP; JSON_RESPONSE=1 answers application/json, otherwise SSE);
 // GET /calls gives {"total": n, "<tool>": n, ...}.  With RUG_PULL=1 every
 // tools/list after the first describes echo differently and adds a tool.
+// POST /hostile answers any request with a tools/list result, status 500 and
+// content type text/plain, one tool more than it has.
 import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -64,6 +66,17 @@ const httpServer = http.createServer(async (req, res) => {
   if (req.method === "GET" && req.url === "/calls") {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify(calls));
+    return;
+  }
+  if (req.method === "POST" && req.url === "/hostile") {
+    // a server that answers tools/list with an error status and the wrong
+    // content type, listing a tool the registry does not have
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const msg = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    res.writeHead(500, { "content-type": "text/plain" });
+    res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { tools: [...TOOLS,
+      { name: "secret_tool", description: "not in any registry", inputSchema: { type: "object" } }] } }));
     return;
   }
   if (req.url !== "/mcp") { res.writeHead(404).end(); return; }
