@@ -403,7 +403,7 @@ describe("toolgate gateway (nginx)", function()
       table.concat(samples, ",") .. "]}"
     local c = json(curl("-X POST --data-binary " .. q(plan) .. " " .. q("http://" .. env.listen .. "/v1/classify")))
     assert.equals("RESULT_DISAGREE", c.outcomes[1].code)
-    metrics_when(function(v) return v('toolgate_quarantined{kind="determinism"}') == 1 end)
+    metrics_when(function(get) return get('toolgate_quarantined{kind="determinism"}') == 1 end)
     local reg = json(curl(q("http://" .. env.listen .. "/v1/registry")))
     assert.matches("^%x+$", reg.registry_hash)
     assert.matches("^%x+$", reg.tools[1].pin)
