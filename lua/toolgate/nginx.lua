@@ -162,7 +162,7 @@ local function observe(ev)
     if log_file or opts.decision_log then
       log_line('{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
         .. (ev.approved and "true" or "false") .. ',"decision":' .. d:json() .. ',"phase":' .. enc(ev.phase)
-        .. ',"request_id":' .. enc(ngx.var.request_id or "") .. ',"route":' .. enc(ev.server or "")
+        .. ',"route":' .. enc(ev.server or "")
         .. ',"time":' .. string.format("%.3f", ngx.now()) .. ',"worker":' .. ngx.worker.pid() .. "}")
     end
   elseif ev.kind == "approval" then
