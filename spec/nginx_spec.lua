@@ -49,13 +49,16 @@ local function stop(pid)
   h.run("kill -KILL " .. pid .. " 2>/dev/null")
 end
 
-local function wait_for(what, fn)
+-- wait_for(what, fn[, log]): fn's first true value, within 10 s; else an
+-- error with the end of log
+local function wait_for(what, fn, log)
   for _ = 1, 100 do
     local v = fn()
     if v then return v end
     sleep(0.1)
   end
-  error("timed out (10 s) waiting for " .. what)
+  local tail = log and (h.read_file(log) or ""):sub(-2000) or ""
+  error("timed out (10 s) waiting for " .. what .. (tail ~= "" and (":\n" .. tail) or ""))
 end
 
 local function upstream_port(log)
@@ -153,8 +156,11 @@ describe("toolgate gateway (nginx)", function()
       if why then return end
       error("nginx/test/node_modules is missing (make test installs it: npm ci --prefix nginx/test)")
     end
-    local dir = h.tmpname("-gateway")
-    assert(os.execute("mkdir -p " .. q(dir)))
+    -- a new directory (tmpname repeats across runs that share a random seed)
+    local mk = assert(io.popen("mktemp -d " .. q((os.getenv("TMPDIR") or "/tmp") .. "/toolgate-gateway-spec.XXXXXX")))
+    local dir = assert(mk:read("*l"))
+    mk:close()
+    assert(os.execute("chmod 755 " .. q(dir))) -- nginx's workers (nobody) read the files in it
     env.dir = dir
     local code, out = node("http.mjs port 5")
     assert(code == 0)
@@ -201,7 +207,7 @@ describe("toolgate gateway (nginx)", function()
     wait_for("the gateway's /healthz", function()
       local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))
       return c == 0 and health:find('"ok"')
-    end)
+    end, dir .. "/gateway.log")
     ready = true
   end)
 
@@ -215,6 +221,7 @@ describe("toolgate gateway (nginx)", function()
     stop(pids.everything)
     stop(pids.counter)
     stop(pids.rug)
+    if env.dir then os.execute("rm -rf " .. q(env.dir)) end
   end)
 
   local function need(pending)

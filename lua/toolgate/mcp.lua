@@ -223,7 +223,6 @@ local function refusal(settings, id, d, approval_id)
   end
   return error_reply(id, code_of(d), msg, '{"approval_id":' .. aid .. ',"decision":' .. d:json() .. "}")
 end
-M.refusal = refusal
 
 local function gateway_decision(snap, stage, code, message, server, tool)
   return decision.from_table({ verdict = "reject", stage = stage, code = code, message = message,

@@ -79,7 +79,6 @@ local function labels_text(labels)
   for i, k in ipairs(names) do parts[i] = k .. '="' .. escape(labels[k]) .. '"' end
   return "{" .. table.concat(parts, ",") .. "}"
 end
-M.labels = labels_text
 
 --- key(name, labels) -> the series' name as the dict (and Prometheus) writes it.
 function Metrics.key(_, name, labels)
