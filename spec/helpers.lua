@@ -15,11 +15,18 @@ M.lua = M.is_luajit and (os.getenv("LUAJIT") or "luajit") or (os.getenv("LUA") o
 M.other_lua = M.is_luajit and (os.getenv("LUA") or "lua5.4") or (os.getenv("LUAJIT") or "luajit")
 M.build = os.getenv("BUILD") or "build"
 
-local tmp_counter = 0
+-- Unique to this process: LuaJIT's math.random starts from the same seed in
+-- every run, so two runs at once (make test in two checkouts) drew the same names.
+local tmp_counter, tmp_tag = 0, nil
 function M.tmpname(suffix)
   tmp_counter = tmp_counter + 1
+  if not tmp_tag then
+    local f = assert(io.open("/dev/urandom", "rb"))
+    tmp_tag = f:read(6):gsub(".", function(c) return string.format("%02x", c:byte()) end)
+    f:close()
+  end
   local base = os.getenv("TMPDIR") or "/tmp"
-  return string.format("%s/toolgate-spec-%d-%d%s", base, math.random(1, 1e9), tmp_counter, suffix or "")
+  return string.format("%s/toolgate-spec-%s-%d%s", base, tmp_tag, tmp_counter, suffix or "")
 end
 
 function M.write_file(path, data)
