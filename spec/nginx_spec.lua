@@ -310,6 +310,18 @@ describe("toolgate gateway (nginx)", function()
     assert.is_true(names.echo)
   end)
 
+  it("decides a body nginx buffered to a file", function()
+    if not need(pending) then return end
+    local before = calls("counter").total
+    local file = env.dir .. "/big.json"
+    h.write_file(file, call_body(31, "echo", '{"message":"' .. string.rep("x", 200000) .. '"}'))
+    local r = send("counter", "@" .. file)[1]
+    assert.equals("H3", r.json.error.data.decision.code) -- maxLength 100: the whole body was read
+    assert.equals(before, calls("counter").total)
+    assert.matches("a client request body is buffered to a temporary file", h.read_file(env.dir .. "/gateway.log"),
+      1, true)
+  end)
+
   it("replaces a result that breaks the tool's outputSchema", function()
     if not need(pending) then return end
     local before = calls("counter").broken_add or 0

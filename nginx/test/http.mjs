@@ -1,6 +1,6 @@
 // http.mjs: raw HTTP for spec/nginx_spec.lua, where the SDK client would
 // hide what crosses the wire.
-//   node http.mjs send URL BODY [COUNT [HEADERS_JSON]]
+//   node http.mjs send URL BODY|@FILE [COUNT [HEADERS_JSON]]
 //     COUNT identical POSTs at once; one JSON line each: {status, type, body}
 //   node http.mjs load URL BODY MILLISECONDS CONCURRENCY [keep|close]
 //     POSTs for that long on that many connections at once (kept alive, or
@@ -11,6 +11,7 @@
 //     N free TCP ports on 127.0.0.1, from the kernel (bound to port 0, then released)
 import http from "node:http";
 import net from "node:net";
+import { readFileSync } from "node:fs";
 
 const [mode, ...rest] = process.argv.slice(2);
 const HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
@@ -33,7 +34,8 @@ function post(url, body, headers, agent = "keep") {
 }
 
 if (mode === "send") {
-  const [url, body, count = "1", headers = "{}"] = rest;
+  const [url, arg, count = "1", headers = "{}"] = rest;
+  const body = arg.startsWith("@") ? readFileSync(arg.slice(1)) : arg;
   const all = await Promise.all(Array.from({ length: Number(count) }, () => post(url, body, JSON.parse(headers))));
   for (const r of all) process.stdout.write(JSON.stringify(r) + "\n");
 } else if (mode === "load") {
