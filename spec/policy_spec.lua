@@ -23,7 +23,7 @@ describe("policies", function()
     local names = {}
     for f in p:lines() do names[#names + 1] = f:match("^(.*)%.lua$") end
     p:close()
-    assert.same({ "default", "example", "mcp", "rung", "strict" }, names)
+    assert.same({ "default", "example", "gateway", "mcp", "rung", "strict" }, names)
     for _, name in ipairs(names) do
       local pol, err = policy.load(h.root .. "/policies/" .. name .. ".lua", require("toolgate.core").hash_bytes)
       assert.is_table(pol, err)

@@ -228,7 +228,7 @@ end
 
 local function shell(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
-function M.run(args, env)
+function M.run(args)
   local o = cli.parse(args, {
     flags = { ["conf-only"] = true },
     options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true },
@@ -271,7 +271,7 @@ function M.run(args, env)
       cli.usage_error("--workers takes a whole number from 1 to " .. M.MAX_WORKERS)
     end
   end
-  local policy, perr = cli.resolve_policy(o.policy or "mcp", env and env.policy_dir)
+  local policy, perr = require("toolgate.policy").resolve(o.policy or "mcp")
   if not policy then
     cli.diag("gateway", perr)
     return cli.EXIT_USAGE
@@ -279,7 +279,7 @@ function M.run(args, env)
   -- the engine is built here first: a broken policy or registry is said now, plainly
   local regs_list = {}
   for _, s in ipairs(servers) do regs_list[#regs_list + 1] = s .. "=" .. registry[s] end
-  if not cli.load_engine("gateway", { policy = policy, registry = regs_list }, env, nil, true) then
+  if not cli.load_engine("gateway", { policy = policy, registry = regs_list }, nil, true) then
     return cli.EXIT_USAGE
   end
   local token_file = o["admin-token-file"] and absolute(o["admin-token-file"])
