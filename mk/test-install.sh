@@ -135,14 +135,6 @@ for lua in "$LUA" "$LUAJIT"; do
     "$lua" -e "$by_name" 2>&1)" "strict@1" "$lua: toolgate.new{policy = \"strict\"} finds the installed policy"
 done
 
-# toolgate.new{policy = "mcp"} finds the installed shipped policy with no path
-mcp_probe='local e = assert(require("toolgate").new{ policy = "mcp",
-  registry = { "everything='"$top"'/examples/registries/mcp-everything.json" } })
-io.write(require("toolgate").BINDING, " ", e:snapshot().version:match("^[^+]*"), "\n")'
-same "$(cd /tmp && clean_env LUA_PATH="$(rebased "$LUAJIT" path)" LUA_CPATH="$(rebased "$LUAJIT" cpath)" \
-  "$LUAJIT" -e "$mcp_probe" 2>&1)" "ffi mcp@1" \
-  "luajit: toolgate.new{policy = \"mcp\"} finds the installed policy by name"
-
 # toolgate gateway's conf points nginx's LuaJIT at the install's 5.1 modules
 # and library, and at the installed policy
 (cd /tmp && clean_env "$tg" gateway --conf-only --listen 127.0.0.1:8080 --prefix "$work/gw" \
