@@ -55,6 +55,7 @@ void tg_decider_free(tg_decider_t *d)
         return;
     e = d->e;
     end_call(d);
+    tg_plan_free(d->plan);
     tg_buf_free(&d->out);
     tg_buf_free(&d->texts);
     tg_buf_free(&d->scratch);
@@ -96,9 +97,7 @@ static int put_quoted(tg_decider_t *d, const char *s, size_t n, tg_error_t *err)
     return rc == TG_OK ? put(d, "\"", 1, err) : rc;
 }
 
-/* s with every byte that is not part of a well-formed UTF-8 sequence
- * dropped. */
-static int put_utf8(tg_decider_t *d, const char *s, size_t n, tg_error_t *err)
+int tg_append_utf8(tg_buf_t *b, const char *s, size_t n, tg_error_t *err)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, run = 0;
@@ -109,10 +108,15 @@ static int put_utf8(tg_decider_t *d, const char *s, size_t n, tg_error_t *err)
             i += k;
             continue;
         }
-        rc = put(d, s + run, i - run, err);
+        rc = tg_buf_append(b, s + run, i - run, err);
         run = ++i;
     }
-    return rc == TG_OK ? put(d, s + run, n - run, err) : rc;
+    return rc == TG_OK ? tg_buf_append(b, s + run, n - run, err) : rc;
+}
+
+static int put_utf8(tg_decider_t *d, const char *s, size_t n, tg_error_t *err)
+{
+    return tg_append_utf8(&d->texts, s, n, err);
 }
 
 static int put_u64(tg_decider_t *d, uint64_t v, tg_error_t *err)
@@ -195,8 +199,20 @@ static int run_rung(tg_decider_t *d, size_t stage, tg_error_t *err)
     const tg_policy_t *p = d->p;
     tg_rung_result_t *res = &d->rung;
     tg_error_t cerr;
-    int rc = tg_rung_check(d->e, p->r, d->server, d->server_len, d->name, d->name_len, d->args,
-                           p->report_also, res, &cerr);
+    int rc;
+    if (d->rung_known) {
+        /* a plan's call: it passed this rung in the plan, with these
+         * arguments and this registry; what the rung finds, tg_classify
+         * knows */
+        tg_classify_known_rung(d);
+        res->resolution = TG_RESOLVED;
+        res->tool = (size_t)d->tool;
+        res->n_candidates = res->n_findings = res->n_also = 0;
+        d->rung_ran = 1;
+        return TG_OK;
+    }
+    rc = tg_rung_check(d->e, p->r, d->server, d->server_len, d->name, d->name_len, d->args,
+                       p->report_also, res, &cerr);
     d->rung_ran = 1;
     if (rc == TG_E_NOMEM)
         return tg_fail(err, rc, TG_NO_OFFSET, "out of memory");
@@ -372,7 +388,7 @@ static int last_rejects(const tg_decider_t *d)
 }
 
 /* The decision is the first reject, else the first defer, else an accept. */
-static const tg_objection *deciding(const tg_decider_t *d)
+const tg_objection *tg_decide_deciding(const tg_decider_t *d)
 {
     for (size_t i = 0; i < d->n_obj; i++)
         if (d->obj[i].verdict == TG_REJECT)
@@ -382,8 +398,11 @@ static const tg_objection *deciding(const tg_decider_t *d)
 
 static int finish(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
 {
-    const tg_objection *o = deciding(d);
-    int rc = tg_decision_write(d, err);
+    const tg_objection *o = tg_decide_deciding(d);
+    int rc;
+    if (d->plan && d->plan->phase == TG_PLAN_STAGES)
+        return tg_classify_step_done(d, out, err); /* a plan's call: the plan goes on */
+    rc = tg_decision_write(d, err);
     if (rc != TG_OK)
         return rc;
     out->status = TG_DECIDED;
@@ -400,7 +419,7 @@ static int finish(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
 
 /* Runs the stages from d->next_stage until one is the host's, a reject,
  * or the end. */
-static int run(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
+int tg_decide_run(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
 {
     const tg_policy_t *p = d->p;
     while (d->next_stage < p->n_stages && !last_rejects(d)) {
@@ -492,7 +511,31 @@ static int start_call(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
     }
     d->name = tg_call_name(d->call, &d->name_len);
     d->args = tg_call_arguments(d->call);
-    return run(d, out, err);
+    return tg_decide_run(d, out, err);
+}
+
+void tg_decide_begin(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, int flags,
+                     size_t line)
+{
+    end_call(d);
+    d->p = p;
+    d->ctx = ctx;
+    d->line = line;
+    d->server = d->name = NULL;
+    d->server_len = d->name_len = 0;
+    d->args = NULL;
+    d->tool = -1;
+    d->has_digest = d->rung_ran = d->decode_failed = d->rung_known = 0;
+    d->next_stage = d->n_ran = d->n_obj = 0;
+    d->call_index = 0;
+    d->flags = flags;
+    d->paused_at = TG_DECODE_STAGE;
+    tg_buf_reset(&d->texts);
+}
+
+int tg_decide_rung(tg_decider_t *d, size_t stage, tg_error_t *err)
+{
+    return run_rung(d, stage, err);
 }
 
 int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *json,
@@ -509,20 +552,9 @@ int tg_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, con
                        "decider, policy, call and outcome are required");
     if (ctx && ctx->p != p)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "the context was compiled for another policy");
-    end_call(d);
-    d->p = p;
-    d->ctx = ctx;
-    d->line = line;
-    d->server = d->name = NULL;
-    d->server_len = d->name_len = 0;
-    d->args = NULL;
-    d->tool = -1;
-    d->has_digest = d->rung_ran = d->decode_failed = 0;
-    d->next_stage = d->n_ran = d->n_obj = 0;
-    d->call_index = 0;
-    d->flags = flags;
-    d->paused_at = TG_DECODE_STAGE;
-    tg_buf_reset(&d->texts);
+    tg_decide_begin(d, p, ctx, flags, line);
+    if (d->plan)
+        d->plan->phase = TG_PLAN_IDLE; /* a plan waiting for the host is dropped */
 
     rc = tg_calls_decode(d->e, json, len, format, &d->calls, &cerr);
     if (rc == TG_E_NOMEM)
@@ -641,7 +673,7 @@ int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_
         if (verdict != TG_RUN_IN_CORE)
             return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
                            "a built-in stage is answered TG_RUN_IN_CORE");
-        return run(d, out, err);
+        return tg_decide_run(d, out, err);
     }
     stage = d->next_stage++;
     d->n_ran = d->next_stage;
@@ -665,7 +697,7 @@ int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_
             return rc;
         close_message(d);
     }
-    return run(d, out, err);
+    return tg_decide_run(d, out, err);
 }
 
 const char *tg_check_server(const tg_decider_t *d, size_t *len)

@@ -311,3 +311,454 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         return tg_fail(err, w.rc, TG_NO_OFFSET, "out of memory writing a decision");
     return TG_OK;
 }
+
+/* ---- a sampled plan's decision (tg_classify) ------------------------------------- */
+
+static void num(writer *w, double x)
+{
+    char digits[TG_NUMBER_BUF];
+    raw(w, digits, tg_number_format(x, digits));
+}
+
+static void share_of(writer *w, size_t count, size_t n)
+{
+    num(w, n ? (double)count / (double)n : 0);
+}
+
+static void ptext(writer *w, const tg_plan *pl, size_t at, size_t len)
+{
+    text(w, pl->texts.data + at, len);
+}
+
+/* The plan_id as given (a string, number or boolean), in RFC 8785 form. */
+static void plan_id(writer *w, const tg_plan *pl)
+{
+    if (w->rc == TG_OK)
+        w->rc = tg_canon_value(pl->plan_id, w->b, NULL);
+}
+
+static void plan_epoch(writer *w, const tg_plan *pl)
+{
+    if (pl->has_epoch)
+        raw(w, pl->texts.data + pl->epoch_text, pl->epoch_len);
+    else
+        lit(w, "null");
+}
+
+/* A defer's binding: the plan's epoch when it has one (not null), else
+ * the context's. */
+static void plan_binding(writer *w, const tg_decider_t *d, const tg_plan *pl, const char *digest,
+                         long tool)
+{
+    const tg_context_t *c = pl->ctx;
+    size_t len;
+    const char *s;
+    open_(w, "{");
+    key(w, "args_digest");
+    text_or_null(w, digest, 32);
+    key(w, "epoch");
+    if (pl->has_epoch && tg_type_of(pl->epoch) != TG_NULL)
+        plan_epoch(w, pl);
+    else if (c && c->epoch.s)
+        raw(w, c->epoch.s, c->epoch.len);
+    else
+        lit(w, "null");
+    key(w, "policy_version");
+    text(w, d->p->version.s, d->p->version.len);
+    key(w, "registry_hash");
+    text(w, d->p->registry_hash.s, d->p->registry_hash.len);
+    key(w, "server");
+    s = tool >= 0 ? tg_registry_server(d->p->r, (size_t)tool, &len) : NULL;
+    text_or_null(w, s, len);
+    key(w, "tool");
+    s = tool >= 0 ? tg_registry_name(d->p->r, (size_t)tool, &len) : NULL;
+    text_or_null(w, s, len);
+    close_(w, "}");
+}
+
+static void tool_text(writer *w, const tg_registry_t *r, long tool, int server)
+{
+    size_t len;
+    const char *s = server ? tg_registry_server(r, (size_t)tool, &len)
+                           : tg_registry_name(r, (size_t)tool, &len);
+    text(w, s, len);
+}
+
+static void trailer_head(writer *w, const tg_decider_t *d)
+{
+    key(w, "policy_version");
+    text(w, d->p->version.s, d->p->version.len);
+    key(w, "registry_hash");
+    text(w, d->p->registry_hash.s, d->p->registry_hash.len);
+}
+
+static void approval(writer *w, const tg_decider_t *d, int verdict)
+{
+    if (verdict == TG_DEFER && d->p->requires_approval) {
+        key(w, "requires_approval");
+        lit(w, "true");
+    }
+}
+
+static void line_of(writer *w, const tg_plan *pl)
+{
+    if (pl->line) {
+        key(w, "line");
+        u64(w, pl->line);
+    }
+}
+
+/* A plan refused before the table (malformed, too many samples, none, a
+ * check that could not finish, a resolver that failed). */
+static void write_refusal(writer *w, const tg_decider_t *d, tg_plan *pl)
+{
+    int v = pl->refusal_verdict;
+    open_(w, "{");
+    if (v == TG_DEFER) {
+        key(w, "binding");
+        plan_binding(w, d, pl, NULL, -1);
+    }
+    key(w, "code");
+    ptext(w, pl, pl->code, pl->code_len);
+    line_of(w, pl);
+    key(w, "message");
+    ptext(w, pl, pl->message, pl->message_len);
+    if (pl->refusal_fields & TG_PF_N) {
+        key(w, "n");
+        u64(w, pl->n);
+    }
+    if (pl->has_offset) {
+        key(w, "offset");
+        u64(w, pl->offset);
+    }
+    if ((pl->refusal_fields & TG_PF_PLAN_ID) && pl->plan_id) {
+        key(w, "plan_id");
+        plan_id(w, pl);
+    }
+    trailer_head(w, d);
+    approval(w, d, v);
+    key(w, "stage");
+    ctext(w, pl->refusal_stage);
+    key(w, "verdict");
+    lit(w, verdict_names[v]);
+    close_(w, "}");
+    pl->verdict_out = v;
+    pl->code_out = pl->texts.data + pl->code;
+    pl->stage_out = pl->refusal_stage;
+}
+
+/* The representative failed the rung: the rung's decision (d holds its
+ * check) with the plan's figures. */
+static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
+{
+    const tg_rung_result_t *res = &d->rung;
+    const tg_objection *o = pl->rung_no_args ? NULL : tg_decide_deciding(d);
+    int findings = o && res->resolution == TG_RESOLVED && res->n_findings &&
+                   !d->p->tools[res->tool].refuse_code.s && d->has_digest;
+    open_(w, "{");
+    key(w, "arg_agreement");
+    share_of(w, pl->args.modal_count, pl->n);
+    if (o && d->has_digest) {
+        key(w, "args_digest");
+        text(w, d->digest, 32);
+    }
+    if (o && res->resolution == TG_AMBIGUOUS) {
+        key(w, "candidates");
+        tool_refs(w, d->p->r, res->candidates,
+                  res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates
+                                                           : TG_RUNG_MAX_FINDINGS);
+    }
+    key(w, "code");
+    if (o)
+        code_of(w, d, o);
+    else
+        lit(w, "\"BAD_ARGUMENTS\"");
+    if (findings) {
+        key(w, "findings");
+        raw(w, "[", 1);
+        for (size_t i = 0; i < res->n_findings; i++) {
+            if (i)
+                raw(w, ",", 1);
+            finding(w, &res->findings[i]);
+        }
+        raw(w, "]", 1);
+        key(w, "keyword");
+        ctext(w, res->findings[0].keyword);
+    }
+    line_of(w, pl);
+    key(w, "message");
+    if (o)
+        text(w, d->texts.data + o->message, o->message_len);
+    else
+        lit(w, "\"the call has no arguments object\"");
+    key(w, "n");
+    u64(w, pl->n);
+    if (findings) {
+        key(w, "path");
+        ctext(w, res->findings[0].pointer);
+    }
+    if (pl->plan_id) {
+        key(w, "plan_id");
+        plan_id(w, pl);
+    }
+    trailer_head(w, d);
+    key(w, "representative");
+    u64(w, pl->rep + 1);
+    key(w, "result_agreement");
+    share_of(w, pl->results.modal_count, pl->n);
+    if (o && d->server) {
+        key(w, "server");
+        text(w, d->server, d->server_len);
+    }
+    key(w, "stage");
+    lit(w, "\"rung\"");
+    if (!pl->single) {
+        key(w, "step");
+        u64(w, pl->rung_step);
+    }
+    if (o && d->name) {
+        key(w, "tool");
+        text(w, d->name, d->name_len);
+    }
+    key(w, "verdict");
+    lit(w, verdict_names[TG_REJECT]);
+    close_(w, "}");
+    pl->verdict_out = TG_REJECT;
+    pl->code_out = o ? d->texts.data + o->code : "BAD_ARGUMENTS";
+    pl->stage_out = "rung";
+}
+
+static void plan_steps(writer *w, const tg_plan *pl)
+{
+    key(w, "steps");
+    raw(w, "[", 1);
+    for (size_t k = 0; k < pl->n_stats; k++) {
+        const tg_psample *rep = &pl->samp[pl->rep];
+        if (k)
+            raw(w, ",", 1);
+        open_(w, "{");
+        key(w, "arg_agreement");
+        share_of(w, pl->stats[k].arg_modal, pl->n);
+        key(w, "result_agreement");
+        share_of(w, pl->stats[k].result_modal, pl->n);
+        key(w, "step");
+        u64(w, k + 1);
+        key(w, "tool");
+        if (k < rep->count)
+            text(w, pl->steps[rep->first + k].name, pl->steps[rep->first + k].name_len);
+        else
+            lit(w, "null");
+        close_(w, "}");
+    }
+    raw(w, "]", 1);
+}
+
+static void outcome_of(writer *w, const tg_plan *pl, const char *code, size_t code_len,
+                       const char *stage, size_t step, int verdict)
+{
+    open_(w, "{");
+    key(w, "code");
+    text(w, code, code_len);
+    key(w, "stage");
+    ctext(w, stage);
+    if (step && pl->rep_steps > 1) {
+        key(w, "step");
+        u64(w, step);
+    }
+    key(w, "verdict");
+    lit(w, verdict_names[verdict]);
+    close_(w, "}");
+}
+
+/* The plan decided by the table, or by a later stage on one of its calls
+ * (the first reject, else the first defer), the objections listed when
+ * there are several. */
+static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
+{
+    const tg_consistency_verdict_t *cv = &pl->verdict;
+    const tg_pobjection *by = NULL; /* the later stage's objection that decides */
+    int cons = cv->verdict != TG_ACCEPT, verdict;
+    size_t objections = (size_t)cons + pl->n_objections;
+    long tool =
+        pl->rep_steps == 1 ? (pl->single ? pl->tool : pl->steps[pl->samp[pl->rep].first].tool) : -1;
+    const char *digest = pl->args_digest;
+
+    for (size_t i = 0; i < pl->n_objections; i++)
+        if (pl->objections[i].verdict == TG_REJECT)
+            by = &pl->objections[i];
+    if (!by && !cons && pl->n_objections)
+        by = &pl->objections[0];
+    verdict = by ? by->verdict : cv->verdict;
+    if (by) {
+        tool = by->tool;
+        digest = by->digest;
+    }
+
+    open_(w, "{");
+    key(w, "arg_agreement");
+    share_of(w, pl->args.modal_count, pl->n);
+    key(w, "args_digest");
+    text(w, digest, 32);
+    if (verdict == TG_DEFER) {
+        key(w, "binding");
+        plan_binding(w, d, pl, digest, tool);
+    }
+    if (by || cons) {
+        key(w, "code");
+        if (by)
+            ptext(w, pl, by->code, by->code_len);
+        else
+            ctext(w, cv->code);
+    }
+    if (!by && cv->row >= TG_ROW_ARG_DISAGREE) {
+        key(w, "deterministic");
+        lit(w, pl->features.deterministic ? "true" : "false");
+    }
+    if (!by && pl->args.modal_count < pl->n) {
+        key(w, "disagreeing");
+        raw(w, "[", 1);
+        for (size_t i = 0; i < pl->n_ptrs; i++) {
+            if (i)
+                raw(w, ",", 1);
+            open_(w, "{");
+            key(w, "agreement");
+            share_of(w, pl->ptrs[i].agree, pl->n);
+            key(w, "pointer");
+            ptext(w, pl, pl->ptrs[i].pointer, pl->ptrs[i].pointer_len);
+            close_(w, "}");
+        }
+        raw(w, "]", 1);
+    }
+    key(w, "distinct_args");
+    u64(w, pl->args.distinct);
+    key(w, "distinct_results");
+    u64(w, pl->results.distinct);
+    key(w, "epoch");
+    plan_epoch(w, pl);
+    line_of(w, pl);
+    if (by) {
+        key(w, "message");
+        ptext(w, pl, by->message, by->message_len);
+    } else if (pl->has_message) {
+        key(w, "message");
+        ptext(w, pl, pl->message, pl->message_len);
+    }
+    key(w, "n");
+    u64(w, pl->n);
+    if (objections > 1) {
+        key(w, "outcomes");
+        raw(w, "[", 1);
+        if (cons)
+            outcome_of(w, pl, cv->code, strlen(cv->code), "consistency", 0, cv->verdict);
+        for (size_t i = 0; i < pl->n_objections; i++) {
+            const tg_pobjection *o = &pl->objections[i];
+            if (i || cons)
+                raw(w, ",", 1);
+            outcome_of(w, pl, pl->texts.data + o->code, o->code_len, o->stage, o->step, o->verdict);
+        }
+        raw(w, "]", 1);
+    }
+    if (pl->plan_id) {
+        key(w, "plan_id");
+        plan_id(w, pl);
+    }
+    key(w, "policy_version");
+    text(w, d->p->version.s, d->p->version.len);
+    if (!by && cv->quarantine) {
+        key(w, "quarantined");
+        raw(w, "[", 1);
+        for (size_t i = 0; i < pl->n_quarantines; i++) {
+            if (i)
+                raw(w, ",", 1);
+            tool_ref(w, d->p->r, (size_t)pl->quarantines[i].tool);
+        }
+        raw(w, "]", 1);
+    }
+    key(w, "registry_hash");
+    text(w, d->p->registry_hash.s, d->p->registry_hash.len);
+    key(w, "representative");
+    u64(w, pl->rep + 1);
+    approval(w, d, verdict);
+    key(w, "result_agreement");
+    share_of(w, pl->results.modal_count, pl->n);
+    if (!by && pl->n_failures) {
+        key(w, "rung_failures");
+        raw(w, "[", 1);
+        for (size_t i = 0; i < pl->n_failures; i++) {
+            const tg_pfailure *f = &pl->failures[i];
+            if (i)
+                raw(w, ",", 1);
+            open_(w, "{");
+            key(w, "code");
+            ptext(w, pl, f->code, f->code_len);
+            key(w, "message");
+            ptext(w, pl, f->message, f->message_len);
+            if (f->has_path) {
+                key(w, "path");
+                ptext(w, pl, f->path, f->path_len);
+            }
+            key(w, "sample");
+            u64(w, f->sample);
+            if (!pl->single) {
+                key(w, "step");
+                u64(w, f->step);
+            }
+            close_(w, "}");
+        }
+        raw(w, "]", 1);
+    }
+    if (tool >= 0) {
+        key(w, "server");
+        tool_text(w, d->p->r, tool, 1);
+    }
+    key(w, "stage");
+    ctext(w, by ? by->stage : "consistency");
+    if (by) {
+        key(w, "stages");
+        raw(w, "[", 1);
+        for (size_t i = 0; i < by->n_ran; i++) {
+            if (i)
+                raw(w, ",", 1);
+            text(w, d->p->stages[i].name.s, d->p->stages[i].name.len);
+        }
+        raw(w, "]", 1);
+        if (pl->rep_steps > 1) {
+            key(w, "step");
+            u64(w, by->step);
+        }
+    }
+    if (!pl->single)
+        plan_steps(w, pl);
+    if (tool >= 0) {
+        key(w, "tool");
+        tool_text(w, d->p->r, tool, 0);
+    }
+    key(w, "verdict");
+    lit(w, verdict_names[verdict]);
+    if (!by && cv->row >= TG_ROW_ARG_DISAGREE) {
+        key(w, "verified");
+        lit(w, pl->features.verified ? "true" : "false");
+    }
+    close_(w, "}");
+    pl->verdict_out = verdict;
+    pl->code_out = by ? pl->texts.data + by->code : cv->code;
+    pl->stage_out = by ? by->stage : "consistency";
+}
+
+int tg_plan_decision_write(tg_decider_t *d, tg_error_t *err)
+{
+    tg_plan *pl = d->plan;
+    writer w;
+    tg_buf_reset(&d->out);
+    w.b = &d->out;
+    w.rc = tg_buf_reserve(&d->out, 1024 + 64 * (pl->n_failures + pl->n_ptrs + pl->n_stats), NULL);
+    if (pl->refused)
+        write_refusal(&w, d, pl);
+    else if (pl->rung_failed)
+        write_rung_failed(&w, d, pl);
+    else
+        write_judged(&w, d, pl);
+    if (w.rc != TG_OK)
+        return tg_fail(err, w.rc, TG_NO_OFFSET, "out of memory writing a decision");
+    return TG_OK;
+}

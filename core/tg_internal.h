@@ -369,4 +369,18 @@ int tg_decimal_multiple(const tg_decimal *x, const tg_decimal *d);
  * every zero.  TG_OK or TG_E_NOMEM. */
 int tg_decimal_write(tg_buf_t *out, const char *text, size_t len, tg_error_t *err);
 
+/* ---- self-consistency (tg_consistency.c) --------------------------------- */
+
+/* Writes x with two decimals and a NUL into out ("0.12" for 0.125: the
+ * exact binary value rounded to the nearest hundredth, ties to even, as
+ * glibc's printf("%.2f") does), whatever the locale; returns the length.
+ * For |x| >= 2^53 and non-finite x (never a share or a threshold) it
+ * writes tg_number_format's form instead. */
+size_t tg_format_fixed2(double x, char out[TG_NUMBER_BUF]);
+
+/* Appends the message of the table's row for features f under settings s
+ * (nothing for an accept).  TG_OK or TG_E_NOMEM. */
+int tg_consistency_message(const tg_consistency_t *s, const tg_plan_features_t *f, int row,
+                           tg_buf_t *out, tg_error_t *err);
+
 #endif /* TG_INTERNAL_H */

@@ -49,4 +49,9 @@ void tg_norm_scratch_free(tg_norm_scratch *sc);
 int tg_norm_apply(const tg_norm_t *n, unsigned ops, const char *s, size_t len, tg_norm_scratch *sc,
                   const char **out, size_t *olen, tg_error_t *err);
 
+/* A copy of plan src, from its engine, for adding aliases to (tg_classify:
+ * a plan's IDs that a policy function resolved).  NULL and err filled
+ * (TG_E_NOMEM) when memory runs out. */
+tg_norm_t *tg_norm_copy(const tg_norm_t *src, tg_error_t *err);
+
 #endif /* TG_NORM_H */

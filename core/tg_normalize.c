@@ -110,6 +110,50 @@ void tg_norm_free(tg_norm_t *n)
     tg_engine_release(e);
 }
 
+/* One array of a plan copied for its copy; TG_OK or TG_E_NOMEM. */
+static int copy_array(tg_engine_t *e, const void *src, size_t cap, size_t elem, void *dst)
+{
+    void *q = NULL;
+    if (cap) {
+        if (!(q = tg_mem_realloc(e, NULL, 0, cap * elem)))
+            return TG_E_NOMEM;
+        memcpy(q, src, cap * elem);
+    }
+    memcpy(dst, &q, sizeof q);
+    return TG_OK;
+}
+
+tg_norm_t *tg_norm_copy(const tg_norm_t *src, tg_error_t *err)
+{
+    tg_norm_t *n = tg_norm_new(src->e, err);
+    if (!n)
+        return NULL;
+    /* the sizes first, so that a failure part way frees what was copied */
+    n->cap_rules = src->cap_rules;
+    n->cap_segs = src->cap_segs;
+    n->cap_bytes = src->cap_bytes;
+    n->cap_aliases = src->cap_aliases;
+    n->n_slots = src->n_slots;
+    if (copy_array(src->e, src->rules, src->cap_rules, sizeof *src->rules, &n->rules) != TG_OK ||
+        copy_array(src->e, src->segs, src->cap_segs, sizeof *src->segs, &n->segs) != TG_OK ||
+        copy_array(src->e, src->bytes, src->cap_bytes, 1, &n->bytes) != TG_OK ||
+        copy_array(src->e, src->aliases, src->cap_aliases, sizeof *src->aliases, &n->aliases) !=
+            TG_OK ||
+        copy_array(src->e, src->slots, src->n_slots, sizeof *src->slots, &n->slots) != TG_OK) {
+        /* the arrays not reached are NULL with their sizes: freeing NULL is nothing */
+        tg_norm_free(n);
+        tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        return NULL;
+    }
+    n->n_rules = src->n_rules;
+    n->n_segs = src->n_segs;
+    n->n_bytes = src->n_bytes;
+    n->n_aliases = src->n_aliases;
+    n->max_nseg = src->max_nseg;
+    n->root_ops = src->root_ops;
+    return n;
+}
+
 /* The index an RFC 6901 segment names in an array ("0", or digits without
  * a leading zero), or TG_NORM_KEY (also for indexes no array can have). */
 static size_t segment_index(const char *s, size_t len)

@@ -3,9 +3,8 @@
  * one pass: each sample's arguments through the tool's input schema (the
  * rung), their normalized canonical digest, the result's canonical digest,
  * the epoch, then agreement on arguments and, separately, on results.
- * The decision itself (thresholds, determinism, quarantine) is the policy's
- * and lives in Lua; this file only counts, so that a plan costs one call
- * across the binding instead of a few per sample.
+ * The decision itself (thresholds, determinism, quarantine, the later
+ * stages) is tg_classify's (tg_classify.c); this file only counts.
  */
 #include "tg_internal.h"
 
@@ -45,6 +44,7 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
     for (size_t i = 0; i < n && rc == TG_OK; i++) {
         const tg_value_t *s = tg_at(samples, i), *a, *r, *ep;
         int fails;
+        out->at = i;
         if (tg_type_of(s) != TG_OBJECT) {
             rc = tg_fail(err, TG_E_BAD_CALL, tg_offset(s), "sample %zu is not an object", i + 1);
             break;

@@ -127,10 +127,78 @@ static int read_stage(tg_policy_t *p, const tg_value_t *v, tg_pstage *st, tg_err
     return TG_OK;
 }
 
+static const struct {
+    const char *name;
+    unsigned bit;
+} op_names[] = {{"trim", TG_NORM_TRIM}, {"lower", TG_NORM_LOWER}, {"path", TG_NORM_PATH}};
+
+/* A resolve rule: its pattern split into unescaped segments ("~1" is '/',
+ * "~0" is '~'), each with the array index it spells when it spells one
+ * as RFC 6901 writes indexes (no leading zero). */
+static int read_resolve(tg_policy_t *p, const tg_value_t *v, tg_presolve *r, tg_error_t *err)
+{
+    static const char what[] = "a \"resolve\" rule needs a pattern (a JSON Pointer), \"pre\" "
+                               "(trim, lower, path) and a string \"resolver\"";
+    const tg_value_t *pre = member(v, "pre");
+    size_t len, n = 0;
+    const char *pat = tg_str(member(v, "pattern"), &len);
+    char *buf;
+    int rc;
+    if (v->type != TG_OBJECT || !pat || (len && pat[0] != '/') || (pre && pre->type != TG_ARRAY))
+        return bad(err, what);
+    if ((rc = take_text(&p->arena, member(v, "resolver"), &r->resolver, err, what)) != TG_OK)
+        return rc;
+    for (uint32_t i = 0; pre && i < pre->len; i++) {
+        size_t k, olen;
+        const char *op = tg_str(&pre->p.items[i], &olen);
+        for (k = 0; k < sizeof op_names / sizeof op_names[0]; k++)
+            if (op && strlen(op_names[k].name) == olen && memcmp(op_names[k].name, op, olen) == 0)
+                break;
+        if (k == sizeof op_names / sizeof op_names[0])
+            return bad(err, what);
+        r->pre_ops |= op_names[k].bit;
+    }
+    for (size_t i = 0; i < len; i++)
+        n += pat[i] == '/';
+    r->n_segs = n;
+    if (!(r->segs = tg_arena_alloc(&p->arena, (n ? n : 1) * sizeof *r->segs)) ||
+        !(buf = tg_arena_alloc(&p->arena, len + 1)))
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    for (size_t i = 0, k = 0; i < len; k++) {
+        tg_pseg *sg = &r->segs[k];
+        size_t j = ++i, w = 0;
+        sg->key.s = buf;
+        while (j < len && pat[j] != '/') {
+            if (pat[j] == '~') {
+                if (j + 1 >= len || (pat[j + 1] != '0' && pat[j + 1] != '1'))
+                    return bad(err, what);
+                buf[w++] = pat[j + 1] == '1' ? '/' : '~';
+                j += 2;
+            } else {
+                buf[w++] = pat[j++];
+            }
+        }
+        sg->key.len = w;
+        sg->wild = w == 1 && buf[0] == '*';
+        sg->index = (size_t)-1;
+        if (w && (w == 1 || buf[0] != '0') && w < 19) {
+            size_t x = 0, d;
+            for (d = 0; d < w && buf[d] >= '0' && buf[d] <= '9'; d++)
+                x = x * 10 + (size_t)(buf[d] - '0');
+            if (d == w)
+                sg->index = x;
+        }
+        buf += w;
+        i = j;
+    }
+    return TG_OK;
+}
+
 static int read_tool(tg_policy_t *p, const tg_value_t *v, tg_ptool *t, tg_error_t *err)
 {
     const tg_value_t *risk = member(v, "risk"), *refuse = member(v, "refuse");
-    const tg_value_t *effects = member(v, "effects");
+    const tg_value_t *effects = member(v, "effects"), *det = member(v, "deterministic");
+    const tg_value_t *resolve = member(v, "resolve");
     int rc;
     if (v->type != TG_OBJECT)
         return bad(err, "each of \"tools\" must be an object");
@@ -151,6 +219,22 @@ static int read_tool(tg_policy_t *p, const tg_value_t *v, tg_ptool *t, tg_error_
     t->declares_effects = effects != NULL;
     if ((rc = take_flag(v, "has_output", &t->has_output, err)) != TG_OK)
         return rc;
+    t->deterministic = -1;
+    if (det && (rc = take_flag(v, "deterministic", &t->deterministic, err)) != TG_OK)
+        return rc;
+    if (resolve) {
+        if (resolve->type != TG_ARRAY)
+            return bad(err, "a tool's \"resolve\" must be a list of rules");
+        if (!(t->resolve = tg_arena_alloc(&p->arena,
+                                          (resolve->len ? resolve->len : 1) * sizeof *t->resolve)))
+            return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+        memset(t->resolve, 0, (resolve->len ? resolve->len : 1) * sizeof *t->resolve);
+        for (uint32_t i = 0; i < resolve->len; i++)
+            if ((rc = read_resolve(p, &resolve->p.items[i], &t->resolve[i], err)) != TG_OK)
+                return rc;
+        t->n_resolve = resolve->len;
+        p->has_resolve |= resolve->len > 0;
+    }
     if (refuse) {
         if ((rc = take_text(&p->arena, member(refuse, "code"), &t->refuse_code, err,
                             "\"refuse\" needs a string \"code\"")) != TG_OK)
@@ -158,6 +242,61 @@ static int read_tool(tg_policy_t *p, const tg_value_t *v, tg_ptool *t, tg_error_
         return take_text(&p->arena, member(refuse, "message"), &t->refuse_message, err,
                          "\"refuse\" needs a string \"message\"");
     }
+    return TG_OK;
+}
+
+/* A threshold of "consistency": absent keeps the default. */
+static int take_share(const tg_value_t *obj, const char *key, double *out, tg_error_t *err)
+{
+    const tg_value_t *v = member(obj, key);
+    if (!v)
+        return TG_OK;
+    if (v->type != TG_NUMBER || tg_num(v) < 0 || tg_num(v) > 1)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "policy description: consistency \"%s\" must be a number from 0 to 1", key);
+    *out = tg_num(v);
+    return TG_OK;
+}
+
+static int take_count(const tg_value_t *obj, const char *key, size_t *out, tg_error_t *err)
+{
+    const tg_value_t *v = member(obj, key);
+    double x;
+    if (!v)
+        return TG_OK;
+    x = tg_num(v);
+    if (v->type != TG_NUMBER || x < 1 || x > TG_LIMIT_MAX_SAMPLES || x != (double)(size_t)x)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "policy description: consistency \"%s\" must be a whole number from 1 "
+                       "to 2^31-1",
+                       key);
+    *out = (size_t)x;
+    return TG_OK;
+}
+
+static int read_consistency(tg_policy_t *p, const tg_value_t *c, tg_error_t *err)
+{
+    tg_consistency_t *s = &p->consistency;
+    int rc;
+    tg_consistency_default(s);
+    if (!c)
+        return TG_OK;
+    if (c->type != TG_OBJECT)
+        return bad(err, "\"consistency\" must be an object");
+    if ((rc = take_count(c, "min_samples", &s->min_samples, err)) != TG_OK ||
+        (rc = take_count(c, "max_samples", &s->max_samples, err)) != TG_OK ||
+        (rc = take_share(c, "arg_accept", &s->arg_accept, err)) != TG_OK ||
+        (rc = take_share(c, "arg_reject", &s->arg_reject, err)) != TG_OK ||
+        (rc = take_share(c, "result_accept", &s->result_accept, err)) != TG_OK ||
+        (rc = take_share(c, "result_quarantine", &s->result_quarantine, err)) != TG_OK ||
+        (rc = take_verdict(c, "on_invalid", &s->on_invalid, err)) != TG_OK)
+        return rc;
+    if (!member(c, "on_invalid"))
+        s->on_invalid = TG_DEFER;
+    if (s->max_samples < s->min_samples)
+        return bad(err, "consistency \"max_samples\" must not be below \"min_samples\"");
+    if (s->arg_reject > s->arg_accept)
+        return bad(err, "consistency \"arg_reject\" must not be above \"arg_accept\"");
     return TG_OK;
 }
 
@@ -177,7 +316,8 @@ static int read_policy(tg_policy_t *p, const tg_value_t *root, tg_error_t *err)
         (rc = take_flag(root, "require_contract", &p->require_contract, err)) != TG_OK ||
         (rc = take_flag(root, "requires_approval", &p->requires_approval, err)) != TG_OK ||
         (rc = take_verdict(root, "on_mismatch", &p->on_mismatch, err)) != TG_OK ||
-        (rc = take_verdict(root, "on_error", &p->on_error, err)) != TG_OK)
+        (rc = take_verdict(root, "on_error", &p->on_error, err)) != TG_OK ||
+        (rc = read_consistency(p, member(root, "consistency"), err)) != TG_OK)
         return rc;
     if (p->n_levels == 0)
         return bad(err, "\"risk_levels\" must list at least one level");
@@ -190,6 +330,9 @@ static int read_policy(tg_policy_t *p, const tg_value_t *root, tg_error_t *err)
         if ((rc = read_stage(p, &stages->p.items[i], &p->stages[i], err)) != TG_OK)
             return rc;
     p->n_stages = stages->len;
+    for (size_t i = p->n_stages; i-- > 0;)
+        if (p->stages[i].kind == TG_STAGE_RUNG)
+            p->rung_stage = i;
     if (!tools || tools->type != TG_ARRAY || tools->len != tg_registry_count(p->r))
         return bad(err, "\"tools\" must list one contract per registry tool, in index order");
     if (!(p->tools = tg_arena_alloc(&p->arena, (tools->len ? tools->len : 1) * sizeof *p->tools)))
@@ -234,6 +377,15 @@ int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size
         return rc;
     }
     *out = p;
+    return TG_OK;
+}
+
+int tg_policy_set_norm(tg_policy_t *p, size_t tool, const tg_norm_t *norm, tg_error_t *err)
+{
+    tg_error_clear(err);
+    if (!p || tool >= p->n_tools)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "no such tool in the policy");
+    p->tools[tool].norm = norm;
     return TG_OK;
 }
 

@@ -46,6 +46,9 @@ struct tg_workers_t {
     const tg_policy_t *p;
     const tg_context_t *ctx;
     int format, flags;
+    int classify;      /* plans (tg_classify_lines), not calls */
+    tg_store_t *store; /* classify: read only while the pieces run */
+    int64_t now;
 };
 
 size_t tg_cpu_count(void)
@@ -58,6 +61,18 @@ static void decide_piece(tg_decider_t *d, const tg_workers_t *pool, piece *pc)
 {
     size_t used = 0;
     tg_outcome_t o;
+    if (pool->classify) {
+        /* against the store as the chunk found it; the piece's own
+         * quarantines kept aside, in order, for the merge */
+        pc->rc = tg_plan_track(d, pool->p->n_tools);
+        if (pc->rc != TG_OK)
+            return;
+        pc->rc = tg_classify_lines_mode(d, pool->p, pool->ctx, pool->store, TG_STORE_OVERLAY,
+                                        pc->text, pc->len, pool->flags, pool->now, &pc->line, &used,
+                                        &pc->out, pc->verdicts, &o, NULL);
+        pc->needs_host = pc->rc == TG_OK && o.status != TG_NO_MORE_CALLS;
+        return;
+    }
     pc->rc = tg_check_lines(d, pool->p, pool->ctx, pc->text, pc->len, pool->format, pool->flags,
                             &pc->line, &used, &pc->out, pc->verdicts, &o, NULL);
     pc->needs_host = pc->rc == TG_OK && o.status == TG_NEEDS_STAGE;
@@ -187,6 +202,23 @@ static size_t cut(const char *text, size_t len, size_t line, piece *pcs, size_t 
     return made;
 }
 
+/* Runs the pieces: the caller's thread takes the first, the workers the
+ * others; returns when all are done. */
+static void run_pieces(tg_workers_t *w, tg_decider_t *d, piece *pcs, size_t k)
+{
+    pthread_mutex_lock(&w->lock);
+    w->busy = k - 1;
+    for (size_t i = 1; i < k; i++)
+        w->w[i - 1].job = &pcs[i];
+    pthread_cond_broadcast(&w->work);
+    pthread_mutex_unlock(&w->lock);
+    decide_piece(d, w, &pcs[0]);
+    pthread_mutex_lock(&w->lock);
+    while (w->busy)
+        pthread_cond_wait(&w->done, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+}
+
 int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
                             const tg_context_t *ctx, const char *text, size_t len, int format,
                             int flags, size_t *line, size_t *used, tg_buf_t *out,
@@ -217,21 +249,12 @@ int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t 
         pcs[i].rc = TG_OK;
         pcs[i].needs_host = 0;
     }
-    pthread_mutex_lock(&w->lock);
     w->p = p;
     w->ctx = ctx;
     w->format = format;
     w->flags = flags;
-    w->busy = k - 1;
-    for (i = 1; i < k; i++)
-        w->w[i - 1].job = &pcs[i];
-    pthread_cond_broadcast(&w->work);
-    pthread_mutex_unlock(&w->lock);
-    decide_piece(d, w, &pcs[0]);
-    pthread_mutex_lock(&w->lock);
-    while (w->busy)
-        pthread_cond_wait(&w->done, &w->lock);
-    pthread_mutex_unlock(&w->lock);
+    w->classify = 0;
+    run_pieces(w, d, pcs, k);
 
     for (i = 0; i < k && rc == TG_OK; i++)
         if (pcs[i].rc != TG_OK || pcs[i].needs_host)
@@ -249,6 +272,154 @@ int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t 
         return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
                               err);
     }
+    *line = pcs[k - 1].line;
+    *used = complete;
+    o->status = TG_NO_MORE_CALLS;
+    return TG_OK;
+}
+
+/* ---- plans ------------------------------------------------------------------------- */
+
+/* Where a piece's first plan (its first line not blank) ends and its number. */
+static void first_plan(const piece *pc, const char *text, size_t before, size_t *line, size_t *used)
+{
+    size_t at = 0, n;
+    const char *s;
+    *line = before;
+    while ((s = tg_line_next(pc->text, pc->len, &at, &n)) != NULL) {
+        ++*line;
+        if (!tg_line_blank(s, n))
+            break;
+    }
+    *used = (size_t)(pc->text - text) + at;
+}
+
+int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
+                               const tg_context_t *ctx, tg_store_t *store, const char *text,
+                               size_t len, int flags, int64_t now, size_t *line, size_t *used,
+                               tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
+{
+    piece pcs[TG_MAX_THREADS];
+    tg_decider_t *ds[TG_MAX_THREADS];
+    unsigned char *fresh = NULL; /* per tool: quarantined by an earlier piece of the chunk */
+    const char *last;
+    size_t complete, k, i;
+    int rc = TG_OK, fallback = 0;
+
+    tg_error_clear(err);
+    if (!w || !d || !p || !text || !line || !used || !out || !verdicts || !o)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx and store is required");
+    if (ctx && ctx->p != p)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "the context was compiled for another policy");
+    /* what asks the host, line by line, stays on one thread */
+    for (i = 0; i < p->n_stages; i++)
+        fallback |= p->stages[i].in_host;
+    fallback |= p->has_resolve || !store || (flags & TG_CHECK_PAUSE);
+    last = len ? memrchr(text, '\n', len) : NULL;
+    complete = last ? (size_t)(last - text) + 1 : 0;
+    if (fallback || w->n == 0 || complete < 4096 ||
+        !(fresh = tg_mem_realloc(d->e, NULL, 0, p->n_tools ? p->n_tools : 1)))
+        return tg_classify_lines(d, p, ctx, store, text, len, flags, now, line, used, out, verdicts,
+                                 o, err);
+    memset(fresh, 0, p->n_tools ? p->n_tools : 1);
+
+    k = cut(text, complete, *line, pcs, w->n + 1);
+    for (i = 0; i < k; i++) {
+        ds[i] = i == 0 ? d : w->w[i - 1].d;
+        tg_buf_init(&pcs[i].out, ds[i]->e);
+        memset(pcs[i].verdicts, 0, sizeof pcs[i].verdicts);
+        pcs[i].rc = TG_OK;
+        pcs[i].needs_host = 0;
+    }
+    w->p = p;
+    w->ctx = ctx;
+    w->flags = flags;
+    w->classify = 1;
+    w->store = store;
+    w->now = now;
+    {
+        size_t first_line[TG_MAX_THREADS];
+        for (i = 0; i < k; i++)
+            first_line[i] = pcs[i].line;
+        run_pieces(w, d, pcs, k);
+        for (i = 0; i < k && rc == TG_OK; i++)
+            if (pcs[i].rc != TG_OK || pcs[i].needs_host)
+                rc = TG_E_NOMEM;
+        if (rc != TG_OK) {
+            /* nothing is written yet: the chunk is classified again on one
+             * thread, which stops at the failing line */
+            for (i = 0; i < k; i++)
+                tg_buf_free(&pcs[i].out);
+            tg_mem_free(d->e, fresh, p->n_tools ? p->n_tools : 1);
+            return tg_classify_lines(d, p, ctx, store, text, len, flags, now, line, used, out,
+                                     verdicts, o, err);
+        }
+        /* the merge, in input order: a piece that read the record of a tool
+         * an earlier piece quarantined is classified again, now that the
+         * store has it; the others' quarantines are written as they made
+         * them */
+        for (i = 0; i < k && rc == TG_OK; i++) {
+            const tg_plan *pl = ds[i]->plan;
+            int redo = 0;
+            for (size_t t = 0; i > 0 && t < p->n_tools && !redo; t++)
+                redo = pl->flags_of[3 * t] && fresh[t];
+            if (redo) {
+                size_t again_line = first_line[i], again_used = 0, counts[3] = {0, 0, 0};
+                tg_buf_reset(&pcs[i].out);
+                if ((rc = tg_plan_track(d, p->n_tools)) == TG_OK)
+                    rc = tg_classify_lines_mode(d, p, ctx, store, TG_STORE_DIRECT, pcs[i].text,
+                                                pcs[i].len, flags, now, &again_line, &again_used,
+                                                &pcs[i].out, counts, o, err);
+                if (rc == TG_OK && o->status != TG_NO_MORE_CALLS)
+                    rc = tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "a plan asked the host");
+                if (rc != TG_OK) {
+                    /* stop at the failing line, as one thread would: what
+                     * came before it is in out */
+                    tg_buf_append(out, pcs[i].out.data, pcs[i].out.len, NULL);
+                    for (int v = 0; v < 3; v++)
+                        verdicts[v] += counts[v];
+                    *line = again_line;
+                    *used = (size_t)(pcs[i].text - text) + again_used;
+                    break;
+                }
+                for (int v = 0; v < 3; v++)
+                    pcs[i].verdicts[v] = counts[v];
+                for (size_t t = 0; t < p->n_tools; t++)
+                    fresh[t] |= d->plan->flags_of[3 * t + 1];
+            } else {
+                for (size_t q = 0; q < pl->n_log && rc == TG_OK; q++) {
+                    const tg_plog *lg = &pl->log[q];
+                    size_t slen, nlen;
+                    const char *server = tg_registry_server(p->r, (size_t)lg->tool, &slen);
+                    const char *name = tg_registry_name(p->r, (size_t)lg->tool, &nlen);
+                    int changed = 0;
+                    rc = tg_store_quarantine(store, server, slen, name, nlen,
+                                             pl->log_texts.data + lg->reason, lg->reason_len, now,
+                                             lg->has_epoch ? pl->log_texts.data + lg->epoch : NULL,
+                                             lg->epoch_len, &changed, err);
+                    if (changed)
+                        fresh[lg->tool] = 1;
+                }
+            }
+            if (rc == TG_OK)
+                rc = tg_buf_append(out, pcs[i].out.data, pcs[i].out.len, err);
+            if (rc != TG_OK) {
+                /* out of memory: the pieces before this one stand; the host
+                 * refuses this piece's first plan and goes on from there,
+                 * on one thread (a quarantine written already only makes
+                 * a tool unverified: never an accept) */
+                first_plan(&pcs[i], text, first_line[i], line, used);
+                break;
+            }
+            for (int v = 0; v < 3; v++)
+                verdicts[v] += pcs[i].verdicts[v];
+        }
+    }
+    for (i = 0; i < k; i++)
+        tg_buf_free(&pcs[i].out);
+    tg_mem_free(d->e, fresh, p->n_tools ? p->n_tools : 1);
+    if (rc != TG_OK)
+        return rc;
     *line = pcs[k - 1].line;
     *used = complete;
     o->status = TG_NO_MORE_CALLS;

@@ -913,6 +913,7 @@ typedef struct tg_plan_summary_t {
     int epochs_equal;                    /* every sample has an "epoch", all equal (canonically) */
     size_t n_failed;                     /* samples whose arguments fail the tool's input schema */
     size_t failed[TG_RUNG_MAX_FINDINGS]; /* the first of them (indexes from 0) */
+    size_t at;                           /* after an error: the sample it stopped at (from 0) */
 } tg_plan_summary_t;
 
 /* Summarizes samples, an array of {"arguments", "result", "epoch"} of a
@@ -927,7 +928,7 @@ typedef struct tg_plan_summary_t {
  * TG_E_BAD_CALL (samples not an array, a sample not an object),
  * TG_E_BAD_ARGUMENTS (a sample without an "arguments" object; err names the
  * sample), the validation limits, TG_E_NOMEM; then nothing may be concluded
- * from *out. */
+ * from *out but at, the sample it stopped at. */
 TG_API int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool,
                              const tg_norm_t *norm, const tg_value_t *samples,
                              tg_plan_summary_t *out, tg_error_t *err);
@@ -954,19 +955,41 @@ TG_API int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool,
  *    "report_also": false, "require_contract": false,
  *    "on_mismatch": "reject"|"defer", "on_error": "reject"|"defer",
  *    "requires_approval": false,
+ *    "consistency": {"min_samples": 5, "max_samples": 10000,
+ *                    "arg_accept": 0.8, "arg_reject": 0.2,
+ *                    "result_accept": 0.8, "result_quarantine": 0.5,
+ *                    "on_invalid": "defer"|"reject"},
  *    "tools": [{"risk": "low", "scopes": [...], "effects": [...],
  *               "deterministic": true, "has_output": true,
- *               "refuse": {"code": "SHADOWED", "message": "..."}}, ...]}
+ *               "refuse": {"code": "SHADOWED", "message": "..."},
+ *               "resolve": [{"pattern": "/account", "pre": ["trim"],
+ *                            "resolver": "accounts"}, ...]}, ...]}
  * with "tools" in registry index order, one per tool (fields optional:
- * no risk declared, no scopes, ...).  A gate with "custom": true (the
- * policy's own admissible function) and every custom stage are run by the
- * host (see tg_check).  Errors: TG_E_ARG for a description that does not
- * say what the core needs (err names the field), the JSON codes,
- * TG_E_NOMEM. */
+ * no risk declared, no scopes, ...).  "consistency" holds the decision
+ * table's thresholds (tg_consistency_t; absent members, or no
+ * "consistency", take the TG_DEFAULT_* values; thresholds lie in [0, 1],
+ * arg_reject <= arg_accept, 1 <= min_samples <= max_samples <= 2^31 - 1).
+ * A tool's "deterministic" is its contract's declaration (absent: none);
+ * "resolve" lists its x-toolgate-canonical "id" rules whose IDs a policy
+ * function resolves (tg_classify asks the host): the instance pattern (a
+ * JSON Pointer, "*" for any member or element), the operations applied
+ * before the lookup ("trim", "lower", "path"), and the resolver's name.
+ * A gate with "custom": true (the policy's own admissible function) and
+ * every custom stage are run by the host (see tg_check).  Errors:
+ * TG_E_ARG for a description that does not say what the core needs (err
+ * names the field), the JSON codes, TG_E_NOMEM. */
 typedef struct tg_policy_t tg_policy_t;
 TG_API int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size_t len,
                          tg_policy_t **out, tg_error_t *err);
 TG_API void tg_policy_free(tg_policy_t *p);
+
+/* Gives tool (a registry index) its normalization plan: the
+ * x-toolgate-canonical rules and aliases its argument digests are taken
+ * under in tg_classify (a tool without one has its arguments compared as
+ * they are).  Part of building the policy: call it before the policy's
+ * first use, from one thread.  The plan is only read, and must outlive the
+ * policy.  Errors: TG_E_ARG (p NULL, tool out of range). */
+TG_API int tg_policy_set_norm(tg_policy_t *p, size_t tool, const tg_norm_t *norm, tg_error_t *err);
 
 /* A per-call context (what the operator grants), compiled for a policy:
  * the JSON object the host passes, of which the core reads "scopes" (a
@@ -997,10 +1020,16 @@ enum tg_verdict {
 
 /* What a check step returns (tg_outcome_t.status). */
 enum tg_check_status {
-    TG_DECIDED = 0,  /* json holds the decision */
-    TG_NEEDS_STAGE,  /* the stage at index `pending` must run in the host:
-                      * answer with tg_check_answer */
-    TG_NO_MORE_CALLS /* every call of the text has been decided */
+    TG_DECIDED = 0,   /* json holds the decision */
+    TG_NEEDS_STAGE,   /* the stage at index `pending` must run in the host:
+                       * answer with tg_check_answer */
+    TG_NO_MORE_CALLS, /* every call of the text has been decided */
+    TG_NEEDS_RESOLVE, /* tg_classify: an ID for a policy function to
+                       * resolve (tg_classify_query): answer with
+                       * tg_classify_resolve */
+    TG_NEEDS_STORE    /* tg_classify: the determinism record of a tool
+                       * (tg_classify_store_tool) from the host's store:
+                       * answer with tg_classify_record */
 };
 
 typedef struct tg_outcome_t {
@@ -1148,6 +1177,240 @@ TG_API const tg_value_t *tg_check_arguments(const tg_decider_t *d);
 TG_API const char *tg_check_args_digest(const tg_decider_t *d);
 TG_API long tg_check_tool(const tg_decider_t *d);
 TG_API const tg_value_t *tg_check_call_context(const tg_decider_t *d);
+
+/* ------------------------------------------------------------------------ */
+/* Self-consistency: the decision table                                      */
+/* ------------------------------------------------------------------------ */
+
+/* The decision table's thresholds: a policy's "consistency" settings
+ * (docs/policies.md, "consistency"). */
+typedef struct tg_consistency_t {
+    size_t min_samples;       /* fewer samples: INSUFFICIENT_SAMPLES */
+    size_t max_samples;       /* a limit, not a row: tg_classify refuses a plan
+                               * of more samples (TOO_MANY_SAMPLES) before it
+                               * counts anything */
+    double arg_accept;        /* argument agreement at least this: agreeing */
+    double arg_reject;        /* below this: ARG_DISAGREE or DETERMINISM_UNVERIFIED */
+    double result_accept;     /* result agreement at least this: agreeing */
+    double result_quarantine; /* below this, on a deterministic tool: RESULT_DISAGREE */
+    int on_invalid;           /* TG_DEFER or TG_REJECT: the verdict of the
+                               * three conditions of validity (too few samples,
+                               * an epoch not fixed, determinism unverified) */
+} tg_consistency_t;
+
+#define TG_DEFAULT_MIN_SAMPLES 5
+#define TG_DEFAULT_MAX_SAMPLES 10000
+#define TG_LIMIT_MAX_SAMPLES 2147483647 /* max_samples is at most this */
+#define TG_DEFAULT_ARG_ACCEPT 0.80
+#define TG_DEFAULT_ARG_REJECT 0.20
+#define TG_DEFAULT_RESULT_ACCEPT 0.80
+#define TG_DEFAULT_RESULT_QUARANTINE 0.50
+
+/* Fills *out with the defaults above (on_invalid: TG_DEFER). */
+TG_API void tg_consistency_default(tg_consistency_t *out);
+
+/* What the table reads of a sampled plan. */
+typedef struct tg_plan_features_t {
+    size_t n;             /* samples */
+    size_t arg_modal;     /* samples holding the most common arguments (their
+                           * normalized exact digests; for a plan of several
+                           * calls the whole sequence): 1..n, 0 when n is 0 */
+    size_t result_modal;  /* the same for the results: 1..n, 0 when n is 0 */
+    int epoch_fixed;      /* every sample has the same epoch, or the plan
+                           * says so ("epoch_fixed") */
+    int deterministic;    /* every call's tool is declared deterministic */
+    int nondeterministic; /* some call's tool is declared nondeterministic
+                           * (a tool that declares nothing is neither) */
+    int verified;         /* every call's tool is declared deterministic and
+                           * verified in the plan's epoch (a probe passed,
+                           * no quarantine since) */
+} tg_plan_features_t;
+
+/* The rows of the table, in the order they are tried. */
+enum tg_consistency_row {
+    TG_ROW_INSUFFICIENT_SAMPLES = 0, /* n < min_samples: on_invalid */
+    TG_ROW_EPOCH_NOT_FIXED,          /* on_invalid */
+    TG_ROW_ARG_DISAGREE,             /* arg < arg_reject, verified: reject */
+    TG_ROW_DETERMINISM_UNVERIFIED,   /* arg < arg_reject, not verified: on_invalid */
+    TG_ROW_NONDETERMINISTIC,         /* arg >= arg_accept, a nondeterministic
+                                      * tool: accept (results carry no signal) */
+    TG_ROW_RESULT_DISAGREE,          /* arg >= arg_accept, result < result_quarantine,
+                                      * deterministic: defer and quarantine */
+    TG_ROW_RESULT_UNSTABLE,          /* arg >= arg_accept, result < result_accept: defer */
+    TG_ROW_ACCEPT,                   /* arg >= arg_accept, result >= result_accept */
+    TG_ROW_ARG_UNSTABLE              /* anything else: defer */
+};
+
+typedef struct tg_consistency_verdict_t {
+    int verdict;      /* enum tg_verdict */
+    int row;          /* enum tg_consistency_row */
+    const char *code; /* the row's code ("ARG_DISAGREE", ...), "" for an accept */
+    int quarantine;   /* 1 for RESULT_DISAGREE: the declarations of the
+                       * deterministic tools whose results disagree are
+                       * quarantined */
+} tg_consistency_verdict_t;
+
+/* The decision table of DESIGN section 1.2, in one place: settings s on
+ * features f.  Agreements are the modal shares arg_modal / n and
+ * result_modal / n (as doubles); every comparison is the seed's (strict
+ * "<" below a threshold).  It reads nothing but its arguments and keeps
+ * nothing, so the same features can be decided under any number of
+ * settings (threshold sweeps).  Errors: TG_E_ARG (a NULL argument, a modal
+ * count above n or 0 with n > 0, on_invalid neither TG_DEFER nor
+ * TG_REJECT); *out is then untouched. */
+TG_API int tg_consistency_decide(const tg_consistency_t *s, const tg_plan_features_t *f,
+                                 tg_consistency_verdict_t *out, tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* The determinism store (in process)                                        */
+/* ------------------------------------------------------------------------ */
+
+/* What toolgate remembers about tools' determinism declarations, per
+ * (server, tool): the epoch a probe verified it in, and whether it is
+ * quarantined (a failed probe, a RESULT_DISAGREE): why, since when, in
+ * which epoch.  Epochs are the canonical JSON text of the epoch value
+ * ("\"e7\"", "1").  A server of NULL and of "" are the same server.  The
+ * Lua side's toolgate.state.memory() wraps one; tg_classify reads and
+ * writes it.  Reads may run on several threads at once; writes need the
+ * store to themselves. */
+typedef struct tg_store_t tg_store_t;
+TG_API tg_store_t *tg_store_new(tg_engine_t *e, tg_error_t *err);
+TG_API void tg_store_free(tg_store_t *s);
+
+/* A tool's record.  Strings are the store's (not NUL-terminated), valid
+ * until the record is next written. */
+typedef struct tg_store_record_t {
+    const char *verified_epoch; /* NULL: no probe has verified it (since) */
+    size_t verified_epoch_len;
+    int quarantined;
+    const char *reason; /* quarantined: why (the first reason given) */
+    size_t reason_len;
+    int64_t since;     /* quarantined: when (a Unix time, the writer's) */
+    const char *epoch; /* quarantined: the epoch it was caught in, NULL: none */
+    size_t epoch_len;
+} tg_store_record_t;
+
+/* The record of (server, name): 1 and *out filled, or 0 when the store has
+ * none. */
+TG_API int tg_store_get(const tg_store_t *s, const char *server, size_t server_len,
+                        const char *name, size_t name_len, tg_store_record_t *out);
+/* A probe passed in epoch (NULL: none): the verified epoch becomes it, and
+ * a quarantine from another epoch is lifted (a pass in the epoch that
+ * caught the tool disagreeing proves nothing new).  TG_OK, TG_E_ARG,
+ * TG_E_NOMEM (the record is then unchanged). */
+TG_API int tg_store_verified(tg_store_t *s, const char *server, size_t server_len, const char *name,
+                             size_t name_len, const char *epoch, size_t epoch_len, tg_error_t *err);
+/* Quarantines the declaration: the first reason and time stay (that is
+ * where a person starts looking), the verified epoch goes.  *changed (may
+ * be NULL) says whether it was not quarantined before.  TG_OK, TG_E_ARG,
+ * TG_E_NOMEM (the record is then unchanged). */
+TG_API int tg_store_quarantine(tg_store_t *s, const char *server, size_t server_len,
+                               const char *name, size_t name_len, const char *reason,
+                               size_t reason_len, int64_t since, const char *epoch,
+                               size_t epoch_len, int *changed, tg_error_t *err);
+/* The records, in the order their tools were first written: 0 .. count-1. */
+TG_API size_t tg_store_count(const tg_store_t *s);
+TG_API int tg_store_at(const tg_store_t *s, size_t i, const char **server, size_t *server_len,
+                       const char **name, size_t *name_len, tg_store_record_t *out);
+
+/* ------------------------------------------------------------------------ */
+/* Classifying sampled plans                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Self-consistency of one plan sampled several times (README,
+ * "Self-consistency of sampled plans"), and its decision, on decider d
+ * under policy p and context ctx (NULL: an empty one).  json is the plan
+ * in either form:
+ *   {"plan_id", "tool": {"server", "name"[, "deterministic", "verified"]},
+ *    "samples": [{"arguments", "result", "epoch"}, ...][, "epoch_fixed"]}
+ *   {"plan_id", "samples": [{"epoch", "calls": [{"server", "name",
+ *    "arguments"}, ...], "results": [...]}, ...][, "epoch_fixed"]}
+ * The plan is parsed once.  Every call of every sample goes through the
+ * rung; arguments are compared by their exact canonical digests under
+ * the tool's normalization plan (tg_policy_set_norm), results by their
+ * RFC 8785 digests, epochs by their canonical form; the representative
+ * (modal) sample's calls must pass the rung, other samples that fail it
+ * are listed ("rung_failures"), and the argument pointers that disagree
+ * are named ("disagreeing").  The determinism of the representative's
+ * tools (inline declarations in a single-tool plan, the contract, the
+ * store) and the agreements go through tg_consistency_decide; a
+ * RESULT_DISAGREE quarantines the declarations of the deterministic tools
+ * whose results disagree, with since = now.  Unless consistency rejects,
+ * the policy's stages then run on each call of the representative sample
+ * as tg_check runs them (custom stages and a policy gate rule return
+ * TG_NEEDS_STAGE: answer with tg_check_answer), a reject from any of them
+ * winning over a defer.  line > 0 is written into the decision; flags as
+ * tg_check's (TG_CHECK_PAUSE).
+ * store is the in-process store the determinism records are read from and
+ * the quarantines written to; NULL means the host keeps them: for each
+ * tool whose record the decision needs, in order, the call returns
+ * TG_NEEDS_STORE (answer with tg_classify_record), and the quarantines
+ * the plan decides are left to the host to write (tg_classify_quarantine).
+ * IDs a policy function resolves (a tool's "resolve" rules) come back as
+ * TG_NEEDS_RESOLVE, once per distinct ID of the plan, in order (answer
+ * with tg_classify_resolve).
+ * Whatever goes wrong in the engine ends in a reject or on_error's
+ * verdict, never an accept.  Returns TG_OK (read *out: TG_DECIDED or a
+ * question for the host) or TG_E_NOMEM / TG_E_ARG (then nothing was
+ * decided: the host must refuse the plan). */
+TG_API int tg_classify(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
+                       tg_store_t *store, const char *json, size_t len, int flags, size_t line,
+                       int64_t now, tg_outcome_t *out, tg_error_t *err);
+
+/* TG_NEEDS_RESOLVE: the tool (registry index) whose rule found the ID, and
+ * (when not NULL) the resolver's name and the ID, as the rule's operations
+ * before "id" left it (valid until the next call on d).  -1 when no ID is
+ * waiting. */
+TG_API long tg_classify_query(const tg_decider_t *d, const char **resolver, size_t *resolver_len,
+                              const char **id, size_t *id_len);
+/* The host's answer: ok 1 and the canonical ID (len bytes of UTF-8; the
+ * same ID: no alias), or ok 0 and why the function failed (the plan then
+ * gets on_error's verdict, POLICY_ERROR).  Goes on; returns like
+ * tg_classify. */
+TG_API int tg_classify_resolve(tg_decider_t *d, int ok, const char *text, size_t len,
+                               tg_outcome_t *out, tg_error_t *err);
+/* TG_NEEDS_STORE: the tool (registry index) whose record is needed, -1
+ * when none is. */
+TG_API long tg_classify_store_tool(const tg_decider_t *d);
+/* The host's answer: found 0 (no record), or its quarantined flag and
+ * verified epoch (NULL: none).  Goes on; returns like tg_classify. */
+TG_API int tg_classify_record(tg_decider_t *d, int found, int quarantined,
+                              const char *verified_epoch, size_t len, tg_outcome_t *out,
+                              tg_error_t *err);
+/* After TG_DECIDED: the quarantines the plan decided, in order (written
+ * into the store already when tg_classify had one): the tool (registry
+ * index), the reason and the epoch (NULL: none), valid until the next call
+ * on d; -1 for i out of range. */
+TG_API size_t tg_classify_quarantines(const tg_decider_t *d);
+TG_API long tg_classify_quarantine(const tg_decider_t *d, size_t i, const char **reason,
+                                   size_t *reason_len, const char **epoch, size_t *epoch_len);
+
+/* Classifies every complete line of a chunk of JSON Lines in one call,
+ * with the line rules of tg_check_lines (and its arguments).  Returns TG_OK
+ * with o->status: TG_NO_MORE_CALLS when every complete line is done; a
+ * question for the host (TG_NEEDS_STAGE, TG_NEEDS_RESOLVE, TG_NEEDS_STORE)
+ * about the line just read: answer until o->status is TG_DECIDED, append
+ * o->json and a '\n', then call again from *used; or TG_DECIDED for a plan
+ * whose quarantines the host's store (store NULL) must take before the
+ * next plan is decided: append it, write them, call again from *used. */
+TG_API int tg_classify_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
+                             tg_store_t *store, const char *text, size_t len, int flags,
+                             int64_t now, size_t *line, size_t *used, tg_buf_t *out,
+                             size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
+
+/* tg_classify_lines on the workers' threads (see tg_check_lines_parallel):
+ * the same bytes, line numbers, counts and store as on d alone.  Each
+ * piece is classified against the store as the chunk found it, its own
+ * quarantines seen by its later plans; the pieces' quarantines are then
+ * written in input order, and a piece that read the record of a tool an
+ * earlier piece quarantined is classified again, after them.  A policy
+ * with stages the host runs or resolver functions, TG_CHECK_PAUSE, the
+ * host's store (store NULL) or a small chunk is classified on d alone. */
+TG_API int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
+                                      const tg_context_t *ctx, tg_store_t *store, const char *text,
+                                      size_t len, int flags, int64_t now, size_t *line,
+                                      size_t *used, tg_buf_t *out, size_t verdicts[3],
+                                      tg_outcome_t *o, tg_error_t *err);
 
 #ifdef __cplusplus
 }

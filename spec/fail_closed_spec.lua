@@ -19,11 +19,12 @@ local DATA = h.root .. "/spec/data/registries/"
 
 -- The binding's methods that can fail, by class.
 local FALLIBLE = {
-  engine = { "canon", "hash", "parse", "decode_call", "decode_calls", "agree", "pointer_agreement", "decider" },
-  decider = { "check", "answer", "next" },
+  engine = { "canon", "hash", "parse", "decode_call", "decode_calls", "agree", "pointer_agreement", "decider",
+              "workers" },
+  decider = { "check", "answer", "next", "check_lines", "classify", "classify_lines", "resolve", "record" },
   policy = { "context" },
   node = { "canon", "hash", "digest", "exact" },
-  registry = { "check", "validate_output", "summarize_plan" },
+  registry = { "check", "validate_output" },
   norm = { "apply" },
 }
 
@@ -41,6 +42,24 @@ local function classes(snap)
   return out
 end
 
+-- The chunk methods fail as the core does: at the chunk's first line not
+-- blank, saying where it ends and its number, and what came before it
+-- (nothing).  LINES: where the text, its position and the line number
+-- before it are among the method's arguments.
+local LINES = { check_lines = { 4, 5, 8 }, classify_lines = { 5, 6, 8 } }
+
+local function failed_line(m, ...)
+  local at = LINES[m]
+  local text, pos, line = select(at[1], ...), select(at[2], ...), select(at[3], ...) or 0
+  repeat
+    local nl = text:find("\n", pos, true)
+    if not nl then break end
+    local blank = not text:sub(pos, nl - 1):find("%S")
+    pos, line = nl + 1, line + 1
+  until not blank
+  return pos, line, "", 0, 0, 0 -- no line before it decided
+end
+
 -- with_fault(snap, k, fn) -> fired, ok, result: runs fn with the k-th
 -- fallible call failing (k = 0: none), then puts every method back.
 local function with_fault(snap, k, fn)
@@ -54,6 +73,9 @@ local function with_fault(snap, k, fn)
           count = count + 1
           if count == k then
             fired = cls_name .. ":" .. m
+            if LINES[m] then
+              return nil, "injected fault: out of memory", "NOMEM", failed_line(m, ...)
+            end
             return nil, "injected fault: out of memory", "NOMEM"
           end
           return f(...)
@@ -242,7 +264,63 @@ describe("failing closed", function()
     for _, p in ipairs(plans) do
       property(e:snapshot(), function() return e:classify(p) end, tally)
     end
+    -- the host's questions: a store of the engine's own (opts.state), a
+    -- resolver function (an ID per account)
+    local records = {}
+    local store = { get = function(_, server, name) return records[server .. "/" .. name] end,
+                    verified = function() end, records = function() return {} end,
+                    quarantine = function(_, server, name, reason)
+                      records[server .. "/" .. name] = { quarantined = { reason = reason } }
+                    end }
+    records["sb/lookup"] = { verified_epoch = '"e1"' }
+    local asked = assert(toolgate.new({
+      policy = { name = "fc", version = "1", stages = { "rung", "consistency" }, consistency = { min_samples = 3 },
+                 resolvers = { accounts = function(id) return (id:lower():gsub("[^a-z]", "")) end } },
+      registry = { DATA .. "consistency.json" }, state = store,
+    }))
+    for _, p in ipairs({ plans[1], plans[2], plans[3], single({ '{"account":"Acme"}', '{"account":"ACME"}',
+        '{"account":" acme"}' }), multi(5, "alpha") }) do
+      property(asked:snapshot(), function() return asked:classify(p) end, tally)
+    end
     report("classify", tally)
+  end)
+
+  it("a core fault at any point of a stream of plans never makes a line an accept", function()
+    local e = assert(toolgate.new({
+      policy = { name = "fc", version = "1", stages = { "rung", "consistency" }, consistency = { min_samples = 3 } },
+      registry = { DATA .. "consistency.json" },
+    }))
+    local s = '{"arguments":{"user_id":"u1"},"result":1,"epoch":"e1"}'
+    local good = '{"plan_id":"g","tool":{"server":"sb","name":"lookup","deterministic":true,"verified":true},'
+      .. '"samples":[' .. s .. "," .. s .. "," .. s .. "]}"
+    local text = table.concat({ good, "{", good, '{"samples":[]}', good, "" }, "\n")
+    local function run()
+      local out = {}
+      local sent = false
+      local a, r, d = e:classify_stream(function() if sent then return nil end sent = true return text end,
+        function(...) out[#out + 1] = table.concat({ ... }) end, nil, 1)
+      return { lines = table.concat(out), counts = { a, r, d } }
+    end
+    local _, ok, clean, calls = with_fault(e:snapshot(), 0, run)
+    assert(ok, clean)
+    local clean_lines = {}
+    for l in clean.lines:gmatch("[^\n]+") do clean_lines[#clean_lines + 1] = l end
+    assert.equal(5, #clean_lines)
+    local faults = 0
+    for k = 1, calls do
+      local fired, ok2, got = with_fault(e:snapshot(), k, run)
+      assert(ok2, got)
+      if fired then
+        faults = faults + 1
+        local i = 0
+        for l in got.lines:gmatch("[^\n]+") do
+          i = i + 1
+          if l ~= clean_lines[i] then assert.not_matches('"verdict":"accept"', l) end
+        end
+        assert.equal(#clean_lines, i) -- a decision for every line
+      end
+    end
+    assert.is_true(faults > 0)
   end)
 
   it("a policy that errors in any hook never yields an accept", function()

@@ -188,34 +188,6 @@ function M.encode(v)
     message = "toolgate could not write this decision: " .. tostring(err) }))))
 end
 
--- decide_lines(cmd, path, decide) -> true, internal errors | nil (after a
--- diagnostic): for every non-blank line, writes decide(line, number), a
--- decision that carries that line number.  A decide that raises (a bug in
--- toolgate or the host) gives an INTERNAL_ERROR reject for that line,
--- never a missing line and never an accept; the count of such lines comes
--- back.
-function M.decide_lines(cmd, path, decide)
-  local internal = 0
-  local read = M.each_line(cmd, path, function(line, n)
-    local ok, d = pcall(decide, line, n)
-    if ok and decision.is(d) then
-      ok, d = pcall(d.json, d)
-    else
-      d = ok and "decide returned a " .. type(d) or d
-      ok = false
-    end
-    if not ok then
-      internal = internal + 1
-      M.diag(cmd, "line " .. n .. ": internal error: " .. tostring(d))
-      d = M.encode({ verdict = "reject", code = "INTERNAL_ERROR", line = n,
-                     message = "toolgate failed on this line: " .. tostring(d) })
-    end
-    io.stdout:write(d, "\n")
-  end)
-  if not read then return nil end
-  return true, internal
-end
-
 -- "CODE at byte N: message" for an error from the core.
 function M.describe(err, code, offset)
   local where = offset and (" at byte " .. offset) or ""

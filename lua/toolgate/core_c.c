@@ -33,13 +33,13 @@
 #define DECIDER_MT "toolgate.core.decider"
 #define PENDING_MT "toolgate.core.pending"
 #define WORKERS_MT "toolgate.core.workers"
+#define STORE_MT "toolgate.core.store"
 
 typedef struct {
     tg_engine_t *e;
     tg_buf_t out;                                /* reused by every call on this engine */
     tg_rung_result_t rung;                       /* scratch for registry:check */
     tg_finding_t findings[TG_RUNG_MAX_FINDINGS]; /* scratch for schema:validate */
-    tg_plan_summary_t plan;                      /* scratch for registry:summarize_plan */
 } engine_ud;
 
 /* Objects made from an engine are full userdata whose first user value is
@@ -70,6 +70,9 @@ typedef struct {
 typedef struct {
     tg_policy_t *p;
 } policy_ud;
+typedef struct {
+    tg_store_t *s;
+} store_ud;
 typedef struct {
     tg_context_t *c;
 } context_ud;
@@ -841,7 +844,7 @@ static int l_registry_policy(lua_State *L)
     engine_ud *u;
     lua_getiuservalue(L, 1, 1);
     u = check_engine(L, -1);
-    p = new_child(L, sizeof *p, POLICY_MT, -1, 2);
+    p = new_child(L, sizeof *p, POLICY_MT, -1, 3);
     lua_pushvalue(L, 1); /* the registry outlives its policies */
     lua_setiuservalue(L, -2, 2);
     if (tg_policy_new(u->e, r->r, json, len, &p->p, &err) != TG_OK)
@@ -855,6 +858,30 @@ static int l_policy_gc(lua_State *L)
     tg_policy_free(p->p);
     p->p = NULL;
     return 0;
+}
+
+/* policy:set_norm(tool (from 1), norm) -> true: the tool's normalization
+ * plan, kept alive by the policy */
+static int l_policy_set_norm(lua_State *L)
+{
+    policy_ud *p = luaL_checkudata(L, 1, POLICY_MT);
+    lua_Integer tool = luaL_checkinteger(L, 2);
+    norm_ud *n = luaL_checkudata(L, 3, NORM_MT);
+    tg_error_t err;
+    if (!p->p)
+        return luaL_error(L, "toolgate policy not compiled");
+    if (tool < 1 || tg_policy_set_norm(p->p, (size_t)tool - 1, n->n, &err) != TG_OK)
+        return luaL_argerror(L, 2, "no such tool in the policy");
+    if (lua_getiuservalue(L, 1, 3) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setiuservalue(L, 1, 3);
+    }
+    lua_pushvalue(L, 3);
+    lua_rawseti(L, -2, tool);
+    lua_pushboolean(L, 1);
+    return 1;
 }
 
 /* policy:context(json) -> context | nil, message, code */
@@ -905,8 +932,8 @@ static int l_decider_gc(lua_State *L)
 }
 
 /* Pushes what a check step says: status (0 decided, 1 a stage for the host,
- * 2 no more calls), verdict (0 accept, 1 reject, 2 defer), the decision's
- * JSON, code, stage, and the pending stage (from 1); or nil, message, code. */
+ * 2 no more calls, 3 an ID to resolve, 4 a record), verdict (0 accept, 1 reject, 2 defer), the
+ * decision's JSON, code, stage, and the pending stage (from 1); or nil, message, code. */
 static int push_outcome(lua_State *L, const decider_ud *d, int rc, const tg_error_t *err)
 {
     const tg_outcome_t *o = &d->out;
@@ -1119,6 +1146,301 @@ static int l_decider_call(lua_State *L)
     return 6;
 }
 
+/* ---- sampled plans ---------------------------------------------------------------- */
+
+static tg_store_t *opt_store(lua_State *L, int i)
+{
+    store_ud *st;
+    if (lua_isnoneornil(L, i))
+        return NULL;
+    st = luaL_checkudata(L, i, STORE_MT);
+    if (!st->s)
+        luaL_error(L, "toolgate store already freed");
+    return st->s;
+}
+
+/* decider:classify(policy, context|nil, store|nil, text, flags, line, now)
+ *   -> status (0 decided, 1 a stage, 3 an ID to resolve, 4 a record),
+ *   verdict, json, code, stage | 1, ..., pending stage | nil, message, code */
+static int l_decider_classify(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    policy_ud *p = luaL_checkudata(L, 2, POLICY_MT);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    tg_store_t *store = opt_store(L, 4);
+    size_t len;
+    const char *text = check_string(L, 5, &len);
+    int flags = (int)luaL_optinteger(L, 6, 0);
+    lua_Integer line = luaL_optinteger(L, 7, 0), now = luaL_optinteger(L, 8, 0);
+    tg_error_t err;
+    end_pending(L);
+    return push_outcome(L, d,
+                        tg_classify(d->d, p->p, c ? c->c : NULL, store, text, len, flags,
+                                    line > 0 ? (size_t)line : 0, (int64_t)now, &d->out, &err),
+                        &err);
+}
+
+/* decider:classify_lines(policy, context|nil, store|nil, text, pos, flags,
+ *   line, now[, workers]) -> status (2 every complete line done, 0 a plan
+ *   decided whose quarantines the host writes, 1 a stage, 3 an ID, 4 a
+ *   record), the position after what was read, the last line number, the
+ *   decisions written (JSON Lines), accepts, rejects, defers, then for 0
+ *   verdict, json, code, stage, for 1 the pending stage | nil, message,
+ *   code, the position after the failed line, its number, the decisions of
+ *   the plans before it and their accepts, rejects, defers */
+static int l_decider_classify_lines(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    policy_ud *p = luaL_checkudata(L, 2, POLICY_MT);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    tg_store_t *store = opt_store(L, 4);
+    size_t len, line, used = 0, counts[3] = {0, 0, 0};
+    const char *text = check_string(L, 5, &len);
+    lua_Integer pos = luaL_checkinteger(L, 6), now;
+    int flags = (int)luaL_optinteger(L, 7, 0), rc;
+    workers_ud *w;
+    tg_error_t err;
+    luaL_argcheck(L, pos >= 1 && (size_t)pos <= len + 1, 6, "position out of range");
+    line = (size_t)luaL_optinteger(L, 8, 0);
+    now = luaL_optinteger(L, 9, 0);
+    w = lua_isnoneornil(L, 10) ? NULL : luaL_checkudata(L, 10, WORKERS_MT);
+    end_pending(L);
+    tg_buf_reset(&d->batch);
+    if (w)
+        rc = tg_classify_lines_parallel(w->w, d->d, p->p, c ? c->c : NULL, store, text + pos - 1,
+                                        len - (size_t)pos + 1, flags, (int64_t)now, &line, &used,
+                                        &d->batch, counts, &d->out, &err);
+    else
+        rc = tg_classify_lines(d->d, p->p, c ? c->c : NULL, store, text + pos - 1,
+                               len - (size_t)pos + 1, flags, (int64_t)now, &line, &used, &d->batch,
+                               counts, &d->out, &err);
+    if (rc != TG_OK) {
+        push_error(L, &err, 0);
+        lua_pushinteger(L, pos + (lua_Integer)used);
+        lua_pushinteger(L, (lua_Integer)line);
+        lua_pushlstring(L, d->batch.data, d->batch.len); /* the plans before it */
+        for (int i = 0; i < 3; i++)
+            lua_pushinteger(L, (lua_Integer)counts[i]);
+        return 9;
+    }
+    lua_pushinteger(L, d->out.status);
+    lua_pushinteger(L, pos + (lua_Integer)used);
+    lua_pushinteger(L, (lua_Integer)line);
+    lua_pushlstring(L, d->batch.data, d->batch.len);
+    for (int i = 0; i < 3; i++)
+        lua_pushinteger(L, (lua_Integer)counts[i]);
+    if (d->out.status == TG_DECIDED) {
+        lua_pushinteger(L, d->out.verdict);
+        lua_pushlstring(L, d->out.json, d->out.json_len);
+        lua_pushstring(L, d->out.code);
+        lua_pushstring(L, d->out.stage);
+        return 11;
+    }
+    if (d->out.status == TG_NEEDS_STAGE) {
+        lua_pushinteger(L, (lua_Integer)d->out.pending + 1);
+        return 8;
+    }
+    return 7;
+}
+
+/* decider:query() -> tool (from 1), resolver, id | nil: the ID waiting */
+static int l_decider_query(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    const char *r, *id;
+    size_t rlen, idlen;
+    long tool = tg_classify_query(d->d, &r, &rlen, &id, &idlen);
+    if (tool < 0)
+        return lua_pushnil(L), 1;
+    lua_pushinteger(L, (lua_Integer)tool + 1);
+    lua_pushlstring(L, r, rlen);
+    lua_pushlstring(L, id, idlen);
+    return 3;
+}
+
+/* decider:resolve(ok, text) -> like classify */
+static int l_decider_resolve(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    int ok = lua_toboolean(L, 2);
+    size_t len = 0;
+    const char *text = lua_isnoneornil(L, 3) ? NULL : check_string(L, 3, &len);
+    tg_error_t err;
+    return push_outcome(L, d, tg_classify_resolve(d->d, ok, text, len, &d->out, &err), &err);
+}
+
+/* decider:store_tool() -> tool (from 1) | nil: whose record is waiting */
+static int l_decider_store_tool(lua_State *L)
+{
+    long tool = tg_classify_store_tool(check_decider(L)->d);
+    if (tool < 0)
+        return lua_pushnil(L), 1;
+    lua_pushinteger(L, (lua_Integer)tool + 1);
+    return 1;
+}
+
+/* decider:record(found, quarantined, verified_epoch|nil) -> like classify */
+static int l_decider_record(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    int found = lua_toboolean(L, 2), quarantined = lua_toboolean(L, 3);
+    size_t len = 0;
+    const char *epoch = lua_isnoneornil(L, 4) ? NULL : check_string(L, 4, &len);
+    tg_error_t err;
+    return push_outcome(
+        L, d, tg_classify_record(d->d, found, quarantined, epoch, len, &d->out, &err), &err);
+}
+
+/* decider:quarantines() -> {{tool = (from 1), reason =, epoch = |nil}, ...} */
+static int l_decider_quarantines(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    size_t n = tg_classify_quarantines(d->d);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *reason, *epoch;
+        size_t rlen, elen;
+        long tool = tg_classify_quarantine(d->d, i, &reason, &rlen, &epoch, &elen);
+        lua_createtable(L, 0, 3);
+        lua_pushinteger(L, (lua_Integer)tool + 1);
+        lua_setfield(L, -2, "tool");
+        lua_pushlstring(L, reason, rlen);
+        lua_setfield(L, -2, "reason");
+        if (epoch) {
+            lua_pushlstring(L, epoch, elen);
+            lua_setfield(L, -2, "epoch");
+        }
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+/* ---- the determinism store -------------------------------------------------------- */
+
+/* engine:store() -> store | nil, message, code */
+static int l_engine_store(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    tg_error_t err;
+    store_ud *st = new_child(L, sizeof *st, STORE_MT, 1, 1);
+    if (!(st->s = tg_store_new(u->e, &err)))
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_store_gc(lua_State *L)
+{
+    store_ud *st = luaL_checkudata(L, 1, STORE_MT);
+    tg_store_free(st->s);
+    st->s = NULL;
+    return 0;
+}
+
+static tg_store_t *check_store(lua_State *L)
+{
+    store_ud *st = luaL_checkudata(L, 1, STORE_MT);
+    if (!st->s)
+        luaL_error(L, "toolgate store already freed");
+    return st->s;
+}
+
+static const char *opt_lstring(lua_State *L, int i, size_t *len)
+{
+    *len = 0;
+    return lua_isnoneornil(L, i) ? NULL : check_string(L, i, len);
+}
+
+/* A record as toolgate.state documents it. */
+static void push_record(lua_State *L, const tg_store_record_t *r)
+{
+    lua_createtable(L, 0, 2);
+    if (r->verified_epoch) {
+        lua_pushlstring(L, r->verified_epoch, r->verified_epoch_len);
+        lua_setfield(L, -2, "verified_epoch");
+    }
+    if (r->quarantined) {
+        lua_createtable(L, 0, 3);
+        lua_pushlstring(L, r->reason, r->reason_len);
+        lua_setfield(L, -2, "reason");
+        lua_pushinteger(L, (lua_Integer)r->since);
+        lua_setfield(L, -2, "since");
+        if (r->epoch) {
+            lua_pushlstring(L, r->epoch, r->epoch_len);
+            lua_setfield(L, -2, "epoch");
+        }
+        lua_setfield(L, -2, "quarantined");
+    }
+}
+
+/* store:get(server|nil, name) -> record | nil */
+static int l_store_get(lua_State *L)
+{
+    tg_store_t *s = check_store(L);
+    size_t slen, nlen;
+    const char *server = opt_lstring(L, 2, &slen), *name = check_string(L, 3, &nlen);
+    tg_store_record_t r;
+    if (!tg_store_get(s, server, slen, name, nlen, &r))
+        return lua_pushnil(L), 1;
+    push_record(L, &r);
+    return 1;
+}
+
+/* store:verified(server|nil, name, epoch|nil) -> true | nil, message, code */
+static int l_store_verified(lua_State *L)
+{
+    tg_store_t *s = check_store(L);
+    size_t slen, nlen, elen;
+    const char *server = opt_lstring(L, 2, &slen), *name = check_string(L, 3, &nlen);
+    const char *epoch = opt_lstring(L, 4, &elen);
+    tg_error_t err;
+    if (tg_store_verified(s, server, slen, name, nlen, epoch, elen, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* store:quarantine(server|nil, name, reason, epoch|nil, since)
+ *   -> true, newly quarantined | nil, message, code */
+static int l_store_quarantine(lua_State *L)
+{
+    tg_store_t *s = check_store(L);
+    size_t slen, nlen, rlen, elen;
+    const char *server = opt_lstring(L, 2, &slen), *name = check_string(L, 3, &nlen);
+    const char *reason = check_string(L, 4, &rlen), *epoch = opt_lstring(L, 5, &elen);
+    lua_Integer since = luaL_checkinteger(L, 6);
+    tg_error_t err;
+    int changed;
+    if (tg_store_quarantine(s, server, slen, name, nlen, reason, rlen, (int64_t)since, epoch, elen,
+                            &changed, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushboolean(L, 1);
+    lua_pushboolean(L, changed);
+    return 2;
+}
+
+/* store:records() -> {{server =, name =, record =}, ...} in the order tools were first written */
+static int l_store_records(lua_State *L)
+{
+    tg_store_t *s = check_store(L);
+    size_t n = tg_store_count(s);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *server, *name;
+        size_t slen, nlen;
+        tg_store_record_t r;
+        tg_store_at(s, i, &server, &slen, &name, &nlen, &r);
+        lua_createtable(L, 0, 3);
+        lua_pushlstring(L, server, slen);
+        lua_setfield(L, -2, "server");
+        lua_pushlstring(L, name, nlen);
+        lua_setfield(L, -2, "name");
+        push_record(L, &r);
+        lua_setfield(L, -2, "record");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
 /* ---- the JSON Lines commands, one core call per chunk --------------------------- */
 
 /* Pushes true (every complete line done) | nil, message, code, offset, then
@@ -1240,44 +1562,6 @@ static int l_registry_find(lua_State *L)
 }
 
 static void push_index_list(lua_State *L, const size_t *idx, size_t n);
-
-/* registry:summarize_plan(tool|nil, norm|nil, samples_node) -> summary | nil, message, code
- * summary = {n =, arg_modal =, arg_distinct =, representative = (from 1),
- *            result_modal =, result_distinct =, epochs_equal =, n_failed =,
- *            failed = {sample indexes from 1 (the first 16)}} */
-static int l_registry_summarize_plan(lua_State *L)
-{
-    tg_registry_t *r = check_registry(L);
-    long tool = lua_isnoneornil(L, 2) ? -1 : (long)luaL_checkinteger(L, 2) - 1;
-    const tg_norm_t *plan = opt_norm(L, 3);
-    const tg_value_t *samples = check_node(L, 4)->v;
-    engine_ud *u = engine_of(L, 1);
-    tg_plan_summary_t *s = &u->plan;
-    tg_error_t err;
-    if (tg_plan_summarize(u->e, r, tool, plan, samples, s, &err) != TG_OK)
-        return push_error(L, &err, 0);
-    lua_createtable(L, 0, 9);
-    lua_pushinteger(L, (lua_Integer)s->n);
-    lua_setfield(L, -2, "n");
-    lua_pushinteger(L, (lua_Integer)s->args.modal_count);
-    lua_setfield(L, -2, "arg_modal");
-    lua_pushinteger(L, (lua_Integer)s->args.distinct);
-    lua_setfield(L, -2, "arg_distinct");
-    lua_pushinteger(L, (lua_Integer)s->args.representative + 1);
-    lua_setfield(L, -2, "representative");
-    lua_pushinteger(L, (lua_Integer)s->results.modal_count);
-    lua_setfield(L, -2, "result_modal");
-    lua_pushinteger(L, (lua_Integer)s->results.distinct);
-    lua_setfield(L, -2, "result_distinct");
-    lua_pushboolean(L, s->epochs_equal);
-    lua_setfield(L, -2, "epochs_equal");
-    lua_pushinteger(L, (lua_Integer)s->n_failed);
-    lua_setfield(L, -2, "n_failed");
-    push_index_list(L, s->failed,
-                    s->n_failed < TG_RUNG_MAX_FINDINGS ? s->n_failed : TG_RUNG_MAX_FINDINGS);
-    lua_setfield(L, -2, "failed");
-    return 1;
-}
 
 /* registry:validate_output(i, node) -> findings (empty when valid)
  *   | nil, message, code (NO_OUTPUT_SCHEMA when the tool declares none) */
@@ -1691,6 +1975,7 @@ static const luaL_Reg engine_methods[] = {
     {"pointer_agreement", l_engine_pointer_agreement},
     {"decider", l_engine_decider},
     {"canon_lines", l_engine_canon_lines},
+    {"store", l_engine_store},
     {"workers", l_engine_workers},
     {NULL, NULL},
 };
@@ -1748,12 +2033,12 @@ static const luaL_Reg registry_methods[] = {
     {"tool", l_registry_tool},
     {"check", l_registry_check},
     {"validate_output", l_registry_validate_output},
-    {"summarize_plan", l_registry_summarize_plan},
     {"policy", l_registry_policy},
     {NULL, NULL},
 };
 
-static const luaL_Reg policy_methods[] = {{"context", l_policy_context}, {NULL, NULL}};
+static const luaL_Reg policy_methods[] = {
+    {"context", l_policy_context}, {"set_norm", l_policy_set_norm}, {NULL, NULL}};
 
 static const luaL_Reg decider_methods[] = {
     {"check", l_decider_check},
@@ -1762,6 +2047,13 @@ static const luaL_Reg decider_methods[] = {
     {"call", l_decider_call},
     {"resolved", l_decider_resolved},
     {"check_lines", l_decider_check_lines},
+    {"classify", l_decider_classify},
+    {"classify_lines", l_decider_classify_lines},
+    {"query", l_decider_query},
+    {"resolve", l_decider_resolve},
+    {"store_tool", l_decider_store_tool},
+    {"record", l_decider_record},
+    {"quarantines", l_decider_quarantines},
     {NULL, NULL},
 };
 
@@ -2068,6 +2360,12 @@ static int l_cpu_count(lua_State *L)
     return 1;
 }
 
+static const luaL_Reg store_methods[] = {{"get", l_store_get},
+                                         {"verified", l_store_verified},
+                                         {"quarantine", l_store_quarantine},
+                                         {"records", l_store_records},
+                                         {NULL, NULL}};
+
 static const luaL_Reg no_methods[] = {{NULL, NULL}};
 
 static const luaL_Reg workers_methods[] = {{"count", l_workers_count}, {NULL, NULL}};
@@ -2114,6 +2412,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, PENDING_MT, no_methods, NULL);
     new_class(L, WORKERS_MT, workers_methods, l_workers_gc);
     new_class(L, TEXT_MT, no_methods, l_text_gc);
+    new_class(L, STORE_MT, store_methods, l_store_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

@@ -150,15 +150,6 @@ typedef struct tg_agreement_t {
     size_t representative;
 } tg_agreement_t;
 int tg_agree(tg_engine_t *e, const tg_hash128_t *values, size_t n, tg_agreement_t *out, tg_error_t *err);
-typedef struct tg_plan_summary_t {
-    size_t n;
-    tg_agreement_t args;
-    tg_agreement_t results;
-    int epochs_equal;
-    size_t n_failed;
-    size_t failed[16];
-} tg_plan_summary_t;
-int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool, const tg_norm_t *norm, const tg_value_t *samples, tg_plan_summary_t *out, tg_error_t *err);
 typedef struct tg_pointer_agreement_t {
     char pointer[256];
     size_t agree;
@@ -201,6 +192,34 @@ const tg_value_t *tg_check_arguments(const tg_decider_t *d);
 const char *tg_check_args_digest(const tg_decider_t *d);
 long tg_check_tool(const tg_decider_t *d);
 const tg_value_t *tg_check_call_context(const tg_decider_t *d);
+int tg_policy_set_norm(tg_policy_t *p, size_t tool, const tg_norm_t *norm, tg_error_t *err);
+typedef struct tg_store_t tg_store_t;
+tg_store_t *tg_store_new(tg_engine_t *e, tg_error_t *err);
+void tg_store_free(tg_store_t *s);
+typedef struct tg_store_record_t {
+    const char *verified_epoch;
+    size_t verified_epoch_len;
+    int quarantined;
+    const char *reason;
+    size_t reason_len;
+    int64_t since;
+    const char *epoch;
+    size_t epoch_len;
+} tg_store_record_t;
+int tg_store_get(const tg_store_t *s, const char *server, size_t server_len, const char *name, size_t name_len, tg_store_record_t *out);
+int tg_store_verified(tg_store_t *s, const char *server, size_t server_len, const char *name, size_t name_len, const char *epoch, size_t epoch_len, tg_error_t *err);
+int tg_store_quarantine(tg_store_t *s, const char *server, size_t server_len, const char *name, size_t name_len, const char *reason, size_t reason_len, int64_t since, const char *epoch, size_t epoch_len, int *changed, tg_error_t *err);
+size_t tg_store_count(const tg_store_t *s);
+int tg_store_at(const tg_store_t *s, size_t i, const char **server, size_t *server_len, const char **name, size_t *name_len, tg_store_record_t *out);
+int tg_classify(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, const char *json, size_t len, int flags, size_t line, int64_t now, tg_outcome_t *out, tg_error_t *err);
+long tg_classify_query(const tg_decider_t *d, const char **resolver, size_t *resolver_len, const char **id, size_t *id_len);
+int tg_classify_resolve(tg_decider_t *d, int ok, const char *text, size_t len, tg_outcome_t *out, tg_error_t *err);
+long tg_classify_store_tool(const tg_decider_t *d);
+int tg_classify_record(tg_decider_t *d, int found, int quarantined, const char *verified_epoch, size_t len, tg_outcome_t *out, tg_error_t *err);
+size_t tg_classify_quarantines(const tg_decider_t *d);
+long tg_classify_quarantine(const tg_decider_t *d, size_t i, const char **reason, size_t *reason_len, const char **epoch, size_t *epoch_len);
+int tg_classify_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, const char *text, size_t len, int flags, int64_t now, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
+int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, const char *text, size_t len, int flags, int64_t now, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
 ]]
 
 local function load_library()
@@ -361,7 +380,6 @@ struct {
     tg_rung_result_t rung;
     tg_finding_t findings[16];
     tg_agreement_t agreement;
-    tg_plan_summary_t plan;
 }
 ]]
 
@@ -747,29 +765,6 @@ function Registry:validate_output(i, n)
   return out
 end
 
--- summarize_plan(tool|nil, norm|nil, samples_node) -> summary | nil, message, code
--- summary = {n =, arg_modal =, arg_distinct =, representative = (from 1),
---            result_modal =, result_distinct =, epochs_equal =, n_failed =,
---            failed = {sample indexes from 1 (the first 16)}}
-function Registry:summarize_plan(tool, norm, samples)
-  local st = self.engine.st
-  if tool ~= nil and type(tool) ~= "number" then error("bad argument #1 to 'summarize_plan' (number expected)", 2) end
-  local plan = opt_norm(norm, 2)
-  local p = check_node(samples, 3)
-  local s = st.plan
-  if C.tg_plan_summarize(st.e, self.r, tool and tool - 1 or -1, plan, p, s, st.err) ~= 0 then
-    return error_values(st.err, false)
-  end
-  local failed = {}
-  for i = 0, math.min(tonumber(s.n_failed), 16) - 1 do failed[i + 1] = tonumber(s.failed[i]) + 1 end
-  return {
-    n = tonumber(s.n), arg_modal = tonumber(s.args.modal_count), arg_distinct = tonumber(s.args.distinct),
-    representative = tonumber(s.args.representative) + 1, result_modal = tonumber(s.results.modal_count),
-    result_distinct = tonumber(s.results.distinct), epochs_equal = s.epochs_equal ~= 0,
-    n_failed = tonumber(s.n_failed), failed = failed,
-  }
-end
-
 -- check(server|nil, name, args_node, report_also) -> result | nil, message, code
 -- result = {resolution =, tool =, n_candidates =, candidates =, findings =, also =}
 -- (candidates, findings and also only when not empty)
@@ -968,6 +963,19 @@ function Registry:policy(json)
   return setmetatable({ registry = self, p = ffi.gc(policy_box[0], C.tg_policy_free) }, Policy)
 end
 
+-- set_norm(tool (from 1), norm) -> true: the tool's normalization plan,
+-- kept alive by the policy.
+function Policy:set_norm(tool, norm)
+  if type(tool) ~= "number" then error("bad argument #1 to 'set_norm' (number expected)", 2) end
+  if getmetatable(norm) ~= Norm then error("bad argument #2 to 'set_norm' (toolgate norm expected)", 2) end
+  if tool < 1 or C.tg_policy_set_norm(self.p, tool - 1, norm.n, self.registry.engine.st.err) ~= 0 then
+    error("bad argument #1 to 'set_norm' (no such tool in the policy)", 2)
+  end
+  self.norms = self.norms or {}
+  self.norms[tool] = norm
+  return true
+end
+
 -- context(json) -> context | nil, message, code
 function Policy:context(json)
   local st = self.registry.engine.st
@@ -994,8 +1002,9 @@ function Engine:decider()
 end
 
 -- What each check step returns: status (0 decided, 1 a stage for the host,
--- 2 no more calls), verdict (0 accept, 1 reject, 2 defer), the decision's
--- JSON, code, stage, and the pending stage (from 1) | nil, message, code.
+-- 2 no more calls, 3 an ID to resolve, 4 a record), verdict (0 accept, 1
+-- reject, 2 defer), the decision's JSON, code, stage, and the pending stage
+-- (from 1) | nil, message, code.
 local function outcome(self, rc)
   if rc ~= 0 then return error_values(self.engine.st.err, false) end
   local o = self.out
@@ -1003,7 +1012,7 @@ local function outcome(self, rc)
     return 0, o.verdict, ffi.string(o.json, o.json_len), ffi.string(o.code), ffi.string(o.stage)
   end
   if o.status == 1 then return 1, nil, nil, nil, nil, tonumber(o.pending) + 1 end
-  return 2
+  return tonumber(o.status)
 end
 
 -- check(policy, context|nil, text, format, flags, line) -> see outcome()
@@ -1068,6 +1077,193 @@ function Decider:check_lines(policy, context, text, pos, format, flags, line, wo
   return self.out.status == 1 and 1 or 2, next_pos, last, ffi.string(self.batch.data, self.batch.len),
     tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2]),
     self.out.status == 1 and tonumber(self.out.pending) + 1 or nil
+end
+
+-- Sampled plans -----------------------------------------------------------------------
+
+local Store = {}
+Store.__index = Store
+
+local function opt_store(store, i, fname)
+  if store == nil then return nil end
+  if getmetatable(store) ~= Store then
+    error("bad argument #" .. i .. " to '" .. fname .. "' (toolgate store expected)", 3)
+  end
+  return store.s
+end
+
+-- classify(policy, context|nil, store|nil, text, flags, line, now) -> see
+-- outcome() (status 3: an ID to resolve, 4: a record from the host's store)
+function Decider:classify(policy, context, store, text, flags, line, now)
+  if getmetatable(policy) ~= Policy then error("bad argument #1 to 'classify' (toolgate policy expected)", 2) end
+  if context ~= nil and getmetatable(context) ~= Context then
+    error("bad argument #2 to 'classify' (toolgate context expected)", 2)
+  end
+  local s = opt_store(store, 3, "classify")
+  check_string(text, 4)
+  if self.pending then self.pending.c = nil; self.pending = nil end
+  return outcome(self, C.tg_classify(self.d, policy.p, context and context.c, s, text, #text, flags or 0,
+    line or 0, now or 0, self.out, self.engine.st.err))
+end
+
+-- classify_lines(policy, context|nil, store|nil, text, pos, flags, line,
+--   now[, workers]) -> status (2 every complete line done, 0 a plan decided
+--   whose quarantines the host writes, 1 a stage, 3 an ID, 4 a record), the
+--   position after what was read, the last line number, the decisions
+--   written, accepts, rejects, defers, then for 0 verdict, json, code,
+--   stage, for 1 the pending stage | nil, message, code, the position after
+--   the failed line, its number, the decisions of the plans before it and
+--   their accepts, rejects, defers
+function Decider:classify_lines(policy, context, store, text, pos, flags, line, now, workers)
+  if getmetatable(policy) ~= Policy then
+    error("bad argument #1 to 'classify_lines' (toolgate policy expected)", 2)
+  end
+  local s = opt_store(store, 3, "classify_lines")
+  check_string(text, 4)
+  if self.pending then self.pending.c = nil; self.pending = nil end
+  local st = self.engine.st
+  line_box[0], used_box[0] = line or 0, 0
+  verdict_counts[0], verdict_counts[1], verdict_counts[2] = 0, 0, 0
+  C.tg_buf_reset(self.batch)
+  local base = ffi.cast("const char *", text) + (pos - 1)
+  local rc
+  if workers then
+    rc = C.tg_classify_lines_parallel(workers.w, self.d, policy.p, context and context.c, s, base, #text - pos + 1,
+      flags or 0, now or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+  else
+    rc = C.tg_classify_lines(self.d, policy.p, context and context.c, s, base, #text - pos + 1, flags or 0,
+      now or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+  end
+  local next_pos, last = pos + tonumber(used_box[0]), tonumber(line_box[0])
+  if rc ~= 0 then
+    local _, message, code = error_values(st.err, false)
+    return nil, message, code, next_pos, last, ffi.string(self.batch.data, self.batch.len),
+      tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2])
+  end
+  local o = self.out
+  local status = o.status
+  local out = ffi.string(self.batch.data, self.batch.len)
+  local a, r, d = tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2])
+  if status == 0 then
+    return 0, next_pos, last, out, a, r, d, o.verdict, ffi.string(o.json, o.json_len), ffi.string(o.code),
+      ffi.string(o.stage)
+  end
+  if status == 1 then return 1, next_pos, last, out, a, r, d, tonumber(o.pending) + 1 end
+  return status, next_pos, last, out, a, r, d
+end
+
+local query_r, query_id = ffi.new("const char *[1]"), ffi.new("const char *[1]")
+local query_rlen, query_idlen = ffi.new("size_t[1]"), ffi.new("size_t[1]")
+
+-- query() -> tool (from 1), resolver, id | nil: the ID waiting
+function Decider:query()
+  local tool = tonumber(C.tg_classify_query(self.d, query_r, query_rlen, query_id, query_idlen))
+  if tool < 0 then return nil end
+  return tool + 1, ffi.string(query_r[0], query_rlen[0]), ffi.string(query_id[0], query_idlen[0])
+end
+
+-- resolve(ok, text) -> see outcome()
+function Decider:resolve(ok, text)
+  opt_string(text, 2)
+  return outcome(self, C.tg_classify_resolve(self.d, ok and 1 or 0, text, text and #text or 0, self.out,
+    self.engine.st.err))
+end
+
+-- store_tool() -> tool (from 1) | nil: whose record is waiting
+function Decider:store_tool()
+  local tool = tonumber(C.tg_classify_store_tool(self.d))
+  return tool >= 0 and tool + 1 or nil
+end
+
+-- record(found, quarantined, verified_epoch|nil) -> see outcome()
+function Decider:record(found, quarantined, epoch)
+  opt_string(epoch, 3)
+  return outcome(self, C.tg_classify_record(self.d, found and 1 or 0, quarantined and 1 or 0, epoch,
+    epoch and #epoch or 0, self.out, self.engine.st.err))
+end
+
+-- quarantines() -> {{tool = (from 1), reason =, epoch = |nil}, ...}
+function Decider:quarantines()
+  local list = {}
+  for i = 0, tonumber(C.tg_classify_quarantines(self.d)) - 1 do
+    local tool = tonumber(C.tg_classify_quarantine(self.d, i, query_r, query_rlen, query_id, query_idlen))
+    list[i + 1] = { tool = tool + 1, reason = ffi.string(query_r[0], query_rlen[0]),
+                    epoch = query_id[0] ~= nil and ffi.string(query_id[0], query_idlen[0]) or nil }
+  end
+  return list
+end
+
+-- The determinism store ----------------------------------------------------------------
+
+-- store() -> store | nil, message, code
+function Engine:store()
+  local st = check_engine(self)
+  local s = C.tg_store_new(st.e, st.err)
+  if s == nil then return error_values(st.err, false) end
+  return setmetatable({ engine = self, s = ffi.gc(s, C.tg_store_free), rec = ffi.new("tg_store_record_t") },
+    Store)
+end
+
+local function record_table(r)
+  local t = {}
+  if r.verified_epoch ~= nil then t.verified_epoch = ffi.string(r.verified_epoch, r.verified_epoch_len) end
+  if r.quarantined ~= 0 then
+    t.quarantined = { reason = ffi.string(r.reason, r.reason_len), since = tonumber(r.since),
+                      epoch = r.epoch ~= nil and ffi.string(r.epoch, r.epoch_len) or nil }
+  end
+  return t
+end
+
+-- get(server|nil, name) -> record | nil
+function Store:get(server, name)
+  opt_string(server, 1)
+  check_string(name, 2)
+  if C.tg_store_get(self.s, server, server and #server or 0, name, #name, self.rec) == 0 then return nil end
+  return record_table(self.rec)
+end
+
+-- verified(server|nil, name, epoch|nil) -> true | nil, message, code
+function Store:verified(server, name, epoch)
+  opt_string(server, 1)
+  check_string(name, 2)
+  opt_string(epoch, 3)
+  local st = self.engine.st
+  if C.tg_store_verified(self.s, server, server and #server or 0, name, #name, epoch, epoch and #epoch or 0,
+      st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  return true
+end
+
+local changed_box = ffi.new("int[1]")
+
+-- quarantine(server|nil, name, reason, epoch|nil, since) -> true, newly quarantined | nil, message, code
+function Store:quarantine(server, name, reason, epoch, since)
+  opt_string(server, 1)
+  check_string(name, 2)
+  check_string(reason, 3)
+  opt_string(epoch, 4)
+  if type(since) ~= "number" then error("bad argument #5 to 'quarantine' (number expected)", 2) end
+  local st = self.engine.st
+  if C.tg_store_quarantine(self.s, server, server and #server or 0, name, #name, reason, #reason, since, epoch,
+      epoch and #epoch or 0, changed_box, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  return true, changed_box[0] ~= 0
+end
+
+local rec_server, rec_name = ffi.new("const char *[1]"), ffi.new("const char *[1]")
+local rec_slen, rec_nlen = ffi.new("size_t[1]"), ffi.new("size_t[1]")
+
+-- records() -> {{server =, name =, record =}, ...} in the order tools were first written
+function Store:records()
+  local list = {}
+  for i = 0, tonumber(C.tg_store_count(self.s)) - 1 do
+    C.tg_store_at(self.s, i, rec_server, rec_slen, rec_name, rec_nlen, self.rec)
+    list[i + 1] = { server = ffi.string(rec_server[0], rec_slen[0]), name = ffi.string(rec_name[0], rec_nlen[0]),
+                    record = record_table(self.rec) }
+  end
+  return list
 end
 
 function Decider:next()

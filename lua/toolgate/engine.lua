@@ -10,6 +10,7 @@
 --   engine:check_all(call[, ctx])        -> a decision per call the text holds
 --   engine:verify(call, result[, ctx])   -> decision
 --   engine:classify(plan[, ctx])         -> decision (self-consistency of a sampled plan)
+--   engine:classify_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
 --   engine:probe(tool, args, call_fn, epoch) -> report (determinism probe)
 --   engine:reload()                      -> true, version | nil, message, code
 --
@@ -22,7 +23,6 @@
 -- registry_hash, epoch} an approval must match.
 -- @module toolgate.engine
 
-local consistency = require "toolgate.consistency"
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
@@ -129,9 +129,9 @@ local function contract_warnings(pol, reg, context)
     mcp and pol.contract == nil and " (for MCP tool lists: --policy mcp reads their annotations)" or "") }
 end
 
--- What the core runs of a policy: its built-in parts and each tool's
--- contract as the gate and the verifier read them (core/toolgate.h,
--- tg_policy_new), as JSON.
+-- What the core runs of a policy: its built-in parts, the consistency
+-- settings, and each tool's contract as the gate, the verifier and
+-- classify read them (core/toolgate.h, tg_policy_new), as JSON.
 local function describe(pol, reg, opts, only)
   local settings = pol.settings
   local stages = setmetatable({}, value.array_mt)
@@ -148,6 +148,12 @@ local function describe(pol, reg, opts, only)
   local tools = setmetatable({}, value.array_mt)
   for i, t in ipairs(reg.tools) do
     local c = t.contract
+    local resolve
+    for _, r in ipairs(t.id_functions or {}) do
+      resolve = resolve or setmetatable({}, value.array_mt)
+      resolve[#resolve + 1] = { pattern = r.pattern, resolver = r.resolver,
+                                pre = setmetatable(value.copy(r.pre_ops), value.array_mt) }
+    end
     tools[i] = {
       -- a risk outside the order only loads without a gate, which reads none
       risk = known[c.risk] and c.risk or nil,
@@ -155,8 +161,11 @@ local function describe(pol, reg, opts, only)
       effects = c.effects and setmetatable(value.copy(c.effects), value.array_mt) or nil,
       has_output = t.has_output or nil,
       refuse = t.refuse,
+      deterministic = c.deterministic,
+      resolve = resolve,
     }
   end
+  local cs = settings.consistency
   return assert(value.encode({
     version = pol.version, registry_hash = reg.hash, stages = stages,
     risk_levels = setmetatable(value.copy(levels), value.array_mt),
@@ -164,6 +173,9 @@ local function describe(pol, reg, opts, only)
     require_contract = settings.verifier.require_contract or nil,
     on_mismatch = settings.verifier.on_mismatch, on_error = pol.on_error,
     requires_approval = pol.requires_approval or nil,
+    consistency = { min_samples = cs.min_samples, max_samples = cs.max_samples, arg_accept = cs.arg_accept,
+                    arg_reject = cs.arg_reject, result_accept = cs.result_accept,
+                    result_quarantine = cs.result_quarantine, on_invalid = cs.on_invalid },
     tools = tools,
   }))
 end
@@ -207,6 +219,10 @@ local function build(opts)
   local compiled
   compiled, err, code = reg.c:policy(describe(pol, reg, opts))
   if not compiled then return nil, "the policy cannot be compiled: " .. tostring(err), code end
+  -- classify compares each tool's arguments under its normalization plan
+  for i, t in ipairs(reg.tools) do
+    if t.norm then compiled:set_norm(i, t.norm) end
+  end
   -- engine:verify's first step: the same registry and contracts, the rung alone
   local rung_only = assert(reg.c:policy(describe(pol, reg, opts, { rung = true })))
   local snap = { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash,
@@ -371,10 +387,40 @@ local function flags_of(self)
   return (self.opts.trust_call_context and TRUST_CONTEXT or 0) + (self.opts.observe and PAUSE or 0)
 end
 
--- Answers the host's stages of the call in progress until it is decided.
+-- A classify's question: an ID for the policy's resolver function, asked
+-- in the sandbox (anything but a string is the function failing).
+local function resolve_answer(snap, dec)
+  local index, name, id = dec:query()
+  local tool = snap.registry.tools[index]
+  local ok, res = sandbox.call(snap.policy.budget, snap.policy.resolvers[name], id,
+    { server = tool.server, name = tool.name })
+  if not ok then return dec:resolve(false, tostring(res)) end
+  if type(res) ~= "string" then
+    return dec:resolve(false, "resolver " .. name .. " returned a " .. type(res) .. ", not a string")
+  end
+  return dec:resolve(true, res)
+end
+
+-- A classify's other question: a tool's record in the engine's own store
+-- (opts.state), through the toolgate.state interface.
+local function record_answer(self, snap, dec)
+  local tool = snap.registry.tools[dec:store_tool()]
+  local r = self.store:get(tool.server, tool.name)
+  local verified = r and r.verified_epoch
+  return dec:record(r ~= nil, r ~= nil and r.quarantined ~= nil, type(verified) == "string" and verified or nil)
+end
+
+-- Answers the host's questions about the call or plan in progress (its
+-- stages, IDs, records) until it is decided.
 local function settle(self, snap, dec, lua_ctx, status, verdict, out, code, stage, pending)
-  while status == 1 do
-    status, verdict, out, code, stage, pending = dec:answer(host_answer(self, snap, dec, pending, lua_ctx))
+  while status == 1 or status == 3 or status == 4 do
+    if status == 1 then
+      status, verdict, out, code, stage, pending = dec:answer(host_answer(self, snap, dec, pending, lua_ctx))
+    elseif status == 3 then
+      status, verdict, out, code, stage, pending = resolve_answer(snap, dec)
+    else
+      status, verdict, out, code, stage, pending = record_answer(self, snap, dec)
+    end
   end
   return status, verdict, out, code, stage
 end
@@ -499,14 +545,10 @@ function Engine:check_all(call, ctx)
   return list
 end
 
--- The plan's figures a later stage's decision carries.
-local PLAN_FIELDS = { "plan_id", "n", "arg_agreement", "result_agreement", "distinct_args", "distinct_results",
-  "representative", "epoch", "steps" }
-
 -- A reject the host writes for a line the core could not decide.
-local function refused_line(snap, line, code, message)
+local function refused_line(snap, line, code, message, what)
   return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = code or "NOMEM",
-    message = "the call could not be decided: " .. tostring(message), line = line }, {})):json()
+    message = "the " .. (what or "call") .. " could not be decided: " .. tostring(message), line = line }, {})):json()
 end
 
 --- Decides a stream of JSON Lines, one decision per call, the lines read
@@ -560,97 +602,114 @@ function Engine:check_stream(read, write, ctx, threads)
   return counts[0], counts[1], counts[2]
 end
 
+-- The quarantines a plan decided, written to the engine's own store
+-- (opts.state) in order; the core's in-process store has them already.
+local function write_quarantines(self, snap, dec)
+  for _, q in ipairs(dec:quarantines()) do
+    local tool = snap.registry.tools[q.tool]
+    self.store:quarantine(tool.server, tool.name, q.reason, q.epoch)
+  end
+end
+
 --- Self-consistency of a plan sampled several times.
--- classify(plan[, ctx]) -> decision
+-- classify(plan[, ctx[, line]]) -> decision
 -- plan: JSON text (or a Lua table) in either form:
 --   {"plan_id", "tool": {"server", "name"[, "deterministic", "verified"]},
 --    "samples": [{"arguments", "result", "epoch"}, ...][, "epoch_fixed"]}
 --   {"plan_id", "samples": [{"epoch", "calls": [{"server", "name", "arguments"}...],
 --    "results": [...]}, ...]}
--- The rung runs on every call of every sample, the consistency stage
--- decides on the agreement, and the policy's other stages (gate, verifier,
--- custom) then run on each call of the representative sample.
-local function classify_plan(self, plan, ctx)
-  local snap = self.current
-  ctx = merge(snap.policy.context, self.opts.context, ctx)
+-- The core decides it (core/toolgate.h, tg_classify): the rung on every
+-- call of every sample, agreement, the decision table, then the policy's
+-- other stages (gate, verifier, custom) on each call of the representative
+-- sample.  The host answers what is Lua's: custom stages, resolver
+-- functions, and the records of a store given as opts.state.
+function Engine:classify(plan, ctx, line)
+  local snap = self.current -- this decision's snapshot, start to end
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then
+    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_CONTEXT",
+      message = tostring(lua_ctx or cerr), line = line }, {}))
+  end
   local text = plan
   if type(plan) == "table" then
     local err
     text, err = value.encode(plan)
     if not text then
-      return finish(snap, { verdict = "reject", stage = "decode", code = "BAD_PLAN", message = err }, ctx)
+      return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_PLAN",
+        message = err, line = line }, lua_ctx))
     end
   elseif type(plan) ~= "string" then
-    error("classify: a plan (JSON text or a table) expected, got " .. type(plan), 3)
+    error("classify: a plan (JSON text or a table) expected, got " .. type(plan), 2)
   end
-  local doc, err, code, offset = snap.core:parse(text)
-  if not doc then
-    return finish(snap, { verdict = "reject", stage = "decode", code = code, message = err, offset = offset }, ctx)
+  local dec, cstore = take_decider(snap), state_mod.core_store(self.store)
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
+    dec:classify(snap.compiled, cctx, cstore, text, flags_of(self), line, os.time()))
+  if status == 0 and not cstore then write_quarantines(self, snap, dec) end
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  if status ~= 0 then
+    -- the core could not decide (out of memory): refused, never accepted
+    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = out or "NOMEM",
+      message = "the plan could not be decided: " .. tostring(verdict), line = line }, lua_ctx))
   end
-  local settings = snap.policy.settings.consistency
-  local d, rep_steps = consistency.classify(snap, doc:root(), ctx, self.store, settings)
-  if rep_steps and #rep_steps == 1 then
-    d.server, d.tool = rep_steps[1].tool.server, rep_steps[1].tool.name
-  end
-  -- the exact arguments of the calls that would run (not normalized); a
-  -- hash that fails (out of memory) refuses the plan
-  local digests = {}
-  for k, step in ipairs(rep_steps or {}) do
-    local hex, herr, hcode = step.args:hash(nil, "exact")
-    if not hex then
-      d, rep_steps = { verdict = "reject", stage = "consistency", code = hcode, plan_id = d.plan_id,
-                       message = "the arguments could not be hashed: " .. tostring(herr) }, nil
-      break
-    end
-    digests[k] = hex
-  end
-  if rep_steps and not d.args_digest then
-    d.args_digest = #digests == 1 and digests[1] or core.hash_bytes(table.concat(digests, "\1"))
-  end
-  -- the other stages run on each call the plan would execute, after a
-  -- consistency defer too: their reject wins over it
-  if rep_steps and d.verdict ~= "reject" then
-    local objections = {}
-    if d.verdict == "defer" then objections[1] = d end
-    local cctx, cerr, ccode = call_context(snap, ctx)
-    for k, step in ipairs(rep_steps) do
-      -- the step as the call that would run: the policy's whole pipeline
-      -- in the core (the rung passes again: the step passed it here)
-      local args, aerr, acode = step.args:canon(nil, "exact") -- every digit of what would run
-      local sd
-      if not (cctx and args) then
-        sd = { verdict = "reject", stage = "consistency", code = cctx and acode or ccode,
-               message = "the step could not be checked: " .. tostring(cctx and aerr or cerr) }
-      else
-        local call = assert(value.encode({ server = step.tool.server, name = step.tool.name })):sub(1, -2)
-          .. ',"arguments":' .. args .. "}"
-        local sdec = run_check(self, snap, snap.compiled, call, cctx, ctx, nil)
-        if sdec.verdict ~= "accept" then
-          local ok, t = pcall(sdec.table, sdec)
-          sd = ok and t or { verdict = "reject", stage = sdec.stage, code = sdec.code or "NOMEM",
-                             message = "the step's decision could not be read: " .. tostring(t) }
-        end
-      end
-      if sd then
-        sd.outcomes, sd.binding, sd.requires_approval = nil, nil, nil
-        for _, key in ipairs(PLAN_FIELDS) do sd[key] = d[key] end
-        if #rep_steps > 1 then sd.step = k end
-        sd.server, sd.tool = step.tool.server, step.tool.name
-        objections[#objections + 1] = sd
-        if sd.verdict == "reject" then break end
-      end
-    end
-    if #objections > 0 then d = pipeline.conclude(objections) end
-  end
-  if d.verdict == "defer" and d.epoch ~= nil and d.epoch ~= value.null then ctx = merge(ctx, { epoch = d.epoch }) end
-  doc:free() -- the decision holds no node
-  return finish(snap, d, ctx)
+  return decision.new(VERDICTS[verdict], code, stage, out)
 end
 
-function Engine:classify(plan, ctx, line)
-  local d = classify_plan(self, plan, ctx)
-  d.line = line
-  return decision.from_table(d)
+--- Classifies a stream of JSON Lines, one decision per plan, the lines
+-- read and decided in chunks by the core (what toolgate classify runs).
+-- classify_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
+-- @tparam function read returns the next piece of input (any size), nil at the end
+-- @tparam function write takes output text (decisions, each ending in "\n")
+-- @param[opt] ctx as for classify
+-- @tparam[opt] number threads threads that classify together (default 1);
+-- the output and the store are the same whatever their number
+function Engine:classify_stream(read, write, ctx, threads)
+  local snap = self.current
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then return nil, lua_ctx or cerr end
+  local workers
+  if threads and threads > 1 then
+    local werr
+    workers, werr = snap.core:workers(threads)
+    if not workers then return nil, werr end
+  end
+  local dec, flags, cstore = take_decider(snap), flags_of(self), state_mod.core_store(self.store)
+  local counts, line = { [0] = 0, 0, 0 }, 0
+  lines.pump(read, function(buf)
+    local pos = 1
+    while true do
+      local res = { dec:classify_lines(snap.compiled, cctx, cstore, buf, pos, flags, line, os.time(), workers) }
+      local status = res[1]
+      if status == nil then
+        -- the core failed on a line (out of memory): the plans before it
+        -- stand, that one is refused, the next go on
+        local message, code, after, number, before = res[2], res[3], res[4], res[5], res[6]
+        write(before, refused_line(snap, number, code, message, "plan"), "\n")
+        counts[0], counts[1], counts[2] = counts[0] + res[7], counts[1] + res[8] + 1, counts[2] + res[9]
+        pos, line = after, number
+      else
+        write(res[4])
+        counts[0], counts[1], counts[2] = counts[0] + res[5], counts[1] + res[6], counts[2] + res[7]
+        pos, line = res[2], res[3]
+        if status == 2 then return pos end
+        -- a plan waits for the host (a stage, an ID, a record), or its
+        -- quarantines do (the engine's own store)
+        local st, verdict, text = status, res[8], res[9]
+        if status ~= 0 then st, verdict, text = settle(self, snap, dec, lua_ctx, status, nil, nil, nil, nil, res[8]) end
+        if st == 0 then
+          if not cstore then write_quarantines(self, snap, dec) end
+          write(text, "\n")
+          counts[verdict] = counts[verdict] + 1
+        else
+          write(refused_line(snap, line, text, verdict, "plan"), "\n")
+          counts[1] = counts[1] + 1
+        end
+      end
+    end
+  end)
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  return counts[0], counts[1], counts[2]
 end
 
 --- Determinism probe of one tool.

@@ -1,6 +1,7 @@
 -- toolgate.pipeline: the stages a policy runs in Lua -- custom stages and
--- a gate with the policy's own admissible function -- and how the
--- objections of several runs conclude.
+-- a gate with the policy's own admissible function.  (How the objections
+-- of several stages, or of a plan's several calls, conclude is the core's:
+-- tg_check, tg_classify.)
 --
 -- The built-in stages run in the C core (tg_check), which hands a call to
 -- the host when it meets one of these.  Each returns nil (pass) or the
@@ -112,29 +113,6 @@ end
 function M.host_stage(state, stage)
   if stage.custom then return run_custom(state, stage) end
   return run_gate(state, stage)
-end
-
--- One entry of a decision's outcomes.
-local function outcome(d)
-  return { stage = d.stage, verdict = d.verdict, code = d.code, step = d.step }
-end
-
--- conclude(objections) -> the decision of a run in which the stages in
--- objections (decision fields, in order) did not pass: the first reject if
--- any, else the first defer, listing every objection when there are
--- several.  (tg_check applies the same rule to one call; classify applies
--- it across the steps of a plan.)
-function M.conclude(objections)
-  local d = objections[1]
-  for _, o in ipairs(objections) do
-    if o.verdict == "reject" then d = o break end
-  end
-  if #objections > 1 then
-    local list = setmetatable({}, value.array_mt)
-    for i, o in ipairs(objections) do list[i] = outcome(o) end
-    d.outcomes = list
-  end
-  return d
 end
 
 return M

@@ -7,8 +7,10 @@
 -- its plans can no longer be rejected on argument disagreement; a probe
 -- that passes in a later epoch lifts the quarantine.
 --
--- A store is any table with these methods; memory() is the in-process one
--- (an nginx shared-dict store can implement the same four):
+-- A store is any table with these methods; memory() is the in-process one,
+-- kept by the core (an nginx shared-dict store can implement the same four;
+-- toolgate.engine asks them, in input order, for what classify reads and
+-- writes):
 --   store:get(server, name)                   -> record | nil
 --   store:verified(server, name, epoch)       -- a probe passed in epoch
 --   store:quarantine(server, name, reason, epoch)
@@ -43,6 +45,8 @@
 -- probes and for every kind of plan.
 -- @module toolgate.state
 
+local core = require "toolgate.core"
+
 local M = {}
 
 local Memory = {}
@@ -50,39 +54,37 @@ Memory.__index = Memory
 
 --- The in-process store (what toolgate.new uses unless given opts.state).
 -- memory([{clock = fn}]) -> store; clock() gives the time in seconds
--- (default os.time), which approvals expire by.
+-- (default os.time), which approvals expire by.  Its determinism records
+-- are the core's (tg_store_t), so that classify reads and writes them where
+-- it decides, and every reader here sees the same records; approvals, pins
+-- and server quarantines are kept here, in Lua.
 function M.memory(opts)
   local clock = opts and opts.clock or os.time
-  return setmetatable({ data = {}, approvals_by_id = {}, pins = {}, servers = {}, clock = clock }, Memory)
+  local e = assert(core.new_engine())
+  return setmetatable({ c = assert(e:store()), approvals_by_id = {}, pins = {}, servers = {}, clock = clock }, Memory)
 end
 
 local function key(server, name) return (server or "") .. "\0" .. name end
 
 function Memory:get(server, name)
-  return self.data[key(server, name)]
+  return self.c:get(server, name)
 end
 
+-- Writes that cannot get memory raise: a quarantine must not go missing.
 function Memory:verified(server, name, epoch)
-  local k = key(server, name)
-  local r = self.data[k] or {}
-  r.verified_epoch = epoch
-  -- a pass in the epoch that caught the tool disagreeing proves nothing new
-  if r.quarantined and r.quarantined.epoch ~= epoch then r.quarantined = nil end
-  self.data[k] = r
+  assert(self.c:verified(server, name, epoch))
 end
 
 -- A declaration already quarantined keeps its first reason and time: that is
 -- where a person starts looking.
 function Memory:quarantine(server, name, reason, epoch)
-  local k = key(server, name)
-  local r = self.data[k] or {}
-  if not r.quarantined then r.quarantined = { reason = reason, since = os.time(), epoch = epoch } end
-  r.verified_epoch = nil
-  self.data[k] = r
+  assert(self.c:quarantine(server, name, reason, epoch, os.time()))
 end
 
 function Memory:records()
-  return self.data
+  local out = {}
+  for _, r in ipairs(self.c:records()) do out[key(r.server, r.name)] = r.record end
+  return out
 end
 
 local function live(self, id)
@@ -168,16 +170,10 @@ function Memory:quarantined_servers()
   return out
 end
 
---- is_verified(store, server, name, epoch): verified in this epoch and not quarantined
-function M.is_verified(store, server, name, epoch)
-  local r = store:get(server, name)
-  return r ~= nil and r.quarantined == nil and epoch ~= nil and r.verified_epoch == epoch
-end
-
---- is_quarantined(store, server, name): whether the tool's declaration is quarantined
-function M.is_quarantined(store, server, name)
-  local r = store:get(server, name)
-  return r ~= nil and r.quarantined ~= nil
+--- core_store(store) -> the core's store behind an in-process store, nil
+-- for any other (the engine then asks the store's methods).
+function M.core_store(store)
+  return getmetatable(store) == Memory and store.c or nil
 end
 
 return M
