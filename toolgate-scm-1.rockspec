@@ -42,7 +42,6 @@ build = {
     ["toolgate.cli"] = "lua/toolgate/cli.lua",
     ["toolgate.json"] = "lua/toolgate/json.lua",
     ["toolgate.registry"] = "lua/toolgate/registry.lua",
-    ["toolgate.rung"] = "lua/toolgate/rung.lua",
     ["toolgate.sandbox"] = "lua/toolgate/sandbox.lua",
     ["toolgate.policy"] = "lua/toolgate/policy.lua",
     ["toolgate.decision"] = "lua/toolgate/decision.lua",

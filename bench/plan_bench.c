@@ -8,14 +8,20 @@
  * The inputs are those of classify_bench.lua (gen_plans.py writes them):
  * a toolgate registry file and one single-tool plan per non-blank line,
  * {"tool": {"server", "name", ...}, "samples": [...], ...}.  Every plan is
- * loaded into memory before any timing.  Prints two lines, each timed over
- * whole passes until S seconds (default 1) have passed:
+ * loaded into memory before any timing.  Prints these lines, each timed
+ * over whole passes until S seconds (default 1) have passed:
  *   toolgate-c-parse plans=<n> seconds=<s> us_per_plan=<x>
  *   toolgate-c-parse+summarize plans=<n> seconds=<s> us_per_plan=<x>
- * the first parsing each plan only, the second parsing it, resolving its
+ *   toolgate-c-classify plans=<n> seconds=<s> us_per_plan=<x>
+ *   toolgate-c-classify-lines-<t>t plans=<n> seconds=<s> us_per_plan=<x>
+ * the first parsing each plan only; the second parsing it, resolving its
  * tool and summarizing its samples with tg_plan_summarize (rung on every
- * sample, canonical hashes, agreement): the C work of a classification,
- * without the decision table and the Lua objects around it.
+ * sample, canonical hashes, agreement); the third the whole decision,
+ * tg_classify under a policy of the rung and consistency (every figure,
+ * the decision table, the decision written), the store forgetting between
+ * passes as the Python reference does; the last the same on the file's
+ * text in one call a pass, tg_classify_lines on 1 and on --threads T
+ * threads (default: the processors online, at most 4).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -24,7 +30,8 @@ static void usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "plan_bench: %s\n", msg);
-    fprintf(stderr, "usage: plan_bench [--min-seconds S] --registry FILE --plans FILE\n");
+    fprintf(stderr,
+            "usage: plan_bench [--min-seconds S] [--threads T] --registry FILE --plans FILE\n");
     exit(2);
 }
 
@@ -118,6 +125,113 @@ static size_t one(tg_engine_t *e, const tg_registry_t *r, const bench_line *p, i
     return out;
 }
 
+/* The compiled policy of the bench: rung and consistency, each tool's
+ * declared determinism from the registry file. */
+static tg_policy_t *bench_policy(tg_engine_t *e, const tg_registry_t *r, const char *path)
+{
+    size_t len, cap = 4096;
+    char *text = bench_read_all("plan_bench", path, &len), *desc = malloc(cap);
+    tg_doc_t *doc;
+    tg_error_t err;
+    tg_policy_t *p;
+    const tg_value_t *tools;
+    size_t at;
+
+    if (!desc || tg_parse(e, text, len, &doc, &err) != TG_OK)
+        die(path, &err);
+    free(text);
+    tools = tg_get(tg_doc_root(doc), "tools", 5);
+    at = (size_t)snprintf(desc, cap,
+                          "{\"version\":\"bench@1\",\"registry_hash\":\"-\",\"stages\":"
+                          "[{\"stage\":\"rung\"},{\"stage\":\"consistency\"}],"
+                          "\"risk_levels\":[\"none\"],\"tools\":[");
+    for (size_t i = 0; i < tg_len(tools); i++) {
+        const tg_value_t *det = tg_get(tg_at(tools, i), "deterministic", 13);
+        const char *d = !det                         ? "{}"
+                        : tg_type_of(det) == TG_TRUE ? "{\"deterministic\":true}"
+                                                     : "{\"deterministic\":false}";
+        if (at + 32 > cap && !(desc = realloc(desc, cap *= 2)))
+            usage("out of memory");
+        at += (size_t)snprintf(desc + at, cap - at, "%s%s", i ? "," : "", d);
+    }
+    snprintf(desc + at, cap - at, "]}");
+    tg_doc_free(doc);
+    if (tg_policy_new(e, r, desc, strlen(desc), &p, &err) != TG_OK)
+        die("policy", &err);
+    free(desc);
+    return p;
+}
+
+/* Every plan of a pass through tg_classify. */
+static size_t classify_pass(tg_engine_t *e, tg_decider_t *d, const tg_policy_t *p,
+                            const bench_line *plans, size_t n)
+{
+    tg_store_t *store = tg_store_new(e, NULL);
+    tg_outcome_t o;
+    tg_error_t err;
+    size_t sink = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tg_classify(d, p, NULL, store, plans[i].text, plans[i].len, 0, i + 1, 0, &o, &err) !=
+                TG_OK ||
+            o.status != TG_DECIDED)
+            die("classify", &err);
+        sink += o.json_len;
+    }
+    tg_store_free(store);
+    return sink;
+}
+
+static void timed_classify(tg_engine_t *e, tg_decider_t *d, const tg_policy_t *p,
+                           const bench_line *plans, size_t n, double min_seconds)
+{
+    double t0, elapsed;
+    long passes = 0;
+    size_t sink = classify_pass(e, d, p, plans, n);
+    t0 = bench_now();
+    do {
+        sink += classify_pass(e, d, p, plans, n);
+        passes++;
+        elapsed = bench_now() - t0;
+    } while (elapsed < min_seconds);
+    printf("toolgate-c-classify plans=%zu seconds=%.3f us_per_plan=%.2f sink=%zu\n", n, elapsed,
+           elapsed * 1e6 / ((double)passes * (double)n), sink);
+}
+
+/* The file's text classified in one tg_classify_lines call a pass. */
+static void timed_lines(tg_engine_t *e, tg_decider_t *d, const tg_policy_t *p, const char *text,
+                        size_t len, size_t n, size_t threads, double min_seconds)
+{
+    tg_workers_t *w = threads > 1 ? tg_workers_new(e, threads, NULL) : NULL;
+    double t0 = 0, elapsed;
+    long passes = -1; /* the first pass warms up */
+    size_t sink = 0;
+    tg_buf_t out;
+    tg_buf_init(&out, e);
+    do {
+        tg_store_t *store = tg_store_new(e, NULL);
+        size_t line = 0, used = 0, verdicts[3] = {0, 0, 0};
+        tg_outcome_t o;
+        tg_error_t err;
+        int rc;
+        tg_buf_reset(&out);
+        rc = w ? tg_classify_lines_parallel(w, d, p, NULL, store, text, len, 0, 0, &line, &used,
+                                            &out, verdicts, &o, &err)
+               : tg_classify_lines(d, p, NULL, store, text, len, 0, 0, &line, &used, &out, verdicts,
+                                   &o, &err);
+        if (rc != TG_OK || o.status != TG_NO_MORE_CALLS)
+            die("classify_lines", &err);
+        sink += out.len;
+        tg_store_free(store);
+        if (++passes == 0)
+            t0 = bench_now();
+        elapsed = passes ? bench_now() - t0 : 0;
+    } while (passes < 1 || elapsed < min_seconds);
+    printf("toolgate-c-classify-lines-%zut plans=%zu seconds=%.3f us_per_plan=%.2f sink=%zu\n",
+           threads, n, elapsed, elapsed * 1e6 / ((double)passes * (double)n), sink);
+    tg_buf_free(&out);
+    tg_workers_free(w);
+}
+
 static void timed(const char *label, tg_engine_t *e, const tg_registry_t *r,
                   const bench_line *plans, size_t n, int summarize, double min_seconds)
 {
@@ -144,9 +258,12 @@ int main(int argc, char **argv)
     double min_seconds = 1.0;
     tg_engine_t *e;
     tg_registry_t *r;
+    tg_policy_t *p;
+    tg_decider_t *d;
     tg_error_t err;
     bench_line *plans;
-    size_t n;
+    size_t n, len, threads = tg_cpu_count() < 4 ? tg_cpu_count() : 4;
+    char *text;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--registry") && i + 1 < argc)
@@ -155,6 +272,8 @@ int main(int argc, char **argv)
             plans_path = argv[++i];
         else if (!strcmp(argv[i], "--min-seconds") && i + 1 < argc)
             min_seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = (size_t)atoi(argv[++i]);
         else
             usage("unknown argument");
     }
@@ -173,7 +292,18 @@ int main(int argc, char **argv)
 
     timed("toolgate-c-parse", e, r, plans, n, 0, min_seconds);
     timed("toolgate-c-parse+summarize", e, r, plans, n, 1, min_seconds);
+    p = bench_policy(e, r, registry_path);
+    if (!(d = tg_decider_new(e, &err)))
+        die("decider", &err);
+    timed_classify(e, d, p, plans, n, min_seconds);
+    text = bench_read_all("plan_bench", plans_path, &len);
+    timed_lines(e, d, p, text, len, n, 1, min_seconds);
+    if (threads > 1)
+        timed_lines(e, d, p, text, len, n, threads, min_seconds);
 
+    free(text);
+    tg_decider_free(d);
+    tg_policy_free(p);
     bench_free_lines(plans, n);
     tg_registry_free(r);
     tg_engine_free(e);

@@ -213,7 +213,7 @@ void tg_plan_free(tg_plan *pl)
     FREE_ARRAY(pl, seen);
     FREE_ARRAY(pl, hex);
     FREE_ARRAY(pl, log);
-    tg_mem_free(e, pl->flags_of, pl->n_flags * 3);
+    tg_mem_free(e, pl->track, pl->n_track * sizeof *pl->track);
     tg_mem_free(e, pl, sizeof *pl);
 }
 
@@ -930,7 +930,7 @@ static int read_records(tg_plan *pl, tg_error_t *err)
         r->tool = t;
         if (pl->store_mode == TG_STORE_HOST)
             continue;
-        if (pl->store_mode == TG_STORE_OVERLAY && pl->flags_of[3 * t + 2]) {
+        if (pl->store_mode == TG_STORE_OVERLAY && pl->track[t].held) {
             take_record(pl, r, 1, 1, NULL, 0); /* quarantined earlier in this piece */
         } else {
             tg_store_record_t rec;
@@ -940,8 +940,10 @@ static int read_records(tg_plan *pl, tg_error_t *err)
             int found = tg_store_get(pl->store, s, slen, nm, nlen, &rec);
             take_record(pl, r, found, found && rec.quarantined, found ? rec.verified_epoch : NULL,
                         found ? rec.verified_epoch_len : 0);
-            if (pl->store_mode == TG_STORE_OVERLAY)
-                pl->flags_of[3 * t] = 1; /* read */
+            if (pl->store_mode == TG_STORE_OVERLAY && !pl->track[t].read) {
+                pl->track[t].read = 1;
+                pl->track[t].first = pl->cp;
+            }
         }
     }
     return TG_OK;
@@ -1085,14 +1087,14 @@ static int quarantine(tg_plan *pl, tg_error_t *err)
                                          pl->epoch_len, &changed, err);
             if (rc != TG_OK)
                 return rc;
-            if (changed && pl->flags_of)
-                pl->flags_of[3 * t + 1] = 1; /* newly quarantined */
+            if (changed && pl->track)
+                pl->track[t].fresh = 1;
         } else if (pl->store_mode == TG_STORE_OVERLAY) {
             /* kept for the merge, in order; later plans of the piece see it */
             tg_store_record_t rec;
             tg_plog *lg;
             int before =
-                pl->flags_of[3 * t + 2] ||
+                pl->track[t].held ||
                 (tg_store_get(pl->store, server, slen, name, nlen, &rec) && rec.quarantined);
             if (GROW(pl, log, pl->n_log + 1) != TG_OK)
                 return nomem(err);
@@ -1110,8 +1112,8 @@ static int quarantine(tg_plan *pl, tg_error_t *err)
                 return nomem(err);
             lg->epoch_len = pl->has_epoch ? pl->epoch_len : 0;
             if (!before)
-                pl->flags_of[3 * t + 1] = 1; /* newly quarantined */
-            pl->flags_of[3 * t + 2] = 1;
+                pl->track[t].fresh = 1;
+            pl->track[t].held = 1;
         }
     }
     return TG_OK;
@@ -1421,6 +1423,11 @@ int tg_classify_lines_mode(tg_decider_t *d, const tg_policy_t *p, const tg_conte
         if (tg_line_blank(s, n))
             continue;
         plan_begin(d, pl, p, ctx, store, mode, flags, *line, now);
+        pl->cp.at = (size_t)(s - text);
+        pl->cp.line = *line - 1;
+        pl->cp.out_len = out->len;
+        pl->cp.log = pl->n_log;
+        memcpy(pl->cp.verdicts, verdicts, sizeof pl->cp.verdicts);
         if ((rc = classify_text(d, pl, s, n, o, err)) != TG_OK)
             return rc;
         if (o->status != TG_DECIDED || (mode == TG_STORE_HOST && pl->n_quarantines))
@@ -1455,14 +1462,14 @@ int tg_plan_track(tg_decider_t *d, size_t n_tools)
     size_t need = n_tools ? n_tools : 1;
     if (!pl)
         return TG_E_NOMEM;
-    if (pl->n_flags < need) {
-        unsigned char *f = tg_mem_realloc(pl->e, pl->flags_of, pl->n_flags * 3, need * 3);
-        if (!f)
+    if (pl->n_track < need) {
+        tg_ptrack *t = tg_mem_realloc(pl->e, pl->track, pl->n_track * sizeof *t, need * sizeof *t);
+        if (!t)
             return TG_E_NOMEM;
-        pl->flags_of = f;
-        pl->n_flags = need;
+        pl->track = t;
+        pl->n_track = need;
     }
-    memset(pl->flags_of, 0, pl->n_flags * 3);
+    memset(pl->track, 0, pl->n_track * sizeof *pl->track);
     pl->n_log = 0;
     tg_buf_reset(&pl->log_texts);
     return TG_OK;

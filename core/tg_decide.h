@@ -233,6 +233,24 @@ typedef struct tg_plog {
     int has_epoch;
 } tg_plog;
 
+/* Where a plan of a piece of JSON Lines starts: what to keep of the piece
+ * when it is classified again from there. */
+typedef struct tg_pcheck {
+    size_t at;          /* its line's offset in the piece */
+    size_t line;        /* the number of the line before it */
+    size_t out_len;     /* the piece's decisions before it */
+    size_t log;         /* the piece's quarantines before it */
+    size_t verdicts[3]; /* and their verdicts */
+} tg_pcheck;
+
+/* What a piece of plans did to one tool. */
+typedef struct tg_ptrack {
+    unsigned char read;  /* its record was read from the store */
+    unsigned char fresh; /* it was quarantined, not having been before */
+    unsigned char held;  /* it is quarantined in this piece's log */
+    tg_pcheck first;     /* where the plan that first read it starts */
+} tg_ptrack;
+
 /* An ID for the host's resolver. */
 typedef struct tg_pquery {
     long tool;
@@ -343,11 +361,11 @@ typedef struct tg_plan {
     int verdict_out;
     const char *code_out, *stage_out;
 
-    /* threads (tg_workers.c): per tool, 3 flags: its record was read from
-     * the store, it was newly quarantined, it is quarantined in this
-     * piece's log; and the log */
-    unsigned char *flags_of;
-    size_t n_flags;
+    /* threads (tg_workers.c): what a piece of plans did to each tool, where
+     * the plan in progress starts, and the piece's quarantines */
+    tg_ptrack *track; /* n_track of them, one per registry tool */
+    size_t n_track;
+    tg_pcheck cp;
     TG_PLAN_ARRAY(tg_plog, log);
     tg_buf_t log_texts;
 } tg_plan;

@@ -351,7 +351,7 @@ static void plan_binding(writer *w, const tg_decider_t *d, const tg_plan *pl, co
                          long tool)
 {
     const tg_context_t *c = pl->ctx;
-    size_t len;
+    size_t len = 0;
     const char *s;
     open_(w, "{");
     key(w, "args_digest");

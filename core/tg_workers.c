@@ -354,65 +354,66 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
             return tg_classify_lines(d, p, ctx, store, text, len, flags, now, line, used, out,
                                      verdicts, o, err);
         }
-        /* the merge, in input order: a piece that read the record of a tool
-         * an earlier piece quarantined is classified again, now that the
-         * store has it; the others' quarantines are written as they made
-         * them */
+        /* the merge, in input order: a piece's plans stand up to the first
+         * that read the record of a tool an earlier piece quarantined; from
+         * that plan on, the piece is classified again on this thread, now
+         * that the store has the earlier quarantines.  The quarantines of
+         * the plans that stand are written as they made them. */
         for (i = 0; i < k && rc == TG_OK; i++) {
             const tg_plan *pl = ds[i]->plan;
-            int redo = 0;
-            for (size_t t = 0; i > 0 && t < p->n_tools && !redo; t++)
-                redo = pl->flags_of[3 * t] && fresh[t];
-            if (redo) {
-                size_t again_line = first_line[i], again_used = 0, counts[3] = {0, 0, 0};
-                tg_buf_reset(&pcs[i].out);
-                if ((rc = tg_plan_track(d, p->n_tools)) == TG_OK)
-                    rc = tg_classify_lines_mode(d, p, ctx, store, TG_STORE_DIRECT, pcs[i].text,
-                                                pcs[i].len, flags, now, &again_line, &again_used,
-                                                &pcs[i].out, counts, o, err);
-                if (rc == TG_OK && o->status != TG_NO_MORE_CALLS)
-                    rc = tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "a plan asked the host");
-                if (rc != TG_OK) {
-                    /* stop at the failing line, as one thread would: what
-                     * came before it is in out */
-                    tg_buf_append(out, pcs[i].out.data, pcs[i].out.len, NULL);
-                    for (int v = 0; v < 3; v++)
-                        verdicts[v] += counts[v];
-                    *line = again_line;
-                    *used = (size_t)(pcs[i].text - text) + again_used;
-                    break;
-                }
-                for (int v = 0; v < 3; v++)
-                    pcs[i].verdicts[v] = counts[v];
-                for (size_t t = 0; t < p->n_tools; t++)
-                    fresh[t] |= d->plan->flags_of[3 * t + 1];
-            } else {
-                for (size_t q = 0; q < pl->n_log && rc == TG_OK; q++) {
-                    const tg_plog *lg = &pl->log[q];
-                    size_t slen, nlen;
-                    const char *server = tg_registry_server(p->r, (size_t)lg->tool, &slen);
-                    const char *name = tg_registry_name(p->r, (size_t)lg->tool, &nlen);
-                    int changed = 0;
-                    rc = tg_store_quarantine(store, server, slen, name, nlen,
-                                             pl->log_texts.data + lg->reason, lg->reason_len, now,
-                                             lg->has_epoch ? pl->log_texts.data + lg->epoch : NULL,
-                                             lg->epoch_len, &changed, err);
-                    if (changed)
-                        fresh[lg->tool] = 1;
-                }
+            const tg_pcheck *cut = NULL;
+            size_t n_log, keep;
+            for (size_t t = 0; i > 0 && t < p->n_tools; t++)
+                if (pl->track[t].read && fresh[t] && (!cut || pl->track[t].first.at < cut->at))
+                    cut = &pl->track[t].first;
+            n_log = cut ? cut->log : pl->n_log;
+            for (size_t q = 0; q < n_log && rc == TG_OK; q++) {
+                const tg_plog *lg = &pl->log[q];
+                size_t slen, nlen;
+                const char *server = tg_registry_server(p->r, (size_t)lg->tool, &slen);
+                const char *name = tg_registry_name(p->r, (size_t)lg->tool, &nlen);
+                int changed = 0;
+                rc = tg_store_quarantine(store, server, slen, name, nlen,
+                                         pl->log_texts.data + lg->reason, lg->reason_len, now,
+                                         lg->has_epoch ? pl->log_texts.data + lg->epoch : NULL,
+                                         lg->epoch_len, &changed, err);
+                if (changed)
+                    fresh[lg->tool] = 1;
             }
+            keep = cut ? cut->out_len : pcs[i].out.len;
             if (rc == TG_OK)
-                rc = tg_buf_append(out, pcs[i].out.data, pcs[i].out.len, err);
+                rc = tg_buf_append(out, pcs[i].out.data, keep, err);
             if (rc != TG_OK) {
                 /* out of memory: the pieces before this one stand; the host
                  * refuses this piece's first plan and goes on from there,
-                 * on one thread (a quarantine written already only makes
-                 * a tool unverified: never an accept) */
+                 * on one thread (a quarantine written already only makes a
+                 * tool unverified: never an accept) */
                 first_plan(&pcs[i], text, first_line[i], line, used);
                 break;
             }
             for (int v = 0; v < 3; v++)
-                verdicts[v] += pcs[i].verdicts[v];
+                verdicts[v] += cut ? cut->verdicts[v] : pcs[i].verdicts[v];
+            if (cut) {
+                size_t again_line = cut->line, again_used = 0, counts[3] = {0, 0, 0};
+                const char *from = pcs[i].text + cut->at;
+                if ((rc = tg_plan_track(d, p->n_tools)) == TG_OK)
+                    rc = tg_classify_lines_mode(d, p, ctx, store, TG_STORE_DIRECT, from,
+                                                pcs[i].len - cut->at, flags, now, &again_line,
+                                                &again_used, out, counts, o, err);
+                if (rc == TG_OK && o->status != TG_NO_MORE_CALLS)
+                    rc = tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "a plan asked the host");
+                for (int v = 0; v < 3; v++)
+                    verdicts[v] += counts[v];
+                if (rc != TG_OK) {
+                    /* stop at the failing line, as one thread would: what
+                     * came before it is in out */
+                    *line = again_line;
+                    *used = (size_t)(from - text) + again_used;
+                    break;
+                }
+                for (size_t t = 0; t < p->n_tools; t++)
+                    fresh[t] |= d->plan->track[t].fresh;
+            }
         }
     }
     for (i = 0; i < k; i++)

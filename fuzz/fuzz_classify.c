@@ -17,6 +17,11 @@
  * sample normalizes to the same exact bytes; tg_plan_summarize over the
  * same samples (as a plan's JSON) counts exactly what the pieces count:
  * arguments by their exact digests, results by their RFC 8785 ones.
+ * tg_classify on those samples (a single-tool plan and a plan of one call
+ * a sample) and on the input itself read as a plan: whatever the bytes, a
+ * decision or NOMEM; the decision parses as JSON and says the verdict,
+ * code and stage the outcome reports; and a plan whose representative
+ * sample fails the rung is never accepted.
  */
 #include "fuzz.h"
 
@@ -171,6 +176,8 @@ static tg_registry_t *registry(tg_engine_t *e)
     return r;
 }
 
+static void classify(tg_engine_t *e, const char *text, size_t len);
+
 /* The samples as a plan would carry them -- sample i's arguments are
  * document i (in its exact form, so no digit is lost), its result document
  * i+1 (mod n) -- summarized in one pass by tg_plan_summarize, must count
@@ -215,6 +222,16 @@ static void summarize(tg_engine_t *e, const tg_value_t *const *roots, size_t n,
         }
     }
     append(&text, "]", 1);
+    {
+        static const char head[] = "{\"plan_id\":\"f\",\"tool\":{\"server\":\"sb\",\"name\":"
+                                   "\"lookup\",\"verified\":true},\"samples\":";
+        struct text single = {NULL, 0, 0};
+        append(&single, head, sizeof head - 1);
+        append(&single, text.data, text.len);
+        append(&single, "}", 1);
+        classify(e, single.data, single.len);
+        free(single.data);
+    }
     /* the plan text may pass the depth limit by one level: then no summary */
     if (tg_parse(e, text.data, text.len, &d, &err) == TG_OK) {
         rc = tg_plan_summarize(e, r, 0, plan(e), tg_doc_root(d), &sum, &err);
@@ -236,6 +253,117 @@ static void summarize(tg_engine_t *e, const tg_value_t *const *roots, size_t n,
         tg_doc_free(d);
     }
     free(text.data);
+}
+
+/* ---- whole decisions ------------------------------------------------------------ */
+
+/* A plan of one call a sample: document i the arguments of sample i's
+ * call, document i+1 its result. */
+static void multi(tg_engine_t *e, const tg_value_t *const *roots, size_t n)
+{
+    struct text text = {NULL, 0, 0};
+    static const char head[] = "{\"plan_id\":\"m\",\"samples\":[";
+    append(&text, head, sizeof head - 1);
+    for (size_t i = 0; i < n; i++) {
+        static const char a[] = "{\"epoch\":\"e\",\"calls\":[{\"server\":\"sb\",\"name\":"
+                                "\"lookup\",\"arguments\":",
+                          b[] = "}],\"results\":[", c[] = "]}";
+        tg_buf_t one;
+        tg_buf_init(&one, e);
+        FUZZ_CHECK(tg_canon_value_mode(roots[i], TG_CANON_EXACT, &one, NULL) == TG_OK);
+        append(&text, i ? "," : "", i ? 1 : 0);
+        append(&text, a, sizeof a - 1);
+        append(&text, one.data, one.len);
+        tg_buf_reset(&one);
+        FUZZ_CHECK(tg_canon_value(roots[(i + 1) % n], &one, NULL) == TG_OK);
+        append(&text, b, sizeof b - 1);
+        append(&text, one.data, one.len);
+        append(&text, c, sizeof c - 1);
+        tg_buf_free(&one);
+    }
+    append(&text, "]}", 2);
+    classify(e, text.data, text.len);
+    free(text.data);
+}
+
+static const char *const VERDICTS[] = {"accept", "reject", "defer"};
+
+/* The string member key of the decision doc, compared with want. */
+static int member_is(const tg_value_t *root, const char *key, const char *want)
+{
+    size_t len;
+    const char *s = tg_str(tg_get(root, key, strlen(key)), &len);
+    return s && len == strlen(want) && memcmp(s, want, len) == 0;
+}
+
+/* Whether the arguments fail the rung (or cannot be checked). */
+static int fails_rung(tg_engine_t *e, const tg_value_t *args)
+{
+    tg_finding_t f;
+    size_t count = 0;
+    if (tg_type_of(args) != TG_OBJECT)
+        return 1;
+    return tg_validate(e, tg_registry_input_schema(registry(e), 0), args, &f, 1, &count, NULL) !=
+               TG_OK ||
+           count > 0;
+}
+
+static void decided(tg_engine_t *e, const char *text, size_t len, int rc, const tg_outcome_t *o)
+{
+    tg_doc_t *plan_doc = NULL, *d = NULL;
+    const tg_value_t *root, *rep;
+    FUZZ_CHECK(rc == TG_OK || rc == TG_E_NOMEM);
+    if (rc != TG_OK)
+        return;
+    FUZZ_CHECK(o->status == TG_DECIDED && o->verdict >= 0 && o->verdict <= 2);
+    FUZZ_CHECK(tg_parse(e, o->json, o->json_len, &d, NULL) == TG_OK);
+    root = tg_doc_root(d);
+    FUZZ_CHECK(member_is(root, "verdict", VERDICTS[o->verdict]));
+    FUZZ_CHECK(member_is(root, "stage", o->stage));
+    FUZZ_CHECK(o->verdict == TG_ACCEPT ? tg_get(root, "code", 4) == NULL
+                                       : member_is(root, "code", o->code));
+    /* the plan that would run is the representative one: its rung verdict stands */
+    rep = tg_get(root, "representative", 14);
+    if (o->verdict == TG_ACCEPT && rep && tg_parse(e, text, len, &plan_doc, NULL) == TG_OK) {
+        const tg_value_t *sample =
+            tg_at(tg_get(tg_doc_root(plan_doc), "samples", 7), (size_t)tg_num(rep) - 1);
+        const tg_value_t *calls = tg_get(sample, "calls", 5);
+        if (calls)
+            for (size_t k = 0; k < tg_len(calls); k++)
+                FUZZ_CHECK(!fails_rung(e, tg_get(tg_at(calls, k), "arguments", 9)));
+        else
+            FUZZ_CHECK(!fails_rung(e, tg_get(sample, "arguments", 9)));
+    }
+    tg_doc_free(plan_doc);
+    tg_doc_free(d);
+}
+
+/* tg_classify of the plan text, with the in-process store and with the
+ * host's (its questions answered: no record). */
+static void classify(tg_engine_t *e, const char *text, size_t len)
+{
+    static const char desc[] =
+        "{\"version\":\"f@1\",\"registry_hash\":\"h\",\"stages\":[{\"stage\":\"rung\"},"
+        "{\"stage\":\"consistency\"}],\"risk_levels\":[\"low\"],"
+        "\"consistency\":{\"min_samples\":2},\"tools\":[{\"deterministic\":true}]}";
+    static tg_policy_t *p;
+    static tg_decider_t *d;
+    tg_store_t *store = tg_store_new(e, NULL);
+    tg_outcome_t o;
+    int rc;
+    if (!p) {
+        FUZZ_CHECK(tg_policy_new(e, registry(e), desc, sizeof desc - 1, &p, NULL) == TG_OK);
+        FUZZ_CHECK(tg_policy_set_norm(p, 0, plan(e), NULL) == TG_OK);
+        FUZZ_CHECK((d = tg_decider_new(e, NULL)) != NULL);
+    }
+    FUZZ_CHECK(store != NULL);
+    for (int host = 0; host < 2; host++) {
+        rc = tg_classify(d, p, NULL, host ? NULL : store, text, len, 0, 1, 0, &o, NULL);
+        while (rc == TG_OK && o.status == TG_NEEDS_STORE)
+            rc = tg_classify_record(d, 0, 0, NULL, 0, &o, NULL);
+        decided(e, text, len, rc, &o);
+    }
+    tg_store_free(store);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -295,6 +423,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pointers(e, roots, n, got.representative, p, got.distinct == 1);
 
     summarize(e, roots, n, norm, plain);
+    multi(e, roots, n);
+    classify(e, (const char *)data, size); /* the input itself, as a plan */
 
     for (size_t i = 0; i < n; i++)
         tg_doc_free(docs[i]);

@@ -293,6 +293,23 @@ def classify_seeds():
     seeds.append(b"\0".join([b'{"limit":12345678901234567890}', b'{"limit":12345678901234567891}',
                               b'{"limit":1.2345678901234567890e19}', b'{"limit":9007199254740993}',
                               b'{"limit":9007199254740992,"tags":[1e-400,0.1000000000000000000001]}']))
+    # whole plans, which the target also classifies as they are
+    same = {"path": "/a", "limit": 5}
+    single = lambda samples, **kw: dict({"plan_id": "p", "tool": {"server": "sb", "name": "lookup"},
+                                         "samples": samples}, **kw)
+    seeds += [dumps(p) for p in [
+        single([{"arguments": same, "result": 1, "epoch": "e"}] * 3),
+        single([{"arguments": same, "result": i, "epoch": "e"} for i in range(4)], epoch_fixed=True),
+        single([{"arguments": {"path": "/a/%d" % i}, "result": 1, "epoch": i % 2} for i in range(5)]),
+        single([{"arguments": {"limit": "x"}, "result": 1}, {"arguments": same}, {"arguments": same}]),
+        single([{"arguments": same, "epoch": "e"}] * 3, tool={"server": "sb", "name": "lookup",
+                                                            "deterministic": True, "verified": True}),
+        {"plan_id": 7, "samples": [{"epoch": "e", "calls": [{"server": "sb", "name": "lookup", "arguments": same},
+                                                            {"name": "lookup"}], "results": [1, {"a": [2]}]}] * 3},
+        {"plan_id": True, "samples": [{"calls": [{"server": "sb", "name": "nope", "arguments": {}}]}] * 2},
+        {"samples": [], "tool": {"name": "lookup"}},
+    ]]
+    seeds += [b'{"samples":[1]}', b'{"tool":{"name":"lookup"},"samples":[{"result":1}]}', b'[]']
     return seeds
 
 

@@ -6,9 +6,9 @@
 -- bench's), a quarter of them with exactly one violation, plus the schemas
 -- made explicitly closed (additionalProperties: false wherever toolgate's
 -- closed world closes an object), which ajv reads.  toolgate decides the same
--- calls as a user of the rung does: registry.load on the original MCP
--- registries (closed world by default), each call as a native call line
--- through engine:decode_call, then rung.check.  ajv is the ground truth:
+-- calls as a user of the rung does: an engine whose policy runs the rung
+-- alone, on the original MCP registries (closed world by default), each
+-- call as a native call line through engine:check.  ajv is the ground truth:
 --   * toolgate must never accept a call ajv rejects (every such call is
 --     listed in the failure message);
 --   * toolgate must not reject a call ajv accepts either: on this corpus
@@ -28,8 +28,7 @@
 -- Needs python3, node and bench/node_modules (make test installs them); the
 -- tests fail, never skip, without them.
 local core = require "toolgate.core"
-local registry = require "toolgate.registry"
-local rung = require "toolgate.rung"
+local toolgate = require "toolgate"
 local h = require "helpers"
 
 local SEED, COUNT = 2, 2000
@@ -52,18 +51,13 @@ local function short(s, n)
 end
 
 -- The rung's verdict on calls {tool = "server/name", arguments = "<text>"}.
-local engine = assert(core.new_engine())
-local snap = assert(registry.load(engine, {
-  REG .. "mcp-everything.json", REG .. "mcp-filesystem.json", REG .. "mcp-memory.json",
-}))
+local engine = assert(toolgate.new({ policy = { name = "rung", version = "1", stages = { "rung" } },
+  registry = { REG .. "mcp-everything.json", REG .. "mcp-filesystem.json", REG .. "mcp-memory.json" } }))
 
 local function decide(call)
   local server, name = call.tool:match("^([^/]*)/(.*)$")
-  local line = '{"server":' .. json_string(server) .. ',"name":' .. json_string(name) ..
-    ',"arguments":' .. call.arguments .. "}"
-  local c, msg, code = engine:decode_call(line, "native")
-  if not c then return { verdict = "reject", stage = "decode", code = code, message = msg } end
-  return rung.check(snap, c:server(), c:name(), c:arguments())
+  return engine:check('{"server":' .. json_string(server) .. ',"name":' .. json_string(name) ..
+    ',"arguments":' .. call.arguments .. "}")
 end
 
 -- ajv's verdicts on a calls file (validate_node.js --check), as booleans.
@@ -135,7 +129,7 @@ describe("differential against ajv on calls to the real MCP registries", functio
         table.concat(wrong, "\n", 1, math.min(#wrong, 40)))
     end)
 
-  it("never accepts a call ajv rejects (registry.load + rung.check)", function()
+  it("never accepts a call ajv rejects (the rung in the core)", function()
     if not h.npm_peer("ajv", pending) then return end
     local k = get_corpus()
     local bad = {}
@@ -145,7 +139,7 @@ describe("differential against ajv on calls to the real MCP registries", functio
     assert.equal(0, #bad, "toolgate accepts " .. #bad .. " calls ajv rejects:\n" .. table.concat(bad, "\n"))
   end)
 
-  it("rejects no call ajv accepts (registry.load + rung.check)", function()
+  it("rejects no call ajv accepts (the rung in the core)", function()
     if not h.npm_peer("ajv", pending) then return end
     local k = get_corpus()
     local bad, accepted = {}, 0

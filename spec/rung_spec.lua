@@ -1,23 +1,32 @@
 -- The Resolution Rung on calls against registries recorded from real MCP
 -- servers: valid calls accepted, mutated calls rejected with the exact code.
-local core = require "toolgate.core"
-local registry = require "toolgate.registry"
-local rung = require "toolgate.rung"
+-- The rung is the core's (tg_check): engines whose policy runs it alone.
+local toolgate = require "toolgate"
 local h = require "helpers"
 
 local REG = h.root .. "/examples/registries/"
 local DATA = h.root .. "/spec/data/registries/"
+local SOURCES = { REG .. "mcp-filesystem.json", REG .. "mcp-everything.json", REG .. "mcp-memory.json" }
 
-local engine = assert(core.new_engine())
-local snap = assert(registry.load(engine, {
-  REG .. "mcp-filesystem.json", REG .. "mcp-everything.json", REG .. "mcp-memory.json",
-}))
+-- rung_engine([sources[, settings[, opts]]]) -> an engine running the rung alone
+local function rung_engine(sources, settings, opts)
+  opts = opts or {}
+  opts.policy = { name = "rung", version = "1", stages = { "rung" }, registry = settings }
+  opts.registry = sources or SOURCES
+  return assert(toolgate.new(opts))
+end
 
--- decide(call_json[, format[, server]]) -> decision
+local engines = {}
+local function engine_for(format, also)
+  local k = tostring(format) .. tostring(also)
+  engines[k] = engines[k] or rung_engine(nil, nil, { format = format, report_also = also })
+  return engines[k]
+end
+local snap = engine_for("auto"):snapshot()
+
+-- decide(call_json[, format[, server[, opts]]]) -> decision
 local function decide(text, format, server, opts)
-  local call, msg, code = engine:decode_call(text, format)
-  if not call then return { verdict = "reject", stage = "decode", code = code, message = msg } end
-  return rung.check(snap, call:server() or server, call:name(), call:arguments(), opts)
+  return engine_for(format or "auto", opts and opts.report_also):check(text, server and { server = server } or nil)
 end
 
 local function native(server, name, args)
@@ -106,23 +115,20 @@ describe("the Resolution Rung on real MCP registries", function()
     assert.equal("memory", d.server)
     d = decide('{"name":"no_such_tool","arguments":{}}')
     assert.equal("H1", d.code)
-    local amb = assert(registry.load(engine, { "web=" .. DATA .. "openai.json", DATA .. "anthropic.json" },
-      { on_shadowing = "allow" }))
-    local call = assert(engine:decode_call('{"name":"search","arguments":{"q":"x"}}'))
-    d = rung.check(amb, call:server(), call:name(), call:arguments())
+    local amb = rung_engine({ "web=" .. DATA .. "openai.json", DATA .. "anthropic.json" },
+      { on_shadowing = "allow" })
+    d = amb:check('{"name":"search","arguments":{"q":"x"}}')
     assert.equal("H1", d.code)
     assert.equal(2, #d.candidates)
     assert.matches("2 servers", d.message)
-    call = assert(engine:decode_call('{"server":"web","name":"search","arguments":{"q":"x"}}'))
-    assert.equal("accept", rung.check(amb, call:server(), call:name(), call:arguments()).verdict)
+    assert.equal("accept", amb:check('{"server":"web","name":"search","arguments":{"q":"x"}}').verdict)
   end)
 
   it("refuses calls to tools the registry settings flag", function()
-    local flagged = assert(registry.load(engine, { "web=" .. DATA .. "openai.json", DATA .. "anthropic.json",
-      DATA .. "bad_names.json" }))
+    local flagged = rung_engine({ "web=" .. DATA .. "openai.json", DATA .. "anthropic.json",
+      DATA .. "bad_names.json" })
     local function check(server, name, args)
-      local call = assert(engine:decode_call(native(server, name, args)))
-      return rung.check(flagged, call:server(), call:name(), call:arguments())
+      return flagged:check(native(server, name, args))
     end
     assert.equal("accept", check("web", "search", '{"q":"x"}').verdict) -- the owner
     assert.equal("SHADOWED", check("", "search", '{"q":"x"}').code)
@@ -179,8 +185,7 @@ describe("the Resolution Rung on real MCP registries", function()
   end)
 
   it("in standard (open-world) mode accepts the undeclared key the closed world refuses", function()
-    local open = assert(registry.load(engine, { REG .. "mcp-filesystem.json" }, { closed = false }))
-    local call = assert(engine:decode_call(native("filesystem", "read_text_file", '{"path":"/a","mode":"r"}')))
-    assert.equal("accept", rung.check(open, call:server(), call:name(), call:arguments()).verdict)
+    local open = rung_engine({ REG .. "mcp-filesystem.json" }, { closed = false })
+    assert.equal("accept", open:check(native("filesystem", "read_text_file", '{"path":"/a","mode":"r"}')).verdict)
   end)
 end)

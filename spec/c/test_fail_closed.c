@@ -8,7 +8,10 @@
  * a fault never turns a reject into an accept -- and every byte is given
  * back.  The same for building a registry: a failed tg_registry_add leaves
  * the registry as it was.  The validation limits are faults of the same
- * kind: a check that stops at one is an error, never a valid call.
+ * kind: a check that stops at one is an error, never a valid call.  And
+ * the same for classifying sampled plans (tg_classify), single-tool and of
+ * several calls, with the in-process store and with the host's (whose
+ * questions are answered), and for tg_classify_lines.
  */
 #include "acct.h"
 #include "tap.h"
@@ -419,6 +422,159 @@ static void test_check_lines_faults(void)
            "a fault in tg_check_lines stops it with NOMEM after decisions as without it");
 }
 
+/* ---- sampled plans ----------------------------------------------------- */
+
+/* A plan on the registry above: single-tool or of two calls, n samples,
+ * arguments agreeing in `agree`, results in `ragree`, some samples failing
+ * the rung. */
+static char *gen_plan(void)
+{
+    static const char *const single_args[] = {"{\"path\":\"/a\"}", "{\"path\":\"/a\",\"head\":1}",
+                                              "{\"path\":\"a\"}", "{\"path\":7}"};
+    size_t cap = 16384, at;
+    char *s = malloc(cap);
+    int n = 3 + (int)pick(8);
+    int agree = pick(2) ? n : 1 + (int)pick((unsigned)n);
+    int ragree = pick(2) ? n : 1 + (int)pick((unsigned)n);
+    int multi = pick(3) == 0, fails = pick(4) == 0;
+    at = (size_t)snprintf(s, cap, "{\"plan_id\":\"p%u\",", pick(100));
+    if (!multi)
+        at +=
+            (size_t)snprintf(s + at, cap - at, "\"tool\":{\"server\":\"fs\",\"name\":\"read\"%s},",
+                             pick(2) ? ",\"deterministic\":true,\"verified\":true" : "");
+    at += (size_t)snprintf(s + at, cap - at, "\"samples\":[");
+    for (int i = 0; i < n; i++) {
+        const char *a = i < agree ? single_args[0] : single_args[1 + pick(fails ? 3 : 1)];
+        if (multi)
+            at +=
+                (size_t)snprintf(s + at, cap - at,
+                                 "%s{\"epoch\":\"e\",\"calls\":[{\"server\":\"fs\",\"name\":"
+                                 "\"read\",\"arguments\":%s},{\"server\":\"web\",\"name\":"
+                                 "\"fetch\",\"arguments\":{\"url\":\"u%d\"}}],\"results\":[%d,%d]}",
+                                 i ? "," : "", a, i < agree ? 0 : i, i < ragree ? 0 : i, i % 2);
+        else
+            at += (size_t)snprintf(s + at, cap - at,
+                                   "%s{\"arguments\":%s,\"result\":{\"r\":%d},\"epoch\":\"e\"}",
+                                   i ? "," : "", a, i < ragree ? 0 : i);
+    }
+    snprintf(s + at, cap - at, "]}");
+    return s;
+}
+
+static const char PLAN_POLICY[] =
+    "{\"version\":\"fc@1\",\"registry_hash\":\"h\",\"stages\":[{\"stage\":\"rung\"},"
+    "{\"stage\":\"consistency\"},{\"stage\":\"gate\"}],\"risk_levels\":[\"low\"],"
+    "\"consistency\":{\"min_samples\":3},\"tools\":[{\"deterministic\":true,\"risk\":\"low\"},"
+    "{\"risk\":\"low\"},{\"risk\":\"low\"},{\"deterministic\":true,\"risk\":\"low\"},"
+    "{\"risk\":\"low\"},{}]}"; /* one contract a tool of TOOLS, in its order */
+
+typedef struct {
+    int rc;
+    int verdict;
+    char json[8192];
+} plan_decision;
+
+/* The plan's decision on a fresh engine (allocator a, the k-th allocation
+ * from the decision's start failing when k > 0); host: the store is the
+ * host's and its questions are answered "no record". */
+static plan_decision classify_once(acct *a, const char *text, long k, int host, int lines)
+{
+    plan_decision pd = {TG_OK, -1, {0}};
+    tg_registry_t *r;
+    tg_engine_t *e = setup(a, &r);
+    tg_policy_t *p = NULL;
+    tg_store_t *store = tg_store_new(e, NULL);
+    tg_decider_t *d = tg_decider_new(e, NULL);
+    tg_outcome_t o;
+    tg_buf_t out;
+    tg_policy_new(e, r, PLAN_POLICY, strlen(PLAN_POLICY), &p, NULL);
+    tg_buf_init(&out, e);
+    if (k)
+        a->fail_at = a->calls + k;
+    if (lines) {
+        size_t line = 0, used = 0, v[3] = {0, 0, 0};
+        char *t = malloc(strlen(text) + 2);
+        sprintf(t, "%s\n", text);
+        pd.rc = tg_classify_lines(d, p, NULL, host ? NULL : store, t, strlen(t), 0, 0, &line, &used,
+                                  &out, v, &o, NULL);
+        free(t);
+        if (pd.rc == TG_OK && o.status == TG_NO_MORE_CALLS && out.len && out.len < sizeof pd.json) {
+            o.status = TG_DECIDED;
+            o.verdict = v[0] ? TG_ACCEPT : v[1] ? TG_REJECT : TG_DEFER;
+            o.json = out.data;
+            o.json_len = out.len - 1;
+        }
+    } else {
+        pd.rc = tg_classify(d, p, NULL, host ? NULL : store, text, strlen(text), 0, 1, 0, &o, NULL);
+    }
+    while (pd.rc == TG_OK && o.status == TG_NEEDS_STORE)
+        pd.rc = tg_classify_record(d, 0, 0, NULL, 0, &o, NULL);
+    if (pd.rc == TG_OK && o.status == TG_DECIDED && o.json_len < sizeof pd.json) {
+        pd.verdict = o.verdict;
+        memcpy(pd.json, o.json, o.json_len);
+    } else if (pd.rc == TG_OK) {
+        pd.rc = -1; /* nothing decided: no question is left unanswered here */
+    }
+    a->fail_at = 0;
+    tg_buf_free(&out);
+    tg_decider_free(d);
+    tg_store_free(store);
+    tg_policy_free(p);
+    tg_registry_free(r);
+    tg_engine_free(e);
+    return pd;
+}
+
+static void plans_property(void)
+{
+    enum {
+        PLANS = 60
+    };
+    long faults = 0, errors = 0, same = 0, refusals = 0, accepts_broken = 0, leaks = 0;
+    int undecided = 0, accepted = 0;
+    for (int i = 0; i < PLANS; i++) {
+        char *text = gen_plan();
+        for (int mode = 0; mode < 6; mode++) {
+            /* the in-process store, the host's, the lines; a refused
+             * allocation staying refused, or only that one */
+            int host = mode % 3 == 1, lines = mode % 3 == 2;
+            acct a = {.sticky = mode < 3};
+            plan_decision clean = classify_once(&a, text, 0, host, lines);
+            leaks += a.live != 0;
+            undecided += clean.rc != TG_OK;
+            accepted += clean.verdict == TG_ACCEPT;
+            for (long k = 1;; k++) {
+                plan_decision pd = classify_once(&a, text, k, host, lines);
+                leaks += a.live != 0;
+                if (!a.fired)
+                    break;
+                faults++;
+                if (pd.rc == TG_E_NOMEM)
+                    errors++;
+                else if (pd.rc == TG_OK && strcmp(pd.json, clean.json) == 0)
+                    same++;
+                else if (pd.rc == TG_OK && pd.verdict != TG_ACCEPT)
+                    refusals++;
+                else {
+                    accepts_broken++;
+                    printf("# plan %d mode %d fault at +%ld: rc %d verdict %d\n#   %s\n", i, mode,
+                           k, pd.rc, pd.verdict, pd.json);
+                }
+            }
+        }
+        free(text);
+    }
+    printf("# plans: %ld faults fired: %ld refused with NOMEM, %ld rejected or deferred, %ld "
+           "decided as without the fault\n",
+           faults, errors, refusals, same);
+    printf("# %d of %d classifications accept without a fault\n", accepted, PLANS * 6);
+    tap_ok(undecided == 0 && accepted > PLANS / 2,
+           "every generated plan is decided without a fault, many accepted");
+    tap_ok(faults > 1000, "faults were injected at every allocation of many plans");
+    tap_ok(accepts_broken == 0, "no fault in tg_classify or tg_classify_lines gives an accept");
+    tap_ok(leaks == 0, "every byte of a classification is given back, fault or not");
+}
+
 int main(void)
 {
     enum {
@@ -565,5 +721,6 @@ int main(void)
     write_policy();
     test_check_faults();
     test_check_lines_faults();
+    plans_property();
     return tap_done();
 }
