@@ -444,3 +444,80 @@ describe("toolgate registry lint", function()
     assert.matches('"tools":36', out, 1, true)
   end)
 end)
+
+describe("toolgate classify", function()
+  local dir, plans, policy, registry
+
+  setup(function()
+    assert.is_true(h.have("python3"), "python3 is needed (make test installs it)")
+    dir = h.tmpname(".classify")
+    assert.equal(0, (h.run("mkdir -p " .. h.shell_quote(dir))))
+    plans, policy, registry = dir .. "/plans.jsonl", dir .. "/policy.lua", dir .. "/registry.json"
+    -- 8 samples a plan: shares of eighths, which the two bindings rounded
+    -- differently; quarantines early, and plans whose verdict depends on them
+    local code, text, err = h.run(string.format("python3 %s/bench/gen_plans.py --seed 3 --count 1500 --samples 8 "
+      .. "--registry-out %s", h.root, h.shell_quote(registry)))
+    assert.equal(0, code, err)
+    h.write_file(plans, text)
+    h.write_file(policy, 'return { name = "c", version = "1", stages = { "rung", "consistency" } }')
+  end)
+
+  teardown(function()
+    if dir then h.run("rm -rf " .. h.shell_quote(dir)) end
+  end)
+
+  local function classify(lua, args)
+    return h.run(string.format("%s %s/bin/toolgate classify --policy %s --registry %s %s %s", lua, h.root,
+      h.shell_quote(policy), h.shell_quote(registry), args or "", h.shell_quote(plans)))
+  end
+
+  it("gives the same bytes, and quarantines the same tools, on 1, 2 and 3 threads", function()
+    local code, one, err = classify(h.lua, "--threads 1")
+    assert.equal(0, code, err)
+    assert.matches("quarantined: ", err, 1, true)
+    local n = select(2, one:gsub("\n", ""))
+    assert.equal(1500, n)
+    for _, t in ipairs({ 2, 3 }) do
+      local code2, many, err2 = classify(h.lua, "--threads " .. t)
+      assert.equal(0, code2, err2)
+      assert.equal(one, many)
+      assert.equal(err, err2)
+    end
+  end)
+
+  it("gives the same bytes under both interpreters", function()
+    local code1, out1, err1 = classify(h.lua)
+    local code2, out2, err2 = classify(h.other_lua)
+    assert.equal(0, code1, err1)
+    assert.equal(0, code2, err2)
+    assert.equal(out1, out2)
+    assert.equal(err1, err2)
+    assert.matches("0.12", out1, 1, true)
+  end)
+
+  it("classifies on one thread when the policy has a stage of its own, with the same bytes", function()
+    local own = dir .. "/own.lua"
+    h.write_file(own, [[return { name = "o", version = "1", stages = { "rung", "consistency",
+      { name = "ask", run = function(call) if call.arguments.path then return { verdict = "defer", code = "ASK" } end end } } }]])
+    local function run(threads)
+      return h.run(string.format("%s %s/bin/toolgate classify --threads %d --policy %s --registry %s %s", h.lua,
+        h.root, threads, h.shell_quote(own), h.shell_quote(registry), h.shell_quote(plans)))
+    end
+    local code1, out1, err1 = run(1)
+    local code2, out2 = run(4)
+    assert.equal(0, code1, err1)
+    assert.equal(0, code2)
+    assert.equal(out1, out2)
+    assert.matches('"code":"ASK"', out1, 1, true)
+  end)
+
+  it("refuses a --threads or --fail-on it cannot honour", function()
+    for _, args in ipairs({ "--threads 0", "--threads 65", "--threads x", "--fail-on maybe" }) do
+      local code, _, err = classify(h.lua, args)
+      assert.equal(2, code, args)
+      assert.matches("usage", err, 1, true)
+    end
+    local code = classify(h.lua, "--fail-on defer")
+    assert.equal(1, code)
+  end)
+end)

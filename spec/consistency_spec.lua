@@ -513,3 +513,152 @@ describe("a differential check against the seed's algorithm in Python", function
     end
   end)
 end)
+
+describe("classify in the core", function()
+  local function plan_of(n, agree, ragree, extra)
+    local samples = {}
+    for i = 1, n do
+      samples[i] = { arguments = { user_id = i <= agree and "u" or ("x" .. i) }, result = i <= ragree and 0 or i,
+                     epoch = "e1" }
+    end
+    local p = { plan_id = "p", tool = { server = "sb", name = "lookup", deterministic = true, verified = true },
+                samples = samples }
+    for k, v in pairs(extra or {}) do p[k] = v end
+    return p
+  end
+
+  it("refuses a single-tool plan whose check cannot finish with the limit's code, as a plan of several calls", function()
+    -- before, the single-tool plan said BAD_PLAN at "decode"; a plan of
+    -- several calls said the rung could not finish, with the limit's code
+    local reg = { { label = "re.json", text = [[{"toolgate":1,"server":"t","tools":[{"name":"x","input_schema":
+      {"type":"object","properties":{"s":{"type":"string","pattern":"^(a|aa)+$"}}}}]}]] } }
+    local e = assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung", "consistency" } },
+      registry = reg, limits = { regex_match_limit = 50 } }))
+    local args = { s = string.rep("a", 24) .. "b" }
+    local samples = {}
+    for i = 1, 5 do samples[i] = { arguments = args, result = 1, epoch = "e" } end
+    local single = e:classify({ plan_id = "s", tool = { server = "t", name = "x" }, samples = samples })
+    for i = 1, 5 do samples[i] = { calls = { { server = "t", name = "x", arguments = args } }, epoch = "e" } end
+    local multi = e:classify({ plan_id = "m", samples = samples })
+    for _, d in ipairs({ single, multi }) do
+      assert.equal("reject", d.verdict)
+      assert.equal("rung", d.stage)
+      assert.equal("REGEX_LIMIT", d.code)
+      assert.matches("^sample 1: the rung could not finish its check: ", d.message)
+    end
+  end)
+
+  it("writes two decimals by one rule in both bindings: the binary value, ties to even", function()
+    local script = h.tmpname(".lua")
+    h.write_file(script, string.format([==[
+      local toolgate = require "toolgate"
+      local e = assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung", "consistency" } },
+        registry = { %q } }))
+      local out = {}
+      for _, case in ipairs({ { 8, 1 }, { 8, 3 }, { 8, 5 }, { 8, 7 }, { 40, 1 }, { 200, 1 }, { 16, 2 } }) do
+        local samples = {}
+        for i = 1, case[1] do
+          samples[i] = string.format('{"arguments":{"user_id":"%%s"},"result":1,"epoch":"e"}',
+            i <= case[2] and "u" or ("x" .. i))
+        end
+        local d = e:classify('{"plan_id":' .. case[1] .. ',"tool":{"server":"sb","name":"lookup"},"samples":['
+          .. table.concat(samples, ",") .. "]}")
+        out[#out + 1] = d:json()
+      end
+      io.write(table.concat(out, "\n"), "\n")
+    ]==], DATA .. "consistency.json"))
+    local code1, mine, err1 = h.run(h.lua .. " " .. script)
+    local code2, theirs, err2 = h.run(h.other_lua .. " " .. script)
+    os.remove(script)
+    assert.equal(0, code1, err1)
+    assert.equal(0, code2, err2)
+    assert.equal(mine, theirs)
+    assert.matches("argument agreement 0.12 is below 0.20", mine, 1, true) -- 1/8, not LuaJIT's 0.13
+    assert.matches("argument agreement 0.38 is between", mine, 1, true) -- 3/8
+    assert.matches("argument agreement 0.62 is between", mine, 1, true) -- 5/8
+    assert.matches("argument agreement 0.03 is below", mine, 1, true) -- 1/40 = 0.025
+    assert.matches("argument agreement 0.01 is below", mine, 1, true) -- 1/200 = 0.005
+  end)
+
+  it("names a numeric plan id in a quarantine reason as the decision writes it", function()
+    local e = engine()
+    local d = e:classify(plan_of(10, 10, 1, { plan_id = 5 }))
+    assert.equal("RESULT_DISAGREE", d.code)
+    assert.equal("RESULT_DISAGREE in plan 5: result agreement 0.10", e:determinism("sb", "lookup").quarantined.reason)
+  end)
+
+  it("asks a store of the engine's own, in input order, and gives it the quarantines", function()
+    local calls = {}
+    local store = {
+      get = function(_, server, name)
+        calls[#calls + 1] = "get " .. server .. "/" .. name
+        if name == "search" then return { verified_epoch = '"e1"' } end
+        return nil
+      end,
+      verified = function() end,
+      quarantine = function(_, server, name, reason, epoch)
+        calls[#calls + 1] = "quarantine " .. server .. "/" .. name .. " " .. reason .. " " .. tostring(epoch)
+      end,
+      records = function() return {} end,
+    }
+    local e = assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung", "consistency" } },
+      registry = { DATA .. "consistency.json" }, state = store }))
+    local function multi(q, n) -- its second call's results disagree
+      local s = {}
+      for i = 1, n do
+        s[i] = { epoch = "e1", calls = { { server = "sb", name = "search", arguments = { q = q } },
+                                         { server = "sb", name = "open", arguments = { id = "d" } } },
+                 results = { 1, i } }
+      end
+      return { plan_id = q, samples = s }
+    end
+    local texts = {}
+    for _, p in ipairs({ plan_of(10, 10, 1, { plan_id = "a" }), multi("b", 10), plan_of(3, 3, 3) }) do
+      texts[#texts + 1] = assert(require("toolgate.value").encode(p))
+    end
+    local out = {}
+    local sent
+    e:classify_stream(function() if sent then return nil end sent = true return table.concat(texts, "\n") end,
+      function(...) out[#out + 1] = table.concat({ ... }) end)
+    assert.same({
+      "get sb/lookup",
+      "quarantine sb/lookup RESULT_DISAGREE in plan a: result agreement 0.10 \"e1\"",
+      "get sb/search", "get sb/open",
+      "quarantine sb/open RESULT_DISAGREE in plan b: result agreement 0.10 \"e1\"",
+      "get sb/lookup",
+    }, calls)
+    local lines = {}
+    for l in table.concat(out):gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.equal(3, #lines)
+    for i, t in ipairs(texts) do
+      calls = {}
+      assert.equal(e:classify(t, nil, i):json(), lines[i]) -- the stream's bytes, plan by plan
+    end
+  end)
+
+  it("gives engine:classify's bytes, plan by plan, when it reads a stream in chunks", function()
+    assert.is_true(h.have("python3"), "python3 is needed (make test installs it)")
+    local reg = h.tmpname(".json")
+    local code, text, err = h.run(string.format("python3 %s/bench/gen_plans.py --seed 5 --count 400 --samples 8 "
+      .. "--registry-out %s", h.root, reg))
+    assert.equal(0, code, err)
+    local function new() return assert(toolgate.new({ policy = { name = "t", version = "1",
+      stages = { "rung", "consistency" } }, registry = { reg } })) end
+    local streamed, one = new(), new()
+    local out, pos = {}, 1
+    streamed:classify_stream(function()
+      if pos > #text then return nil end
+      local piece = text:sub(pos, pos + 9999) -- pieces that cut lines anywhere
+      pos = pos + 10000
+      return piece
+    end, function(...) out[#out + 1] = table.concat({ ... }) end)
+    local expected, n = {}, 0
+    for line in text:gmatch("[^\n]+") do
+      n = n + 1
+      expected[n] = one:classify(line, nil, n):json() .. "\n"
+    end
+    os.remove(reg)
+    assert.equal(400, n)
+    assert.equal(table.concat(expected), table.concat(out))
+  end)
+end)
