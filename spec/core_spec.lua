@@ -132,4 +132,30 @@ describe("toolgate.core", function()
     assert.equal(strip(mine), strip(theirs))
     assert.not_equal(mine, theirs) -- they really were the two bindings
   end)
+
+  it("frees a decider's buffers with it, whatever order the finalizers run in", function()
+    -- under LuaJIT the chunk buffer was an object of its own: freed after
+    -- the decider and its engine, it read the engine's freed memory
+    assert.is_true(h.have("valgrind"), "valgrind is needed (make test installs it)")
+    local script = h.tmpname(".lua")
+    h.write_file(script, [[
+      local core = require "toolgate.core"
+      local keep = {}
+      for i = 1, 100 do
+        local e = core.new_engine()
+        local d = e:decider()
+        local p = assert(e:registry():policy('{"version":"v","registry_hash":"h","stages":[{"stage":"rung"}],'
+          .. '"risk_levels":["x"],"tools":[]}'))
+        d:check_lines(p, nil, string.rep('{"name":"a","arguments":{}}\n', 40), 1, 0, 0, 0)
+        d:classify_lines(p, nil, nil, string.rep('{"samples":[]}\n', 40), 1, 0, 0, 0)
+        keep[i] = { d, p }
+      end
+      -- the state closes with all of them alive: its own order of finalizers
+    ]])
+    for _, lua in ipairs({ h.lua, h.other_lua }) do
+      local code, _, err = h.run("valgrind -q --error-exitcode=9 " .. lua .. " " .. script)
+      assert.equal(0, code, lua .. ": " .. err)
+    end
+    os.remove(script)
+  end)
 end)

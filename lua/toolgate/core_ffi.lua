@@ -995,10 +995,16 @@ function Engine:decider()
   local st = check_engine(self)
   local d = C.tg_decider_new(st.e, st.err)
   if d == nil then return error_values(st.err, false) end
-  local batch = ffi.gc(ffi.new("tg_buf_t"), C.tg_buf_free)
+  -- the batch's memory is the engine's: it goes with the decider, which
+  -- holds the engine, never after it (finalizers run in any order)
+  local batch = ffi.new("tg_buf_t")
   C.tg_buf_init(batch, st.e)
-  return setmetatable({ engine = self, d = ffi.gc(d, C.tg_decider_free), out = ffi.new("tg_outcome_t"),
-                        batch = batch }, Decider)
+  local function free(p)
+    C.tg_buf_free(batch)
+    C.tg_decider_free(p)
+  end
+  return setmetatable({ engine = self, d = ffi.gc(d, free), out = ffi.new("tg_outcome_t"), batch = batch },
+    Decider)
 end
 
 -- What each check step returns: status (0 decided, 1 a stage for the host,
