@@ -1,7 +1,7 @@
 -- classify_bench.lua: 5-sample plan classification from JSON text through
--- the Lua API (toolgate's engine:classify: parse, rung on every sample,
--- canonical argument and result hashes, agreement, decision), under
--- whichever interpreter runs it.  Prints one line:
+-- the Lua API (toolgate's engine:classify: the core parses, runs the rung
+-- on every sample, hashes, counts, decides and writes the decision), plan
+-- by plan, under whichever interpreter runs it.  Prints one line:
 --   toolgate-<binding>-classify plans=<n> samples_per_plan=<k> seconds=<s> us_per_plan=<x>
 --   lua5.4 bench/classify_bench.lua PLANS.jsonl REGISTRY.json [MIN_SECONDS]
 local toolgate = require "toolgate"
@@ -12,12 +12,12 @@ for line in io.lines(path) do
   if line:find("%S") then plans[#plans + 1] = line end
 end
 
--- Like the Python reference, no memory between plans: every plan is judged alone.
-local stateless = { get = function() return nil end, verified = function() end,
-                    quarantine = function() end, records = function() return {} end }
+-- The engine's own in-process store, as toolgate classify has it: the
+-- quarantines of the first pass stay (the Python reference keeps none,
+-- which changes some verdicts, not the work).
 local engine = assert(toolgate.new({
   policy = { name = "bench", version = "1", stages = { "rung", "consistency" } },
-  registry = { registry }, state = stateless,
+  registry = { registry },
 }))
 
 local samples = 0

@@ -109,19 +109,23 @@ echo "== hostile calls, one tg_validate each, default limits"
     printf "%-28s %10d %12.3f %14s\n", name, v["bytes"], v["ms_per_call"],
       v["result"] == "OK" ? "OK, " v["findings"] " found" : v["result"] }'
 
-# ---- 3. self-consistency: 5-sample plans, from JSON text -----------------------
+# ---- 3. self-consistency: 5-sample plans, in process -----------------------------
+# engine:classify plan by plan, the C core alone (plan_bench: parse, the
+# one-pass count, tg_classify, tg_classify_lines on 1 and N threads) and
+# the reference's loop; the whole process is in the last section.
+THREADS=$(python3 -c 'import os; print(min(os.cpu_count() or 1, 4))')
 python3 bench/gen_plans.py --seed 1 --count 2000 --samples 5 --registry-out "$out/plans-registry.json" \
-  >"$out/plans.jsonl"
+  >"$out/plans-2000.jsonl"
 echo
-echo "== classify 5-sample plans from JSON text (2000 plans, $(wc -c <"$out/plans.jsonl") bytes)"
+echo "== classify 5-sample plans in process (2000 plans, $(wc -c <"$out/plans-2000.jsonl") bytes)"
 results="$out/classify.txt"
 {
-  "$LUA" bench/classify_bench.lua "$out/plans.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
-  "$LUAJIT" bench/classify_bench.lua "$out/plans.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
-  "$BUILD/bench/plan_bench" --registry "$out/plans-registry.json" --plans "$out/plans.jsonl" \
-    --min-seconds "$SECONDS_PER"
-  python3 bench/peers/seed_reference.py --bench --with-parse "$out/plans.jsonl"
-  python3 bench/peers/seed_reference.py --bench "$out/plans.jsonl"
+  "$LUA" bench/classify_bench.lua "$out/plans-2000.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
+  "$LUAJIT" bench/classify_bench.lua "$out/plans-2000.jsonl" "$out/plans-registry.json" "$SECONDS_PER"
+  "$BUILD/bench/plan_bench" --registry "$out/plans-registry.json" --plans "$out/plans-2000.jsonl" \
+    --min-seconds "$SECONDS_PER" --threads "$THREADS"
+  python3 bench/peers/seed_reference.py --bench --with-parse "$out/plans-2000.jsonl"
+  python3 bench/peers/seed_reference.py --bench "$out/plans-2000.jsonl"
 } >"$results"
 # The ratio is the Python reference's us/plan, parsing included, over ours.
 awk '
@@ -171,8 +175,10 @@ t() { python3 bench/timeit.py "$@"; }
   done
   t python-seed-reference "$out/wp-py.out" -- python3 bench/peers/seed_reference.py "$out/wp-plans.jsonl"
   for lua in "$LUA" "$LUAJIT"; do
-    t "toolgate-classify-$lua" "$out/wp-classify.out" -- "$lua" bin/toolgate classify \
-      --policy rung --registry "$out/wp-plans-registry.json" "$out/wp-plans.jsonl"
+    for n in 1 "$THREADS"; do
+      t "toolgate-classify-$lua-$n" "$out/wp-classify.out" -- "$lua" bin/toolgate classify --threads "$n" \
+        --policy rung --registry "$out/wp-plans-registry.json" "$out/wp-plans.jsonl"
+    done
   done
 } >"$results"
 if [ -x "$BUILD/bench/simdjson_floor" ]; then
