@@ -119,6 +119,19 @@ static void finding(writer *w, const tg_finding_t *f)
     close_(w, "}");
 }
 
+/* "findings": [...], the rung's report. */
+static void findings_of(writer *w, const tg_rung_result_t *res)
+{
+    key(w, "findings");
+    raw(w, "[", 1);
+    for (size_t i = 0; i < res->n_findings; i++) {
+        if (i)
+            raw(w, ",", 1);
+        finding(w, &res->findings[i]);
+    }
+    raw(w, "]", 1);
+}
+
 static const char *const verdict_names[] = {"\"accept\"", "\"reject\"", "\"defer\""};
 
 static const char *stage_name(const tg_decider_t *d, size_t stage)
@@ -140,26 +153,36 @@ static void text_or_null(writer *w, const char *s, size_t n)
         lit(w, "null");
 }
 
-static void binding(writer *w, const tg_decider_t *d)
+/* A defer's binding: what an approval given for it must match.  epoch is
+ * canonical JSON (NULL: null); digest, server and name NULL are null. */
+static void binding_of(writer *w, const tg_policy_t *p, const char *digest, const char *epoch,
+                       size_t epoch_len, const char *server, size_t server_len, const char *name,
+                       size_t name_len)
 {
-    const tg_context_t *c = d->ctx;
     open_(w, "{");
     key(w, "args_digest");
-    text_or_null(w, d->has_digest ? d->digest : NULL, 32);
+    text_or_null(w, digest, 32);
     key(w, "epoch");
-    if (c && c->epoch.s)
-        raw(w, c->epoch.s, c->epoch.len);
+    if (epoch)
+        raw(w, epoch, epoch_len);
     else
         lit(w, "null");
     key(w, "policy_version");
-    text(w, d->p->version.s, d->p->version.len);
+    text(w, p->version.s, p->version.len);
     key(w, "registry_hash");
-    text(w, d->p->registry_hash.s, d->p->registry_hash.len);
+    text(w, p->registry_hash.s, p->registry_hash.len);
     key(w, "server");
-    text_or_null(w, d->server, d->server_len);
+    text_or_null(w, server, server_len);
     key(w, "tool");
-    text_or_null(w, d->name, d->name_len);
+    text_or_null(w, name, name_len);
     close_(w, "}");
+}
+
+static void binding(writer *w, const tg_decider_t *d)
+{
+    const tg_context_t *c = d->ctx;
+    binding_of(w, d->p, d->has_digest ? d->digest : NULL, c ? c->epoch.s : NULL,
+               c ? c->epoch.len : 0, d->server, d->server_len, d->name, d->name_len);
 }
 
 int tg_decision_write(tg_decider_t *d, tg_error_t *err)
@@ -209,16 +232,8 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         key(&w, "code");
         code_of(&w, d, o);
     }
-    if (findings) {
-        key(&w, "findings");
-        raw(&w, "[", 1);
-        for (size_t i = 0; i < res->n_findings; i++) {
-            if (i)
-                raw(&w, ",", 1);
-            finding(&w, &res->findings[i]);
-        }
-        raw(&w, "]", 1);
-    }
+    if (findings)
+        findings_of(&w, res);
     if (d->calls) {
         key(&w, "format");
         ctext(&w, tg_call_shape_name(tg_calls_shape(d->calls)));
@@ -345,35 +360,23 @@ static void plan_epoch(writer *w, const tg_plan *pl)
         lit(w, "null");
 }
 
-/* A defer's binding: the plan's epoch when it has one (not null), else
- * the context's. */
+/* A plan's defer binding: the plan's epoch when it has one (not null),
+ * else the context's. */
 static void plan_binding(writer *w, const tg_decider_t *d, const tg_plan *pl, const char *digest,
                          long tool)
 {
     const tg_context_t *c = pl->ctx;
-    size_t len = 0;
-    const char *s;
-    open_(w, "{");
-    key(w, "args_digest");
-    text_or_null(w, digest, 32);
-    key(w, "epoch");
-    if (pl->has_epoch && tg_type_of(pl->epoch) != TG_NULL)
-        plan_epoch(w, pl);
-    else if (c && c->epoch.s)
-        raw(w, c->epoch.s, c->epoch.len);
-    else
-        lit(w, "null");
-    key(w, "policy_version");
-    text(w, d->p->version.s, d->p->version.len);
-    key(w, "registry_hash");
-    text(w, d->p->registry_hash.s, d->p->registry_hash.len);
-    key(w, "server");
-    s = tool >= 0 ? tg_registry_server(d->p->r, (size_t)tool, &len) : NULL;
-    text_or_null(w, s, len);
-    key(w, "tool");
-    s = tool >= 0 ? tg_registry_name(d->p->r, (size_t)tool, &len) : NULL;
-    text_or_null(w, s, len);
-    close_(w, "}");
+    const char *epoch = c ? c->epoch.s : NULL, *server = NULL, *name = NULL;
+    size_t epoch_len = c ? c->epoch.len : 0, slen = 0, nlen = 0;
+    if (pl->has_epoch && tg_type_of(pl->epoch) != TG_NULL) {
+        epoch = pl->texts.data + pl->epoch_text;
+        epoch_len = pl->epoch_len;
+    }
+    if (tool >= 0) {
+        server = tg_registry_server(d->p->r, (size_t)tool, &slen);
+        name = tg_registry_name(d->p->r, (size_t)tool, &nlen);
+    }
+    binding_of(w, d->p, digest, epoch, epoch_len, server, slen, name, nlen);
 }
 
 static void tool_text(writer *w, const tg_registry_t *r, long tool, int server)
@@ -474,14 +477,7 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
     else
         lit(w, "\"BAD_ARGUMENTS\"");
     if (findings) {
-        key(w, "findings");
-        raw(w, "[", 1);
-        for (size_t i = 0; i < res->n_findings; i++) {
-            if (i)
-                raw(w, ",", 1);
-            finding(w, &res->findings[i]);
-        }
-        raw(w, "]", 1);
+        findings_of(w, res);
         key(w, "keyword");
         ctext(w, res->findings[0].keyword);
     }

@@ -219,36 +219,55 @@ static void run_pieces(tg_workers_t *w, tg_decider_t *d, piece *pcs, size_t k)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* The bytes of text's complete lines when a chunk can be shared among the
+ * threads, 0 when it is decided on one: a policy whose stages the host
+ * runs, or a host that traces every stage, answers line by line, and a
+ * small chunk is not worth the hand-over. */
+static size_t shareable(const tg_workers_t *w, const tg_policy_t *p, const char *text, size_t len,
+                        int flags)
+{
+    const char *last = len ? memrchr(text, '\n', len) : NULL;
+    size_t complete = last ? (size_t)(last - text) + 1 : 0;
+    for (size_t i = 0; i < p->n_stages; i++)
+        if (p->stages[i].in_host)
+            return 0;
+    return (flags & TG_CHECK_PAUSE) || w->n == 0 || complete < 4096 ? 0 : complete;
+}
+
+/* Cuts the complete lines into one piece a thread; ds[i] is the decider
+ * of piece i (d for the first), whose engine its output comes from. */
+static size_t pieces(tg_workers_t *w, tg_decider_t *d, const char *text, size_t complete,
+                     size_t line, piece *pcs, tg_decider_t **ds)
+{
+    size_t k = cut(text, complete, line, pcs, w->n + 1);
+    for (size_t i = 0; i < k; i++) {
+        ds[i] = i == 0 ? d : w->w[i - 1].d;
+        tg_buf_init(&pcs[i].out, ds[i]->e);
+        memset(pcs[i].verdicts, 0, sizeof pcs[i].verdicts);
+        pcs[i].rc = TG_OK;
+        pcs[i].needs_host = 0;
+    }
+    return k;
+}
+
 int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
                             const tg_context_t *ctx, const char *text, size_t len, int format,
                             int flags, size_t *line, size_t *used, tg_buf_t *out,
                             size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
 {
     piece pcs[TG_MAX_THREADS];
-    const char *last;
+    tg_decider_t *ds[TG_MAX_THREADS];
     size_t complete, k, i;
-    int rc = TG_OK, fallback = 0;
+    int rc = TG_OK;
 
     tg_error_clear(err);
     if (!w || !d || !p || !text || !line || !used || !out || !verdicts || !o)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx is required");
-    /* a policy whose stages the host runs, or a host that traces every
-     * stage, answers line by line: one thread */
-    for (i = 0; i < p->n_stages; i++)
-        fallback |= p->stages[i].in_host;
-    last = len ? memrchr(text, '\n', len) : NULL;
-    complete = last ? (size_t)(last - text) + 1 : 0;
-    if (fallback || (flags & TG_CHECK_PAUSE) || w->n == 0 || complete < 4096)
+    if (!(complete = shareable(w, p, text, len, flags)))
         return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
                               err);
 
-    k = cut(text, complete, *line, pcs, w->n + 1);
-    for (i = 0; i < k; i++) {
-        tg_buf_init(&pcs[i].out, i == 0 ? d->e : w->w[i - 1].e);
-        memset(pcs[i].verdicts, 0, sizeof pcs[i].verdicts);
-        pcs[i].rc = TG_OK;
-        pcs[i].needs_host = 0;
-    }
+    k = pieces(w, d, text, complete, *line, pcs, ds);
     w->p = p;
     w->ctx = ctx;
     w->format = format;
@@ -302,35 +321,22 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
     piece pcs[TG_MAX_THREADS];
     tg_decider_t *ds[TG_MAX_THREADS];
     unsigned char *fresh = NULL; /* per tool: quarantined by an earlier piece of the chunk */
-    const char *last;
     size_t complete, k, i;
-    int rc = TG_OK, fallback = 0;
+    int rc = TG_OK;
 
     tg_error_clear(err);
     if (!w || !d || !p || !text || !line || !used || !out || !verdicts || !o)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx and store is required");
     if (ctx && ctx->p != p)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "the context was compiled for another policy");
-    /* what asks the host, line by line, stays on one thread */
-    for (i = 0; i < p->n_stages; i++)
-        fallback |= p->stages[i].in_host;
-    fallback |= p->has_resolve || !store || (flags & TG_CHECK_PAUSE);
-    last = len ? memrchr(text, '\n', len) : NULL;
-    complete = last ? (size_t)(last - text) + 1 : 0;
-    if (fallback || w->n == 0 || complete < 4096 ||
-        !(fresh = tg_mem_realloc(d->e, NULL, 0, p->n_tools ? p->n_tools : 1)))
+    /* IDs and records the host gives are asked line by line, on one thread */
+    complete = p->has_resolve || !store ? 0 : shareable(w, p, text, len, flags);
+    if (!complete || !(fresh = tg_mem_realloc(d->e, NULL, 0, p->n_tools ? p->n_tools : 1)))
         return tg_classify_lines(d, p, ctx, store, text, len, flags, now, line, used, out, verdicts,
                                  o, err);
     memset(fresh, 0, p->n_tools ? p->n_tools : 1);
 
-    k = cut(text, complete, *line, pcs, w->n + 1);
-    for (i = 0; i < k; i++) {
-        ds[i] = i == 0 ? d : w->w[i - 1].d;
-        tg_buf_init(&pcs[i].out, ds[i]->e);
-        memset(pcs[i].verdicts, 0, sizeof pcs[i].verdicts);
-        pcs[i].rc = TG_OK;
-        pcs[i].needs_host = 0;
-    }
+    k = pieces(w, d, text, complete, *line, pcs, ds);
     w->p = p;
     w->ctx = ctx;
     w->flags = flags;

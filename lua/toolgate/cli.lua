@@ -7,6 +7,7 @@
 
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
+local lines = require "toolgate.lines"
 local value = require "toolgate.value"
 
 local M = {}
@@ -156,6 +157,49 @@ function M.threads(arg)
   return n
 end
 
+-- fail_on(opts) -> the verdict of --fail-on, or nil; any other value is a
+-- usage error
+function M.fail_on(opts)
+  local v = opts["fail-on"]
+  if v and v ~= "reject" and v ~= "defer" and v ~= "accept" then
+    M.usage_error("--fail-on takes reject, defer or accept")
+  end
+  return v
+end
+
+-- engine_context(cmd, engine, opts[, extra]) -> the engine's compiled
+-- context of --context FILE (with extra's fields over it) | nil (after a
+-- diagnostic): compiled once for every line
+function M.engine_context(cmd, engine, opts, extra)
+  local ctx = {}
+  if opts.context then
+    ctx = M.read_context(cmd, engine:snapshot().core, opts.context)
+    if not ctx then return nil end
+  end
+  for k, v in pairs(extra or {}) do ctx[k] = v end
+  local compiled, err = engine:context(ctx)
+  if not compiled then M.diag(cmd, "--context: " .. tostring(err)) end
+  return compiled
+end
+
+-- stream(cmd, path, decide) -> accepts, rejects, defers | nil (after a
+-- diagnostic): FILE (or standard input) through decide(read, write), an
+-- engine's stream method, its decisions on standard output.  The core
+-- reads and decides whole chunks; Lua only moves the bytes.
+function M.stream(cmd, path, decide)
+  local f, name = M.open_input(cmd, path)
+  if not f then return nil end
+  local read, read_failed = lines.reader(f)
+  local a, r, d = decide(read, function(...) io.stdout:write(...) end)
+  if f ~= io.stdin then f:close() end
+  io.stdout:flush()
+  if read_failed() then
+    M.diag(cmd, "cannot read " .. name .. ": " .. tostring(read_failed()))
+    return nil
+  end
+  return a, r, d
+end
+
 -- read_context(cmd, core_engine, path) -> table | nil (after a diagnostic)
 function M.read_context(cmd, core_engine, path)
   local text = M.read_all(cmd, path)
@@ -195,7 +239,7 @@ function M.describe(err, code, offset)
 end
 
 local function global_usage()
-  local lines = {
+  local out = {
     "usage: toolgate <command> [options] [FILE]",
     "",
     "toolgate decides, before an LLM agent's tool call runs, whether it should run.",
@@ -205,12 +249,12 @@ local function global_usage()
     "commands:",
   }
   for _, c in ipairs(COMMANDS) do
-    lines[#lines + 1] = string.format("  %-10s %s", c.name, c.summary)
+    out[#out + 1] = string.format("  %-10s %s", c.name, c.summary)
   end
-  lines[#lines + 1] = ""
-  lines[#lines + 1] = "toolgate <command> --help     options of one command"
-  lines[#lines + 1] = "toolgate --version            version and binding"
-  return table.concat(lines, "\n") .. "\n"
+  out[#out + 1] = ""
+  out[#out + 1] = "toolgate <command> --help     options of one command"
+  out[#out + 1] = "toolgate --version            version and binding"
+  return table.concat(out, "\n") .. "\n"
 end
 
 -- main(argv) -> exit status

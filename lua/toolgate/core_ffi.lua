@@ -1058,30 +1058,40 @@ function Workers:count() return tonumber(C.tg_workers_count(self.w)) end
 --   written (JSON Lines), accepts, rejects, defers, the pending stage
 --   (from 1) | nil, message, code, the position after the failed line,
 --   its number
-function Decider:check_lines(policy, context, text, pos, format, flags, line, workers)
-  if getmetatable(policy) ~= Policy then error("bad argument #1 to 'check_lines' (toolgate policy expected)", 2) end
-  check_string(text, 3)
+-- The chunk calls' frame: the counters cleared, the core's call(base,
+-- len) on text from pos, then rc, the position after what was read and
+-- the last line number.
+local function chunk(self, text, pos, line, call)
   if self.pending then self.pending.c = nil; self.pending = nil end
-  local st = self.engine.st
   line_box[0], used_box[0] = line or 0, 0
   verdict_counts[0], verdict_counts[1], verdict_counts[2] = 0, 0, 0
   C.tg_buf_reset(self.batch)
-  local base = ffi.cast("const char *", text) + (pos - 1)
-  local rc
-  if workers then
-    rc = C.tg_check_lines_parallel(workers.w, self.d, policy.p, context and context.c, base, #text - pos + 1,
-      format or 0, flags or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
-  else
-    rc = C.tg_check_lines(self.d, policy.p, context and context.c, base, #text - pos + 1, format or 0,
-      flags or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
-  end
-  local next_pos, last = pos + tonumber(used_box[0]), tonumber(line_box[0])
+  local rc = call(ffi.cast("const char *", text) + (pos - 1), #text - pos + 1)
+  return rc, pos + tonumber(used_box[0]), tonumber(line_box[0])
+end
+
+local function counts()
+  return tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2])
+end
+
+function Decider:check_lines(policy, context, text, pos, format, flags, line, workers)
+  if getmetatable(policy) ~= Policy then error("bad argument #1 to 'check_lines' (toolgate policy expected)", 2) end
+  check_string(text, 3)
+  local st, c = self.engine.st, context and context.c
+  local rc, next_pos, last = chunk(self, text, pos, line, function(base, len)
+    if workers then
+      return C.tg_check_lines_parallel(workers.w, self.d, policy.p, c, base, len, format or 0, flags or 0,
+        line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+    end
+    return C.tg_check_lines(self.d, policy.p, c, base, len, format or 0, flags or 0, line_box, used_box,
+      self.batch, verdict_counts, self.out, st.err)
+  end)
   if rc ~= 0 then
     local _, message, code = error_values(st.err, false)
     return nil, message, code, next_pos, last
   end
-  return self.out.status == 1 and 1 or 2, next_pos, last, ffi.string(self.batch.data, self.batch.len),
-    tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2]),
+  local a, r, d = counts()
+  return self.out.status == 1 and 1 or 2, next_pos, last, ffi.string(self.batch.data, self.batch.len), a, r, d,
     self.out.status == 1 and tonumber(self.out.pending) + 1 or nil
 end
 
@@ -1126,36 +1136,28 @@ function Decider:classify_lines(policy, context, store, text, pos, flags, line, 
   end
   local s = opt_store(store, 3, "classify_lines")
   check_string(text, 4)
-  if self.pending then self.pending.c = nil; self.pending = nil end
-  local st = self.engine.st
-  line_box[0], used_box[0] = line or 0, 0
-  verdict_counts[0], verdict_counts[1], verdict_counts[2] = 0, 0, 0
-  C.tg_buf_reset(self.batch)
-  local base = ffi.cast("const char *", text) + (pos - 1)
-  local rc
-  if workers then
-    rc = C.tg_classify_lines_parallel(workers.w, self.d, policy.p, context and context.c, s, base, #text - pos + 1,
-      flags or 0, now or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
-  else
-    rc = C.tg_classify_lines(self.d, policy.p, context and context.c, s, base, #text - pos + 1, flags or 0,
-      now or 0, line_box, used_box, self.batch, verdict_counts, self.out, st.err)
-  end
-  local next_pos, last = pos + tonumber(used_box[0]), tonumber(line_box[0])
+  local st, c = self.engine.st, context and context.c
+  local rc, next_pos, last = chunk(self, text, pos, line, function(base, len)
+    if workers then
+      return C.tg_classify_lines_parallel(workers.w, self.d, policy.p, c, s, base, len, flags or 0, now or 0,
+        line_box, used_box, self.batch, verdict_counts, self.out, st.err)
+    end
+    return C.tg_classify_lines(self.d, policy.p, c, s, base, len, flags or 0, now or 0, line_box, used_box,
+      self.batch, verdict_counts, self.out, st.err)
+  end)
+  local out = ffi.string(self.batch.data, self.batch.len)
+  local a, r, d = counts()
   if rc ~= 0 then
     local _, message, code = error_values(st.err, false)
-    return nil, message, code, next_pos, last, ffi.string(self.batch.data, self.batch.len),
-      tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2])
+    return nil, message, code, next_pos, last, out, a, r, d
   end
   local o = self.out
-  local status = o.status
-  local out = ffi.string(self.batch.data, self.batch.len)
-  local a, r, d = tonumber(verdict_counts[0]), tonumber(verdict_counts[1]), tonumber(verdict_counts[2])
-  if status == 0 then
+  if o.status == 0 then
     return 0, next_pos, last, out, a, r, d, o.verdict, ffi.string(o.json, o.json_len), ffi.string(o.code),
       ffi.string(o.stage)
   end
-  if status == 1 then return 1, next_pos, last, out, a, r, d, tonumber(o.pending) + 1 end
-  return status, next_pos, last, out, a, r, d
+  if o.status == 1 then return 1, next_pos, last, out, a, r, d, tonumber(o.pending) + 1 end
+  return tonumber(o.status), next_pos, last, out, a, r, d
 end
 
 local query_r, query_id = ffi.new("const char *[1]"), ffi.new("const char *[1]")

@@ -425,6 +425,19 @@ local function settle(self, snap, dec, lua_ctx, status, verdict, out, code, stag
   return status, verdict, out, code, stage
 end
 
+-- A reject the host writes for what the core could not decide (out of
+-- memory): refused, never accepted.  what: "call" or "plan".
+local function undecided(snap, line, code, message, what, ctx)
+  return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = code or "NOMEM",
+    message = "the " .. what .. " could not be decided: " .. tostring(message), line = line }, ctx or {}))
+end
+
+-- The decision for a context that cannot be compiled.
+local function bad_context(snap, message, line)
+  return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_CONTEXT",
+    message = tostring(message), line = line }, {}))
+end
+
 -- run_check(self, snap, compiled, text, context, lua_ctx, line, resolved)
 -- -> decision[, the resolved tool's record | nil, args_digest | nil when
 -- resolved is asked for]: the core's pipeline of a compiled policy on one
@@ -439,11 +452,7 @@ local function run_check(self, snap, compiled, text, cctx, lua_ctx, line, resolv
   if resolved then tool_index, digest = dec:resolved() end
   local pool = snap.deciders
   pool[#pool + 1] = dec
-  if status ~= 0 then
-    -- the core could not decide (out of memory): refused, never accepted
-    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = out or "NOMEM",
-      message = "the call could not be decided: " .. tostring(verdict), line = line }, lua_ctx))
-  end
+  if status ~= 0 then return undecided(snap, line, out, verdict, "call", lua_ctx) end
   return decision.new(VERDICTS[verdict], code, stage, out), tool_index and snap.registry.tools[tool_index], digest
 end
 
@@ -493,10 +502,7 @@ end
 function Engine:check(call, ctx, line)
   local snap = self.current -- this decision's snapshot, start to end
   local cctx, lua_ctx, cerr = call_context(snap, ctx)
-  if not cctx then
-    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_CONTEXT",
-      message = tostring(lua_ctx or cerr), line = line }, {}))
-  end
+  if not cctx then return bad_context(snap, lua_ctx or cerr, line) end
   local text, failed = call_text(call)
   if not text then
     failed.line = line
@@ -519,8 +525,7 @@ function Engine:check_all(call, ctx)
   local list = setmetatable({}, value.array_mt)
   local cctx, lua_ctx, cerr = call_context(snap, ctx)
   if not cctx then
-    list[1] = decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_CONTEXT",
-      message = tostring(lua_ctx or cerr) }, {}))
+    list[1] = bad_context(snap, lua_ctx or cerr)
     return list
   end
   local text, failed = call_text(call)
@@ -539,16 +544,27 @@ function Engine:check_all(call, ctx)
   pool[#pool + 1] = dec
   if status == nil then
     -- the core could not decide the next call (out of memory): refused
-    list[#list + 1] = decision.from_table(finish(snap, { verdict = "reject", stage = "decode",
-      code = out or "NOMEM", message = "the call could not be decided: " .. tostring(verdict) }, lua_ctx))
+    list[#list + 1] = undecided(snap, nil, out, verdict, "call", lua_ctx)
   end
   return list
 end
 
+-- What a stream decides in: the compiled context and its table, and the
+-- threads (threads > 1) | nil, message.
+local function stream_setup(snap, ctx, threads)
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then return nil, lua_ctx or cerr end
+  local workers, werr
+  if threads and threads > 1 then
+    workers, werr = snap.core:workers(threads)
+    if not workers then return nil, werr end
+  end
+  return cctx, lua_ctx, workers
+end
+
 -- A reject the host writes for a line the core could not decide.
 local function refused_line(snap, line, code, message, what)
-  return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = code or "NOMEM",
-    message = "the " .. (what or "call") .. " could not be decided: " .. tostring(message), line = line }, {})):json()
+  return undecided(snap, line, code, message, what or "call"):json()
 end
 
 --- Decides a stream of JSON Lines, one decision per call, the lines read
@@ -561,14 +577,8 @@ end
 -- the output is the same bytes whatever their number
 function Engine:check_stream(read, write, ctx, threads)
   local snap = self.current
-  local cctx, lua_ctx, cerr = call_context(snap, ctx)
-  if not cctx then return nil, lua_ctx or cerr end
-  local workers
-  if threads and threads > 1 then
-    local werr
-    workers, werr = snap.core:workers(threads)
-    if not workers then return nil, werr end
-  end
+  local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
+  if not cctx then return nil, lua_ctx end
   local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
   local counts, line = { [0] = 0, 0, 0 }, 0
   lines.pump(read, function(buf)
@@ -626,10 +636,7 @@ end
 function Engine:classify(plan, ctx, line)
   local snap = self.current -- this decision's snapshot, start to end
   local cctx, lua_ctx, cerr = call_context(snap, ctx)
-  if not cctx then
-    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = "BAD_CONTEXT",
-      message = tostring(lua_ctx or cerr), line = line }, {}))
-  end
+  if not cctx then return bad_context(snap, lua_ctx or cerr, line) end
   local text = plan
   if type(plan) == "table" then
     local err
@@ -647,11 +654,7 @@ function Engine:classify(plan, ctx, line)
   if status == 0 and not cstore then write_quarantines(self, snap, dec) end
   local pool = snap.deciders
   pool[#pool + 1] = dec
-  if status ~= 0 then
-    -- the core could not decide (out of memory): refused, never accepted
-    return decision.from_table(finish(snap, { verdict = "reject", stage = "decode", code = out or "NOMEM",
-      message = "the plan could not be decided: " .. tostring(verdict), line = line }, lua_ctx))
-  end
+  if status ~= 0 then return undecided(snap, line, out, verdict, "plan", lua_ctx) end
   return decision.new(VERDICTS[verdict], code, stage, out)
 end
 
@@ -665,14 +668,8 @@ end
 -- the output and the store are the same whatever their number
 function Engine:classify_stream(read, write, ctx, threads)
   local snap = self.current
-  local cctx, lua_ctx, cerr = call_context(snap, ctx)
-  if not cctx then return nil, lua_ctx or cerr end
-  local workers
-  if threads and threads > 1 then
-    local werr
-    workers, werr = snap.core:workers(threads)
-    if not workers then return nil, werr end
-  end
+  local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
+  if not cctx then return nil, lua_ctx end
   local dec, flags, cstore = take_decider(snap), flags_of(self), state_mod.core_store(self.store)
   local counts, line = { [0] = 0, 0, 0 }, 0
   lines.pump(read, function(buf)

@@ -1,7 +1,6 @@
 -- toolgate check: the policy's pipeline on each call line.
 local cli = require "toolgate.cli"
 local engine_mod = require "toolgate.engine"
-local lines = require "toolgate.lines"
 
 local M = {}
 
@@ -88,39 +87,17 @@ function M.run(args)
   if #pos > 1 then cli.usage_error("at most one FILE") end
   local format = opts.format or "auto"
   if not engine_mod.FORMATS[format] then cli.usage_error("unknown --format " .. format) end
-  local fail_on = opts["fail-on"]
-  if fail_on and fail_on ~= "reject" and fail_on ~= "defer" and fail_on ~= "accept" then
-    cli.usage_error("--fail-on takes reject, defer or accept")
-  end
+  local fail_on = cli.fail_on(opts)
   local threads = cli.threads(opts.threads)
   local engine = cli.load_engine("check", opts, { format = format,
     trust_call_context = opts["line-context"], report_also = opts.also }, true)
   if not engine then return cli.EXIT_USAGE end
-  local core_engine = engine:snapshot().core
-
-  local ctx = {}
-  if opts.context then
-    ctx = cli.read_context("check", core_engine, opts.context)
-    if not ctx then return cli.EXIT_USAGE end
-  end
-  if opts.server then ctx.server = opts.server end
-  local err
-  ctx, err = engine:context(ctx) -- compiled once for every line
-  if not ctx then
-    cli.diag("check", "--context: " .. tostring(err))
-    return cli.EXIT_USAGE
-  end
-
-  local f, name = cli.open_input("check", pos[1])
-  if not f then return cli.EXIT_USAGE end
-  -- the core reads and decides whole chunks; Lua only moves the bytes
-  local read, read_failed = lines.reader(f)
-  local counts = { engine:check_stream(read, function(...) io.stdout:write(...) end, ctx, threads) }
-  if f ~= io.stdin then f:close() end
-  if read_failed() then
-    cli.diag("check", "cannot read " .. name .. ": " .. tostring(read_failed()))
-    return cli.EXIT_USAGE
-  end
+  local ctx = cli.engine_context("check", engine, opts, { server = opts.server })
+  if not ctx then return cli.EXIT_USAGE end
+  local counts = { cli.stream("check", pos[1], function(read, write)
+    return engine:check_stream(read, write, ctx, threads)
+  end) }
+  if not counts[1] then return cli.EXIT_USAGE end
   local n = { accept = counts[1], reject = counts[2], defer = counts[3] }
   return fail_on and n[fail_on] > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end

@@ -1,6 +1,5 @@
 -- toolgate classify: self-consistency of sampled plans.
 local cli = require "toolgate.cli"
-local lines = require "toolgate.lines"
 
 local M = {}
 
@@ -51,37 +50,16 @@ function M.run(args)
     multi = { registry = true },
   })
   if #pos > 1 then cli.usage_error("at most one FILE") end
-  local fail_on = opts["fail-on"]
-  if fail_on and fail_on ~= "reject" and fail_on ~= "defer" and fail_on ~= "accept" then
-    cli.usage_error("--fail-on takes reject, defer or accept")
-  end
+  local fail_on = cli.fail_on(opts)
   local threads = cli.threads(opts.threads)
   local engine = cli.load_engine("classify", opts, nil, true)
   if not engine then return cli.EXIT_USAGE end
-  local core_engine = engine:snapshot().core
-  local ctx = {}
-  if opts.context then
-    ctx = cli.read_context("classify", core_engine, opts.context)
-    if not ctx then return cli.EXIT_USAGE end
-  end
-  local err
-  ctx, err = engine:context(ctx) -- compiled once for every plan
-  if not ctx then
-    cli.diag("classify", "--context: " .. tostring(err))
-    return cli.EXIT_USAGE
-  end
-
-  local f, name = cli.open_input("classify", pos[1])
-  if not f then return cli.EXIT_USAGE end
-  -- the core reads and decides whole chunks; Lua only moves the bytes
-  local read, read_failed = lines.reader(f)
-  local counts = { engine:classify_stream(read, function(...) io.stdout:write(...) end, ctx, threads) }
-  if f ~= io.stdin then f:close() end
-  io.stdout:flush()
-  if read_failed() then
-    cli.diag("classify", "cannot read " .. name .. ": " .. tostring(read_failed()))
-    return cli.EXIT_USAGE
-  end
+  local ctx = cli.engine_context("classify", engine, opts)
+  if not ctx then return cli.EXIT_USAGE end
+  local counts = { cli.stream("classify", pos[1], function(read, write)
+    return engine:classify_stream(read, write, ctx, threads)
+  end) }
+  if not counts[1] then return cli.EXIT_USAGE end
   local names = {}
   for key, r in pairs(engine.store:records()) do
     if r.quarantined then names[#names + 1] = key:gsub("%z", "/") .. " (" .. r.quarantined.reason .. ")" end
