@@ -294,30 +294,39 @@ describe("failing closed", function()
     local good = '{"plan_id":"g","tool":{"server":"sb","name":"lookup","deterministic":true,"verified":true},'
       .. '"samples":[' .. s .. "," .. s .. "," .. s .. "]}"
     local text = table.concat({ good, "{", good, '{"samples":[]}', good, "" }, "\n")
-    local function run()
-      local out = {}
-      local sent = false
-      local a, r, d = e:classify_stream(function() if sent then return nil end sent = true return text end,
-        function(...) out[#out + 1] = table.concat({ ... }) end, nil, 1)
-      return { lines = table.concat(out), counts = { a, r, d } }
+    local function run(threads)
+      return function()
+        local out = {}
+        local sent = false
+        local a, r, d = e:classify_stream(function() if sent then return nil end sent = true return text end,
+          function(...) out[#out + 1] = table.concat({ ... }) end, nil, threads)
+        return { lines = table.concat(out), counts = { a, r, d } }
+      end
     end
-    local _, ok, clean, calls = with_fault(e:snapshot(), 0, run)
-    assert(ok, clean)
-    local clean_lines = {}
-    for l in clean.lines:gmatch("[^\n]+") do clean_lines[#clean_lines + 1] = l end
-    assert.equal(5, #clean_lines)
     local faults = 0
-    for k = 1, calls do
-      local fired, ok2, got = with_fault(e:snapshot(), k, run)
-      assert(ok2, got)
-      if fired then
-        faults = faults + 1
-        local i = 0
-        for l in got.lines:gmatch("[^\n]+") do
-          i = i + 1
-          if l ~= clean_lines[i] then assert.not_matches('"verdict":"accept"', l) end
+    for _, threads in ipairs({ 1, 2 }) do
+      local _, ok, clean, calls = with_fault(e:snapshot(), 0, run(threads))
+      assert(ok, clean)
+      local clean_lines = {}
+      for l in clean.lines:gmatch("[^\n]+") do clean_lines[#clean_lines + 1] = l end
+      assert.equal(5, #clean_lines)
+      for k = 1, calls do
+        local fired, ok2, got = with_fault(e:snapshot(), k, run(threads))
+        assert(ok2, got)
+        if fired == "engine:workers" then
+          -- no threads: nothing is decided, and the stream says why
+          assert.equal("", got.lines)
+          assert.is_nil(got.counts[1])
+          assert.matches("injected fault", got.counts[2], 1, true)
+        elseif fired then
+          faults = faults + 1
+          local i = 0
+          for l in got.lines:gmatch("[^\n]+") do
+            i = i + 1
+            if l ~= clean_lines[i] then assert.not_matches('"verdict":"accept"', l) end
+          end
+          assert.equal(#clean_lines, i) -- a decision for every line
         end
-        assert.equal(#clean_lines, i) -- a decision for every line
       end
     end
     assert.is_true(faults > 0)

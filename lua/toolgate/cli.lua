@@ -197,6 +197,10 @@ function M.stream(cmd, path, decide)
     M.diag(cmd, "cannot read " .. name .. ": " .. tostring(read_failed()))
     return nil
   end
+  if a == nil then -- nothing was decided (no threads could be made): say why
+    M.diag(cmd, tostring(r))
+    return nil
+  end
   return a, r, d
 end
 
