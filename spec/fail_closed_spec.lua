@@ -12,6 +12,7 @@
 -- counted and must not happen: an engine that gates untrusted input
 -- returns a decision.
 local toolgate = require "toolgate"
+local unpack = table.unpack or unpack -- luacheck: ignore 143
 local h = require "helpers"
 
 local REG = h.root .. "/examples/registries/"
@@ -42,22 +43,38 @@ local function classes(snap)
   return out
 end
 
--- The chunk methods fail as the core does: at the chunk's first line not
--- blank, saying where it ends and its number, and what came before it
--- (nothing).  LINES: where the text, its position and the line number
--- before it are among the method's arguments.
+-- The chunk methods fail as the core does: at a line not blank, saying
+-- where it ends and its number, and giving the decisions of the lines before
+-- it (and their counts).  check_lines fails at the chunk's second such line
+-- when it has one, after deciding the first for real (f on the text up to
+-- it), so a host that drops what came before the failing line is caught;
+-- classify_lines at the first (its lines may need the host between them).
+-- LINES: where the text, its position and the line number before it are
+-- among the method's arguments.
 local LINES = { check_lines = { 4, 5, 8 }, classify_lines = { 5, 6, 8 } }
 
-local function failed_line(m, ...)
+local function failed_line(m, f, ...)
   local at = LINES[m]
-  local text, pos, line = select(at[1], ...), select(at[2], ...), select(at[3], ...) or 0
-  repeat
-    local nl = text:find("\n", pos, true)
-    if not nl then break end
-    local blank = not text:sub(pos, nl - 1):find("%S")
-    pos, line = nl + 1, line + 1
-  until not blank
-  return pos, line, "", 0, 0, 0 -- no line before it decided
+  local args = { n = select("#", ...), ... }
+  local text, pos, line = args[at[1]], args[at[2]], args[at[3]] or 0
+  local function next_line(p, l)
+    repeat
+      local nl = text:find("\n", p, true)
+      if not nl then return nil end
+      local blank = not text:sub(p, nl - 1):find("%S")
+      p, l = nl + 1, l + 1
+    until not blank
+    return p, l
+  end
+  local first_end, first_line = next_line(pos, line)
+  if not first_end then return pos, line, "", 0, 0, 0 end
+  local second_end, second_line = next_line(first_end, first_line)
+  if m == "check_lines" and second_end then
+    args[at[1]] = text:sub(1, first_end - 1)
+    local status, _, _, out, a, r, d = f(unpack(args, 1, args.n))
+    if status == 2 then return second_end, second_line, out, a, r, d end
+  end
+  return first_end, first_line, "", 0, 0, 0
 end
 
 -- with_fault(snap, k, fn) -> fired, ok, result: runs fn with the k-th
@@ -74,7 +91,7 @@ local function with_fault(snap, k, fn)
           if count == k then
             fired = cls_name .. ":" .. m
             if LINES[m] then
-              return nil, "injected fault: out of memory", "NOMEM", failed_line(m, ...)
+              return nil, "injected fault: out of memory", "NOMEM", failed_line(m, f, ...)
             end
             return nil, "injected fault: out of memory", "NOMEM"
           end
@@ -283,6 +300,52 @@ describe("failing closed", function()
       property(asked:snapshot(), function() return asked:classify(p) end, tally)
     end
     report("classify", tally)
+  end)
+
+  it("a core fault at any point of a stream of calls never makes a line an accept, and every line is decided",
+      function()
+    local e = assert(toolgate.new({ policy = "rung", registry = { REG .. "mcp-filesystem.json" } }))
+    local good = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}'
+    local bad = '{"server":"filesystem","name":"read_text_file","arguments":{"path":1}}'
+    local text = table.concat({ good, bad, "", good, "{", good, bad, good, "" }, "\n")
+    local function run(threads)
+      return function()
+        local out, sent = {}, false
+        local a, r, d = e:check_stream(function() if sent then return nil end sent = true return text end,
+          function(...) out[#out + 1] = table.concat({ ... }) end, nil, threads)
+        return { lines = table.concat(out), counts = { a, r, d } }
+      end
+    end
+    local faults = 0
+    for _, threads in ipairs({ 1, 2 }) do
+      local _, ok, clean, calls = with_fault(e:snapshot(), 0, run(threads))
+      assert(ok, clean)
+      local clean_by_line, n_clean = {}, 0
+      for l in clean.lines:gmatch("[^\n]+") do
+        clean_by_line[l:match('"line":(%d+)')], n_clean = l, n_clean + 1
+      end
+      assert.equal(7, n_clean)
+      for k = 1, calls do
+        local fired, ok2, got = with_fault(e:snapshot(), k, run(threads))
+        assert(ok2, got)
+        if fired == "engine:workers" then
+          assert.equal("", got.lines)
+          assert.is_nil(got.counts[1])
+        elseif fired then
+          faults = faults + 1
+          local numbers = {}
+          for l in got.lines:gmatch("[^\n]+") do
+            local n = l:match('"line":(%d+)')
+            numbers[#numbers + 1] = n
+            if l ~= clean_by_line[n] then assert.not_matches('"verdict":"accept"', l) end
+          end
+          -- a decision for every line, in order: none lost before the line that failed
+          assert.same({ "1", "2", "4", "5", "6", "7", "8" }, numbers)
+          assert.equal(7, got.counts[1] + got.counts[2] + got.counts[3])
+        end
+      end
+    end
+    assert.is_true(faults > 0)
   end)
 
   it("a core fault at any point of a stream of plans never makes a line an accept", function()

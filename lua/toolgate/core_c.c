@@ -1027,7 +1027,8 @@ static int l_workers_count(lua_State *L)
  *   position after what was read, the last line number, the decisions
  *   written (JSON Lines), accepts, rejects, defers, the pending stage
  *   (from 1) | nil, message, code, the position after the failed line,
- *   its number */
+ *   its number, the decisions of the lines before it and their accepts,
+ *   rejects, defers */
 static int l_decider_check_lines(lua_State *L)
 {
     decider_ud *d = check_decider(L);
@@ -1056,7 +1057,10 @@ static int l_decider_check_lines(lua_State *L)
         push_error(L, &err, 0);
         lua_pushinteger(L, pos + (lua_Integer)used);
         lua_pushinteger(L, (lua_Integer)line);
-        return 5;
+        lua_pushlstring(L, d->batch.data, d->batch.len); /* the lines before it */
+        for (int i = 0; i < 3; i++)
+            lua_pushinteger(L, (lua_Integer)counts[i]);
+        return 9;
     }
     lua_pushinteger(L, d->out.status == TG_NEEDS_STAGE ? 1 : 2);
     lua_pushinteger(L, pos + (lua_Integer)used);

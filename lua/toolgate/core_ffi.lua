@@ -1086,11 +1086,12 @@ function Decider:check_lines(policy, context, text, pos, format, flags, line, wo
     return C.tg_check_lines(self.d, policy.p, c, base, len, format or 0, flags or 0, line_box, used_box,
       self.batch, verdict_counts, self.out, st.err)
   end)
+  local a, r, d = counts()
   if rc ~= 0 then
     local _, message, code = error_values(st.err, false)
-    return nil, message, code, next_pos, last
+    -- the decisions of the lines before the one that failed stand
+    return nil, message, code, next_pos, last, ffi.string(self.batch.data, self.batch.len), a, r, d
   end
-  local a, r, d = counts()
   return self.out.status == 1 and 1 or 2, next_pos, last, ffi.string(self.batch.data, self.batch.len), a, r, d,
     self.out.status == 1 and tonumber(self.out.pending) + 1 or nil
 end

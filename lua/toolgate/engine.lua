@@ -584,19 +584,21 @@ function Engine:check_stream(read, write, ctx, threads)
   lines.pump(read, function(buf)
     local pos = 1
     while true do
-      local status, next_pos, last, out, a, r, d, pending = dec:check_lines(snap.compiled, cctx, buf, pos, format,
-        flags, line, workers)
-      if status == nil then -- the core failed on a line (out of memory): refuse that line, go on
-        local message, code, after, number = next_pos, last, out, a
-        write(refused_line(snap, number, code, message), "\n")
-        counts[1] = counts[1] + 1
+      local res = { dec:check_lines(snap.compiled, cctx, buf, pos, format, flags, line, workers) }
+      local status = res[1]
+      if status == nil then
+        -- the core failed on a line (out of memory): the lines before it
+        -- stand, that one is refused, the next go on
+        local message, code, after, number, before = res[2], res[3], res[4], res[5], res[6]
+        write(before, refused_line(snap, number, code, message), "\n")
+        counts[0], counts[1], counts[2] = counts[0] + res[7], counts[1] + res[8] + 1, counts[2] + res[9]
         pos, line = after, number
       else
-        write(out)
-        counts[0], counts[1], counts[2] = counts[0] + a, counts[1] + r, counts[2] + d
-        pos, line = next_pos, last
+        write(res[4])
+        counts[0], counts[1], counts[2] = counts[0] + res[5], counts[1] + res[6], counts[2] + res[7]
+        pos, line = res[2], res[3]
         if status == 2 then return pos end
-        local st, verdict, text = settle(self, snap, dec, lua_ctx, 1, nil, nil, nil, nil, pending)
+        local st, verdict, text = settle(self, snap, dec, lua_ctx, 1, nil, nil, nil, nil, res[8])
         if st == 0 then
           write(text, "\n")
           counts[verdict] = counts[verdict] + 1
