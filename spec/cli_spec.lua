@@ -414,6 +414,29 @@ describe("toolgate validate", function()
     assert.matches('"keyword":"required"', lines[3], 1, true)
   end)
 
+  it("asserts formats with --assert-formats, refuses one it cannot check, leaves listed ones alone", function()
+    local s = h.tmpname(".json")
+    h.write_file(s, '{"type":"object","properties":{"when":{"type":"string","format":"date"},' ..
+      '"to":{"type":"string","format":"idn-email"}}}')
+    local inst = '{"when":"2026-02-30","to":"x"}'
+    local code, out = h.toolgate("validate --schema " .. s, inst)
+    assert.equal(0, code)
+    assert.equal('{"errors":[],"valid":true}\n', out) -- annotations by default
+    local err
+    code, _, err = h.toolgate("validate --assert-formats --schema " .. s, inst)
+    assert.equal(2, code) -- never a format that passes unchecked
+    assert.matches('UNSUPPORTED_FORMAT at /properties/to/format: format "idn-email"', err, 1, true)
+    code, out = h.toolgate("validate --assert-formats --annotation-format idn-email --schema " .. s, inst)
+    assert.equal(0, code)
+    assert.matches('"keyword":"format"', out, 1, true)
+    assert.matches('"path":"/when"', out, 1, true)
+    assert.not_matches('"path":"/to"', out, 1, true)
+    code, _, err = h.toolgate("validate --annotation-format idn-email --schema " .. s, inst)
+    assert.equal(2, code)
+    assert.matches("--annotation-format needs --assert-formats", err, 1, true)
+    os.remove(s)
+  end)
+
   it("exits 2 for a schema it cannot compile", function()
     local bad = h.tmpname(".json")
     h.write_file(bad, '{"properties":{"a":{"if":{}}}}')

@@ -7,7 +7,8 @@ local value = require "toolgate.value"
 local M = {}
 
 M.usage = [[
-usage: toolgate validate --schema FILE [--closed] [--assert-formats] [--lines] [FILE]
+usage: toolgate validate --schema FILE [--closed] [--assert-formats]
+                        [--annotation-format NAME]... [--lines] [FILE]
 
 Validates the JSON instance in FILE (or standard input) against the schema
 and writes {"valid":true|false,"errors":[...]}, each error
@@ -20,7 +21,17 @@ additionalProperties / patternProperties accepts no other key).
 
   --schema FILE      the schema (required)
   --closed           closed-world objects
-  --assert-formats   assert date-time, date, time, email, uri, uuid, ipv4, ipv6
+  --assert-formats   check every "format" the schema uses: the formats of JSON
+                     Schema 2020-12 (date-time, date, time, duration, email,
+                     hostname, ipv4, ipv6, uri, uri-reference, uri-template,
+                     uuid, regex, json-pointer, relative-json-pointer) and
+                     OpenAPI's (byte, binary, password, int32, int64, float,
+                     double).  A format toolgate cannot check (idn-email, iri,
+                     a typo) makes the schema fail to compile
+                     (UNSUPPORTED_FORMAT) rather than pass unchecked
+  --annotation-format NAME
+                     with --assert-formats: leave the format NAME unchecked,
+                     an annotation (repeatable)
   --lines            one instance per line; the output lines carry "line"
 
 exit status: 0 all instances validated (valid or not), 1 some instance was
@@ -32,9 +43,13 @@ function M.run(args)
   local opts, pos = cli.parse(args, {
     flags = { closed = true, ["assert-formats"] = true, lines = true },
     options = { schema = true },
+    multi = { ["annotation-format"] = true },
   })
   if #pos > 1 then cli.usage_error("at most one FILE") end
   if not opts.schema then cli.usage_error("--schema is required") end
+  if opts["annotation-format"] and not opts["assert-formats"] then
+    cli.usage_error("--annotation-format needs --assert-formats (formats are annotations without it)")
+  end
 
   local engine = assert(core.new_engine())
   local text = cli.read_all("validate", opts.schema)
@@ -46,6 +61,7 @@ function M.run(args)
   end
   local schema, serr, scode, pointer = engine:compile_schema(doc:root(), {
     closed = opts.closed or false, assert_formats = opts["assert-formats"] or false,
+    annotation_formats = opts["annotation-format"],
   })
   if not schema then
     cli.diag("validate", string.format("%s: %s at %s: %s", opts.schema, scode,
