@@ -422,7 +422,7 @@ describe("toolgate validate", function()
     local code, out = h.toolgate("validate --schema " .. s, inst)
     assert.equal(0, code)
     assert.equal('{"errors":[],"valid":true}\n', out) -- annotations by default
-    local err
+    local err, _
     code, _, err = h.toolgate("validate --assert-formats --schema " .. s, inst)
     assert.equal(2, code) -- never a format that passes unchecked
     assert.matches('UNSUPPORTED_FORMAT at /properties/to/format: format "idn-email"', err, 1, true)
