@@ -160,6 +160,18 @@ describe("the two encoders", function()
     return t
   end
 
+  it("write every string as the core's canonical form (the Lua encoder is LuaJIT's only one)", function()
+    local samples = { "", "plain", "é中😀", "a\127b", string.rep("x", 100) .. '"' }
+    for b = 0, 127 do
+      samples[#samples + 1] = string.char(b)
+      samples[#samples + 1] = "ab" .. string.char(b) .. "cd"
+    end
+    for _, s in ipairs(samples) do
+      assert.equal(toolgate.canon(cjson.encode(s)), value.encode_lua(s), string.format("%q", s))
+      assert.equal(toolgate.canon(cjson.encode(s)), value.encode(s), string.format("%q", s))
+    end
+  end)
+
   it("give the same JSON, or both refuse, on random values", function()
     math.randomseed(20261201)
     local rnd = function(n) return math.random(1, n) end
