@@ -4,7 +4,10 @@
 # loopback, one run, printed as ratios: the gateway on the accept path (a
 # tools/call the policy lets through, its result verified), on the reject
 # path (an H2, answered by the gateway), and POST /v1/check (the decision
-# API, no upstream).  Targets (DESIGN 6): the gateway's throughput >= 90% of
+# API, no upstream), and the floor of any Lua gateway that reads what it
+# forwards: the plain proxy with Lua phases that only read the request body
+# and hold the answer until its end (what inspecting a JSON answer needs),
+# deciding nothing.  Targets (DESIGN 6): the gateway's throughput >= 90% of
 # the plain proxy's at 64 connections, p99 added <= 200 us, no non-2xx at 256
 # connections; /v1/check >= 40,000 decisions/s on the 2-core machine.
 # Called by `make bench-nginx` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set;
@@ -14,20 +17,21 @@ LUA=${LUA:-lua5.4}
 SECONDS_PER=${BENCH_SECONDS:-5}
 out=bench/out/nginx
 rm -rf "$out"
-mkdir -p "$out/up/tmp" "$out/proxy/tmp"
+mkdir -p "$out/up/tmp" "$out/proxy/tmp" "$out/floor/tmp"
 root=$PWD
 
-set -- $(node nginx/test/http.mjs port 4)
-up_port=$1 proxy_port=$2 gw_port=$3 admin_port=$4
+set -- $(node nginx/test/http.mjs port 5)
+up_port=$1 proxy_port=$2 gw_port=$3 admin_port=$4 floor_port=$5
 pids=""
 cleanup() {
   for p in $pids; do kill -QUIT "$p" 2>/dev/null || true; done
 }
 trap cleanup EXIT INT TERM
 
-# nginx_conf DIR WORKERS BODY: a minimal conf around an http{} body
+# nginx_conf DIR WORKERS BODY [PREAMBLE]: a minimal conf around an http{} body
 nginx_conf() {
   cat >"$1/nginx.conf" <<EOF
+${4:-}
 daemon off;
 worker_processes $2;
 pid $root/$1/nginx.pid;
@@ -78,6 +82,30 @@ nginx_conf "$out/proxy" 2 "    upstream up { server 127.0.0.1:$up_port; keepaliv
             proxy_buffering off;
         }
     }"
+# The floor: the plain proxy plus the Lua work every body-reading gateway
+# does and nothing else (the body read in access, the answer buffered to its
+# end in body_filter, Content-Length dropped in header_filter).
+mods=$("$LUA" -e 'print(require("toolgate.cli.gateway").MODULE_DIR)')
+nginx_conf "$out/floor" 2 "    upstream up { server 127.0.0.1:$up_port; keepalive 64; }
+    server {
+        listen 127.0.0.1:$floor_port;
+        location = /mcp/bench {
+            access_by_lua_block { ngx.req.read_body() }
+            header_filter_by_lua_block { ngx.header[\"Content-Length\"] = nil }
+            body_filter_by_lua_block {
+                local c = ngx.ctx
+                c.buf = c.buf or {}
+                c.buf[#c.buf + 1] = ngx.arg[1]
+                if not ngx.arg[2] then ngx.arg[1] = nil return end
+                ngx.arg[1] = table.concat(c.buf)
+            }
+            proxy_pass http://up/mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+            proxy_buffering off;
+        }
+    }" "load_module $mods/ndk_http_module.so;
+load_module $mods/ngx_http_lua_module.so;"
 cat >"$out/registry.json" <<'EOF'
 {"server":"bench","tools":[{"name":"echo","description":"Echoes back the message",
  "inputSchema":{"type":"object","properties":{"message":{"type":"string","maxLength":100}},"required":["message"]},
@@ -91,8 +119,10 @@ echo '{"scopes":["bench:read"]}' >"$out/context.json"
 start_nginx "$out/up"
 start_nginx "$out/proxy"
 start_nginx "$out/gw"
+start_nginx "$out/floor"
 wait_port "$up_port" /mcp
 wait_port "$proxy_port" /mcp/bench
+wait_port "$floor_port" /mcp/bench
 wait_port "$gw_port" /healthz
 
 accept='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}'
@@ -123,6 +153,7 @@ EOF
 results="$out/results.txt"
 {
   run proxy-64 "http://127.0.0.1:$proxy_port/mcp/bench" "$accept" 64
+  run lua-floor-64 "http://127.0.0.1:$floor_port/mcp/bench" "$accept" 64
   run accept-64 "http://127.0.0.1:$gw_port/mcp/bench" "$accept" 64
   run reject-64 "http://127.0.0.1:$gw_port/mcp/bench" "$reject" 64
   run check-64 "http://127.0.0.1:$gw_port/v1/check" "$check" 64
@@ -136,11 +167,13 @@ awk '
   END {
     printf "%-12s %10s %9s %9s %8s %7s %12s\n", "", "req/s", "p50 us", "p99 us", "non-2xx", "errors", "vs proxy"
     for (i = 1; i <= n; i++) {
-      k = order[i]; c = k; sub(/^[a-z]+-/, "", c)
+      k = order[i]; c = k; sub(/^.*-/, "", c)
       printf "%-12s %10.0f %9.0f %9.0f %8d %7d %11.2fx\n", k, rps[k], p50[k], p99[k], non2xx[k], err[k], rps[k] / rps["proxy-" c]
     }
     printf "\naccept path at 64 connections: %.0f%% of the plain proxy (target >= 90%%), p99 added %.0f us (target <= 200)\n",
       100 * rps["accept-64"] / rps["proxy-64"], p99["accept-64"] - p99["proxy-64"]
+    printf "the floor of a Lua gateway that reads the body and holds the answer: %.0f%% of the plain proxy;\n", 100 * rps["lua-floor-64"] / rps["proxy-64"]
+    printf "the accept path at %.0f%% of that floor\n", 100 * rps["accept-64"] / rps["lua-floor-64"]
     printf "at 256 connections: %d non-2xx, %d socket errors (target 0)\n", non2xx["accept-256"], err["accept-256"]
     printf "POST /v1/check: %.0f decisions/s (target >= 40000)\n", rps["check-64"]
   }' "$results"
