@@ -55,6 +55,9 @@ node bench/peers/validate_node.js --schemas "$out/mcp-schemas.json" --calls "$ou
 {
   "$BUILD/bench/validate_bench" --schemas "$out/mcp-schemas.json" --calls "$out/mcp-calls.jsonl" \
     --min-seconds "$SECONDS_PER"
+  # tg_check alone on the lines engine:check gets: the C floor under the Lua rows
+  "$BUILD/bench/check_c_bench" --schemas "$out/mcp-schemas.json" --calls "$out/mcp-native.jsonl" \
+    --min-seconds "$SECONDS_PER"
   for lua in "$LUA" "$LUAJIT"; do
     for pol in rung default; do
       "$lua" bench/check_bench.lua --calls "$out/mcp-native.jsonl" --policy "$pol" --min-seconds "$SECONDS_PER"
