@@ -309,6 +309,26 @@ describe("the contract verifier", function()
     assert.equal("TOOL_ERROR", e:verify(c, { content = {}, isError = true }).code)
   end)
 
+  it("writes each accept as the whole decision would be: its own call's digest, per tool", function()
+    local e = engine()
+    local value = require "toolgate.value"
+    local digests = {}
+    for _, c in ipairs({ call("read_log", { n = 1 }), call("read_log", { n = 2 }), call("read_log", { n = 1 }),
+                         call("restart", { service = "x" }) }) do
+      local d = c.name == "read_log" and e:verify(c, { lines = { "a" } })
+        or e:verify(c, {}, { observed_effects = { "restart" } })
+      assert.equal("accept", d.verdict)
+      local t = d:table()
+      local want = { verdict = "accept", stage = "verifier", server = t.server, tool = c.name,
+        args_digest = e:check(c, { max_risk = "critical", scopes = { "logs:read", "svc:restart" } }).args_digest,
+        policy_version = e:snapshot().version, registry_hash = e:snapshot().hash }
+      assert.equal(toolgate.canon(assert(value.encode(want))), d:json())
+      digests[#digests + 1] = t.args_digest
+    end
+    assert.are_not.equal(digests[1], digests[2])
+    assert.equal(digests[1], digests[3])
+  end)
+
   it("does not verify a call the rung refuses", function()
     local e = engine()
     local d = e:verify(call("read_log", { n = "x" }), { lines = {} })

@@ -227,7 +227,7 @@ local function build(opts)
   local rung_only = assert(reg.c:policy(describe(pol, reg, opts, { rung = true })))
   local snap = { policy = pol, registry = reg, core = ce, version = pol.version, hash = reg.hash,
                  compiled = compiled, rung_only = rung_only, context_table = merge(pol.context, opts.context),
-                 deciders = {} }
+                 deciders = {}, accepted_results = {} }
   snap.warnings = merge(pol.warnings)
   for _, w in ipairs(contract_warnings(pol, reg, snap.context_table)) do snap.warnings[#snap.warnings + 1] = w end
   snap.context, err, code = compile_context(snap, snap.context_table)
@@ -773,6 +773,29 @@ function Engine:determinism(server, name)
   return self.store:get(server, name)
 end
 
+-- The verifier's accept of a result is the same text for every call of a
+-- tool but the arguments' digest: it is written once per tool and snapshot,
+-- by the general path (finish, then the decision's own JSON), and each
+-- call's digest put in its place (32 hex digits: nothing to escape, and
+-- the members' order does not depend on values).  An MCP gateway verifies
+-- every tools/call result, and writing the decision was most of it.
+local function accepted_result(snap, tool, state, lua_ctx)
+  local digest = state.args_digest
+  if type(digest) ~= "string" or not digest:find("^%x+$") then
+    return decision.from_table(finish(snap, { verdict = "accept", stage = "verifier" }, lua_ctx, state))
+  end
+  local cache = snap.accepted_results
+  local parts = cache[tool]
+  if not parts then
+    local text = decision.from_table(finish(snap, { verdict = "accept", stage = "verifier" }, lua_ctx,
+      { server = state.server, name = state.name, args_digest = "" })):json()
+    local at = assert(text:find('"args_digest":""', 1, true))
+    parts = { text:sub(1, at + 14), text:sub(at + 15) }
+    cache[tool] = parts
+  end
+  return decision.new("accept", nil, "verifier", parts[1] .. digest .. parts[2])
+end
+
 --- Checks a call's result against the tool's contract, after the call ran.
 -- verify(call, result[, ctx]) -> decision
 -- result: JSON text or a Lua value (an MCP CallToolResult for MCP tools);
@@ -818,9 +841,7 @@ function Engine:verify(call, result, ctx)
   end
   local problem = verifier.check(snap.registry, tool, doc:root(), lua_ctx)
   doc:free()
-  if not problem then
-    return decision.from_table(finish(snap, { verdict = "accept", stage = "verifier" }, lua_ctx, state))
-  end
+  if not problem then return accepted_result(snap, tool, state, lua_ctx) end
   problem.verdict = problem.verdict or snap.policy.settings.verifier.on_mismatch
   problem.stage = "verifier"
   return decision.from_table(finish(snap, problem, lua_ctx, state))

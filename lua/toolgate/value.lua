@@ -111,7 +111,7 @@ for b = 0, 31 do
   if not escapes[c] then escapes[c] = string.format("\\u%04x", b) end
 end
 
--- Whether s has a byte quote() must escape: below 0x20, '"' or '\\' (the
+-- Whether s has a byte quote must escape: below 0x20, '"' or '\\' (the
 -- pattern's %c also finds 0x7F, which stays as it is).  Most strings have
 -- none.
 -- LuaJIT compiles a loop over string.byte but not a pattern find (a find
@@ -131,10 +131,13 @@ else
   has_special = function(s) return s:find('[%c"\\]') ~= nil end
 end
 
-local function quote(s)
-  -- most strings need no escape: one scan, no gsub
-  if not has_special(s) then return '"' .. s .. '"' end
-  return '"' .. s:gsub('[%c"\\]', function(c) return escapes[c] or c end) .. '"'
+-- Appends s as a JSON string to out: the quotes and s as pieces of their
+-- own (joining them here would make a string per string, which LuaJIT
+-- interns); most strings need no escape: one scan, no gsub.
+local function quote(out, s)
+  local n = #out
+  if has_special(s) then s = s:gsub('[%c"\\]', function(c) return escapes[c] or c end) end
+  out[n + 1], out[n + 2], out[n + 3] = '"', s, '"'
 end
 
 local function is_array(t)
@@ -173,7 +176,7 @@ local function encode_table(t, out, depth)
     end
     if not first then out[#out + 1] = "," end
     first = false
-    out[#out + 1] = quote(k)
+    quote(out, k)
     out[#out + 1] = ":"
     local ok, err = encode_value(v, out, depth + 1)
     if not ok then return nil, err end
@@ -200,7 +203,7 @@ encode_value = function(v, out, depth)
       out[#out + 1] = s
     end
   elseif tv == "string" then
-    out[#out + 1] = quote(v)
+    quote(out, v)
   elseif tv == "table" and getmetatable(v) == M.exact_mt then
     if type(v.text) ~= "string" or not is_number_text(v.text) then
       return nil, "an exact number box must hold a JSON number text"
