@@ -329,6 +329,42 @@ describe("the contract verifier", function()
     assert.equal(digests[1], digests[3])
   end)
 
+  it("verifies a call check_resolved let through as verify does, and resolves it again after a reload", function()
+    local e = engine()
+    local ctx = { max_risk = "critical", scopes = { "logs:read" } }
+    local c = call("read_log", { n = 1 })
+    local d, resolved = e:check_resolved(c, ctx)
+    assert.equal(e:check(c, ctx):json(), d:json())
+    assert.is_table(resolved)
+    for _, result in ipairs({ { lines = { "a" } }, '{"lines":[1]}', "not json", { lines = {} } }) do
+      assert.equal(e:verify(c, result, ctx):json(), e:verify_resolved(resolved, result, ctx):json())
+    end
+    -- refused calls carry nothing to verify with
+    local r, none = e:check_resolved(call("read_log", { n = "x" }), ctx)
+    assert.equal("H3", r.code)
+    assert.is_nil(none)
+    assert.is_nil(select(2, e:check_resolved(call("reboot"), ctx)))
+    -- a reload in between: the call is resolved on the snapshot in force
+    -- (here the tool moved in the registry and its output schema changed)
+    local reg = h.tmpname(".json")
+    local function registry(first, item)
+      h.write_file(reg, '{"toolgate":1,"server":"ops","tools":[' .. first .. '{"name":"read_log",' ..
+        '"input_schema":{"type":"object","properties":{"n":{"type":"integer"}}},"risk":"low",' ..
+        '"scopes":["logs:read"],"effects":["read"],"output_schema":{"type":"object","properties":' ..
+        '{"lines":{"type":"array","items":{"type":"' .. item .. '"}}},"required":["lines"]}}]}')
+    end
+    registry("", "string")
+    local live = assert(toolgate.new({ policy = policy(), registry = { reg } }))
+    local _, held = live:check_resolved(c, ctx)
+    registry('{"name":"other","input_schema":{"type":"object"},"output_schema":{"type":"object"},' ..
+      '"risk":"low","effects":["read"]},', "integer")
+    assert(live:reload())
+    local after = live:verify_resolved(held, { lines = { "a" } }, ctx)
+    os.remove(reg)
+    assert.equal("CONTRACT_OUTPUT", after.code) -- the new schema's verdict, not the old one's
+    assert.equal(live:verify(c, { lines = { "a" } }, ctx):json(), after:json())
+  end)
+
   it("does not verify a call the rung refuses", function()
     local e = engine()
     local d = e:verify(call("read_log", { n = "x" }), { lines = {} })

@@ -796,6 +796,38 @@ local function accepted_result(snap, tool, state, lua_ctx)
   return decision.new("accept", nil, "verifier", parts[1] .. digest .. parts[2])
 end
 
+-- The contract check of a result, for a call the rung let through to tool
+-- (state: its server, name and arguments' digest).
+local function verify_result(snap, tool, state, result, lua_ctx)
+  local rtext = result
+  if type(result) ~= "string" then
+    local err
+    rtext, err = value.encode(result)
+    if not rtext then
+      return decision.from_table(finish(snap, { verdict = "reject", stage = "verifier", code = "BAD_RESULT",
+        message = "the result cannot be written as JSON: " .. err }, lua_ctx, state))
+    end
+  end
+  local doc, perr, code = snap.core:parse(rtext)
+  if not doc then
+    return decision.from_table(finish(snap, { verdict = "reject", stage = "verifier", code = code,
+      message = "the result is not valid JSON: " .. perr }, lua_ctx, state))
+  end
+  local problem = verifier.check(snap.registry, tool, doc:root(), lua_ctx)
+  doc:free()
+  if not problem then return accepted_result(snap, tool, state, lua_ctx) end
+  problem.verdict = problem.verdict or snap.policy.settings.verifier.on_mismatch
+  problem.stage = "verifier"
+  return decision.from_table(finish(snap, problem, lua_ctx, state))
+end
+
+-- verify's context: the table a context engine:context made, or ctx merged
+-- over the snapshot's.
+local function verify_context(snap, ctx)
+  local made = getmetatable(ctx) == Context
+  return made and ctx.snap == snap and ctx.table or merge(snap.context_table, made and ctx.table or ctx), made
+end
+
 --- Checks a call's result against the tool's contract, after the call ran.
 -- verify(call, result[, ctx]) -> decision
 -- result: JSON text or a Lua value (an MCP CallToolResult for MCP tools);
@@ -804,8 +836,7 @@ end
 -- valid arguments has a contract to verify against.
 function Engine:verify(call, result, ctx)
   local snap = self.current
-  local made = getmetatable(ctx) == Context
-  local lua_ctx = made and ctx.snap == snap and ctx.table or merge(snap.context_table, made and ctx.table or ctx)
+  local lua_ctx, made = verify_context(snap, ctx)
   local text, failed = call_text(call)
   if not text then return decision.from_table(finish(snap, failed, lua_ctx)) end
   -- the rung alone first, in the core, under this call's context (compiled
@@ -823,28 +854,35 @@ function Engine:verify(call, result, ctx)
   end
   local d, tool, digest = run_check(self, snap, snap.rung_only, text, rctx, lua_ctx, nil, true)
   if d.verdict ~= "accept" then return d end
-  local state = { server = tool.server, name = tool.name, args_digest = digest }
+  return verify_result(snap, tool, { server = tool.server, name = tool.name, args_digest = digest }, result, lua_ctx)
+end
 
-  local rtext = result
-  if type(result) ~= "string" then
-    rtext, err = value.encode(result)
-    if not rtext then
-      return decision.from_table(finish(snap, { verdict = "reject", stage = "verifier", code = "BAD_RESULT",
-        message = "the result cannot be written as JSON: " .. err }, lua_ctx, state))
-    end
-  end
-  local doc
-  doc, err, code = snap.core:parse(rtext)
-  if not doc then
-    return decision.from_table(finish(snap, { verdict = "reject", stage = "verifier", code = code,
-      message = "the result is not valid JSON: " .. err }, lua_ctx, state))
-  end
-  local problem = verifier.check(snap.registry, tool, doc:root(), lua_ctx)
-  doc:free()
-  if not problem then return accepted_result(snap, tool, state, lua_ctx) end
-  problem.verdict = problem.verdict or snap.policy.settings.verifier.on_mismatch
-  problem.stage = "verifier"
-  return decision.from_table(finish(snap, problem, lua_ctx, state))
+--- engine:check, and for a call it did not refuse, what verifying its
+-- result needs of it (the tool the rung resolved and the arguments'
+-- digest, on this snapshot), so that the rung need not run again: an MCP
+-- gateway checks each tools/call and verifies its answer.
+-- check_resolved(call[, ctx]) -> decision, resolved | nil
+function Engine:check_resolved(call, ctx)
+  local snap = self.current
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then return bad_context(snap, lua_ctx or cerr) end
+  local text, failed = call_text(call)
+  if not text then return decision.from_table(finish(snap, failed, lua_ctx)) end
+  local d, tool, digest = run_check(self, snap, snap.compiled, text, cctx, lua_ctx, nil, true)
+  if d.verdict == "reject" or not tool or not digest then return d end
+  return d, { snap = snap, text = text, tool = tool, args_digest = digest }
+end
+
+--- verify for a call check_resolved let through: the same decision as
+-- verify(call, result, ctx), without the rung's second run.  After a
+-- reload the call is resolved again, on the snapshot in force.
+-- verify_resolved(resolved, result[, ctx]) -> decision
+function Engine:verify_resolved(resolved, result, ctx)
+  local snap = self.current
+  if resolved.snap ~= snap then return self:verify(resolved.text, result, ctx) end
+  local tool = resolved.tool
+  return verify_result(snap, tool, { server = tool.server, name = tool.name, args_digest = resolved.args_digest },
+    result, (verify_context(snap, ctx)))
 end
 
 return M

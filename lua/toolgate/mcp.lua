@@ -289,7 +289,7 @@ end
 local function decide_call(self, snap, settings, route, id, msg)
   local params = msg:get("params")
   local text, name = call_text(route.server, params)
-  local d
+  local d, resolved
   if not text then
     d = gateway_decision(snap, "decode", "BAD_CALL", name, route.server, nil)
     self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
@@ -300,7 +300,7 @@ local function decide_call(self, snap, settings, route, id, msg)
     d = gateway_decision(snap, "decode", code or "BAD_CONTEXT", "the route's context: " .. tostring(err),
       route.server, name)
   else
-    d = self.engine:check(text, ctx)
+    d, resolved = self.engine:check_resolved(text, ctx)
   end
   -- a known tool whose upstream changed under its pin, or a quarantined server
   if d.verdict ~= "reject" then
@@ -322,7 +322,7 @@ local function decide_call(self, snap, settings, route, id, msg)
     if outcome == "pass" then
       self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
         approval_id = approval, approved = true })
-      return nil, { kind = "call", text = text, name = name }
+      return nil, { kind = "call", text = text, name = name, resolved = resolved }
     elseif outcome == "denied" then
       local t = d:table()
       d = decision.from_table({ verdict = "reject", stage = "approval", code = "APPROVAL_DENIED",
@@ -332,7 +332,7 @@ local function decide_call(self, snap, settings, route, id, msg)
   end
   self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
     approval_id = approval })
-  if d.verdict == "accept" then return nil, { kind = "call", text = text, name = name } end
+  if d.verdict == "accept" then return nil, { kind = "call", text = text, name = name, resolved = resolved } end
   return refusal(settings, id, d, d.verdict == "defer" and approval or nil)
 end
 
@@ -519,7 +519,9 @@ local function call_answer(self, settings, route, root, pending)
   if not result then return nil end -- a JSON-RPC error from the server passes
   local rtext = assert(result:canon(nil, "exact"))
   local ctx = route_context(self, route, self.engine:snapshot())
-  local d = self.engine:verify(pending.text, rtext, ctx or route.context)
+  -- the rung resolved the call when it was decided; after a reload it runs again
+  local d = pending.resolved and self.engine:verify_resolved(pending.resolved, rtext, ctx or route.context)
+    or self.engine:verify(pending.text, rtext, ctx or route.context)
   self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d })
   if d.verdict ~= "reject" then return nil end
   return refusal(settings, assert(root:get("id"):canon(nil, "exact")), d)
