@@ -40,10 +40,12 @@ static void ctext(writer *w, const char *s)
     text(w, s, strlen(s));
 }
 
-/* "key": -- keys are ASCII constants, written as they are. */
-static void key(writer *w, const char *k)
+/* "key": -- keys are ASCII constants, written as they are; key() takes a
+ * string literal only (the "" around it say so to the compiler), so its
+ * length is known without a strlen on every member of every decision. */
+#define key(w, k) key_n((w), "" k "", sizeof(k) - 1)
+static void key_n(writer *w, const char *k, size_t n)
 {
-    size_t n = strlen(k);
     char *p;
     if (w->rc != TG_OK || (w->rc = tg_buf_reserve(w->b, n + 4, NULL)) != TG_OK)
         return;
