@@ -179,6 +179,7 @@ static void plan_reset(tg_plan *pl)
     pl->tool = -1;
     pl->n_steps = pl->n_samp = pl->n_stats = pl->n_failures = pl->n_ptrs = 0;
     pl->n_queries = pl->n_records = pl->n_objections = pl->n_quarantines = pl->n_hex = 0;
+    pl->n_dets = 0;
     pl->n_seen = 0;
     pl->max_steps = 0;
     pl->epochs_equal = pl->fixed = pl->has_epoch = 0;
@@ -213,6 +214,7 @@ void tg_plan_free(tg_plan *pl)
     FREE_ARRAY(pl, seen);
     FREE_ARRAY(pl, hex);
     FREE_ARRAY(pl, log);
+    FREE_ARRAY(pl, dets);
     tg_mem_free(e, pl->track, pl->n_track * sizeof *pl->track);
     tg_mem_free(e, pl, sizeof *pl);
 }
@@ -222,7 +224,7 @@ void tg_plan_free(tg_plan *pl)
 static int conclude(tg_decider_t *d, tg_plan *pl, tg_outcome_t *out, tg_error_t *err)
 {
     int rc = tg_plan_decision_write(d, err);
-    if (rc != TG_OK)
+    if (rc != TG_OK || (pl->sweep && (rc = tg_sweep_take(pl->sweep, d, err)) != TG_OK))
         return rc;
     pl->phase = TG_PLAN_DONE;
     out->status = TG_DECIDED;
@@ -996,7 +998,39 @@ static int declared(const tg_value_t *v)
     }
 }
 
-static void features(tg_plan *pl)
+void tg_plan_determinism(tg_plan_features_t *f, const tg_pdet *steps, size_t n)
+{
+    f->deterministic = 1;
+    f->nondeterministic = 0;
+    f->verified = 1;
+    for (size_t k = 0; k < n; k++) {
+        const tg_pdet *t = &steps[k];
+        int ver;
+        /* what this engine saw after a recording (a quarantine) wins over a
+         * recorded "verified" */
+        if (t->quarantined)
+            ver = 0;
+        else if (t->inline_ver >= 0)
+            ver = t->inline_ver != 0; /* Lua's truth: anything but false */
+        else
+            ver = t->verified;
+        ver = ver && t->det == 1;
+        if (t->det != 1)
+            f->deterministic = 0;
+        if (t->det == 0)
+            f->nondeterministic = 1;
+        if (!ver)
+            f->verified = 0;
+    }
+}
+
+int tg_plan_quarantines(int contract_det, size_t result_modal, size_t n, const tg_consistency_t *s)
+{
+    return contract_det != 0 && (double)result_modal / (double)n < s->result_quarantine;
+}
+
+/* The table's features of the plan, its determinism from pl->dets. */
+static int features(tg_plan *pl, tg_error_t *err)
 {
     tg_plan_features_t *f = &pl->features;
     int inline_det = pl->single ? declared(pl->inline_det) : -1;
@@ -1005,30 +1039,21 @@ static void features(tg_plan *pl)
     f->arg_modal = pl->args.modal_count;
     f->result_modal = pl->results.modal_count;
     f->epoch_fixed = pl->fixed;
-    f->deterministic = 1;
-    f->nondeterministic = 0;
-    f->verified = 1;
+    if (GROW(pl, dets, pl->rep_steps) != TG_OK)
+        return nomem(err);
     for (size_t k = 0; k < pl->rep_steps; k++) {
         long t = rep_tool(pl, k);
         const tg_precord *r = record_of(pl, t);
-        int det = inline_det >= 0 ? inline_det : pl->p->tools[t].deterministic;
-        int ver;
-        /* what this engine saw after a recording (a quarantine) wins over a
-         * recorded "verified" */
-        if (r->quarantined)
-            ver = 0;
-        else if (inline_ver >= 0)
-            ver = inline_ver != 0; /* Lua's truth: anything but false */
-        else
-            ver = r->verified;
-        ver = ver && det == 1;
-        if (det != 1)
-            f->deterministic = 0;
-        if (det == 0)
-            f->nondeterministic = 1;
-        if (!ver)
-            f->verified = 0;
+        tg_pdet *dt = &pl->dets[k];
+        dt->tool = t;
+        dt->det = (signed char)(inline_det >= 0 ? inline_det : pl->p->tools[t].deterministic);
+        dt->inline_ver = (signed char)(inline_ver < 0 ? -1 : inline_ver != 0);
+        dt->verified = (unsigned char)r->verified;
+        dt->quarantined = (unsigned char)r->quarantined;
     }
+    pl->n_dets = pl->rep_steps;
+    tg_plan_determinism(f, pl->dets, pl->n_dets);
+    return TG_OK;
 }
 
 /* The plan's id as a quarantine reason names it. */
@@ -1065,7 +1090,9 @@ static int quarantine(tg_plan *pl, tg_error_t *err)
         tg_pquarantine *q;
         size_t slen, nlen;
         const char *server, *name;
-        if (pl->p->tools[t].deterministic == 0 || !(r < pl->p->consistency.result_quarantine))
+        if (!tg_plan_quarantines(pl->p->tools[t].deterministic,
+                                 pl->single ? pl->results.modal_count : pl->stats[k].result_modal,
+                                 pl->n, &pl->p->consistency))
             continue;
         if (GROW(pl, quarantines, pl->n_quarantines + 1) != TG_OK)
             return nomem(err);
@@ -1157,7 +1184,8 @@ static int next_step(tg_decider_t *d, tg_plan *pl, tg_outcome_t *out, tg_error_t
 static int decide(tg_decider_t *d, tg_plan *pl, tg_outcome_t *out, tg_error_t *err)
 {
     int rc;
-    features(pl);
+    if ((rc = features(pl, err)) != TG_OK)
+        return rc;
     if (tg_consistency_decide(&pl->p->consistency, &pl->features, &pl->verdict, err) != TG_OK)
         return TG_E_ARG;
     pl->has_features = 1;
@@ -1167,11 +1195,13 @@ static int decide(tg_decider_t *d, tg_plan *pl, tg_outcome_t *out, tg_error_t *e
         return nomem(err);
     pl->message_len = pl->texts.len - pl->message;
     pl->has_message = pl->verdict.row != TG_ROW_ACCEPT;
-    if (pl->verdict.quarantine && (rc = quarantine(pl, err)) != TG_OK)
+    /* a sweep decides the quarantines per setting, and needs the later
+     * stages' word for the settings under which the table does not reject */
+    if (pl->verdict.quarantine && !pl->sweep && (rc = quarantine(pl, err)) != TG_OK)
         return rc;
     if ((rc = exact_digests(pl, err)) != TG_OK)
         return rc;
-    if (pl->verdict.verdict == TG_REJECT || pl->rep_steps == 0)
+    if ((pl->verdict.verdict == TG_REJECT && !pl->sweep) || pl->rep_steps == 0)
         return conclude(d, pl, out, err);
     pl->phase = TG_PLAN_STAGES;
     pl->waiting = 0;
@@ -1347,7 +1377,8 @@ static int classify_text(tg_decider_t *d, tg_plan *pl, const char *json, size_t 
 
 /* Sets pl up for a plan of the caller's. */
 static void plan_begin(tg_decider_t *d, tg_plan *pl, const tg_policy_t *p, const tg_context_t *ctx,
-                       tg_store_t *store, int mode, int flags, size_t line, int64_t now)
+                       tg_store_t *store, int mode, struct tg_sweep_t *sweep, int flags, size_t line,
+                       int64_t now)
 {
     tg_decide_begin(d, p, ctx, flags, 0);
     plan_reset(pl);
@@ -1355,6 +1386,7 @@ static void plan_begin(tg_decider_t *d, tg_plan *pl, const tg_policy_t *p, const
     pl->ctx = ctx;
     pl->store = store;
     pl->store_mode = mode;
+    pl->sweep = sweep;
     pl->flags = flags;
     pl->line = line;
     pl->now = now;
@@ -1373,7 +1405,8 @@ int tg_classify(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, 
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "the context was compiled for another policy");
     if (!(pl = plan_of(d)))
         return nomem(err);
-    plan_begin(d, pl, p, ctx, store, store ? TG_STORE_DIRECT : TG_STORE_HOST, flags, line, now);
+    plan_begin(d, pl, p, ctx, store, store ? TG_STORE_DIRECT : TG_STORE_HOST, NULL, flags, line,
+               now);
     return classify_text(d, pl, json, len, out, err);
 }
 
@@ -1403,10 +1436,10 @@ long tg_classify_quarantine(const tg_decider_t *d, size_t i, const char **reason
 
 /* ---- JSON Lines ----------------------------------------------------------------------------- */
 
-int tg_classify_lines_mode(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
-                           tg_store_t *store, int mode, const char *text, size_t len, int flags,
-                           int64_t now, size_t *line, size_t *used, tg_buf_t *out,
-                           size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
+static int lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store,
+                 int mode, struct tg_sweep_t *sweep, const char *text, size_t len, int flags,
+                 int64_t now, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3],
+                 tg_outcome_t *o, tg_error_t *err)
 {
     size_t at = 0;
     tg_plan *pl;
@@ -1422,7 +1455,7 @@ int tg_classify_lines_mode(tg_decider_t *d, const tg_policy_t *p, const tg_conte
         ++*line;
         if (tg_line_blank(s, n))
             continue;
-        plan_begin(d, pl, p, ctx, store, mode, flags, *line, now);
+        plan_begin(d, pl, p, ctx, store, mode, sweep, flags, *line, now);
         pl->cp.at = (size_t)(s - text);
         pl->cp.line = *line - 1;
         pl->cp.out_len = out->len;
@@ -1433,6 +1466,8 @@ int tg_classify_lines_mode(tg_decider_t *d, const tg_policy_t *p, const tg_conte
         if (o->status != TG_DECIDED || (mode == TG_STORE_HOST && pl->n_quarantines))
             return TG_OK; /* the host answers, or writes this plan's quarantines */
         verdicts[o->verdict]++;
+        if (sweep)
+            continue; /* kept in the sweep: no decision is written */
         if ((rc = tg_buf_append(out, o->json, o->json_len, err)) != TG_OK ||
             (rc = tg_buf_append(out, "\n", 1, err)) != TG_OK)
             return rc;
@@ -1440,6 +1475,30 @@ int tg_classify_lines_mode(tg_decider_t *d, const tg_policy_t *p, const tg_conte
     *used = at;
     o->status = TG_NO_MORE_CALLS;
     return TG_OK;
+}
+
+int tg_classify_lines_mode(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
+                           tg_store_t *store, int mode, const char *text, size_t len, int flags,
+                           int64_t now, size_t *line, size_t *used, tg_buf_t *out,
+                           size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
+{
+    return lines(d, p, ctx, store, mode, NULL, text, len, flags, now, line, used, out, verdicts, o,
+                 err);
+}
+
+int tg_classify_lines_sweep(tg_decider_t *d, struct tg_sweep_t *sweep, const tg_policy_t *p,
+                            const tg_context_t *ctx, tg_store_t *store, const char *text,
+                            size_t len, int flags, size_t *line, size_t *used, tg_outcome_t *o,
+                            tg_error_t *err)
+{
+    size_t verdicts[3] = {0, 0, 0};
+    tg_buf_t none; /* no decision is written */
+    int rc;
+    tg_buf_init(&none, d->e);
+    rc = lines(d, p, ctx, store, store ? TG_STORE_READ : TG_STORE_HOST, sweep, text, len, flags, 0,
+               line, used, &none, verdicts, o, err);
+    tg_buf_free(&none);
+    return rc;
 }
 
 int tg_classify_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,

@@ -29,6 +29,7 @@ void tg_consistency_default(tg_consistency_t *out)
     out->result_accept = TG_DEFAULT_RESULT_ACCEPT;
     out->result_quarantine = TG_DEFAULT_RESULT_QUARANTINE;
     out->on_invalid = TG_DEFER;
+    out->quarantine = 1;
 }
 
 static const char *const row_codes[] = {
@@ -101,7 +102,7 @@ int tg_consistency_decide(const tg_consistency_t *s, const tg_plan_features_t *f
     out->verdict = verdict;
     out->row = row;
     out->code = row_codes[row];
-    out->quarantine = row == TG_ROW_RESULT_DISAGREE;
+    out->quarantine = row == TG_ROW_RESULT_DISAGREE && s->quarantine;
     return TG_OK;
 }
 
@@ -215,8 +216,10 @@ int tg_consistency_message(const tg_consistency_t *s, const tg_plan_features_t *
         put_share(&m, a);
         put(&m, ") but results do not (");
         put_share(&m, r);
-        put(&m, ") on a tool declared deterministic: the tool is suspect, not the plan; its "
-                "declaration is quarantined");
+        put(&m, s->quarantine ? ") on a tool declared deterministic: the tool is suspect, not "
+                                "the plan; its declaration is quarantined"
+                              : ") on a tool declared deterministic: the tool is suspect, not "
+                                "the plan (quarantine is off)");
         break;
     case TG_ROW_RESULT_UNSTABLE:
         put(&m, "arguments agree (");

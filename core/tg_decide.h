@@ -220,6 +220,33 @@ typedef struct tg_pobjection {
     long tool;
 } tg_pobjection;
 
+/* One of the representative's calls as the table's determinism features
+ * read it (tg_plan_determinism): what classify finds, and what a sweep
+ * keeps to find it again under other settings. */
+typedef struct tg_pdet {
+    long tool;
+    signed char det;        /* the declaration in force: 1 deterministic, 0
+                             * nondeterministic, 2 neither (a string or number
+                             * inline), -1 none */
+    signed char inline_ver; /* the plan's "verified": 1, 0, -1 none */
+    unsigned char verified; /* the store's record: verified in the plan's epoch */
+    unsigned char quarantined; /* the store's record, or a quarantine since */
+} tg_pdet;
+
+/* The determinism features of a plan whose representative makes calls
+ * steps[0..n): f's deterministic, nondeterministic and verified. */
+void tg_plan_determinism(tg_plan_features_t *f, const tg_pdet *steps, size_t n);
+
+/* Whether a RESULT_DISAGREE quarantines the declaration of a call's tool
+ * (contract_det: its contract's declaration, as tg_ptool's) whose results
+ * agree result_modal of n. */
+int tg_plan_quarantines(int contract_det, size_t result_modal, size_t n, const tg_consistency_t *s);
+
+/* Which later-stage objection decides a judged plan whose table said
+ * table_verdict: the last reject of o[0..n), else, when the table accepts,
+ * the first objection; -1: the table decides. */
+long tg_plan_deciding(const struct tg_pobjection *o, size_t n, int table_verdict);
+
 /* A quarantine the plan decided (its epoch is the plan's). */
 typedef struct tg_pquarantine {
     long tool;
@@ -286,7 +313,8 @@ enum tg_plan_phase {
 enum tg_store_mode {
     TG_STORE_DIRECT = 0, /* the in-process store, written at once */
     TG_STORE_HOST,       /* asked of the host, written by the host */
-    TG_STORE_OVERLAY     /* a worker's: the store only read, writes kept in log */
+    TG_STORE_OVERLAY,    /* a worker's: the store only read, writes kept in log */
+    TG_STORE_READ        /* a sweep's features pass: the store only read */
 };
 
 /* A growable array of a plan's (reused plan after plan). */
@@ -334,6 +362,7 @@ typedef struct tg_plan {
     TG_PLAN_ARRAY(tg_pquarantine, quarantines);
     TG_PLAN_ARRAY(uint32_t, seen); /* the queries' hash set (n_seen: its slots) */
     TG_PLAN_ARRAY(tg_phex, hex);   /* the representative's exact digests */
+    TG_PLAN_ARRAY(tg_pdet, dets);  /* the representative's determinism */
     size_t max_steps;
     tg_agreement_t args, results;
     int epochs_equal, fixed;
@@ -363,6 +392,9 @@ typedef struct tg_plan {
 
     /* threads (tg_workers.c): what a piece of plans did to each tool, where
      * the plan in progress starts, and the piece's quarantines */
+    struct tg_sweep_t *sweep; /* a sweep's features pass (tg_sweep_lines): the
+                               * plan is kept there, not quarantined, and its
+                               * later stages run whatever the table says */
     tg_ptrack *track; /* n_track of them, one per registry tool */
     size_t n_track;
     tg_pcheck cp;
@@ -386,6 +418,15 @@ int tg_classify_lines_mode(tg_decider_t *d, const tg_policy_t *p, const tg_conte
                            tg_store_t *store, int mode, const char *text, size_t len, int flags,
                            int64_t now, size_t *line, size_t *used, tg_buf_t *out,
                            size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
+/* tg_classify_lines_mode as a sweep's features pass (mode TG_STORE_READ):
+ * each plan's features go to sweep, no decision is written to out. */
+int tg_classify_lines_sweep(tg_decider_t *d, struct tg_sweep_t *sweep, const tg_policy_t *p,
+                            const tg_context_t *ctx, tg_store_t *store, const char *text,
+                            size_t len, int flags, size_t *line, size_t *used, tg_outcome_t *o,
+                            tg_error_t *err);
+/* Keeps the plan just concluded on d in its sweep (tg_sweep.c).  TG_OK or
+ * TG_E_NOMEM. */
+int tg_sweep_take(struct tg_sweep_t *s, const tg_decider_t *d, tg_error_t *err);
 /* Starts the bookkeeping of a piece of plans (tg_workers.c): every tool's
  * flags cleared, the log emptied.  TG_OK or TG_E_NOMEM. */
 int tg_plan_track(tg_decider_t *d, size_t n_tools);

@@ -568,24 +568,32 @@ static void outcome_of(writer *w, const tg_plan *pl, const char *code, size_t co
     close_(w, "}");
 }
 
+long tg_plan_deciding(const tg_pobjection *o, size_t n, int table_verdict)
+{
+    long by = -1;
+    for (size_t i = 0; i < n; i++)
+        if (o[i].verdict == TG_REJECT)
+            by = (long)i;
+    if (by < 0 && table_verdict == TG_ACCEPT && n)
+        by = 0;
+    return by;
+}
+
 /* The plan decided by the table, or by a later stage on one of its calls
  * (the first reject, else the first defer), the objections listed when
  * there are several. */
 static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
 {
     const tg_consistency_verdict_t *cv = &pl->verdict;
-    const tg_pobjection *by = NULL; /* the later stage's objection that decides */
+    long at = tg_plan_deciding(pl->objections, pl->n_objections, cv->verdict);
+    /* the later stage's objection that decides */
+    const tg_pobjection *by = at < 0 ? NULL : &pl->objections[at];
     int cons = cv->verdict != TG_ACCEPT, verdict;
     size_t objections = (size_t)cons + pl->n_objections;
     long tool =
         pl->rep_steps == 1 ? (pl->single ? pl->tool : pl->steps[pl->samp[pl->rep].first].tool) : -1;
     const char *digest = pl->args_digest;
 
-    for (size_t i = 0; i < pl->n_objections; i++)
-        if (pl->objections[i].verdict == TG_REJECT)
-            by = &pl->objections[i];
-    if (!by && !cons && pl->n_objections)
-        by = &pl->objections[0];
     verdict = by ? by->verdict : cv->verdict;
     if (by) {
         tool = by->tool;

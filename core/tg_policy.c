@@ -277,6 +277,7 @@ static int take_count(const tg_value_t *obj, const char *key, size_t *out, tg_er
 static int read_consistency(tg_policy_t *p, const tg_value_t *c, tg_error_t *err)
 {
     tg_consistency_t *s = &p->consistency;
+    const tg_value_t *q;
     int rc;
     tg_consistency_default(s);
     if (!c)
@@ -291,6 +292,11 @@ static int read_consistency(tg_policy_t *p, const tg_value_t *c, tg_error_t *err
         (rc = take_share(c, "result_quarantine", &s->result_quarantine, err)) != TG_OK ||
         (rc = take_verdict(c, "on_invalid", &s->on_invalid, err)) != TG_OK)
         return rc;
+    if ((q = member(c, "quarantine")) != NULL) {
+        if (q->type != TG_TRUE && q->type != TG_FALSE)
+            return bad(err, "consistency \"quarantine\" must be true or false");
+        s->quarantine = q->type == TG_TRUE;
+    }
     if (!member(c, "on_invalid"))
         s->on_invalid = TG_DEFER;
     if (s->max_samples < s->min_samples)

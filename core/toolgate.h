@@ -1196,6 +1196,9 @@ typedef struct tg_consistency_t {
     int on_invalid;           /* TG_DEFER or TG_REJECT: the verdict of the
                                * three conditions of validity (too few samples,
                                * an epoch not fixed, determinism unverified) */
+    int quarantine;           /* 1: a RESULT_DISAGREE quarantines the tools'
+                               * declarations for the plans that follow; 0:
+                               * it only defers (an experiment's switch) */
 } tg_consistency_t;
 
 #define TG_DEFAULT_MIN_SAMPLES 5
@@ -1206,7 +1209,7 @@ typedef struct tg_consistency_t {
 #define TG_DEFAULT_RESULT_ACCEPT 0.80
 #define TG_DEFAULT_RESULT_QUARANTINE 0.50
 
-/* Fills *out with the defaults above (on_invalid: TG_DEFER). */
+/* Fills *out with the defaults above (on_invalid: TG_DEFER, quarantine 1). */
 TG_API void tg_consistency_default(tg_consistency_t *out);
 
 /* What the table reads of a sampled plan. */
@@ -1245,9 +1248,9 @@ typedef struct tg_consistency_verdict_t {
     int verdict;      /* enum tg_verdict */
     int row;          /* enum tg_consistency_row */
     const char *code; /* the row's code ("ARG_DISAGREE", ...), "" for an accept */
-    int quarantine;   /* 1 for RESULT_DISAGREE: the declarations of the
-                       * deterministic tools whose results disagree are
-                       * quarantined */
+    int quarantine;   /* 1 for RESULT_DISAGREE when the settings' quarantine
+                       * is on: the declarations of the deterministic tools
+                       * whose results disagree are quarantined */
 } tg_consistency_verdict_t;
 
 /* The decision table of DESIGN section 1.2, in one place: settings s on
@@ -1411,6 +1414,92 @@ TG_API int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg
                                       size_t len, int flags, int64_t now, size_t *line,
                                       size_t *used, tg_buf_t *out, size_t verdicts[3],
                                       tg_outcome_t *o, tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* Threshold sweeps over labeled plans                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The features of a batch of labeled plans, gathered once by classify's
+ * own pass, then decided under any number of consistency settings
+ * without reading the plans again (toolgate sweep, toolgate.experiment).
+ *
+ * A labeled plan is a plan as tg_classify reads it with two more members:
+ *   "label": "correct" | "fabricated"   the plan's ground truth
+ *   "tool_labels": [{"server", "name", "deterministic": true|false}, ...]
+ *                                        whether tools really are deterministic
+ * (both optional; a plan without a label counts apart).
+ *
+ * What a plan's verdict can depend on is kept per plan: a verdict reached
+ * before the decision table (a plan that does not parse, a representative
+ * that fails the rung, too many samples: the same at every setting), or
+ * the table's features (n, the modal counts, the epoch, each
+ * representative call's declaration, inline verification and store record,
+ * its result agreement) and what the policy's later stages said of the
+ * representative's calls (they run whatever the table says, so a setting
+ * under which the table does not reject finds their word).  A run then
+ * replays the plans in input order through tg_consistency_decide, the
+ * engine's own table: quarantines carry over from plan to plan exactly as
+ * tg_classify's do in one process with an in-process store, starting from
+ * the store's records as the features pass read them.  So a run gives,
+ * plan for plan, the verdict and code tg_classify gives under a policy
+ * with those settings. */
+typedef struct tg_sweep_t tg_sweep_t;
+
+/* A new, empty sweep for policy p (which must outlive it).  NULL and err
+ * filled when out of memory. */
+TG_API tg_sweep_t *tg_sweep_new(const tg_policy_t *p, tg_error_t *err);
+TG_API void tg_sweep_free(tg_sweep_t *s);
+
+/* The features pass: every complete line of a chunk of JSON Lines
+ * classified on d as tg_classify_lines classifies it (ctx, flags and the
+ * line rules the same), under the sweep's policy, and its features added
+ * to s in order.  store is read, never written (NULL: the host's store,
+ * asked with TG_NEEDS_STORE; the host writes nothing either).  Returns
+ * TG_OK with o->status TG_NO_MORE_CALLS when every complete line is in, or
+ * a question for the host about the line just read (TG_NEEDS_STAGE,
+ * TG_NEEDS_RESOLVE, TG_NEEDS_STORE): answer it as for tg_classify until
+ * o->status is TG_DECIDED (the plan is then in), and call again from
+ * *used.  Errors: TG_E_ARG, TG_E_NOMEM (the line is not in; the sweep
+ * stays usable, short of it). */
+TG_API int tg_sweep_lines(tg_sweep_t *s, tg_decider_t *d, const tg_context_t *ctx,
+                          tg_store_t *store, const char *text, size_t len, int flags, size_t *line,
+                          size_t *used, tg_outcome_t *o, tg_error_t *err);
+
+/* The plans gathered. */
+TG_API size_t tg_sweep_count(const tg_sweep_t *s);
+
+enum tg_label {
+    TG_LABEL_NONE = 0, /* no "label" */
+    TG_LABEL_CORRECT,
+    TG_LABEL_FABRICATED,
+    TG_LABEL_OTHER /* a "label" that is neither */
+};
+
+/* A tool's determinism label (registry index): -1 none given, 0 not
+ * deterministic, 1 deterministic, 2 the plans disagree. */
+TG_API int tg_sweep_tool_label(const tg_sweep_t *s, size_t tool);
+
+/* What one run counted: plans by verdict (enum tg_verdict) and label
+ * (enum tg_label), and the tools whose declarations it quarantined. */
+typedef struct tg_sweep_counts_t {
+    size_t plans[3][4];
+    size_t quarantined;
+} tg_sweep_counts_t;
+
+/* Decides every gathered plan under settings cs (max_samples is the
+ * features pass's policy's, and is not read), in input order, and counts.
+ * quarantined (NULL, or one byte per registry tool) gets 1 for each tool
+ * the run quarantined; verdicts (NULL, or one byte per plan) each plan's
+ * verdict; codes (NULL, or one pointer per plan) each plan's code, "" for
+ * an accept (static strings or the sweep's, valid until the next
+ * tg_sweep_lines or tg_sweep_free).  Reads
+ * s only, so runs may go on several threads at once.  Errors: TG_E_ARG (a
+ * NULL s, cs or out; a threshold outside [0, 1], arg_reject above
+ * arg_accept, min_samples 0, on_invalid neither TG_DEFER nor TG_REJECT:
+ * err says which), TG_E_NOMEM. */
+TG_API int tg_sweep_run(const tg_sweep_t *s, const tg_consistency_t *cs, tg_sweep_counts_t *out,
+                        unsigned char *quarantined, unsigned char *verdicts, const char **codes,
+                        tg_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -175,7 +175,8 @@ local function describe(pol, reg, opts, only)
     requires_approval = pol.requires_approval or nil,
     consistency = { min_samples = cs.min_samples, max_samples = cs.max_samples, arg_accept = cs.arg_accept,
                     arg_reject = cs.arg_reject, result_accept = cs.result_accept,
-                    result_quarantine = cs.result_quarantine, on_invalid = cs.on_invalid },
+                    result_quarantine = cs.result_quarantine, on_invalid = cs.on_invalid,
+                    quarantine = cs.quarantine },
     tools = tools,
   }))
 end

@@ -205,6 +205,7 @@ local STAGE_SETTINGS = {
     result_accept = { 0.80, fraction },
     result_quarantine = { 0.50, fraction },
     on_invalid = { "defer", one_of("defer", "reject") }, -- INSUFFICIENT_SAMPLES etc.
+    quarantine = { true, boolean },         -- false: a RESULT_DISAGREE defers without quarantining
   },
 }
 
