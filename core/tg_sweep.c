@@ -119,6 +119,11 @@ size_t tg_sweep_count(const tg_sweep_t *s)
     return s ? s->n_plans : 0;
 }
 
+size_t tg_sweep_tools(const tg_sweep_t *s)
+{
+    return s ? s->p->n_tools : 0;
+}
+
 int tg_sweep_tool_label(const tg_sweep_t *s, size_t tool)
 {
     return s && tool < s->p->n_tools ? s->tool_labels[tool] : -1;

@@ -1467,6 +1467,9 @@ TG_API int tg_sweep_lines(tg_sweep_t *s, tg_decider_t *d, const tg_context_t *ct
 
 /* The plans gathered. */
 TG_API size_t tg_sweep_count(const tg_sweep_t *s);
+/* The tools of its policy's registry (the length of tg_sweep_run's
+ * quarantined). */
+TG_API size_t tg_sweep_tools(const tg_sweep_t *s);
 
 enum tg_label {
     TG_LABEL_NONE = 0, /* no "label" */

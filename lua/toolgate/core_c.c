@@ -34,6 +34,7 @@
 #define PENDING_MT "toolgate.core.pending"
 #define WORKERS_MT "toolgate.core.workers"
 #define STORE_MT "toolgate.core.store"
+#define SWEEP_MT "toolgate.core.sweep"
 
 typedef struct {
     tg_engine_t *e;
@@ -76,6 +77,10 @@ typedef struct {
 typedef struct {
     tg_context_t *c;
 } context_ud;
+/* User values: 1 the engine, 2 the policy (which outlives it). */
+typedef struct {
+    tg_sweep_t *s;
+} sweep_ud;
 /* A check's work space: a check that pauses in the host holds it until it
  * is done.  User values: 1 the engine, 2 the owner of the nodes of the
  * check in progress (a pending_ud, cleared when the next check starts). */
@@ -1319,6 +1324,170 @@ static int l_decider_quarantines(lua_State *L)
     return 1;
 }
 
+/* ---- threshold sweeps ---------------------------------------------------------------- */
+
+/* policy:sweep() -> sweep | nil, message, code: an empty sweep */
+static int l_policy_sweep(lua_State *L)
+{
+    policy_ud *p = luaL_checkudata(L, 1, POLICY_MT);
+    sweep_ud *sw;
+    tg_error_t err;
+    if (!p->p)
+        return luaL_error(L, "toolgate policy not compiled");
+    lua_getiuservalue(L, 1, 1);
+    sw = new_child(L, sizeof *sw, SWEEP_MT, -1, 2);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 2);
+    if (!(sw->s = tg_sweep_new(p->p, &err)))
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_sweep_gc(lua_State *L)
+{
+    sweep_ud *sw = luaL_checkudata(L, 1, SWEEP_MT);
+    tg_sweep_free(sw->s);
+    sw->s = NULL;
+    return 0;
+}
+
+static tg_sweep_t *check_sweep(lua_State *L, int i)
+{
+    sweep_ud *sw = luaL_checkudata(L, i, SWEEP_MT);
+    if (!sw->s)
+        luaL_error(L, "toolgate sweep already freed");
+    return sw->s;
+}
+
+/* decider:sweep_lines(sweep, context|nil, store|nil, text, pos, flags, line)
+ *   -> status (2 every complete line is in, 1 a stage, 3 an ID to resolve,
+ *   4 a record), the position after what was read, the last line number,
+ *   then for 1 the pending stage | nil, message, code */
+static int l_decider_sweep_lines(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    tg_sweep_t *sw = check_sweep(L, 2);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    tg_store_t *store = opt_store(L, 4);
+    size_t len, line, used = 0;
+    const char *text = check_string(L, 5, &len);
+    lua_Integer pos = luaL_checkinteger(L, 6);
+    int flags = (int)luaL_optinteger(L, 7, 0);
+    tg_error_t err;
+    luaL_argcheck(L, pos >= 1 && (size_t)pos <= len + 1, 6, "position out of range");
+    line = (size_t)luaL_optinteger(L, 8, 0);
+    end_pending(L);
+    if (tg_sweep_lines(sw, d->d, c ? c->c : NULL, store, text + pos - 1, len - (size_t)pos + 1,
+                       flags, &line, &used, &d->out, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushinteger(L, d->out.status);
+    lua_pushinteger(L, pos + (lua_Integer)used);
+    lua_pushinteger(L, (lua_Integer)line);
+    if (d->out.status == TG_NEEDS_STAGE) {
+        lua_pushinteger(L, (lua_Integer)d->out.pending + 1);
+        return 4;
+    }
+    return 3;
+}
+
+/* sweep:count() -> the plans gathered */
+static int l_sweep_count(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)tg_sweep_count(check_sweep(L, 1)));
+    return 1;
+}
+
+/* sweep:tool_label(tool from 1) -> -1 none, 0, 1, 2 conflicting */
+static int l_sweep_tool_label(lua_State *L)
+{
+    tg_sweep_t *sw = check_sweep(L, 1);
+    lua_Integer t = luaL_checkinteger(L, 2);
+    lua_pushinteger(L, t >= 1 ? tg_sweep_tool_label(sw, (size_t)t - 1) : -1);
+    return 1;
+}
+
+static double field_number(lua_State *L, const char *key)
+{
+    double x;
+    lua_getfield(L, 2, key);
+    if (!lua_isnumber(L, -1))
+        luaL_error(L, "sweep:run: settings.%s must be a number", key);
+    x = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return x;
+}
+
+/* sweep:run(settings, per_plan) -> counts (12: verdict * 4 + label + 1),
+ *   quarantined tools (from 1)[, verdicts (0 accept, 1 reject, 2 defer),
+ *   codes] | nil, message, code.  settings: min_samples, arg_accept,
+ *   arg_reject, result_accept, result_quarantine, on_invalid ("defer" |
+ *   "reject"), quarantine (boolean) */
+static int l_sweep_run(lua_State *L)
+{
+    tg_sweep_t *sw = check_sweep(L, 1);
+    int per_plan = lua_toboolean(L, 3), rc;
+    size_t n = tg_sweep_count(sw), nt;
+    tg_consistency_t cs;
+    tg_sweep_counts_t counts;
+    tg_error_t err;
+    double ms;
+    unsigned char *q, *verdicts = NULL;
+    const char **codes = NULL;
+    luaL_checktype(L, 2, LUA_TTABLE);
+    tg_consistency_default(&cs);
+    ms = field_number(L, "min_samples");
+    cs.min_samples = ms >= 1 && ms <= TG_LIMIT_MAX_SAMPLES ? (size_t)ms : 0;
+    cs.arg_accept = field_number(L, "arg_accept");
+    cs.arg_reject = field_number(L, "arg_reject");
+    cs.result_accept = field_number(L, "result_accept");
+    cs.result_quarantine = field_number(L, "result_quarantine");
+    lua_getfield(L, 2, "on_invalid");
+    cs.on_invalid = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "reject") == 0 ? TG_REJECT
+                                                                                      : TG_DEFER;
+    lua_pop(L, 1);
+    lua_getfield(L, 2, "quarantine");
+    cs.quarantine = lua_isnil(L, -1) || lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    /* Lua-owned scratch, so an error cannot leak it */
+    nt = tg_sweep_tools(sw);
+    q = lua_newuserdatauv(L, nt ? nt : 1, 0);
+    if (per_plan) {
+        verdicts = lua_newuserdatauv(L, n ? n : 1, 0);
+        codes = lua_newuserdatauv(L, (n ? n : 1) * sizeof *codes, 0);
+    }
+    rc = tg_sweep_run(sw, &cs, &counts, q, verdicts, codes, &err);
+    if (rc != TG_OK)
+        return push_error(L, &err, 0);
+    lua_createtable(L, 12, 0);
+    for (int v = 0; v < 3; v++)
+        for (int l = 0; l < 4; l++) {
+            lua_pushinteger(L, (lua_Integer)counts.plans[v][l]);
+            lua_rawseti(L, -2, v * 4 + l + 1);
+        }
+    lua_createtable(L, (int)counts.quarantined, 0);
+    {
+        lua_Integer k = 0;
+        for (size_t t = 0; t < nt; t++)
+            if (q[t]) {
+                lua_pushinteger(L, (lua_Integer)t + 1);
+                lua_rawseti(L, -2, ++k);
+            }
+    }
+    if (!per_plan)
+        return 2;
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushinteger(L, verdicts[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, codes[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 4;
+}
+
 /* ---- the determinism store -------------------------------------------------------- */
 
 /* engine:store() -> store | nil, message, code */
@@ -2041,8 +2210,15 @@ static const luaL_Reg registry_methods[] = {
     {NULL, NULL},
 };
 
-static const luaL_Reg policy_methods[] = {
-    {"context", l_policy_context}, {"set_norm", l_policy_set_norm}, {NULL, NULL}};
+static const luaL_Reg policy_methods[] = {{"context", l_policy_context},
+                                          {"set_norm", l_policy_set_norm},
+                                          {"sweep", l_policy_sweep},
+                                          {NULL, NULL}};
+
+static const luaL_Reg sweep_methods[] = {{"count", l_sweep_count},
+                                         {"tool_label", l_sweep_tool_label},
+                                         {"run", l_sweep_run},
+                                         {NULL, NULL}};
 
 static const luaL_Reg decider_methods[] = {
     {"check", l_decider_check},
@@ -2058,6 +2234,7 @@ static const luaL_Reg decider_methods[] = {
     {"store_tool", l_decider_store_tool},
     {"record", l_decider_record},
     {"quarantines", l_decider_quarantines},
+    {"sweep_lines", l_decider_sweep_lines},
     {NULL, NULL},
 };
 
@@ -2417,6 +2594,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, WORKERS_MT, workers_methods, l_workers_gc);
     new_class(L, TEXT_MT, no_methods, l_text_gc);
     new_class(L, STORE_MT, store_methods, l_store_gc);
+    new_class(L, SWEEP_MT, sweep_methods, l_sweep_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

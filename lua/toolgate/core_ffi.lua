@@ -220,6 +220,29 @@ size_t tg_classify_quarantines(const tg_decider_t *d);
 long tg_classify_quarantine(const tg_decider_t *d, size_t i, const char **reason, size_t *reason_len, const char **epoch, size_t *epoch_len);
 int tg_classify_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, const char *text, size_t len, int flags, int64_t now, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
 int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, const char *text, size_t len, int flags, int64_t now, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
+typedef struct tg_consistency_t {
+    size_t min_samples;
+    size_t max_samples;
+    double arg_accept;
+    double arg_reject;
+    double result_accept;
+    double result_quarantine;
+    int on_invalid;
+    int quarantine;
+} tg_consistency_t;
+void tg_consistency_default(tg_consistency_t *out);
+typedef struct tg_sweep_t tg_sweep_t;
+tg_sweep_t *tg_sweep_new(const tg_policy_t *p, tg_error_t *err);
+void tg_sweep_free(tg_sweep_t *s);
+int tg_sweep_lines(tg_sweep_t *s, tg_decider_t *d, const tg_context_t *ctx, tg_store_t *store, const char *text, size_t len, int flags, size_t *line, size_t *used, tg_outcome_t *o, tg_error_t *err);
+size_t tg_sweep_count(const tg_sweep_t *s);
+size_t tg_sweep_tools(const tg_sweep_t *s);
+int tg_sweep_tool_label(const tg_sweep_t *s, size_t tool);
+typedef struct tg_sweep_counts_t {
+    size_t plans[3][4];
+    size_t quarantined;
+} tg_sweep_counts_t;
+int tg_sweep_run(const tg_sweep_t *s, const tg_consistency_t *cs, tg_sweep_counts_t *out, unsigned char *quarantined, unsigned char *verdicts, const char **codes, tg_error_t *err);
 ]]
 
 local function load_library()
@@ -1200,6 +1223,99 @@ function Decider:quarantines()
                     epoch = query_id[0] ~= nil and ffi.string(query_id[0], query_idlen[0]) or nil }
   end
   return list
+end
+
+-- Threshold sweeps ----------------------------------------------------------------------
+
+local Sweep = {}
+Sweep.__index = Sweep
+
+-- sweep() -> sweep | nil, message, code: an empty sweep for this policy
+-- (core/toolgate.h, tg_sweep_new)
+function Policy:sweep()
+  local st = self.registry.engine.st
+  local s = C.tg_sweep_new(self.p, st.err)
+  if s == nil then return error_values(st.err, false) end
+  return setmetatable({ policy = self, s = ffi.gc(s, C.tg_sweep_free), settings = ffi.new("tg_consistency_t"),
+                        counts = ffi.new("tg_sweep_counts_t") }, Sweep)
+end
+
+-- sweep_lines(sweep, context|nil, store|nil, text, pos, flags, line) ->
+--   status (2 every complete line is in, 1 a stage, 3 an ID, 4 a record),
+--   the position after what was read, the last line number, then for 1 the
+--   pending stage | nil, message, code
+function Decider:sweep_lines(sweep, context, store, text, pos, flags, line)
+  if getmetatable(sweep) ~= Sweep then error("bad argument #1 to 'sweep_lines' (toolgate sweep expected)", 2) end
+  if context ~= nil and getmetatable(context) ~= Context then
+    error("bad argument #2 to 'sweep_lines' (toolgate context expected)", 2)
+  end
+  local s = opt_store(store, 3, "sweep_lines")
+  check_string(text, 4)
+  if pos < 1 or pos > #text + 1 then error("bad argument #5 to 'sweep_lines' (position out of range)", 2) end
+  local st = self.engine.st
+  local rc, next_pos, last = chunk(self, text, pos, line, function(base, len)
+    return C.tg_sweep_lines(sweep.s, self.d, context and context.c, s, base, len, flags or 0, line_box, used_box,
+      self.out, st.err)
+  end)
+  if rc ~= 0 then return error_values(st.err, false) end
+  local o = self.out
+  if o.status == 1 then return 1, next_pos, last, tonumber(o.pending) + 1 end
+  return tonumber(o.status), next_pos, last
+end
+
+-- count() -> the plans gathered
+function Sweep:count()
+  return tonumber(C.tg_sweep_count(self.s))
+end
+
+-- tool_label(tool from 1) -> -1 none, 0, 1, 2 conflicting
+function Sweep:tool_label(tool)
+  if type(tool) ~= "number" then error("bad argument #1 to 'tool_label' (number expected)", 2) end
+  return tool >= 1 and tonumber(C.tg_sweep_tool_label(self.s, tool - 1)) or -1
+end
+
+local function setting(settings, key)
+  local v = settings[key]
+  if type(v) ~= "number" then error("sweep:run: settings." .. key .. " must be a number", 3) end
+  return v
+end
+
+-- run(settings, per_plan) -> counts (12: verdict * 4 + label + 1),
+--   quarantined tools (from 1)[, verdicts (0 accept, 1 reject, 2 defer),
+--   codes] | nil, message, code (see core_c.c's sweep:run)
+function Sweep:run(settings, per_plan)
+  if type(settings) ~= "table" then error("bad argument #1 to 'run' (table expected)", 2) end
+  local cs, st = self.settings, self.policy.registry.engine.st
+  C.tg_consistency_default(cs)
+  local ms = setting(settings, "min_samples")
+  cs.min_samples = (ms >= 1 and ms <= 2147483647) and math.floor(ms) or 0
+  cs.arg_accept = setting(settings, "arg_accept")
+  cs.arg_reject = setting(settings, "arg_reject")
+  cs.result_accept = setting(settings, "result_accept")
+  cs.result_quarantine = setting(settings, "result_quarantine")
+  cs.on_invalid = settings.on_invalid == "reject" and 1 or 2
+  cs.quarantine = (settings.quarantine == nil or settings.quarantine) and 1 or 0
+  local n, nt = self:count(), tonumber(C.tg_sweep_tools(self.s))
+  local q = ffi.new("unsigned char[?]", nt > 0 and nt or 1)
+  local verdicts = per_plan and ffi.new("unsigned char[?]", n > 0 and n or 1) or nil
+  local codes = per_plan and ffi.new("const char *[?]", n > 0 and n or 1) or nil
+  if C.tg_sweep_run(self.s, cs, self.counts, q, verdicts, codes, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  local out, quarantined = {}, {}
+  for v = 0, 2 do
+    for l = 0, 3 do out[v * 4 + l + 1] = tonumber(self.counts.plans[v][l]) end
+  end
+  for t = 0, nt - 1 do
+    if q[t] ~= 0 then quarantined[#quarantined + 1] = t + 1 end
+  end
+  if not per_plan then return out, quarantined end
+  local vs, cds = {}, {}
+  for i = 0, n - 1 do
+    vs[i + 1] = verdicts[i]
+    cds[i + 1] = ffi.string(codes[i])
+  end
+  return out, quarantined, vs, cds
 end
 
 -- The determinism store ----------------------------------------------------------------

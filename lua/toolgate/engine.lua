@@ -11,6 +11,7 @@
 --   engine:verify(call, result[, ctx])   -> decision
 --   engine:classify(plan[, ctx])         -> decision (self-consistency of a sampled plan)
 --   engine:classify_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
+--   engine:sweep_stream(read[, ctx])     -> the features of labeled plans (toolgate.experiment)
 --   engine:probe(tool, args, call_fn, epoch) -> report (determinism probe)
 --   engine:reload()                      -> true, version | nil, message, code
 --
@@ -710,6 +711,45 @@ function Engine:classify_stream(read, write, ctx, threads)
   local pool = snap.deciders
   pool[#pool + 1] = dec
   return counts[0], counts[1], counts[2]
+end
+
+--- The features pass of a threshold sweep: a stream of labeled plans
+-- (JSON Lines, classify's plans with "label" and "tool_labels"; README,
+-- "Threshold sweeps") read and kept by the core as classify reads them,
+-- to be decided again under any settings (toolgate.experiment).
+-- sweep_stream(read[, ctx]) -> sweep | nil, message, code
+-- @tparam function read returns the next piece of input, nil at the end
+-- @param[opt] ctx as for classify
+-- @return the core's sweep (sweep:run, sweep:count, sweep:tool_label), the
+-- snapshot's registry tools, and the policy's consistency settings
+function Engine:sweep_stream(read, ctx)
+  local snap = self.current
+  local cctx, lua_ctx = stream_setup(snap, ctx)
+  if not cctx then return nil, lua_ctx end
+  local sw, err, code = snap.compiled:sweep()
+  if not sw then return nil, err, code end
+  local dec, flags, cstore = take_decider(snap), flags_of(self), state_mod.core_store(self.store)
+  local line, failed = 0, nil
+  lines.pump(read, function(buf)
+    local pos = 1
+    while not failed do
+      local status, next_pos, last, pending = dec:sweep_lines(sw, cctx, cstore, buf, pos, flags, line)
+      if status == nil then
+        failed = { next_pos, last } -- message, code
+        return #buf + 1
+      end
+      pos, line = next_pos, last
+      if status == 2 then return pos end
+      -- the host's part of the plan (a stage, an ID, a record): answered, the plan is then kept
+      local st, verdict, text = settle(self, snap, dec, lua_ctx, status, nil, nil, nil, nil, pending)
+      if st ~= 0 then failed = { "line " .. line .. ": " .. tostring(verdict), text } end
+    end
+    return #buf + 1
+  end)
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  if failed then return nil, failed[1], failed[2] end
+  return sw, snap.registry.tools, value.copy(snap.policy.settings.consistency)
 end
 
 --- Determinism probe of one tool.
