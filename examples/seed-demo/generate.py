@@ -7,7 +7,9 @@ Writes two files into --out:
                  contract (get_time, random_sample).
   plans.jsonl    one plan-sample set per line, in the single-tool form that
                  `toolgate classify` reads, plus two members toolgate ignores:
-                 "label" ("correct" | "fabricated") and "cause".
+                 "label" ("correct" | "fabricated") and "cause", and
+                 "tool_labels" (whether the plan's tool really is
+                 deterministic): the labeled form `toolgate sweep` reads.
 
 Three of the ten declared-deterministic tools are not deterministic; they
 passed their startup probe (two back-to-back calls matched), so their plans
@@ -479,9 +481,13 @@ def make_plan(rng, idx, name, n, epoch, fabricated_rate):
         if i in respelled:
             args, res = respell(args, rng), respell(res, rng)
         samples.append({"arguments": args, "result": res, "epoch": epoch})
+    # the ground truth toolgate sweep reads: the plan's label, and whether
+    # its tool really is deterministic (the mis-declared ones are not)
     return {"plan_id": "p%04d" % (idx + 1),
             "tool": {"server": SERVER, "name": name, "deterministic": det, "verified": det},
-            "samples": samples, "label": label, "cause": cause}
+            "samples": samples, "label": label, "cause": cause,
+            "tool_labels": [{"server": SERVER, "name": name,
+                             "deterministic": det and name not in MISDECLARED}]}
 
 
 def main():

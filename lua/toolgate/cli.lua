@@ -18,6 +18,7 @@ local COMMANDS = {
   { name = "canon", summary = "RFC 8785 canonical form (or its XXH3-128 hash) of JSON documents" },
   { name = "check", summary = "the policy's stages on each tool call: one decision per line" },
   { name = "classify", summary = "self-consistency of sampled plans: agreement on arguments and on results" },
+  { name = "sweep", summary = "labeled plans over a grid of thresholds: confusion tables, CSV, JSON, plots" },
   { name = "probe", summary = "verify tools' determinism declarations by running a dry run twice" },
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },

@@ -1,0 +1,296 @@
+-- toolgate sweep: labeled plans replayed over a grid of thresholds.
+local cli = require "toolgate.cli"
+local experiment = require "toolgate.experiment"
+
+local M = {}
+
+M.usage = [[
+usage: toolgate sweep --grid SPEC [--baseline naive] [--policy FILE|NAME] [--registry [SERVER=]FILE]...
+                      [--context FILE] [--objective TEXT] [--top N] [--csv FILE] [--json FILE]
+                      [--svg FILE] [--html FILE] [--no-progress] LABELED.jsonl
+
+Reads labeled plans (classify's plan-sample sets, one per line, each with
+"label": "correct" | "fabricated" and optionally "tool_labels": [{"server",
+"name", "deterministic": true|false}]) once, then decides them at every
+point of the grid with the engine's own decision table, and prints the
+points that best meet the objective, each with its confusion of verdict
+against label.  At each point a plan gets exactly the verdict toolgate
+classify gives it under the policy with those settings: quarantines carry
+over from plan to plan in input order, as in classify.
+
+  --grid SPEC         KEY=FROM:TO:STEP or KEY=V1|V2|..., comma separated;
+                      keys: arg_reject, arg_accept, result_accept,
+                      result_quarantine, min_samples, quarantine (on|off).
+                      The first key is the plot's x axis, the second its
+                      series.  Other settings are the policy's
+  --baseline naive    the seed's naive scorer beside it: one agreement score
+                      over (arguments, result), reject below the threshold
+                      (at 0.80, the seed's, and at each value of the first
+                      key when it is a threshold)
+  --objective TEXT    how points rank (default "max recall with fp_share <= 0.05"):
+                      max|min METRIC [with METRIC OP NUMBER [and ...] ], metrics
+                      fp_share (correct plans among the rejects), recall
+                      (fabricated plans rejected), defer_rate,
+                      accept_precision, fabricated_accepted
+  --top N             points shown (default 10)
+  --csv FILE          every point, one row each (and the baseline's rows)
+  --json FILE         every point, the baseline, the objective, the best points
+  --svg FILE          a plot: fp_share and recall against the first key
+  --html FILE         a one-file report: the plot, the best points, the
+                      confusion at the best one
+  --policy, --registry, --context   as for toolgate classify
+  --no-progress       no progress bar (one is drawn on standard error when it
+                      is a terminal)
+
+exit status: 0 done, 2 bad usage (a grid or objective that does not parse),
+an unloadable policy or registry, unreadable input
+]]
+
+local function pct(x)
+  return x == nil and "-" or string.format("%.1f%%", 100 * x)
+end
+
+local function val(x)
+  if type(x) == "boolean" then return x and "on" or "off" end
+  return string.format("%g", x)
+end
+
+local function stderr_is_tty()
+  local ok, how, code = os.execute("test -t 2")
+  if type(ok) == "number" then return ok == 0 end -- LuaJIT, Lua 5.1
+  return ok == true and how == "exit" and code == 0
+end
+
+local function progress_bar()
+  local last = -1
+  return function(done, total)
+    local width = 30
+    local filled = math.floor(width * done / total)
+    if filled == last and done < total then return end
+    last = filled
+    io.stderr:write(string.format("\rtoolgate sweep: [%s%s] %d/%d points", string.rep("#", filled),
+      string.rep(" ", width - filled), done, total))
+    if done == total then io.stderr:write("\n") end
+    io.stderr:flush()
+  end
+end
+
+-- "3 (3 labeled nondeterministic)" or the names when no tool is labeled
+local function quarantine_text(q)
+  if #q == 0 then return "none" end
+  local right, wrong, names = 0, 0, {}
+  for _, t in ipairs(q) do
+    names[#names + 1] = t.name
+    if t.label == false then right = right + 1 elseif t.label == true then wrong = wrong + 1 end
+  end
+  if right + wrong == 0 then return table.concat(names, " ") end
+  return string.format("%d (%d really not deterministic, %d deterministic)", #q, right, wrong)
+end
+
+local function counts_text(c, verdict)
+  return string.format("%d/%d", c[verdict].correct, c[verdict].fabricated)
+end
+
+local function table_rows(axes, list, with_rank)
+  local head = { with_rank and "rank" or "scorer" }
+  for _, a in ipairs(axes) do head[#head + 1] = a.key end
+  for _, h in ipairs({ "reject c/f", "defer c/f", "accept c/f", "fp_share", "recall", "defer_rate",
+                       "accept_prec", "quarantined" }) do
+    head[#head + 1] = h
+  end
+  local rows = { head }
+  for i, r in ipairs(list) do
+    local row = { with_rank and tostring(i) or r.scorer }
+    for _, a in ipairs(axes) do row[#row + 1] = r.point and val(r.point[a.key]) or "" end
+    local m = r.metrics
+    for _, x in ipairs({ counts_text(r.counts, "reject"), counts_text(r.counts, "defer"),
+                         counts_text(r.counts, "accept"), pct(m.fp_share), pct(m.recall), pct(m.defer_rate),
+                         pct(m.accept_precision), r.scorer and "" or quarantine_text(r.quarantined) }) do
+      row[#row + 1] = x
+    end
+    rows[#rows + 1] = row
+  end
+  return rows
+end
+
+local function print_table(rows)
+  local widths = {}
+  for _, row in ipairs(rows) do
+    for j, cell in ipairs(row) do widths[j] = math.max(widths[j] or 0, #cell) end
+  end
+  for _, row in ipairs(rows) do
+    local cells = {}
+    for j, cell in ipairs(row) do
+      cells[j] = j == #row and cell or cell .. string.rep(" ", widths[j] - #cell)
+    end
+    io.stdout:write("  ", table.concat(cells, "  "), "\n")
+  end
+end
+
+local function write_file(cmd, path, text)
+  local f, err = io.open(path, "wb")
+  if not f then
+    cli.diag(cmd, "cannot write " .. tostring(err))
+    return nil
+  end
+  f:write(text)
+  f:close()
+  return true
+end
+
+local function csv(axes, results, baseline)
+  local cols = { "scorer", "threshold" }
+  for _, a in ipairs(axes) do cols[#cols + 1] = a.key end
+  for _, v in ipairs({ "accept", "reject", "defer" }) do
+    for _, l in ipairs({ "correct", "fabricated", "none" }) do cols[#cols + 1] = v .. "_" .. l end
+  end
+  for _, k in ipairs({ "fp_share", "recall", "defer_rate", "accept_precision", "fabricated_accepted",
+                       "quarantined" }) do
+    cols[#cols + 1] = k
+  end
+  local out = { table.concat(cols, ",") }
+  local function row(scorer, threshold, point, r)
+    local cells = { scorer, threshold and val(threshold) or "" }
+    for _, a in ipairs(axes) do cells[#cells + 1] = point and val(point[a.key]) or "" end
+    for _, v in ipairs({ "accept", "reject", "defer" }) do
+      for _, l in ipairs({ "correct", "fabricated", "none" }) do cells[#cells + 1] = tostring(r.counts[v][l]) end
+    end
+    for _, k in ipairs({ "fp_share", "recall", "defer_rate", "accept_precision", "fabricated_accepted" }) do
+      local x = r.metrics[k]
+      cells[#cells + 1] = x == nil and "" or string.format("%.6g", x)
+    end
+    local names = {}
+    for _, t in ipairs(r.quarantined) do names[#names + 1] = (t.server or "") .. "/" .. t.name end
+    cells[#cells + 1] = table.concat(names, " ")
+    out[#out + 1] = table.concat(cells, ",")
+  end
+  for _, r in ipairs(results) do row("toolgate", nil, r.point, r) end
+  for _, r in ipairs(baseline or {}) do row("naive", r.settings.threshold, nil, r) end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local function json_report(exp, axes, results, baseline, obj, best)
+  local value = require "toolgate.value"
+  local arr = value.array_mt
+  local function result(r)
+    return { point = r.point, settings = r.settings, counts = r.counts,
+             metrics = r.metrics, quarantined = setmetatable(r.quarantined, arr) }
+  end
+  local points = setmetatable({}, arr)
+  for i, r in ipairs(results) do points[i] = result(r) end
+  local base = setmetatable({}, arr)
+  for i, r in ipairs(baseline or {}) do base[i] = { threshold = r.settings.threshold, counts = r.counts, metrics = r.metrics } end
+  local grid = setmetatable({}, arr)
+  for i, a in ipairs(axes) do grid[i] = { key = a.key, values = setmetatable(a.values, arr) } end
+  local top = setmetatable({}, arr)
+  for i, r in ipairs(best) do top[i] = result(r) end
+  return cli.encode({ plans = exp.n, labels = exp.labels, grid = grid, points = points,
+                      baseline = baseline and base or nil, objective = obj.text, best = top,
+                      quarantine_order = "input" }) .. "\n"
+end
+
+function M.run(args)
+  local cmd = "sweep"
+  local opts, pos = cli.parse(args, {
+    flags = { ["no-progress"] = true },
+    options = { policy = true, context = true, grid = true, baseline = true, objective = true, top = true,
+                csv = true, json = true, svg = true, html = true },
+    multi = { registry = true },
+  })
+  if #pos ~= 1 then cli.usage_error("one LABELED.jsonl file (or - for standard input)") end
+  if not opts.grid then cli.usage_error("--grid is required, e.g. --grid 'arg_reject=0.05:0.5:0.05'") end
+  local axes, gerr = experiment.parse_grid(opts.grid)
+  if not axes then cli.usage_error("--grid: " .. gerr) end
+  local obj, oerr = experiment.parse_objective(opts.objective or experiment.DEFAULT_OBJECTIVE)
+  if not obj then cli.usage_error("--objective: " .. oerr) end
+  if opts.baseline and opts.baseline ~= "naive" then cli.usage_error("--baseline takes naive") end
+  local top = tonumber(opts.top or "10")
+  if not top or top < 1 or top ~= math.floor(top) then cli.usage_error("--top takes a whole number from 1") end
+
+  local engine = cli.load_engine(cmd, opts, nil, true)
+  if not engine then return cli.EXIT_USAGE end
+  local ctx
+  if opts.context then
+    ctx = cli.read_context(cmd, engine:snapshot().core, opts.context)
+    if not ctx then return cli.EXIT_USAGE end
+  end
+  local f, name = cli.open_input(cmd, pos[1])
+  if not f then return cli.EXIT_USAGE end
+  local read, read_failed = require("toolgate.lines").reader(f)
+  local exp, err, code = experiment.load(engine, read, ctx)
+  if f ~= io.stdin then f:close() end
+  if read_failed() then
+    cli.diag(cmd, "cannot read " .. name .. ": " .. tostring(read_failed()))
+    return cli.EXIT_USAGE
+  end
+  if not exp then
+    cli.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
+    return cli.EXIT_USAGE
+  end
+
+  local progress = not opts["no-progress"] and stderr_is_tty() and progress_bar() or nil
+  local results, skipped = exp:grid(axes, progress)
+  local baseline
+  if opts.baseline == "naive" then
+    if pos[1] == "-" then cli.usage_error("--baseline naive reads the plans again: give a file, not -") end
+    local scores, nerr = experiment.naive_load(pos[1])
+    if not scores then
+      cli.diag(cmd, "--baseline naive: " .. nerr)
+      return cli.EXIT_USAGE
+    end
+    baseline = {}
+    local thresholds, seen = { 0.80 }, { [0.80] = true }
+    local first = axes[1].key
+    if first ~= "min_samples" and first ~= "quarantine" then
+      for _, v in ipairs(axes[1].values) do
+        if not seen[v] then thresholds[#thresholds + 1], seen[v] = v, true end
+      end
+    end
+    table.sort(thresholds)
+    for _, t in ipairs(thresholds) do
+      local r = experiment.naive_run(scores, t)
+      r.scorer = "naive<" .. val(t)
+      baseline[#baseline + 1] = r
+    end
+  end
+
+  local l = exp.labels
+  io.stdout:write(string.format("toolgate sweep: %d plans (%d correct, %d fabricated, %d unlabeled%s); %d grid points%s\n",
+    exp.n, l.correct, l.fabricated, l.none, l.other > 0 and (", " .. l.other .. " with another label") or "",
+    #results, #skipped > 0 and (", " .. #skipped .. " skipped (" .. tostring(skipped[1].why) .. ")") or ""))
+  io.stdout:write("quarantine carries over from plan to plan in input order, as in toolgate classify\n")
+  local mis = exp:misdeclared()
+  if #mis > 0 then
+    local names = {}
+    for _, t in ipairs(mis) do names[#names + 1] = t.name end
+    io.stdout:write("labeled not deterministic but declared deterministic: ", table.concat(names, ", "), "\n")
+  end
+  local best = experiment.best(results, obj)
+  io.stdout:write("\nbest points (", obj.text, "):\n")
+  if #best == 0 then
+    io.stdout:write("  no point meets the objective\n")
+  else
+    local shown = {}
+    for i = 1, math.min(top, #best) do shown[i] = best[i] end
+    print_table(table_rows(axes, shown, true))
+  end
+  if baseline then
+    io.stdout:write("\nnaive baseline (one agreement score over arguments and result, reject below the threshold):\n")
+    print_table(table_rows({}, baseline, false))
+  end
+
+  local ok = true
+  if opts.csv then ok = write_file(cmd, opts.csv, csv(axes, results, baseline)) and ok end
+  if opts.json then ok = write_file(cmd, opts.json, json_report(exp, axes, results, baseline, obj, best)) and ok end
+  if opts.svg or opts.html then
+    local plot = require "toolgate.plot"
+    local svg = plot.sweep_svg(axes, results, baseline)
+    if opts.svg then ok = write_file(cmd, opts.svg, svg) and ok end
+    if opts.html then
+      ok = write_file(cmd, opts.html, plot.report_html(svg, exp, axes, best, baseline, obj)) and ok
+    end
+  end
+  return ok and cli.EXIT_OK or cli.EXIT_USAGE
+end
+
+return M
