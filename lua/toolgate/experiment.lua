@@ -112,9 +112,9 @@ function Experiment:run(over)
   local counts = confusion(flat)
   local quarantined = {}
   for i, t in ipairs(q) do
-    local l = self.sweep:tool_label(t)
-    quarantined[i] = { server = self.tools[t].server, name = self.tools[t].name,
-                       label = l == 1 or (l == 0 and false) or (l == 2 and "conflicting") or nil }
+    local l, label = self.sweep:tool_label(t), nil
+    if l == 0 or l == 1 then label = l == 1 elseif l == 2 then label = "conflicting" end
+    quarantined[i] = { server = self.tools[t].server, name = self.tools[t].name, label = label }
   end
   return { settings = s, counts = counts, metrics = M.metrics(counts), quarantined = quarantined }
 end
