@@ -594,6 +594,101 @@ static void test_threads(void)
     tg_policy_free(p);
 }
 
+/* ---- threshold sweeps --------------------------------------------------------------- */
+
+/* tg_sweep at a setting against tg_classify_lines under a policy of that
+ * setting on a fresh store: the same counts of verdicts, plan for plan
+ * the same verdicts; the store the features pass read stays unwritten. */
+static void test_sweep(void)
+{
+    static const char *const settings[] = {"", ",\"consistency\":{\"quarantine\":false}",
+                                           ",\"consistency\":{\"arg_reject\":0.1,"
+                                           "\"result_quarantine\":0.3}"};
+    tg_policy_t *base = policy(RUNG_CONS, 0);
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    tg_store_t *read_only = tg_store_new(E, NULL);
+    tg_sweep_t *sw = tg_sweep_new(base, NULL);
+    size_t len, line = 0, used = 0, n;
+    char *text = batch(900, 0.3, &len);
+    tg_outcome_t o;
+    tg_error_t err;
+    int ok = tg_sweep_lines(sw, d, NULL, read_only, text, len, 0, &line, &used, &o, &err) == TG_OK &&
+             o.status == TG_NO_MORE_CALLS && used == len && tg_store_count(read_only) == 0;
+    n = tg_sweep_count(sw);
+    tap_ok(ok && n == 900, "the features pass keeps every plan and writes nothing to the store");
+    for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) {
+        char desc[2048];
+        tg_policy_t *p = NULL;
+        tg_consistency_t cs;
+        tg_sweep_counts_t c;
+        unsigned char *verdicts = malloc(n), q[4];
+        const char **codes = malloc(n * sizeof *codes);
+        size_t l2 = 0, u2 = 0, v[3] = {0, 0, 0}, same = 0;
+        tg_store_t *st = tg_store_new(E, NULL);
+        tg_buf_t out;
+        snprintf(desc, sizeof desc,
+                 "{\"version\":\"t@1\",\"registry_hash\":\"h\",\"stages\":%s%s,"
+                 "\"risk_levels\":[\"none\",\"low\"],\"tools\":[{\"deterministic\":true},"
+                 "{\"deterministic\":false},{\"deterministic\":true},{\"deterministic\":true}]}",
+                 RUNG_CONS, settings[k]);
+        tg_policy_new(E, R, desc, strlen(desc), &p, NULL);
+        tg_policy_set_norm(p, 0, NORM, NULL);
+        tg_buf_init(&out, E);
+        ok = tg_classify_lines(d, p, NULL, st, text, len, 0, 1, &l2, &u2, &out, v, &o, &err) == TG_OK;
+        tg_consistency_default(&cs);
+        if (k == 1)
+            cs.quarantine = 0;
+        if (k == 2) {
+            cs.arg_reject = 0.1;
+            cs.result_quarantine = 0.3;
+        }
+        ok &= tg_sweep_run(sw, &cs, &c, q, verdicts, codes, &err) == TG_OK;
+        /* the decisions, line by line: their verdicts */
+        for (size_t i = 0, at = 0; ok && i < n; i++) {
+            const char *nl = memchr(out.data + at, '\n', out.len - at);
+            static const char *const names[] = {"\"verdict\":\"accept\"", "\"verdict\":\"reject\"",
+                                                "\"verdict\":\"defer\""};
+            size_t end = nl ? (size_t)(nl - out.data) : out.len;
+            const char *hit = strstr(out.data + at, names[verdicts[i]]);
+            same += hit && hit < out.data + end;
+            at = end + 1;
+        }
+        ok &= same == n && c.plans[0][0] == v[0] && c.plans[1][0] == v[1] && c.plans[2][0] == v[2];
+        if (!ok)
+            printf("#   setting %zu: %zu of %zu plans the same; sweep %zu/%zu/%zu, classify "
+                   "%zu/%zu/%zu\n",
+                   k, same, n, c.plans[0][0], c.plans[1][0], c.plans[2][0], v[0], v[1], v[2]);
+        tap_ok(ok && (k == 1 ? c.quarantined == 0 : c.quarantined > 0) &&
+                   (k == 1 || tg_store_count(st) > 0),
+               "a sweep at a setting gives classify's verdicts under it, plan for plan");
+        tg_buf_free(&out);
+        tg_store_free(st);
+        tg_policy_free(p);
+        free(verdicts);
+        free(codes);
+    }
+    {
+        tg_consistency_t cs;
+        tg_sweep_counts_t c;
+        tg_consistency_default(&cs);
+        cs.arg_reject = 0.9;
+        ok = tg_sweep_run(sw, &cs, &c, NULL, NULL, NULL, &err) == TG_E_ARG &&
+             strstr(err.message, "arg_reject") != NULL;
+        cs.arg_reject = 0.2;
+        cs.result_accept = -1;
+        ok &= tg_sweep_run(sw, &cs, &c, NULL, NULL, NULL, &err) == TG_E_ARG;
+        cs.result_accept = 0.8;
+        cs.min_samples = 0;
+        ok &= tg_sweep_run(sw, &cs, &c, NULL, NULL, NULL, &err) == TG_E_ARG;
+        tap_ok(ok, "a sweep refuses settings that cannot hold, saying which");
+    }
+    free(text);
+    tg_sweep_free(sw);
+    tg_store_free(read_only);
+    tg_decider_free(d);
+    tg_policy_free(base);
+}
+
 int main(void)
 {
     test_fixed2();
@@ -602,6 +697,7 @@ int main(void)
     setup();
     test_questions();
     test_threads();
+    test_sweep();
     tg_norm_free(NORM);
     tg_registry_free(R);
     tg_engine_free(E);
