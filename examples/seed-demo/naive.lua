@@ -2,7 +2,8 @@
 --
 --   lua5.4 examples/seed-demo/naive.lua [--threshold 0.80] [--contract-blind] [PLANS.jsonl]
 --
--- For each plan (the single-tool form of `toolgate classify`), one score:
+-- For each plan (the single-tool form of `toolgate classify`), one score
+-- (toolgate.experiment.naive_score, also `toolgate sweep --baseline naive`):
 -- the modal share of the samples' combined (arguments, result) pairs, each
 -- pair hashed as the RFC 8785 canonical form of {"arguments":..,"result":..}
 -- by toolgate.hash_value, so spelling (key order, 50 vs 50.0) is merged
@@ -18,6 +19,7 @@
 -- Writes one JSON line per plan: {"plan_id","verdict","score","scored_on"}.
 
 local toolgate = require "toolgate"
+local experiment = require "toolgate.experiment" -- the scorer itself, toolgate sweep's baseline
 local json = require "toolgate.json"
 
 local threshold, blind, path = 0.80, false, nil
@@ -51,15 +53,7 @@ for line in input:lines() do
       os.exit(1)
     end
     local args_only = not blind and plan.tool and plan.tool.deterministic == false
-    local counts, modal, n = {}, 0, #plan.samples
-    for _, s in ipairs(plan.samples) do
-      local h = args_only and assert(toolgate.hash_value(s.arguments))
-        or assert(toolgate.hash_value({ arguments = s.arguments, result = s.result }))
-      local c = (counts[h] or 0) + 1
-      counts[h] = c
-      if c > modal then modal = c end
-    end
-    local score = n > 0 and modal / n or 0
+    local score = experiment.naive_score(plan, blind)
     io.stdout:write(toolgate.encode({
       plan_id = plan.plan_id,
       verdict = score < threshold and "reject" or "accept",

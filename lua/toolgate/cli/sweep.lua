@@ -284,7 +284,7 @@ function M.run(args)
   if opts.json then ok = write_file(cmd, opts.json, json_report(exp, axes, results, baseline, obj, best)) and ok end
   if opts.svg or opts.html then
     local plot = require "toolgate.plot"
-    local svg = plot.sweep_svg(axes, results, baseline)
+    local svg = plot.sweep_svg(axes, results, baseline, best[1])
     if opts.svg then ok = write_file(cmd, opts.svg, svg) and ok end
     if opts.html then
       ok = write_file(cmd, opts.html, plot.report_html(svg, exp, axes, best, baseline, obj)) and ok
