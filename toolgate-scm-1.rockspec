@@ -56,6 +56,9 @@ build = {
     ["toolgate.cli.registry"] = "lua/toolgate/cli/registry.lua",
     ["toolgate.cli.classify"] = "lua/toolgate/cli/classify.lua",
     ["toolgate.cli.probe"] = "lua/toolgate/cli/probe.lua",
+    ["toolgate.cli.sweep"] = "lua/toolgate/cli/sweep.lua",
+    ["toolgate.experiment"] = "lua/toolgate/experiment.lua",
+    ["toolgate.plot"] = "lua/toolgate/plot.lua",
     ["toolgate.suggest"] = "lua/toolgate/suggest.lua",
     -- the shipped policies, beside the modules, where toolgate.policy finds
     -- them by name (--policy strict, toolgate.new{policy = "strict"})
@@ -100,6 +103,7 @@ build = {
         "core/tg_schema_validate.c",
         "core/tg_store.c",
         "core/tg_strtod.c",
+        "core/tg_sweep.c",
         "core/tg_workers.c",
       },
       incdirs = { "core", "$(XXHASH_INCDIR)", "$(PCRE2_INCDIR)" },

@@ -1377,8 +1377,8 @@ static int classify_text(tg_decider_t *d, tg_plan *pl, const char *json, size_t 
 
 /* Sets pl up for a plan of the caller's. */
 static void plan_begin(tg_decider_t *d, tg_plan *pl, const tg_policy_t *p, const tg_context_t *ctx,
-                       tg_store_t *store, int mode, struct tg_sweep_t *sweep, int flags, size_t line,
-                       int64_t now)
+                       tg_store_t *store, int mode, struct tg_sweep_t *sweep, int flags,
+                       size_t line, int64_t now)
 {
     tg_decide_begin(d, p, ctx, flags, 0);
     plan_reset(pl);

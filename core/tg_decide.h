@@ -225,11 +225,11 @@ typedef struct tg_pobjection {
  * keeps to find it again under other settings. */
 typedef struct tg_pdet {
     long tool;
-    signed char det;        /* the declaration in force: 1 deterministic, 0
-                             * nondeterministic, 2 neither (a string or number
-                             * inline), -1 none */
-    signed char inline_ver; /* the plan's "verified": 1, 0, -1 none */
-    unsigned char verified; /* the store's record: verified in the plan's epoch */
+    signed char det;           /* the declaration in force: 1 deterministic, 0
+                                * nondeterministic, 2 neither (a string or number
+                                * inline), -1 none */
+    signed char inline_ver;    /* the plan's "verified": 1, 0, -1 none */
+    unsigned char verified;    /* the store's record: verified in the plan's epoch */
     unsigned char quarantined; /* the store's record, or a quarantine since */
 } tg_pdet;
 
@@ -395,7 +395,7 @@ typedef struct tg_plan {
     struct tg_sweep_t *sweep; /* a sweep's features pass (tg_sweep_lines): the
                                * plan is kept there, not quarantined, and its
                                * later stages run whatever the table says */
-    tg_ptrack *track; /* n_track of them, one per registry tool */
+    tg_ptrack *track;         /* n_track of them, one per registry tool */
     size_t n_track;
     tg_pcheck cp;
     TG_PLAN_ARRAY(tg_plog, log);

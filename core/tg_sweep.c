@@ -21,11 +21,11 @@ typedef struct sw_outcome {
 
 typedef struct sw_plan {
     size_t n, arg_modal, result_modal;
-    size_t first, count;       /* its calls' determinism: dets[first .. first + count) */
-    uint32_t code;             /* fixed: its code */
-    unsigned char fixed;       /* decided before the table: the same at every setting */
-    unsigned char verdict;     /* fixed: its verdict */
-    unsigned char label;       /* enum tg_label */
+    size_t first, count;   /* its calls' determinism: dets[first .. first + count) */
+    uint32_t code;         /* fixed: its code */
+    unsigned char fixed;   /* decided before the table: the same at every setting */
+    unsigned char verdict; /* fixed: its verdict */
+    unsigned char label;   /* enum tg_label */
     unsigned char epoch_fixed;
     sw_outcome on_accept, on_other;
 } sw_plan;
@@ -44,8 +44,8 @@ struct tg_sweep_t {
     tg_pdet *dets;
     sw_call *calls;
     size_t n_dets, cap_dets, cap_calls, max_count;
-    tg_buf_t codes;   /* the codes kept, each NUL-terminated */
-    size_t *code_at;  /* where each starts in codes */
+    tg_buf_t codes;  /* the codes kept, each NUL-terminated */
+    size_t *code_at; /* where each starts in codes */
     size_t n_codes, cap_codes;
     signed char *tool_labels; /* one per registry tool */
 };
@@ -235,8 +235,8 @@ int tg_sweep_take(tg_sweep_t *s, const tg_decider_t *d, tg_error_t *err)
         return nomem(err);
     sp = &s->plans[s->n_plans];
     memset(sp, 0, sizeof *sp);
-    sp->label = (unsigned char)(tg_type_of(pl->root) == TG_OBJECT ? label_of(pl->root)
-                                                                  : TG_LABEL_NONE);
+    sp->label =
+        (unsigned char)(tg_type_of(pl->root) == TG_OBJECT ? label_of(pl->root) : TG_LABEL_NONE);
     if (tg_type_of(pl->root) == TG_OBJECT)
         take_tool_labels(s, pl->root);
     if (!pl->has_features) {
@@ -261,7 +261,8 @@ int tg_sweep_take(tg_sweep_t *s, const tg_decider_t *d, tg_error_t *err)
     sp->count = pl->n_dets;
     for (size_t k = 0; k < pl->n_dets; k++) {
         s->dets[s->n_dets + k] = pl->dets[k];
-        s->calls[s->n_dets + k].contract_det = (signed char)pl->p->tools[pl->dets[k].tool].deterministic;
+        s->calls[s->n_dets + k].contract_det =
+            (signed char)pl->p->tools[pl->dets[k].tool].deterministic;
         s->calls[s->n_dets + k].result_modal =
             pl->single ? pl->results.modal_count : pl->stats[k].result_modal;
     }

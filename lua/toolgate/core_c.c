@@ -1442,8 +1442,8 @@ static int l_sweep_run(lua_State *L)
     cs.result_accept = field_number(L, "result_accept");
     cs.result_quarantine = field_number(L, "result_quarantine");
     lua_getfield(L, 2, "on_invalid");
-    cs.on_invalid = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "reject") == 0 ? TG_REJECT
-                                                                                      : TG_DEFER;
+    cs.on_invalid =
+        lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "reject") == 0 ? TG_REJECT : TG_DEFER;
     lua_pop(L, 1);
     lua_getfield(L, 2, "quarantine");
     cs.quarantine = lua_isnil(L, -1) || lua_toboolean(L, -1);

@@ -612,8 +612,9 @@ static void test_sweep(void)
     char *text = batch(900, 0.3, &len);
     tg_outcome_t o;
     tg_error_t err;
-    int ok = tg_sweep_lines(sw, d, NULL, read_only, text, len, 0, &line, &used, &o, &err) == TG_OK &&
-             o.status == TG_NO_MORE_CALLS && used == len && tg_store_count(read_only) == 0;
+    int ok =
+        tg_sweep_lines(sw, d, NULL, read_only, text, len, 0, &line, &used, &o, &err) == TG_OK &&
+        o.status == TG_NO_MORE_CALLS && used == len && tg_store_count(read_only) == 0;
     n = tg_sweep_count(sw);
     tap_ok(ok && n == 900, "the features pass keeps every plan and writes nothing to the store");
     for (size_t k = 0; k < sizeof settings / sizeof settings[0]; k++) {
@@ -634,7 +635,8 @@ static void test_sweep(void)
         tg_policy_new(E, R, desc, strlen(desc), &p, NULL);
         tg_policy_set_norm(p, 0, NORM, NULL);
         tg_buf_init(&out, E);
-        ok = tg_classify_lines(d, p, NULL, st, text, len, 0, 1, &l2, &u2, &out, v, &o, &err) == TG_OK;
+        ok = tg_classify_lines(d, p, NULL, st, text, len, 0, 1, &l2, &u2, &out, v, &o, &err) ==
+             TG_OK;
         tg_consistency_default(&cs);
         if (k == 1)
             cs.quarantine = 0;
