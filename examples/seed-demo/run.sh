@@ -5,7 +5,9 @@
 #   make && sh examples/seed-demo/run.sh [generate.py options, e.g. --seed 7]
 #
 # Knobs: LUA (default lua5.4), PYTHON (default python3), BUILD (default
-# build), OUT (default examples/seed-demo/out, gitignored).
+# build), OUT (default examples/seed-demo/out, gitignored), SWEEP_SVG (the
+# sweep's plot; default docs/seed-demo-sweep.svg for the default batch,
+# else $OUT/sweep.svg).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +50,17 @@ if [ "$status" -ne 0 ]; then
   echo "run.sh: toolgate classify exited with status $status" >&2
   exit "$status"
 fi
+
+# The threshold sweep of the same batch: the plot README.md shows is the one
+# of the default batch (no generate.py options), written into docs/.
+if [ "$#" -eq 0 ]; then SWEEP_SVG=${SWEEP_SVG:-$root/docs/seed-demo-sweep.svg}; fi
+SWEEP_SVG=${SWEEP_SVG:-$OUT/sweep.svg}
+step "toolgate sweep --baseline naive (plot: $SWEEP_SVG)"
+(cd "$root" && $LUA bin/toolgate sweep --no-progress --policy "$OUT/policy.lua" --baseline naive \
+  --grid 'arg_reject=0.05:0.8:0.05,result_quarantine=0.3|0.5' --top 3 \
+  --csv "$OUT/sweep.csv" --json "$OUT/sweep.json" --svg "$SWEEP_SVG" --html "$OUT/sweep.html" \
+  "$OUT/plans.jsonl") > "$OUT/sweep.txt" 2>> "$OUT/toolgate.stderr"
+sed 's/^/   /' "$OUT/sweep.txt" >&2
 
 step "compare.lua"
 echo
