@@ -205,3 +205,6 @@ awk -v floor="$out/floor.txt" -v n="$N_CALLS" '
         fl["ns_per_line"] * n / 1e9, "", fl["ns_per_line"]
     }
   }' "$results"
+
+# ---- the threshold sweep: 100 grid points against classify once per point ---------
+LUA="$LUA" sh bench/sweep_bench.sh

@@ -67,6 +67,7 @@ cli_commands() {
 1 check --also --fail-on reject --format auto $regs $work/calls.jsonl
 1 validate --schema $work/schema.json --closed --lines examples/documents/calls.jsonl
 0 classify --policy $work/plans/policy.lua $work/plans/plans.jsonl
+0 sweep --no-progress --policy $work/plans/policy.lua --baseline naive --grid arg_reject=0.05:0.5:0.15,quarantine=on|off --csv $work/sweep.csv $work/plans/plans.jsonl
 0 registry lint examples/registries/mcp-filesystem.json examples/registries/mcp-everything.json examples/registries/mcp-memory.json
 0 registry lint web=spec/data/registries/openai.json spec/data/registries/anthropic.json spec/data/registries/bad_names.json spec/data/registries/native.json
 EOF
