@@ -35,8 +35,7 @@ static int nomem(tg_error_t *err)
     return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
 }
 
-/* Grows the array at *pp (of *cap elements of elem bytes) to hold need. */
-static int grow(tg_engine_t *e, void *pp, size_t *cap, size_t need, size_t elem)
+int tg_grow(tg_engine_t *e, void *pp, size_t *cap, size_t need, size_t elem)
 {
     void *p, *q;
     size_t ncap;
@@ -55,7 +54,8 @@ static int grow(tg_engine_t *e, void *pp, size_t *cap, size_t need, size_t elem)
     return TG_OK;
 }
 
-#define GROW(pl, arr, need) grow((pl)->e, &(pl)->arr, &(pl)->cap_##arr, (need), sizeof *(pl)->arr)
+#define GROW(pl, arr, need)                                                                        \
+    tg_grow((pl)->e, &(pl)->arr, &(pl)->cap_##arr, (need), sizeof *(pl)->arr)
 #define FREE_ARRAY(pl, arr) tg_mem_free((pl)->e, (pl)->arr, (pl)->cap_##arr * sizeof *(pl)->arr)
 
 /* Appends to the plan's texts; *at (may be NULL) gets where it starts. */

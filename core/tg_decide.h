@@ -406,6 +406,11 @@ typedef struct tg_plan {
 #define TG_PF_PLAN_ID 1
 #define TG_PF_N 2
 
+/* Grows the array at *pp (of *cap elements of elem bytes, allocated from
+ * e) to hold need, geometrically.  TG_OK or TG_E_NOMEM (*pp and *cap are
+ * then unchanged). */
+int tg_grow(tg_engine_t *e, void *pp, size_t *cap, size_t need, size_t elem);
+
 /* Writes the plan's decision into d->out. */
 int tg_plan_decision_write(tg_decider_t *d, tg_error_t *err);
 /* What the rung finds of a plan's call (d->rung_known): the tool, its

@@ -55,25 +55,6 @@ static int nomem(tg_error_t *err)
     return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
 }
 
-static int grow(tg_engine_t *e, void *pp, size_t *cap, size_t need, size_t elem)
-{
-    void *p, *q;
-    size_t ncap;
-    if (need <= *cap)
-        return TG_OK;
-    ncap = *cap ? *cap : 64;
-    while (ncap < need)
-        ncap *= 2;
-    if (ncap > SIZE_MAX / elem)
-        return TG_E_NOMEM;
-    memcpy(&p, pp, sizeof p);
-    if (!(q = tg_mem_realloc(e, p, *cap * elem, ncap * elem)))
-        return TG_E_NOMEM;
-    memcpy(pp, &q, sizeof q);
-    *cap = ncap;
-    return TG_OK;
-}
-
 tg_sweep_t *tg_sweep_new(const tg_policy_t *p, tg_error_t *err)
 {
     tg_sweep_t *s;
@@ -156,7 +137,7 @@ static int code_index(tg_sweep_t *s, const char *code, uint32_t *out)
         }
     }
     if (s->n_codes >= UINT32_MAX ||
-        grow(s->e, &s->code_at, &s->cap_codes, s->n_codes + 1, sizeof *s->code_at) != TG_OK)
+        tg_grow(s->e, &s->code_at, &s->cap_codes, s->n_codes + 1, sizeof *s->code_at) != TG_OK)
         return TG_E_NOMEM;
     s->code_at[s->n_codes] = s->codes.len;
     if (tg_buf_append(&s->codes, code, len + 1, NULL) != TG_OK)
@@ -231,7 +212,7 @@ int tg_sweep_take(tg_sweep_t *s, const tg_decider_t *d, tg_error_t *err)
 {
     const tg_plan *pl = d->plan;
     sw_plan *sp;
-    if (grow(s->e, &s->plans, &s->cap_plans, s->n_plans + 1, sizeof *s->plans) != TG_OK)
+    if (tg_grow(s->e, &s->plans, &s->cap_plans, s->n_plans + 1, sizeof *s->plans) != TG_OK)
         return nomem(err);
     sp = &s->plans[s->n_plans];
     memset(sp, 0, sizeof *sp);
@@ -254,8 +235,8 @@ int tg_sweep_take(tg_sweep_t *s, const tg_decider_t *d, tg_error_t *err)
     if (outcome(s, pl, TG_ACCEPT, &sp->on_accept) != TG_OK ||
         outcome(s, pl, TG_DEFER, &sp->on_other) != TG_OK)
         return nomem(err);
-    if (grow(s->e, &s->dets, &s->cap_dets, s->n_dets + pl->n_dets, sizeof *s->dets) != TG_OK ||
-        grow(s->e, &s->calls, &s->cap_calls, s->n_dets + pl->n_dets, sizeof *s->calls) != TG_OK)
+    if (tg_grow(s->e, &s->dets, &s->cap_dets, s->n_dets + pl->n_dets, sizeof *s->dets) != TG_OK ||
+        tg_grow(s->e, &s->calls, &s->cap_calls, s->n_dets + pl->n_dets, sizeof *s->calls) != TG_OK)
         return nomem(err);
     sp->first = s->n_dets;
     sp->count = pl->n_dets;
