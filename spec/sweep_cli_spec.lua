@@ -180,6 +180,23 @@ print(len(p.bad), len(p.stack), p.seen.get("svg", 0), p.seen.get("table", 0), p.
     assert.matches("cannot read", err, 1, true)
   end)
 
+  it("runs the two example scripts of examples/experiments", function()
+    local code, out, err = h.run(h.lua .. " " .. h.root .. "/examples/experiments/grid.lua " .. h.shell_quote(policy)
+      .. " " .. h.shell_quote(plans))
+    assert.equal(0, code, err)
+    local lines = h.lines_of(out)
+    assert.equal(2 + 20 + 1, #lines) -- the counts, the header, 10 x 2 settings, the best
+    assert.matches("^500 plans: %d+ correct, %d+ fabricated$", lines[1])
+    assert.matches("^best: arg_reject 0%.%d+, quarantine o", lines[#lines])
+    code, out, err = h.run(h.lua .. " " .. h.root .. "/examples/experiments/custom_scorer.lua "
+      .. h.shell_quote(policy) .. " " .. h.shell_quote(plans) .. " 0.2")
+    assert.equal(0, code, err)
+    lines = h.lines_of(out)
+    assert.matches("^toolgate rejects", lines[1])
+    assert.matches("^custom   rejects +%d+ %( +0 correct%)", lines[2])
+    assert.matches("^same verdict on %d+ of 500 plans$", lines[3])
+  end)
+
   it("says when no point meets the objective", function()
     local code, out = sweep("--grid 'arg_reject=0.05' --objective 'max recall with recall > 0.99' "
       .. h.shell_quote(plans))
