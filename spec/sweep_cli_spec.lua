@@ -197,6 +197,20 @@ print(len(p.bad), len(p.stack), p.seen.get("svg", 0), p.seen.get("table", 0), p.
     assert.matches("^same verdict on %d+ of 500 plans$", lines[3])
   end)
 
+  it("draws a progress bar on standard error when it is a terminal, and only then", function()
+    local cmd = h.lua .. " " .. h.root .. "/bin/toolgate sweep --policy " .. h.shell_quote(policy)
+      .. " --grid arg_reject=0.05:0.5:0.05 " .. h.shell_quote(plans) .. " >/dev/null"
+    local code, _, err = h.run(cmd)
+    assert.equal(0, code)
+    assert.is_nil(err:find("points", 1, true), "no bar when standard error is a file")
+    if not h.have("script") then return pending("needs script(1), util-linux, for a terminal") end
+    local tty
+    code, tty = h.run("script -qec " .. h.shell_quote(cmd) .. " /dev/null")
+    assert.equal(0, code)
+    assert.matches("\rtoolgate sweep: [##########", tty, 1, true)
+    assert.matches("] 10/10 points", tty, 1, true)
+  end)
+
   it("says when no point meets the objective", function()
     local code, out = sweep("--grid 'arg_reject=0.05' --objective 'max recall with recall > 0.99' "
       .. h.shell_quote(plans))
