@@ -275,6 +275,78 @@ static int check_settings(const tg_consistency_t *cs, tg_error_t *err)
     return TG_OK;
 }
 
+/* A plan's verdict and code once its table has spoken: the later stages'
+ * word for that kind of table verdict, else the table's. */
+static void conclude(const tg_sweep_t *s, const sw_plan *sp, int table, const char *table_code,
+                     int *verdict, const char **code)
+{
+    const sw_outcome *o = table == TG_ACCEPT ? &sp->on_accept : &sp->on_other;
+    *verdict = o->verdict >= 0 ? o->verdict : table;
+    *code = o->verdict >= 0 ? s->codes.data + s->code_at[o->code] : table_code;
+}
+
+static void fixed_of(const tg_sweep_t *s, const sw_plan *sp, int *verdict, const char **code)
+{
+    *verdict = sp->verdict;
+    *code = s->codes.data + s->code_at[sp->code];
+}
+
+static void features_of(const sw_plan *sp, tg_plan_features_t *f)
+{
+    f->n = sp->n;
+    f->arg_modal = sp->arg_modal;
+    f->result_modal = sp->result_modal;
+    f->epoch_fixed = sp->epoch_fixed;
+}
+
+int tg_sweep_plan(const tg_sweep_t *s, size_t i, tg_sweep_plan_t *out, tg_error_t *err)
+{
+    const sw_plan *sp;
+    tg_error_clear(err);
+    if (!s || !out || i >= s->n_plans)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "no such plan in the sweep");
+    sp = &s->plans[i];
+    memset(out, 0, sizeof *out);
+    out->label = sp->label;
+    out->fixed = sp->fixed;
+    if (sp->fixed) {
+        fixed_of(s, sp, &out->verdict, &out->code);
+        return TG_OK;
+    }
+    out->code = "";
+    features_of(sp, &out->features);
+    tg_plan_determinism(&out->features, s->dets + sp->first, sp->count);
+    return TG_OK;
+}
+
+int tg_sweep_run_with(const tg_sweep_t *s, const unsigned char *table, tg_sweep_counts_t *out,
+                      unsigned char *verdicts, const char **codes, tg_error_t *err)
+{
+    tg_error_clear(err);
+    if (!s || !table || !out)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "sweep, table and out are required");
+    for (size_t i = 0; i < s->n_plans; i++)
+        if (!s->plans[i].fixed && table[i] > TG_DEFER)
+            return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "plan %zu: %u is not a verdict", i,
+                           (unsigned)table[i]);
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < s->n_plans; i++) {
+        const sw_plan *sp = &s->plans[i];
+        int verdict;
+        const char *code;
+        if (sp->fixed)
+            fixed_of(s, sp, &verdict, &code);
+        else
+            conclude(s, sp, table[i], "", &verdict, &code);
+        out->plans[verdict][sp->label]++;
+        if (verdicts)
+            verdicts[i] = (unsigned char)verdict;
+        if (codes)
+            codes[i] = code;
+    }
+    return TG_OK;
+}
+
 int tg_sweep_run(const tg_sweep_t *s, const tg_consistency_t *cs, tg_sweep_counts_t *out,
                  unsigned char *quarantined, unsigned char *verdicts, const char **codes,
                  tg_error_t *err)
@@ -303,17 +375,12 @@ int tg_sweep_run(const tg_sweep_t *s, const tg_consistency_t *cs, tg_sweep_count
         const sw_plan *sp = &s->plans[i];
         tg_plan_features_t f;
         tg_consistency_verdict_t cv;
-        const sw_outcome *o;
         int verdict;
         const char *code;
         if (sp->fixed) {
-            verdict = sp->verdict;
-            code = s->codes.data + s->code_at[sp->code];
+            fixed_of(s, sp, &verdict, &code);
         } else {
-            f.n = sp->n;
-            f.arg_modal = sp->arg_modal;
-            f.result_modal = sp->result_modal;
-            f.epoch_fixed = sp->epoch_fixed;
+            features_of(sp, &f);
             for (size_t k = 0; k < sp->count; k++) {
                 now[k] = s->dets[sp->first + k];
                 now[k].quarantined = (unsigned char)(now[k].quarantined || held[now[k].tool]);
@@ -330,9 +397,7 @@ int tg_sweep_run(const tg_sweep_t *s, const tg_consistency_t *cs, tg_sweep_count
                         out->quarantined++;
                     }
                 }
-            o = cv.verdict == TG_ACCEPT ? &sp->on_accept : &sp->on_other;
-            verdict = o->verdict >= 0 ? o->verdict : cv.verdict;
-            code = o->verdict >= 0 ? s->codes.data + s->code_at[o->code] : cv.code;
+            conclude(s, sp, cv.verdict, cv.code, &verdict, &code);
         }
         out->plans[verdict][sp->label]++;
         if (verdicts)

@@ -1504,6 +1504,36 @@ TG_API int tg_sweep_run(const tg_sweep_t *s, const tg_consistency_t *cs, tg_swee
                         unsigned char *quarantined, unsigned char *verdicts, const char **codes,
                         tg_error_t *err);
 
+/* What a sweep kept of one plan, for a decision function of the host's
+ * own (tg_sweep_run_with). */
+typedef struct tg_sweep_plan_t {
+    int label;                   /* enum tg_label */
+    int fixed;                   /* decided before the table (a rung failure, a malformed
+                                  * plan, ...): verdict and code hold at every setting */
+    int verdict;                 /* fixed: its verdict */
+    const char *code;            /* fixed: its code (valid as tg_sweep_run's codes) */
+    tg_plan_features_t features; /* not fixed: the table's features, the
+                                  * determinism as the store's records said
+                                  * when the plan was read (a host's function
+                                  * keeps its own quarantines, if any) */
+} tg_sweep_plan_t;
+
+/* Plan i (from 0) of the sweep.  TG_OK, or TG_E_ARG for i out of range. */
+TG_API int tg_sweep_plan(const tg_sweep_t *s, size_t i, tg_sweep_plan_t *out, tg_error_t *err);
+
+/* tg_sweep_run with the host's decision table: table[i] (enum tg_verdict)
+ * is what the host's function says of plan i's features, in place of
+ * tg_consistency_decide's verdict (read for plans that are not fixed).
+ * The rest is the engine's: a fixed plan keeps its verdict, and the
+ * policy's later stages have their word on the others as in classify (a
+ * reject of theirs wins; their defer stands over the host's accept).
+ * Nothing is quarantined.  codes[i] is a later stage's code, a fixed
+ * plan's, or "" for the host's verdicts.  Errors: TG_E_ARG (a NULL s,
+ * table or out, a table entry that is not a verdict). */
+TG_API int tg_sweep_run_with(const tg_sweep_t *s, const unsigned char *table,
+                             tg_sweep_counts_t *out, unsigned char *verdicts, const char **codes,
+                             tg_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

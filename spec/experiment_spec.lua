@@ -275,6 +275,42 @@ describe("a sweep", function()
     assert.is_true(exp.labels.none > 0 and exp.labels.other > 0 and exp.labels.fabricated > 0)
   end)
 
+  it("decides with a function of the host's own: the table written in Lua gives run's verdicts without quarantine", function()
+    local code, _, err = h.run(string.format("python3 %s/examples/seed-demo/generate.py --plans 400 --seed 3 --out %s",
+      h.root, h.shell_quote(dir .. "/own")))
+    assert.equal(0, code, err)
+    local exp = assert(experiment.load(engine(nil, nil, dir .. "/own/registry.json"), dir .. "/own/plans.jsonl"))
+    local fixed = 0
+    for _, f in ipairs(exp:features()) do
+      if f.fixed then fixed = fixed + 1 end
+    end
+    assert.is_true(fixed > 0, "some plans are decided before the table (the rung)")
+    for _, over in ipairs({ {}, { arg_reject = 0.1 }, { arg_accept = 0.6, result_accept = 0.9 } }) do
+      local s = exp:settings(over)
+      local own = assert(exp:evaluate(function(f)
+        local a, r = f.arg_agreement, f.result_agreement
+        if f.n < s.min_samples or not f.epoch_fixed then return "defer" end
+        if a < s.arg_reject then return f.deterministic and f.verified and "reject" or "defer" end
+        if a >= s.arg_accept then
+          if f.nondeterministic then return "accept" end
+          if r < s.result_accept then return "defer" end
+          return "accept"
+        end
+        return "defer"
+      end))
+      over.quarantine = false
+      local vs, codes = assert(exp:verdicts(over))
+      for i, v in ipairs(vs) do
+        assert.equal(v, own.verdicts[i], "plan " .. i)
+        if codes[i] ~= "" and own.codes[i] ~= "" then assert.equal(codes[i], own.codes[i]) end
+      end
+      assert.same(assert(exp:run(over)).counts, own.counts)
+    end
+    local r, err2 = exp:evaluate(function() return "maybe" end)
+    assert.is_nil(r)
+    assert.matches("must return accept, reject or defer", err2)
+  end)
+
   it("refuses settings that cannot hold, and says which", function()
     local reg = dir .. "/gen-registry.json"
     local exp = assert(experiment.load(engine(nil, nil, reg), reader(gen_plans(3, 20, 6, reg))))

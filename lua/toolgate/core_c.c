@@ -1488,6 +1488,92 @@ static int l_sweep_run(lua_State *L)
     return 4;
 }
 
+/* sweep:plan(i from 1) -> {label, fixed, verdict, code} or {label, fixed =
+ *   false, n, arg_modal, result_modal, epoch_fixed, deterministic,
+ *   nondeterministic, verified} | nil, message, code */
+static int l_sweep_plan(lua_State *L)
+{
+    tg_sweep_t *sw = check_sweep(L, 1);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    tg_sweep_plan_t p;
+    tg_error_t err;
+    if (i < 1 || tg_sweep_plan(sw, (size_t)i - 1, &p, &err) != TG_OK) {
+        if (i < 1)
+            tg_sweep_plan(sw, (size_t)-1, &p, &err);
+        return push_error(L, &err, 0);
+    }
+    lua_createtable(L, 0, 9);
+    lua_pushinteger(L, p.label);
+    lua_setfield(L, -2, "label");
+    lua_pushboolean(L, p.fixed);
+    lua_setfield(L, -2, "fixed");
+    if (p.fixed) {
+        lua_pushinteger(L, p.verdict);
+        lua_setfield(L, -2, "verdict");
+        lua_pushstring(L, p.code);
+        lua_setfield(L, -2, "code");
+        return 1;
+    }
+    lua_pushinteger(L, (lua_Integer)p.features.n);
+    lua_setfield(L, -2, "n");
+    lua_pushinteger(L, (lua_Integer)p.features.arg_modal);
+    lua_setfield(L, -2, "arg_modal");
+    lua_pushinteger(L, (lua_Integer)p.features.result_modal);
+    lua_setfield(L, -2, "result_modal");
+    lua_pushboolean(L, p.features.epoch_fixed);
+    lua_setfield(L, -2, "epoch_fixed");
+    lua_pushboolean(L, p.features.deterministic);
+    lua_setfield(L, -2, "deterministic");
+    lua_pushboolean(L, p.features.nondeterministic);
+    lua_setfield(L, -2, "nondeterministic");
+    lua_pushboolean(L, p.features.verified);
+    lua_setfield(L, -2, "verified");
+    return 1;
+}
+
+/* sweep:run_with(table verdicts (a list, 0 accept, 1 reject, 2 defer, one
+ *   per plan; fixed plans' entries are not read)) -> counts (12), verdicts,
+ *   codes | nil, message, code */
+static int l_sweep_run_with(lua_State *L)
+{
+    tg_sweep_t *sw = check_sweep(L, 1);
+    size_t n = tg_sweep_count(sw);
+    unsigned char *table, *verdicts;
+    const char **codes;
+    tg_sweep_counts_t counts;
+    tg_error_t err;
+    luaL_checktype(L, 2, LUA_TTABLE);
+    table = lua_newuserdatauv(L, n ? n : 1, 0);
+    verdicts = lua_newuserdatauv(L, n ? n : 1, 0);
+    codes = lua_newuserdatauv(L, (n ? n : 1) * sizeof *codes, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_Number v;
+        lua_rawgeti(L, 2, (lua_Integer)i + 1);
+        v = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+        table[i] = (unsigned char)(v == 0 ? 0 : v == 1 ? 1 : v == 2 ? 2 : 255);
+        lua_pop(L, 1);
+    }
+    if (tg_sweep_run_with(sw, table, &counts, verdicts, codes, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_createtable(L, 12, 0);
+    for (int v = 0; v < 3; v++)
+        for (int l = 0; l < 4; l++) {
+            lua_pushinteger(L, (lua_Integer)counts.plans[v][l]);
+            lua_rawseti(L, -2, v * 4 + l + 1);
+        }
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushinteger(L, verdicts[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, codes[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 3;
+}
+
 /* ---- the determinism store -------------------------------------------------------- */
 
 /* engine:store() -> store | nil, message, code */
@@ -2215,10 +2301,9 @@ static const luaL_Reg policy_methods[] = {{"context", l_policy_context},
                                           {"sweep", l_policy_sweep},
                                           {NULL, NULL}};
 
-static const luaL_Reg sweep_methods[] = {{"count", l_sweep_count},
-                                         {"tool_label", l_sweep_tool_label},
-                                         {"run", l_sweep_run},
-                                         {NULL, NULL}};
+static const luaL_Reg sweep_methods[] = {
+    {"count", l_sweep_count}, {"tool_label", l_sweep_tool_label}, {"run", l_sweep_run},
+    {"plan", l_sweep_plan},   {"run_with", l_sweep_run_with},     {NULL, NULL}};
 
 static const luaL_Reg decider_methods[] = {
     {"check", l_decider_check},

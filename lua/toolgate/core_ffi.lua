@@ -243,6 +243,24 @@ typedef struct tg_sweep_counts_t {
     size_t quarantined;
 } tg_sweep_counts_t;
 int tg_sweep_run(const tg_sweep_t *s, const tg_consistency_t *cs, tg_sweep_counts_t *out, unsigned char *quarantined, unsigned char *verdicts, const char **codes, tg_error_t *err);
+typedef struct tg_plan_features_t {
+    size_t n;
+    size_t arg_modal;
+    size_t result_modal;
+    int epoch_fixed;
+    int deterministic;
+    int nondeterministic;
+    int verified;
+} tg_plan_features_t;
+typedef struct tg_sweep_plan_t {
+    int label;
+    int fixed;
+    int verdict;
+    const char *code;
+    tg_plan_features_t features;
+} tg_sweep_plan_t;
+int tg_sweep_plan(const tg_sweep_t *s, size_t i, tg_sweep_plan_t *out, tg_error_t *err);
+int tg_sweep_run_with(const tg_sweep_t *s, const unsigned char *table, tg_sweep_counts_t *out, unsigned char *verdicts, const char **codes, tg_error_t *err);
 ]]
 
 local function load_library()
@@ -1316,6 +1334,55 @@ function Sweep:run(settings, per_plan)
     cds[i + 1] = ffi.string(codes[i])
   end
   return out, quarantined, vs, cds
+end
+
+local sweep_plan = ffi.new("tg_sweep_plan_t")
+
+-- plan(i from 1) -> {label, fixed, verdict, code} or {label, fixed = false,
+--   n, arg_modal, result_modal, epoch_fixed, deterministic,
+--   nondeterministic, verified} | nil, message, code
+function Sweep:plan(i)
+  if type(i) ~= "number" then error("bad argument #1 to 'plan' (number expected)", 2) end
+  local st = self.policy.registry.engine.st
+  if i < 1 or C.tg_sweep_plan(self.s, i - 1, sweep_plan, st.err) ~= 0 then
+    if i < 1 then C.tg_sweep_plan(self.s, -1, sweep_plan, st.err) end
+    return error_values(st.err, false)
+  end
+  local p = sweep_plan
+  if p.fixed ~= 0 then
+    return { label = tonumber(p.label), fixed = true, verdict = tonumber(p.verdict), code = ffi.string(p.code) }
+  end
+  local f = p.features
+  return { label = tonumber(p.label), fixed = false, n = tonumber(f.n), arg_modal = tonumber(f.arg_modal),
+           result_modal = tonumber(f.result_modal), epoch_fixed = f.epoch_fixed ~= 0,
+           deterministic = f.deterministic ~= 0, nondeterministic = f.nondeterministic ~= 0,
+           verified = f.verified ~= 0 }
+end
+
+-- run_with(table verdicts) -> counts (12), verdicts, codes | nil, message,
+-- code (see core_c.c's sweep:run_with)
+function Sweep:run_with(list)
+  if type(list) ~= "table" then error("bad argument #1 to 'run_with' (table expected)", 2) end
+  local st, n = self.policy.registry.engine.st, self:count()
+  local table_ = ffi.new("unsigned char[?]", n > 0 and n or 1)
+  local verdicts = ffi.new("unsigned char[?]", n > 0 and n or 1)
+  local codes = ffi.new("const char *[?]", n > 0 and n or 1)
+  for i = 1, n do
+    local v = list[i]
+    table_[i - 1] = (v == 0 or v == 1 or v == 2) and v or 255
+  end
+  if C.tg_sweep_run_with(self.s, table_, self.counts, verdicts, codes, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  local out, vs, cds = {}, {}, {}
+  for v = 0, 2 do
+    for l = 0, 3 do out[v * 4 + l + 1] = tonumber(self.counts.plans[v][l]) end
+  end
+  for i = 0, n - 1 do
+    vs[i + 1] = verdicts[i]
+    cds[i + 1] = ffi.string(codes[i])
+  end
+  return out, vs, cds
 end
 
 -- The determinism store ----------------------------------------------------------------

@@ -128,6 +128,58 @@ function Experiment:verdicts(over)
   return vs, codes
 end
 
+local VERDICT_CODES = { accept = 0, reject = 1, defer = 2 }
+
+--- The plans' features, for a decision function of your own (read once,
+-- then kept): one table per plan, in input order, with label ("correct",
+-- "fabricated", "none", "other") and fixed; a fixed plan (decided before
+-- the table: a rung failure, a malformed plan) has its verdict and code,
+-- the others n, arg_modal, result_modal, arg_agreement, result_agreement,
+-- epoch_fixed, deterministic, nondeterministic and verified (as the
+-- store's records said when the plan was read: no quarantine of a run).
+function Experiment:features()
+  if self.plan_features then return self.plan_features end
+  local list = {}
+  for i = 1, self.n do
+    local p = assert(self.sweep:plan(i))
+    p.label = LABELS[p.label]
+    if p.fixed then
+      p.verdict = VERDICTS[p.verdict]
+    else
+      p.arg_agreement = p.n > 0 and p.arg_modal / p.n or 0
+      p.result_agreement = p.n > 0 and p.result_modal / p.n or 0
+    end
+    list[i] = p
+  end
+  self.plan_features = list
+  return list
+end
+
+--- Decides the plans with a function of your own in place of toolgate's
+-- table: fn(features) -> "accept" | "reject" | "defer" for each plan that
+-- is not fixed.  A fixed plan keeps its verdict, and the policy's later
+-- stages still have their word, as in classify (their reject wins, their
+-- defer stands over your accept).  Nothing is quarantined.
+-- evaluate(fn) -> result (as run's, with .verdicts and .codes) | nil, message
+function Experiment:evaluate(fn)
+  if type(fn) ~= "function" then error("evaluate: a function expected, got " .. type(fn), 2) end
+  local table_ = {}
+  for i, f in ipairs(self:features()) do
+    if f.fixed then
+      table_[i] = 0
+    else
+      local v = VERDICT_CODES[fn(f)]
+      if not v then return nil, "plan " .. i .. ": the function must return accept, reject or defer" end
+      table_[i] = v
+    end
+  end
+  local flat, vs, codes = self.sweep:run_with(table_)
+  if not flat then return nil, vs end
+  for i, v in ipairs(vs) do vs[i] = VERDICTS[v] end
+  local counts = confusion(flat)
+  return { counts = counts, metrics = M.metrics(counts), quarantined = {}, verdicts = vs, codes = codes }
+end
+
 --- The tools labeled "deterministic": false (really nondeterministic) that
 -- the registry declares deterministic: what a quarantine should find.
 function Experiment:misdeclared()

@@ -670,6 +670,40 @@ static void test_sweep(void)
         free(codes);
     }
     {
+        /* the host's table: tg_consistency_decide on tg_sweep_plan's
+         * features gives tg_sweep_run's verdicts without quarantines */
+        tg_consistency_t cs;
+        tg_sweep_counts_t c, want;
+        unsigned char *table = malloc(n), *mine = malloc(n), *theirs = malloc(n);
+        size_t fixed = 0, same = 0;
+        tg_consistency_default(&cs);
+        cs.quarantine = 0;
+        ok = 1;
+        for (size_t i = 0; i < n; i++) {
+            tg_sweep_plan_t sp;
+            tg_consistency_verdict_t cv;
+            ok &= tg_sweep_plan(sw, i, &sp, &err) == TG_OK;
+            table[i] = 0;
+            if (sp.fixed)
+                fixed++;
+            else if (tg_consistency_decide(&cs, &sp.features, &cv, &err) == TG_OK)
+                table[i] = (unsigned char)cv.verdict;
+        }
+        ok &= tg_sweep_run_with(sw, table, &c, mine, NULL, &err) == TG_OK &&
+              tg_sweep_run(sw, &cs, &want, NULL, theirs, NULL, &err) == TG_OK;
+        for (size_t i = 0; ok && i < n; i++)
+            same += mine[i] == theirs[i];
+        ok &= same == n && memcmp(c.plans, want.plans, sizeof c.plans) == 0 && c.quarantined == 0;
+        ok &= tg_sweep_plan(sw, n, NULL, &err) == TG_E_ARG;
+        table[0] = 7;
+        ok &= tg_sweep_run_with(sw, table, &c, NULL, NULL, &err) == TG_E_ARG || fixed > 0;
+        tap_ok(ok, "the host's table over tg_sweep_plan's features: tg_sweep_run_with gives the "
+                   "verdicts of the engine's without quarantines");
+        free(table);
+        free(mine);
+        free(theirs);
+    }
+    {
         tg_consistency_t cs;
         tg_sweep_counts_t c;
         tg_consistency_default(&cs);
