@@ -338,6 +338,48 @@ static void decided(tg_engine_t *e, const char *text, size_t len, int rc, const 
     tg_doc_free(d);
 }
 
+/* A sweep of the plan text, as one line of JSON Lines, at the policy's own
+ * settings: the verdict and code tg_classify gave it (o, with a fresh
+ * store).  Texts with a line break inside are lines of their own. */
+static void swept(tg_engine_t *e, const tg_policy_t *p, tg_decider_t *d, const char *text,
+                  size_t len, const tg_outcome_t *o)
+{
+    tg_sweep_t *sw;
+    tg_store_t *store;
+    tg_sweep_counts_t c;
+    tg_outcome_t so;
+    size_t line = 0, used = 0;
+    tg_consistency_t cs;
+    unsigned char verdict;
+    const char *code;
+    char *copy, want_code[64];
+    int rc, blank = 1;
+    for (size_t i = 0; i < len; i++)
+        blank &= text[i] == ' ' || text[i] == '\t';
+    if (blank || memchr(text, '\n', len) || memchr(text, '\r', len))
+        return;
+    /* the decider's next plan overwrites the outcome's code */
+    snprintf(want_code, sizeof want_code, "%s", o->code);
+    tg_consistency_default(&cs);
+    cs.min_samples = 2; /* the policy's */
+    copy = malloc(len + 1);
+    sw = tg_sweep_new(p, NULL);
+    store = tg_store_new(e, NULL);
+    FUZZ_CHECK(copy && sw && store);
+    memcpy(copy, text, len);
+    copy[len] = '\n';
+    rc = tg_sweep_lines(sw, d, NULL, store, copy, len + 1, 0, &line, &used, &so, NULL);
+    FUZZ_CHECK(rc == TG_OK || rc == TG_E_NOMEM);
+    if (rc == TG_OK) {
+        FUZZ_CHECK(so.status == TG_NO_MORE_CALLS && tg_sweep_count(sw) == 1);
+        FUZZ_CHECK(tg_sweep_run(sw, &cs, &c, NULL, &verdict, &code, NULL) == TG_OK);
+        FUZZ_CHECK(verdict == o->verdict && strcmp(code, want_code) == 0);
+    }
+    tg_sweep_free(sw);
+    tg_store_free(store);
+    free(copy);
+}
+
 /* tg_classify of the plan text, with the in-process store and with the
  * host's (its questions answered: no record). */
 static void classify(tg_engine_t *e, const char *text, size_t len)
@@ -362,6 +404,8 @@ static void classify(tg_engine_t *e, const char *text, size_t len)
         while (rc == TG_OK && o.status == TG_NEEDS_STORE)
             rc = tg_classify_record(d, 0, 0, NULL, 0, &o, NULL);
         decided(e, text, len, rc, &o);
+        if (host == 0 && rc == TG_OK)
+            swept(e, p, d, text, len, &o);
     }
     tg_store_free(store);
 }
