@@ -145,6 +145,50 @@ else:
     print(json.dumps([run(plans, contract, s) for s in points]))
 ]==]
 
+local MULTI = [[{"toolgate": 1, "tools": [
+  {"server": "s", "name": "low", "risk": "low", "deterministic": true, "input_schema": {"type": "object"}},
+  {"server": "s", "name": "high", "risk": "high", "deterministic": true, "input_schema": {"type": "object"}},
+  {"server": "s", "name": "free", "risk": "low", "deterministic": false, "input_schema": {"type": "object"}},
+  {"server": "s", "name": "strict", "risk": "low", "input_schema": {"type": "object",
+    "properties": {"n": {"type": "integer"}}, "required": ["n"]}}]}]]
+
+-- Plans of several calls on the registry MULTI, malformed ones between them.
+local function multi_plans()
+  local rng = 12345
+  local function rand(n)
+    rng = rng * 16807 % 2147483647 -- exact in doubles too (LuaJIT): the product stays below 2^46
+    return rng % n + 1
+  end
+  local tools = { "low", "high", "free", "strict" }
+  local lines = {}
+  for i = 1, 150 do
+    local steps, n = rand(3), rand(10) + 2
+    local names = {}
+    for k = 1, steps do names[k] = tools[rand(4)] end
+    local distinct, rdistinct = rand(n), rand(n)
+    local samples = {}
+    for j = 1, n do
+      local calls, results = {}, {}
+      for k = 1, steps do
+        calls[k] = string.format('{"server":"s","name":"%s","arguments":{"n":%d}}', names[k],
+          j <= n - distinct + 1 and 1 or j)
+        results[k] = tostring(j <= n - rdistinct + 1 and 0 or j)
+      end
+      samples[j] = string.format('{"epoch":"%s","calls":[%s],"results":[%s]}', (i % 13 == 0 and j == 2) and "b" or "a",
+        table.concat(calls, ","), table.concat(results, ","))
+    end
+    local label = i % 3 == 0 and ',"label":"fabricated"' or ',"label":"correct"'
+    lines[#lines + 1] = string.format('{"plan_id":"m%d","samples":[%s]%s}', i, table.concat(samples, ","), label)
+    if i % 25 == 0 then -- malformed plans between them
+      lines[#lines + 1] = '{"plan_id":"bad","samples":{}}'
+      lines[#lines + 1] = '{"plan_id":"trunc","samples":['
+      lines[#lines + 1] = '{"plan_id":"none","samples":[]}'
+      lines[#lines + 1] = '{"plan_id":"nameless","samples":[{"calls":[{"arguments":{}}]}]}'
+    end
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
 describe("a sweep", function()
   local dir
 
@@ -189,50 +233,29 @@ describe("a sweep", function()
 
   it("gives classify's verdict and code on plans of several calls, a gate that objects, and malformed plans", function()
     local reg = dir .. "/multi.json"
-    h.write_file(reg, [[{"toolgate": 1, "tools": [
-      {"server": "s", "name": "low", "risk": "low", "deterministic": true, "input_schema": {"type": "object"}},
-      {"server": "s", "name": "high", "risk": "high", "deterministic": true, "input_schema": {"type": "object"}},
-      {"server": "s", "name": "free", "risk": "low", "deterministic": false, "input_schema": {"type": "object"}},
-      {"server": "s", "name": "strict", "risk": "low", "input_schema": {"type": "object",
-        "properties": {"n": {"type": "integer"}}, "required": ["n"]}}]}]])
-    local rng = 12345
-    local function rand(n)
-      rng = (rng * 1103515245 + 12345) % 2147483648
-      return rng % n + 1
-    end
-    local tools = { "low", "high", "free", "strict" }
-    local lines = {}
-    for i = 1, 150 do
-      local steps, n = rand(3), rand(10) + 2
-      local names = {}
-      for k = 1, steps do names[k] = tools[rand(4)] end
-      local distinct, rdistinct = rand(n), rand(n)
-      local samples = {}
-      for j = 1, n do
-        local calls, results = {}, {}
-        for k = 1, steps do
-          calls[k] = string.format('{"server":"s","name":"%s","arguments":{"n":%d}}', names[k],
-            j <= n - distinct + 1 and 1 or j)
-          results[k] = tostring(j <= n - rdistinct + 1 and 0 or j)
-        end
-        samples[j] = string.format('{"epoch":"%s","calls":[%s],"results":[%s]}', (i % 13 == 0 and j == 2) and "b" or "a",
-          table.concat(calls, ","), table.concat(results, ","))
-      end
-      local label = i % 3 == 0 and ',"label":"fabricated"' or ',"label":"correct"'
-      lines[#lines + 1] = string.format('{"plan_id":"m%d","samples":[%s]%s}', i, table.concat(samples, ","), label)
-      if i % 25 == 0 then -- malformed plans between them
-        lines[#lines + 1] = '{"plan_id":"bad","samples":{}}'
-        lines[#lines + 1] = '{"plan_id":"trunc","samples":['
-        lines[#lines + 1] = '{"plan_id":"none","samples":[]}'
-        lines[#lines + 1] = '{"plan_id":"nameless","samples":[{"calls":[{"arguments":{}}]}]}'
-      end
-    end
-    local seen = same_as_classify(table.concat(lines, "\n") .. "\n", reg, { "rung", "consistency", "gate" },
+    h.write_file(reg, MULTI)
+    local text = multi_plans()
+    local seen = same_as_classify(text, reg, { "rung", "consistency", "gate" },
       { max_risk = "low" })
     for _, c in ipairs({ "", "BAD_PLAN", "INSUFFICIENT_SAMPLES", "EPOCH_NOT_FIXED", "DETERMINISM_UNVERIFIED" }) do
       assert.is_true(seen[c], "the plans exercise " .. c)
     end
     assert.is_true(seen.H4, "the gate decides some plans")
+  end)
+
+  it("gives classify's verdict and code when a custom stage, answered in Lua, objects", function()
+    local reg = dir .. "/multi.json"
+    h.write_file(reg, MULTI)
+    local stage = { name = "house_rules", code = "HOUSE_RULE", run = function(call)
+      if call.name == "strict" then return false, "strict is retired" end
+      if call.name == "free" then return "defer", "free asks a person" end
+      return true
+    end }
+    local seen = same_as_classify(multi_plans(), reg, { "rung", "consistency", stage })
+    local all = {}
+    for c in pairs(seen) do all[#all + 1] = c end
+    table.sort(all)
+    assert.is_true(seen.HOUSE_RULE, "the custom stage decides some plans: " .. table.concat(all, " "))
   end)
 
   it("counts verdict against label as an independent Python reference does, at every grid point", function()

@@ -1497,11 +1497,9 @@ static int l_sweep_plan(lua_State *L)
     lua_Integer i = luaL_checkinteger(L, 2);
     tg_sweep_plan_t p;
     tg_error_t err;
-    if (i < 1 || tg_sweep_plan(sw, (size_t)i - 1, &p, &err) != TG_OK) {
-        if (i < 1)
-            tg_sweep_plan(sw, (size_t)-1, &p, &err);
+    /* 0 and below: an index no sweep has, which the core refuses */
+    if (tg_sweep_plan(sw, i >= 1 ? (size_t)i - 1 : (size_t)-1, &p, &err) != TG_OK)
         return push_error(L, &err, 0);
-    }
     lua_createtable(L, 0, 9);
     lua_pushinteger(L, p.label);
     lua_setfield(L, -2, "label");

@@ -1344,8 +1344,8 @@ local sweep_plan = ffi.new("tg_sweep_plan_t")
 function Sweep:plan(i)
   if type(i) ~= "number" then error("bad argument #1 to 'plan' (number expected)", 2) end
   local st = self.policy.registry.engine.st
-  if i < 1 or C.tg_sweep_plan(self.s, i - 1, sweep_plan, st.err) ~= 0 then
-    if i < 1 then C.tg_sweep_plan(self.s, -1, sweep_plan, st.err) end
+  -- 0 and below: an index no sweep has, which the core refuses
+  if C.tg_sweep_plan(self.s, i >= 1 and i - 1 or -1, sweep_plan, st.err) ~= 0 then
     return error_values(st.err, false)
   end
   local p = sweep_plan
