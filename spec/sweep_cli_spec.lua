@@ -175,7 +175,10 @@ print(len(p.bad), len(p.stack), p.seen.get("svg", 0), p.seen.get("table", 0), p.
       assert.equal("", out)
       assert.matches("toolgate sweep: " .. want, err, 1, true)
     end
-    local code, _, err = sweep("--grid 'arg_reject=0.1' " .. h.shell_quote(dir .. "/missing.jsonl"))
+    local code, _, err = sweep("--grid 'arg_reject=0.1' --baseline naive -")
+    assert.equal(2, code)
+    assert.matches("--baseline naive reads the plans a second time: give a file, not -", err, 1, true)
+    code, _, err = sweep("--grid 'arg_reject=0.1' " .. h.shell_quote(dir .. "/missing.jsonl"))
     assert.equal(2, code)
     assert.matches("cannot read", err, 1, true)
   end)

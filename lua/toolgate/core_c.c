@@ -1406,6 +1406,33 @@ static int l_sweep_tool_label(lua_State *L)
     return 1;
 }
 
+/* A run's counts: a list of 12, verdict * 4 + label + 1. */
+static void push_sweep_counts(lua_State *L, const tg_sweep_counts_t *c)
+{
+    lua_createtable(L, 12, 0);
+    for (int v = 0; v < 3; v++)
+        for (int l = 0; l < 4; l++) {
+            lua_pushinteger(L, (lua_Integer)c->plans[v][l]);
+            lua_rawseti(L, -2, v * 4 + l + 1);
+        }
+}
+
+/* A run's plans: the list of verdicts, then the list of codes. */
+static void push_sweep_plans(lua_State *L, const unsigned char *verdicts, const char **codes,
+                             size_t n)
+{
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushinteger(L, verdicts[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, codes[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
 static double field_number(lua_State *L, const char *key)
 {
     double x;
@@ -1458,12 +1485,7 @@ static int l_sweep_run(lua_State *L)
     rc = tg_sweep_run(sw, &cs, &counts, q, verdicts, codes, &err);
     if (rc != TG_OK)
         return push_error(L, &err, 0);
-    lua_createtable(L, 12, 0);
-    for (int v = 0; v < 3; v++)
-        for (int l = 0; l < 4; l++) {
-            lua_pushinteger(L, (lua_Integer)counts.plans[v][l]);
-            lua_rawseti(L, -2, v * 4 + l + 1);
-        }
+    push_sweep_counts(L, &counts);
     lua_createtable(L, (int)counts.quarantined, 0);
     {
         lua_Integer k = 0;
@@ -1475,16 +1497,7 @@ static int l_sweep_run(lua_State *L)
     }
     if (!per_plan)
         return 2;
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-        lua_pushinteger(L, verdicts[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-        lua_pushstring(L, codes[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    push_sweep_plans(L, verdicts, codes, n);
     return 4;
 }
 
@@ -1553,22 +1566,8 @@ static int l_sweep_run_with(lua_State *L)
     }
     if (tg_sweep_run_with(sw, table, &counts, verdicts, codes, &err) != TG_OK)
         return push_error(L, &err, 0);
-    lua_createtable(L, 12, 0);
-    for (int v = 0; v < 3; v++)
-        for (int l = 0; l < 4; l++) {
-            lua_pushinteger(L, (lua_Integer)counts.plans[v][l]);
-            lua_rawseti(L, -2, v * 4 + l + 1);
-        }
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-        lua_pushinteger(L, verdicts[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_createtable(L, (int)n, 0);
-    for (size_t i = 0; i < n; i++) {
-        lua_pushstring(L, codes[i]);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    push_sweep_counts(L, &counts);
+    push_sweep_plans(L, verdicts, codes, n);
     return 3;
 }
 

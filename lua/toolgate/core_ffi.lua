@@ -1292,6 +1292,25 @@ function Sweep:tool_label(tool)
   return tool >= 1 and tonumber(C.tg_sweep_tool_label(self.s, tool - 1)) or -1
 end
 
+-- A run's counts (12: verdict * 4 + label + 1), and its plans' verdicts
+-- and codes when asked for.
+local function sweep_counts(counts)
+  local out = {}
+  for v = 0, 2 do
+    for l = 0, 3 do out[v * 4 + l + 1] = tonumber(counts.plans[v][l]) end
+  end
+  return out
+end
+
+local function sweep_plans(verdicts, codes, n)
+  local vs, cds = {}, {}
+  for i = 0, n - 1 do
+    vs[i + 1] = verdicts[i]
+    cds[i + 1] = ffi.string(codes[i])
+  end
+  return vs, cds
+end
+
 local function setting(settings, key)
   local v = settings[key]
   if type(v) ~= "number" then error("sweep:run: settings." .. key .. " must be a number", 3) end
@@ -1320,20 +1339,13 @@ function Sweep:run(settings, per_plan)
   if C.tg_sweep_run(self.s, cs, self.counts, q, verdicts, codes, st.err) ~= 0 then
     return error_values(st.err, false)
   end
-  local out, quarantined = {}, {}
-  for v = 0, 2 do
-    for l = 0, 3 do out[v * 4 + l + 1] = tonumber(self.counts.plans[v][l]) end
-  end
+  local quarantined = {}
   for t = 0, nt - 1 do
     if q[t] ~= 0 then quarantined[#quarantined + 1] = t + 1 end
   end
-  if not per_plan then return out, quarantined end
-  local vs, cds = {}, {}
-  for i = 0, n - 1 do
-    vs[i + 1] = verdicts[i]
-    cds[i + 1] = ffi.string(codes[i])
-  end
-  return out, quarantined, vs, cds
+  if not per_plan then return sweep_counts(self.counts), quarantined end
+  local vs, cds = sweep_plans(verdicts, codes, n)
+  return sweep_counts(self.counts), quarantined, vs, cds
 end
 
 local sweep_plan = ffi.new("tg_sweep_plan_t")
@@ -1374,15 +1386,8 @@ function Sweep:run_with(list)
   if C.tg_sweep_run_with(self.s, table_, self.counts, verdicts, codes, st.err) ~= 0 then
     return error_values(st.err, false)
   end
-  local out, vs, cds = {}, {}, {}
-  for v = 0, 2 do
-    for l = 0, 3 do out[v * 4 + l + 1] = tonumber(self.counts.plans[v][l]) end
-  end
-  for i = 0, n - 1 do
-    vs[i + 1] = verdicts[i]
-    cds[i + 1] = ffi.string(codes[i])
-  end
-  return out, vs, cds
+  local vs, cds = sweep_plans(verdicts, codes, n)
+  return sweep_counts(self.counts), vs, cds
 end
 
 -- The determinism store ----------------------------------------------------------------

@@ -204,6 +204,9 @@ function M.run(args)
   local obj, oerr = experiment.parse_objective(opts.objective or experiment.DEFAULT_OBJECTIVE)
   if not obj then cli.usage_error("--objective: " .. oerr) end
   if opts.baseline and opts.baseline ~= "naive" then cli.usage_error("--baseline takes naive") end
+  if opts.baseline and pos[1] == "-" then
+    cli.usage_error("--baseline naive reads the plans a second time: give a file, not -")
+  end
   local top = tonumber(opts.top or "10")
   if not top or top < 1 or top ~= math.floor(top) then cli.usage_error("--top takes a whole number from 1") end
 
@@ -232,7 +235,6 @@ function M.run(args)
   local results, skipped = exp:grid(axes, progress)
   local baseline
   if opts.baseline == "naive" then
-    if pos[1] == "-" then cli.usage_error("--baseline naive reads the plans again: give a file, not -") end
     local scores, nerr = experiment.naive_load(pos[1])
     if not scores then
       cli.diag(cmd, "--baseline naive: " .. nerr)
