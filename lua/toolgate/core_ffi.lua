@@ -1294,10 +1294,10 @@ end
 
 -- A run's counts (12: verdict * 4 + label + 1), and its plans' verdicts
 -- and codes when asked for.
-local function sweep_counts(counts)
+local function sweep_counts(c)
   local out = {}
   for v = 0, 2 do
-    for l = 0, 3 do out[v * 4 + l + 1] = tonumber(counts.plans[v][l]) end
+    for l = 0, 3 do out[v * 4 + l + 1] = tonumber(c.plans[v][l]) end
   end
   return out
 end
