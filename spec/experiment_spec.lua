@@ -334,6 +334,36 @@ describe("a sweep", function()
     assert.matches("must return accept, reject or defer", err2)
   end)
 
+  it("reads odd labels as such: another label, conflicting or malformed tool labels", function()
+    local reg = dir .. "/multi.json"
+    h.write_file(reg, MULTI)
+    local function plan(id, label, tool_labels)
+      local samples = {}
+      for i = 1, 6 do samples[i] = string.format('{"arguments":{"n":1},"result":%d,"epoch":"e"}', i) end
+      return string.format('{"plan_id":"%s","tool":{"server":"s","name":"low"},"samples":[%s]%s%s}', id,
+        table.concat(samples, ","), label and (',"label":' .. label) or "",
+        tool_labels and (',"tool_labels":' .. tool_labels) or "")
+    end
+    local text = table.concat({
+      plan("a", '"correct"', '[{"server":"s","name":"low","deterministic":false}]'),
+      plan("b", "5", '[{"server":"s","name":"low","deterministic":true}]'),
+      plan("c", '"Correct"', '"low"'),
+      plan("d", nil, '[1, {"name":"low"}, {"name":"nosuch","deterministic":true}, {"name":"free","deterministic":false}]'),
+      plan("e", '"fabricated"', nil),
+    }, "\n") .. "\n"
+    local exp = assert(experiment.load(engine(nil, nil, reg), reader(text)))
+    assert.same({ correct = 1, fabricated = 1, none = 1, other = 2 }, exp.labels)
+    local r = assert(exp:run({}))
+    assert.equal(1, #r.quarantined)
+    assert.same({ server = "s", name = "low", label = "conflicting" }, r.quarantined[1])
+    local free
+    for i, t in ipairs(exp.tools) do
+      if t.name == "free" then free = i end
+    end
+    assert.equal(0, exp.sweep:tool_label(free)) -- a bare name that one server has
+    assert.equal(5, r.counts.defer.correct + r.counts.defer.fabricated + r.counts.defer.none + r.counts.defer.other)
+  end)
+
   it("refuses settings that cannot hold, and says which", function()
     local reg = dir .. "/gen-registry.json"
     local exp = assert(experiment.load(engine(nil, nil, reg), reader(gen_plans(3, 20, 6, reg))))
