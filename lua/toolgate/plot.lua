@@ -148,7 +148,7 @@ function M.sweep_svg(axes, results, baseline, best)
   out[#out + 1] = '<g class="legend">'
   local entries = {}
   for i, line in ipairs(lines) do entries[#entries + 1] = { line.label, COLORS[(i - 1) % #COLORS + 1], false } end
-  if base then entries[#entries + 1] = { "naive: one score, reject below x", "#555555", true } end
+  if base then entries[#entries + 1] = { "naive, reject < x", "#555555", true } end
   for i, e in ipairs(entries) do
     local y = ly + (i - 1) * 20
     out[#out + 1] = string.format('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>', lx, y,
