@@ -73,6 +73,7 @@ build = {
     ["toolgate.metrics"] = "lua/toolgate/metrics.lua",
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
+    ["toolgate.state.redis"] = "lua/toolgate/state/redis.lua",
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",

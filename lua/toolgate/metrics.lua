@@ -36,6 +36,13 @@ M.FAMILIES = {
   { "toolgate_quarantined", "gauge", "Quarantined: servers (pin changes), tools (changed pins), "
       .. "determinism declarations." },
   { "toolgate_reloads_total", "counter", "Reloads of the policy and registry, by result (success, failure)." },
+  { "toolgate_state_store_up", "gauge", "1 when the last poll of the fleet's Redis succeeded, else 0 (Redis store only)." },
+  { "toolgate_state_store_sync_age_seconds", "gauge",
+    "Seconds since this node last copied the fleet's records from Redis (-1: never; Redis store only)." },
+  { "toolgate_state_store_pending_writes", "gauge",
+    "Quarantines, verifications and pin reports this node holds that Redis does not have yet (Redis store only)." },
+  { "toolgate_state_store_errors_total", "counter",
+    "Redis operations that failed, by op (sync, write, approval; Redis store only)." },
   { "toolgate_info", "gauge", "The policy version and registry hash the worker that answered decides with." },
 }
 

@@ -28,6 +28,9 @@
 --                     decided in (merged over the policy's)
 --   api_context       the context of POST /v1/check and /v1/verify
 --   dict              the lua_shared_dict of the state store (default "toolgate")
+--   redis             a fleet's shared state on Redis (toolgate.state.redis's
+--                     options, and password_file: a file holding AUTH's
+--                     password); the dict then holds this node's copy
 --   metrics_dict      the lua_shared_dict of the metrics (default "toolgate_metrics")
 --   decision_log      a file (one JSON line per decision), "error_log", or nil: none
 --   admin_token_file  the file holding the admin API's bearer token; without
@@ -59,12 +62,31 @@ end
 
 -- Per process: the options (set in the master, inherited by the workers),
 -- then per worker the engine, gateway, routes and stores.
-local opts, token, log_file
+local opts, token, log_file, redis_opts
 local W = { routes = {} }
 
 local VERSION_KEY = "toolgate:reload_version"
 
 local function enc(v) return (assert(value.encode(v))) end
+
+local function read_secret(what, path)
+  local f, err = io.open(path, "rb")
+  if not f then error("toolgate.nginx: cannot read the " .. what .. ": " .. tostring(err), 3) end
+  local text = (f:read("*a") or ""):match("^%s*(.-)%s*$")
+  f:close()
+  return text
+end
+
+-- The redis options checked in the master, so a wrong one stops nginx at start.
+local function redis_options(o)
+  if type(o) ~= "table" then error("toolgate.nginx: redis: a table of options expected", 3) end
+  local r = {}
+  for k, v in pairs(o) do if k ~= "password_file" then r[k] = v end end
+  if o.password_file then r.password = read_secret("Redis password", o.password_file) end
+  local ok, err = require("toolgate.state.redis").options(r)
+  if not ok then error("toolgate.nginx: " .. err, 3) end
+  return r
+end
 
 --- init(options): in init_by_lua (the master).  Raises on options that
 -- are not usable, so nginx refuses to start with the message.
@@ -77,10 +99,7 @@ function M.init(o)
   opts.routes = opts.routes or {}
   token = nil
   if opts.admin_token_file then
-    local f, err = io.open(opts.admin_token_file, "rb")
-    if not f then error("toolgate.nginx: cannot read the admin token: " .. tostring(err), 2) end
-    token = (f:read("*a") or ""):match("^%s*(.-)%s*$")
-    f:close()
+    token = read_secret("admin token", opts.admin_token_file)
     if #token < 16 then error("toolgate.nginx: the admin token in " .. opts.admin_token_file .. " is shorter than 16 "
       .. "characters", 2) end
   end
@@ -92,6 +111,8 @@ function M.init(o)
     if not log_file then error("toolgate.nginx: cannot open the decision log: " .. tostring(err), 2) end
     log_file:setvbuf("no") -- one write per line: lines from several workers never interleave
   end
+  redis_opts = nil
+  if opts.redis then redis_opts = redis_options(opts.redis) end
   -- the policy and registry load here too, so a broken one stops nginx at start
   local e, err, code = toolgate.new{ policy = opts.policy, registry = opts.registry, limits = opts.limits }
   if not e then error("toolgate.nginx: " .. tostring(code) .. ": " .. tostring(err), 2) end
@@ -206,7 +227,13 @@ function M.init_worker()
     ngx.log(ngx.ERR, "toolgate: lua_shared_dict ", opts.dict, " and ", opts.metrics_dict, " are needed")
     return
   end
-  W.dict, W.store, W.metrics = dict, shared_dict.new(dict), metrics_mod.new(mdict)
+  W.dict, W.metrics = dict, metrics_mod.new(mdict)
+  if redis_opts then
+    W.store = require("toolgate.state.redis").new(dict, redis_opts)
+    W.store:start()
+  else
+    W.store = shared_dict.new(dict)
+  end
   W.latency = {}
   for _, phase in ipairs({ "request", "response", "api" }) do
     W.latency[phase] = W.metrics:histogram("toolgate_decision_seconds", { phase = phase })
@@ -414,13 +441,24 @@ local function metrics_text()
   W.metrics:flush()
   local snap = W.engine:snapshot()
   local gauges = quarantined_gauges(snap)
-  local counts = { pending = 0, granted = 0, denied = 0, used = 0 }
-  for _, r in ipairs(W.store:approvals()) do counts[r.status] = (counts[r.status] or 0) + 1 end
-  for state, n in pairs(counts) do gauges[#gauges + 1] = { "toolgate_approvals", { state = state }, n } end
-  local mdict = W.metrics.dict
-  local function ev(name) return mdict:get(W.metrics:key("toolgate_approval_events_total", { event = name })) or 0 end
-  local expired = ev("requested") - ev("granted") - ev("denied") - counts.pending
-  gauges[#gauges + 1] = { "toolgate_approvals_expired", nil, math.max(expired, 0) }
+  -- (a store that cannot list its approvals now, Redis away, shows none: toolgate_state_store_up says why)
+  local approvals = W.store:approvals()
+  if approvals then
+    local counts = { pending = 0, granted = 0, denied = 0, used = 0 }
+    for _, r in ipairs(approvals) do counts[r.status] = (counts[r.status] or 0) + 1 end
+    for state, n in pairs(counts) do gauges[#gauges + 1] = { "toolgate_approvals", { state = state }, n } end
+    local mdict = W.metrics.dict
+    local function ev(name) return mdict:get(W.metrics:key("toolgate_approval_events_total", { event = name })) or 0 end
+    local expired = ev("requested") - ev("granted") - ev("denied") - counts.pending
+    gauges[#gauges + 1] = { "toolgate_approvals_expired", nil, math.max(expired, 0) }
+  end
+  if W.store.health then
+    local hl = W.store:health()
+    gauges[#gauges + 1] = { "toolgate_state_store_up", nil, hl.up and 1 or 0 }
+    gauges[#gauges + 1] = { "toolgate_state_store_sync_age_seconds", nil, hl.age or -1 }
+    gauges[#gauges + 1] = { "toolgate_state_store_pending_writes", nil, hl.pending }
+    for op, n in pairs(hl.errors) do gauges[#gauges + 1] = { "toolgate_state_store_errors_total", { op = op }, n } end
+  end
   gauges[#gauges + 1] = { "toolgate_info", { policy_version = snap.version, registry_hash = snap.hash }, 1 }
   return W.metrics:render(gauges)
 end
@@ -520,7 +558,11 @@ function M.admin()
   follow_reload()
   local uri, method = ngx.var.uri, ngx.req.get_method()
   if uri == "/v1/reload" and method == "POST" then return reload() end
-  if uri == "/v1/approvals" and method == "GET" then return send(200, enc({ approvals = list(W.store:approvals()) })) end
+  if uri == "/v1/approvals" and method == "GET" then
+    local all, err = W.store:approvals()
+    if not all then return send(503, enc({ error = err, code = "UNAVAILABLE" })) end
+    return send(200, enc({ approvals = list(all) }))
+  end
   if uri == "/v1/pins" and method == "GET" then
     return send(200, enc({ registry_hash = W.engine:snapshot().hash, reports = list(W.store:pin_reports()),
       quarantined_servers = list(W.store:quarantined_servers()) }))
@@ -528,7 +570,10 @@ function M.admin()
   local id, verb = uri:match("^/v1/approvals/(%x+)/(%a+)$")
   if id and method == "POST" and (verb == "grant" or verb == "deny") then
     local r, err, code = W.store:approval_decide(id, verb)
-    if not r then return send(code == "NOT_FOUND" and 404 or 409, enc({ error = err, code = code })) end
+    if not r then
+      local status = code == "NOT_FOUND" and 404 or code == "UNAVAILABLE" and 503 or 409
+      return send(status, enc({ error = err, code = code }))
+    end
     W.metrics:inc("toolgate_approval_events_total", { event = verb == "grant" and "granted" or "denied" })
     log_line('{"approval":' .. enc(r) .. ',"time":' .. string.format("%.3f", ngx.now()) .. "}")
     return send(200, enc(r))

@@ -9,7 +9,8 @@ M.usage = [[
 usage: toolgate gateway --listen HOST:PORT --upstream SERVER=URL... --registry SERVER=FILE...
                         [--policy FILE|NAME] [--context SERVER=FILE...]
                         [--admin HOST:PORT --admin-token-file FILE] [--workers N]
-                        [--prefix DIR] [--conf-only]
+                        [--redis HOST:PORT] [--redis-prefix P] [--redis-password-file FILE]
+                        [--redis-sync SECONDS] [--prefix DIR] [--conf-only]
 
 An MCP gateway in front of MCP servers (Streamable HTTP), on nginx and its lua
 module.  The MCP endpoint of server S is http://HOST:PORT/mcp/S; the decision
@@ -29,6 +30,14 @@ options:
   --admin HOST:PORT         the admin API's address (default: none; keep it on 127.0.0.1)
   --admin-token-file FILE   the file holding the admin API's bearer token (needed with --admin)
   --workers N               nginx worker processes, 1 to 64 (default: 2)
+  --redis HOST:PORT         keep quarantines, pin reports and approvals on this
+                            Redis, shared by every gateway of a fleet that names
+                            it (nginx/fleet/README.md); default: this node's only
+  --redis-prefix P          the prefix of the fleet's Redis keys (default: toolgate:)
+  --redis-password-file FILE  the file holding Redis's AUTH password
+  --redis-sync SECONDS      how often the node copies the fleet's records from
+                            Redis: a change made through another node holds
+                            here within that (default: 0.25)
   --prefix DIR              where the conf, the pid file, temporary files and
                             decisions.jsonl (the decision log) go (default: a new
                             directory under $TMPDIR or /tmp)
@@ -149,6 +158,15 @@ function M.conf(o)
   w("            },")
   w("            decision_log = ", lua_string(o.prefix .. "/decisions.jsonl"), ",")
   if o.admin_token_file then w("            admin_token_file = ", lua_string(o.admin_token_file), ",") end
+  if o.redis then
+    local r = o.redis
+    local parts = { "host = " .. lua_string(r.host), "port = " .. r.port }
+    if r.prefix then parts[#parts + 1] = "prefix = " .. lua_string(r.prefix) end
+    if r.password_file then parts[#parts + 1] = "password_file = " .. lua_string(r.password_file) end
+    if r.sync_interval then parts[#parts + 1] = "sync_interval = " .. r.sync_interval end
+    w("            -- the fleet's shared state (this node keeps a copy in lua_shared_dict toolgate)")
+    w("            redis = { ", table.concat(parts, ", "), " },")
+  end
   w("        }")
   w("    }")
   w("    init_worker_by_lua_block { require(\"toolgate.nginx\").init_worker() }")
@@ -231,7 +249,8 @@ local function shell(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 function M.run(args)
   local o = cli.parse(args, {
     flags = { ["conf-only"] = true },
-    options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true },
+    options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true,
+      redis = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true },
     multi = { upstream = true, registry = true, context = true },
   })
   if not o.listen then cli.usage_error("--listen HOST:PORT is required") end
@@ -282,6 +301,27 @@ function M.run(args)
   if not cli.load_engine("gateway", { policy = policy, registry = regs_list }, nil, true) then
     return cli.EXIT_USAGE
   end
+  local redis
+  if o.redis then
+    local host, port = address("redis", o.redis)
+    redis = { host = host, port = port, prefix = o["redis-prefix"],
+      password_file = o["redis-password-file"] and absolute(o["redis-password-file"]) }
+    if o["redis-sync"] then
+      redis.sync_interval = tonumber(o["redis-sync"])
+      if not redis.sync_interval or redis.sync_interval < 0.01 or redis.sync_interval > 60 then
+        cli.usage_error("--redis-sync takes seconds from 0.01 to 60")
+      end
+    end
+    if redis.prefix == "" then cli.usage_error("--redis-prefix must not be empty") end
+    if redis.password_file and not exists(redis.password_file) then
+      cli.diag("gateway", "cannot read the Redis password file " .. redis.password_file)
+      return cli.EXIT_USAGE
+    end
+  else
+    for _, k in ipairs({ "redis-prefix", "redis-password-file", "redis-sync" }) do
+      if o[k] then cli.usage_error("--" .. k .. " needs --redis HOST:PORT") end
+    end
+  end
   local token_file = o["admin-token-file"] and absolute(o["admin-token-file"])
   if token_file and not exists(token_file) then
     cli.diag("gateway", "cannot read the admin token file " .. token_file)
@@ -306,7 +346,7 @@ function M.run(args)
   local lua_dir, lib, lua_cdir = lua_paths()
   local text = M.conf({ prefix = prefix, workers = workers, listen = o.listen, admin = o.admin,
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
-    contexts = contexts, upstreams = upstreams, lua_dir = lua_dir, lib = lib, lua_cdir = lua_cdir })
+    contexts = contexts, upstreams = upstreams, lua_dir = lua_dir, lib = lib, lua_cdir = lua_cdir, redis = redis })
   local conf = prefix .. "/nginx.conf"
   local f, err = io.open(conf, "wb")
   if not f then

@@ -21,6 +21,14 @@ local value = require "toolgate.value"
 
 local M = {}
 
+--- Where each kind of record lives in the dict: the key is the kind's
+-- prefix and the record's field ("<server>\0<tool>" for determinism,
+-- "<hash>\0<server>\0<tool>\0<change>" a pin report, "<hash>\0<server>"
+-- a quarantined server).  toolgate.state.redis keeps its local copy of the
+-- fleet's records here, in the same layout.
+M.KEYS = { verified = "d:v", quarantined = "d:q", pin = "p:", server = "s:" }
+local K = M.KEYS
+
 local Store = {}
 Store.__index = Store
 
@@ -50,22 +58,22 @@ local function key(server, name) return (server or "") .. "\0" .. name end
 
 function Store:get(server, name)
   local k = key(server, name)
-  local v, q = self.dict:get("d:v" .. k), self.dict:get("d:q" .. k)
+  local v, q = self.dict:get(K.verified .. k), self.dict:get(K.quarantined .. k)
   if v == nil and q == nil then return nil end
   return { verified_epoch = v, quarantined = decode(q) }
 end
 
 function Store:verified(server, name, epoch)
   local k = key(server, name)
-  stored("a determinism record", self.dict:set("d:v" .. k, epoch))
-  local q = decode(self.dict:get("d:q" .. k))
-  if q and q.epoch ~= epoch then self.dict:delete("d:q" .. k) end
+  stored("a determinism record", self.dict:set(K.verified .. k, epoch))
+  local q = decode(self.dict:get(K.quarantined .. k))
+  if q and q.epoch ~= epoch then self.dict:delete(K.quarantined .. k) end
 end
 
 function Store:quarantine(server, name, reason, epoch)
   local k = key(server, name)
-  stored("a quarantine", self.dict:add("d:q" .. k, encode({ reason = reason, since = self.clock(), epoch = epoch })))
-  self.dict:delete("d:v" .. k)
+  stored("a quarantine", self.dict:add(K.quarantined .. k, encode({ reason = reason, since = self.clock(), epoch = epoch })))
+  self.dict:delete(K.verified .. k)
 end
 
 local function scan(dict, prefix)
@@ -91,24 +99,36 @@ end
 
 -- Approvals ----------------------------------------------------------------
 
-function Store:approval_open(id, fields, ttl, uses)
-  local now = self.clock()
+--- approval_request(id, fields, ttl, uses, now) -> the JSON text of a new
+-- pending approval request (shared with toolgate.state.redis).
+function M.approval_request(id, fields, ttl, uses, now)
   local r = { id = id, status = "pending", created = now, expires = now + ttl, ttl = ttl, uses = uses }
   for k, v in pairs(fields) do r[k] = v end
-  return stored("an approval request", self.dict:add("a:" .. id, encode(r), ttl)) and true or false
+  return encode(r)
 end
 
-function Store:approval(id)
-  local r = decode(self.dict:get("a:" .. id))
+--- approval_view(text, verdict, left) -> the approval record made of its
+-- three stored parts: the request's JSON text, the decision ("grant" |
+-- "deny" | nil) and the uses left (nil: none); nil without a request.
+function M.approval_view(text, verdict, left)
+  local r = decode(text)
   if not r then return nil end
-  local verdict = self.dict:get("a#" .. id)
   if verdict then r.status = verdict == "grant" and "granted" or "denied" end
   if r.status == "granted" then
-    local left = self.dict:get("a+" .. id)
     if left == nil or left <= 0 then r.status = "used" end
     r.uses = left and math.max(left, 0) or 0
   end
   return r
+end
+
+function Store:approval_open(id, fields, ttl, uses)
+  local r = M.approval_request(id, fields, ttl, uses, self.clock())
+  return stored("an approval request", self.dict:add("a:" .. id, r, ttl)) and true or false
+end
+
+function Store:approval(id)
+  local d = self.dict
+  return M.approval_view(d:get("a:" .. id), d:get("a#" .. id), d:get("a+" .. id))
 end
 
 function Store:approval_take(id)
@@ -149,19 +169,19 @@ end
 -- Pins and quarantined servers -----------------------------------------------
 
 function Store:pin_report(registry_hash, server, tool, change)
-  local k = "p:" .. registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
+  local k = K.pin .. registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
   local r = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
   return stored("a pin report", self.dict:add(k, encode(r))) and true or false
 end
 
 function Store:pin_change(registry_hash, server, tool)
-  local r = decode(self.dict:get("p:" .. registry_hash .. "\0" .. key(server, tool) .. "\0changed"))
+  local r = decode(self.dict:get(K.pin .. registry_hash .. "\0" .. key(server, tool) .. "\0changed"))
   return r and r.change
 end
 
 function Store:pin_reports()
   local out = {}
-  for _, k in ipairs(scan(self.dict, "p:")) do
+  for _, k in ipairs(scan(self.dict, K.pin)) do
     local r = decode(self.dict:get(k))
     if r then out[#out + 1] = r end
   end
@@ -170,17 +190,17 @@ end
 
 function Store:quarantine_server(registry_hash, server, reason)
   local r = encode({ reason = reason, since = self.clock() })
-  stored("a quarantine", self.dict:add("s:" .. registry_hash .. "\0" .. server, r))
+  stored("a quarantine", self.dict:add(K.server .. registry_hash .. "\0" .. server, r))
 end
 
 function Store:server_quarantine(registry_hash, server)
-  return decode(self.dict:get("s:" .. registry_hash .. "\0" .. server))
+  return decode(self.dict:get(K.server .. registry_hash .. "\0" .. server))
 end
 
 --- quarantined_servers() -> { {registry_hash =, server =, reason =, since =}, ... }
 function Store:quarantined_servers()
   local out = {}
-  for _, k in ipairs(scan(self.dict, "s:")) do
+  for _, k in ipairs(scan(self.dict, K.server)) do
     local r = decode(self.dict:get(k))
     if r then
       r.registry_hash, r.server = k:sub(3):match("^(.-)%z(.*)$")

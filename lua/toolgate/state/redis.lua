@@ -1,0 +1,573 @@
+--- toolgate.state.redis: the toolgate.state store of a fleet of nginx
+-- gateways, kept on Redis, so a quarantine, a pin change or an approval
+-- seen through one node holds on every node.
+--
+--   local store = require("toolgate.state.redis").new(ngx.shared.toolgate, {
+--     host = "127.0.0.1", port = 6379, prefix = "toolgate:", sync_interval = 0.25 })
+--   store:start()   -- in init_worker: the timer that keeps the local copy
+--
+-- Two kinds of state, two paths:
+--
+-- * Approvals live only on Redis, read and written in the request that
+--   needs them (access and content phases: cosockets).  Opening a request is
+--   SET NX EX; deciding one, and taking a granted use, are scripts run by
+--   Redis (EVALSHA), so two nodes never share one use and one decision wins.
+--   When Redis cannot be reached no use is taken: the call stays deferred.
+-- * Determinism records, pin reports and quarantined servers are read on
+--   every call, so each node reads them from a copy in its lua_shared_dict
+--   (toolgate.state.shared_dict's layout, what the single-node store reads),
+--   never from Redis on the hot path.  A write goes into the copy at once
+--   (this node refuses from then on), into a journal in the dict, and to
+--   Redis from a timer started at once (ngx.timer.at 0: header and body
+--   filters, where tools/list answers are read, have no cosockets).  Redis
+--   keeps the first write of each record (HSETNX in a script that also
+--   bumps a version key); a write that fails stays in the journal and is
+--   written when Redis answers again.  Worker 0 of each node polls the
+--   version key every sync_interval and, when it moved, copies the fleet's
+--   records into the dict: a change made through another node holds here
+--   within sync_interval plus one round trip to Redis.
+--
+-- While the copy is older than stale_after (no successful poll), a tool's
+-- determinism verification is unread: get() answers it as unverified
+-- (quarantined, reason "state store unavailable"), so argument disagreement
+-- defers instead of rejecting.  Pins and quarantines already copied, and
+-- those learned while away, keep being enforced.  health() says what the
+-- host shows in /metrics.
+--
+-- Options of new (seconds for times):
+--   host, port, database     the Redis server (default 127.0.0.1, 6379, 0)
+--   password, username       AUTH (username: a Redis 6 ACL user)
+--   ssl, ssl_verify, server_name   TLS to Redis (the nginx conf's
+--                            lua_ssl_trusted_certificate verifies it)
+--   prefix                   of every key (default "toolgate:"): one per deployment
+--   connect_timeout, send_timeout, read_timeout   (default 0.2, 0.2, 0.2)
+--   pool_size, keepalive_timeout   the connection pool (default 64, 60)
+--   sync_interval            how often worker 0 polls the version (default 0.25)
+--   stale_after              when the copy counts as unread (default 5 x sync_interval, at least 1)
+-- Keys on Redis: <prefix>det:v, det:q (hashes, field "<server>\0<tool>"),
+-- pins (field "<hash>\0<server>\0<tool>\0<change>"), servers (field
+-- "<hash>\0<server>"), version (a counter), a:<id>, a#<id>, a+<id> (an
+-- approval, its decision, its uses left; each with the approval's TTL).
+-- @module toolgate.state.redis
+
+local decision = require "toolgate.decision"
+local json = require "toolgate.json"
+local shared_dict = require "toolgate.state.shared_dict"
+local value = require "toolgate.value"
+
+-- Debian's lua-nginx-redis installs lua-resty-redis as nginx.redis;
+-- OpenResty ships it as resty.redis.
+local found, redis = pcall(require, "nginx.redis")
+if not found then redis = require "resty.redis" end
+
+local M = {}
+
+local K = shared_dict.KEYS
+local unpack = table.unpack or unpack -- luacheck: ignore 143
+
+-- Options ------------------------------------------------------------------
+
+local DEFAULTS = { host = "127.0.0.1", port = 6379, database = 0, prefix = "toolgate:", connect_timeout = 0.2,
+  send_timeout = 0.2, read_timeout = 0.2, pool_size = 64, keepalive_timeout = 60, sync_interval = 0.25,
+  ssl = false, ssl_verify = false }
+local TYPES = { host = "string", port = "number", database = "number", password = "string", username = "string",
+  prefix = "string", connect_timeout = "number", send_timeout = "number", read_timeout = "number",
+  pool_size = "number", keepalive_timeout = "number", sync_interval = "number", stale_after = "number",
+  ssl = "boolean", ssl_verify = "boolean", server_name = "string" }
+local RANGES = { port = { 1, 65535 }, database = { 0, 1000 }, connect_timeout = { 0.001, 60 },
+  send_timeout = { 0.001, 60 }, read_timeout = { 0.001, 60 }, pool_size = { 1, 10000 },
+  keepalive_timeout = { 0.001, 3600 }, sync_interval = { 0.01, 60 }, stale_after = { 0.01, 3600 } }
+
+--- options(o) -> the options checked, with defaults | nil, message
+function M.options(o)
+  if type(o) ~= "table" then return nil, "redis: a table of options expected" end
+  local c = {}
+  for k, v in pairs(o) do
+    if not TYPES[k] then return nil, "redis." .. tostring(k) .. ": unknown option" end
+    if type(v) ~= TYPES[k] then return nil, "redis." .. k .. ": must be a " .. TYPES[k] end
+    local r = RANGES[k]
+    if r and (v < r[1] or v > r[2]) then return nil, "redis." .. k .. ": must be from " .. r[1] .. " to " .. r[2] end
+    c[k] = v
+  end
+  for k, v in pairs(DEFAULTS) do if c[k] == nil then c[k] = v end end
+  if c.prefix == "" then return nil, "redis.prefix: must not be empty (one prefix per deployment)" end
+  c.stale_after = c.stale_after or math.max(1, 5 * c.sync_interval)
+  if c.stale_after < c.sync_interval then return nil, "redis.stale_after: must be at least sync_interval" end
+  return c
+end
+
+-- Scripts Redis runs: each is one atomic step of the fleet's state -----------
+
+local SCRIPTS = {
+  -- KEYS det:v det:q version; ARGV field record: the first quarantine wins,
+  -- the verified epoch goes
+  quarantine = [[
+local added = redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
+local dropped = redis.call('HDEL', KEYS[1], ARGV[1])
+if added + dropped > 0 then redis.call('INCR', KEYS[3]) end
+return added]],
+  -- KEYS det:v det:q version; ARGV field epoch: a quarantine from another
+  -- epoch is lifted
+  verified = [[
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local q = redis.call('HGET', KEYS[2], ARGV[1])
+if q and cjson.decode(q).epoch ~= ARGV[2] then redis.call('HDEL', KEYS[2], ARGV[1]) end
+redis.call('INCR', KEYS[3])
+return 1]],
+  -- KEYS hash version; ARGV field record: a pin report, a quarantined
+  -- server: the first one is kept
+  first = [[
+local added = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+if added == 1 then redis.call('INCR', KEYS[2]) end
+return added]],
+  -- KEYS a+<id>: takes one granted use; the uses left, -1 for none
+  take = [[
+local left = redis.call('GET', KEYS[1])
+if left and tonumber(left) > 0 then return redis.call('DECR', KEYS[1]) end
+return -1]],
+  -- KEYS a:<id> a#<id> a+<id>; ARGV verdict ttl uses record: one decision
+  -- wins; the request, its decision and its uses live ttl from now
+  decide = [[
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', ARGV[2]) then return 'ALREADY_DECIDED' end
+if ARGV[1] == 'grant' then redis.call('SET', KEYS[3], ARGV[3], 'EX', ARGV[2]) end
+redis.call('SET', KEYS[1], ARGV[4], 'EX', ARGV[2])
+return 'OK']],
+}
+
+local function hex(bin) return (bin:gsub(".", function(c) return string.format("%02x", c:byte()) end)) end
+
+-- Local keys (in the node's dict, beside shared_dict's records) ---------------
+-- "r:j#" the journal's last entry number, "r:j<" the next one to write,
+-- "r:j:<n>" an entry; "r:ok" when a poll last succeeded, "r:ver" the version
+-- it saw, "r:up" 1 or 0, "r:err:<op>" failures; "r:lock" the journal's
+-- writer (one at a time per node, so a copy never drops a record being written).
+local J_TAIL, J_HEAD, J_ENTRY = "r:j#", "r:j<", "r:j:"
+local OK_AT, VERSION, UP, ERRORS, LOCK = "r:ok", "r:ver", "r:up", "r:err:", "r:lock"
+
+local Store = {}
+Store.__index = Store
+
+--- new(dict, options[, clock]) -> store: dict the node's ngx.shared dict
+-- (the local copy, the journal, health), options as above (raises on bad
+-- ones: a misconfigured gateway must not start).
+function M.new(dict, o, clock)
+  if type(dict) ~= "table" and type(dict) ~= "userdata" then error("redis.new: an ngx.shared dict expected", 2) end
+  local c, err = M.options(o or {})
+  if not c then error("toolgate.state.redis: " .. err, 2) end
+  local p = c.prefix
+  local self = setmetatable({ dict = dict, c = c, clock = clock or ngx.now, here = shared_dict.new(dict, clock),
+    keys = { detv = p .. "det:v", detq = p .. "det:q", pins = p .. "pins", servers = p .. "servers",
+      version = p .. "version" },
+    pool = table.concat({ "toolgate", c.host, c.port, c.database, c.username or "", p }, ":"),
+    scripts = {} }, Store)
+  for name, src in pairs(SCRIPTS) do self.scripts[name] = { src = src, sha = hex(ngx.sha1_bin(src)) } end
+  return self
+end
+
+local function count_error(self, op, err)
+  self.dict:incr(ERRORS .. op, 1, 0)
+  ngx.log(ngx.WARN, "toolgate redis: ", op, " failed: ", tostring(err))
+end
+
+-- Connections ----------------------------------------------------------------
+
+local function connect(self)
+  local c = self.c
+  local red = redis:new()
+  local sock = rawget(red, "_sock")
+  sock:settimeouts(c.connect_timeout * 1000, c.send_timeout * 1000, c.read_timeout * 1000)
+  local ok, err = red:connect(c.host, c.port, { pool = self.pool, pool_size = c.pool_size })
+  if not ok then return nil, "connect: " .. tostring(err) end
+  if red:get_reused_times() == 0 then
+    -- a new connection: TLS, AUTH and SELECT once, then it is pooled
+    if c.ssl then
+      ok, err = sock:sslhandshake(nil, c.server_name or c.host, c.ssl_verify)
+      if not ok then
+        red:close()
+        return nil, "TLS: " .. tostring(err)
+      end
+    end
+    if c.password then
+      if c.username then ok, err = red:auth(c.username, c.password) else ok, err = red:auth(c.password) end
+      if not ok then
+        red:close()
+        return nil, "AUTH: " .. tostring(err)
+      end
+    end
+    if c.database ~= 0 then
+      ok, err = red:select(c.database)
+      if not ok then
+        red:close()
+        return nil, "SELECT: " .. tostring(err)
+      end
+    end
+  end
+  return red
+end
+
+-- with(self, fn) -> fn(red)'s results | nil, message.  fn returns nil,
+-- message on a socket error (the connection is closed) and false, message
+-- on Redis's error answer (the connection goes back to the pool).
+local function with(self, fn)
+  local red, err = connect(self)
+  if not red then return nil, err end
+  local res, ferr = fn(red)
+  if res == nil then
+    red:close()
+    return nil, ferr
+  end
+  red:set_keepalive(self.c.keepalive_timeout * 1000, self.c.pool_size)
+  if res == false then return nil, "redis: " .. tostring(ferr) end
+  return res
+end
+
+-- EVALSHA, and EVAL when Redis does not have the script yet.
+local function script(self, red, name, keys, args)
+  local s = self.scripts[name]
+  local list = { #keys }
+  for _, k in ipairs(keys) do list[#list + 1] = k end
+  for _, a in ipairs(args) do list[#list + 1] = a end
+  local res, err = red:evalsha(s.sha, unpack(list))
+  if res == false and tostring(err):find("^NOSCRIPT") then res, err = red:eval(s.src, unpack(list)) end
+  return res, err
+end
+
+local function null(v)
+  if v == ngx.null then return nil end
+  return v
+end
+
+-- The journal: writes this node made, waiting for Redis ------------------------
+
+local function encode(t) return (assert(value.encode(t))) end
+local function decode(text) return json.decode(decision.codec(), text) end
+
+-- The entry's script and arguments on Redis.
+local function entry_call(self, e)
+  local k = self.keys
+  if e[1] == "quarantine" then return "quarantine", { k.detv, k.detq, k.version }, { e[2], e[3] } end
+  if e[1] == "verified" then return "verified", { k.detv, k.detq, k.version }, { e[2], e[3] } end
+  return "first", { e[1] == "pin" and k.pins or k.servers, k.version }, { e[2], e[3] }
+end
+
+-- Writes the journal's entries in order; stops at the first that fails
+-- (kept for the next try).  -> true when the journal is empty.  Called
+-- with the node's lock held.
+local function write_journal(self)
+  local d = self.dict
+  local head, tail = d:get(J_HEAD) or 1, d:get(J_TAIL) or 0
+  if head > tail then return true end
+  local ok, err = with(self, function(red)
+    for n = head, tail do
+      local text = d:get(J_ENTRY .. n)
+      if text then
+        local name, keys, args = entry_call(self, decode(text))
+        local res, serr = script(self, red, name, keys, args)
+        if res == nil or res == false then return res, serr end
+        d:delete(J_ENTRY .. n)
+      end
+      d:set(J_HEAD, n + 1)
+    end
+    return true
+  end)
+  if not ok then
+    count_error(self, "write", err)
+    return false
+  end
+  return (d:get(J_HEAD) or 1) > (d:get(J_TAIL) or 0)
+end
+
+local function locked(self, fn)
+  -- a writer that dies holding the lock loses it after the timeouts it could have waited
+  local ttl = math.max(1, 4 * (self.c.connect_timeout + self.c.send_timeout + self.c.read_timeout))
+  if not self.dict:add(LOCK, true, ttl) then return false end
+  local ok, res = pcall(fn)
+  self.dict:delete(LOCK)
+  if not ok then
+    ngx.log(ngx.ERR, "toolgate redis: ", res)
+    return false
+  end
+  return res
+end
+
+local function flush(premature, self)
+  if premature then return end
+  locked(self, function() return write_journal(self) end)
+end
+
+-- Records a write: into the journal (never evicted: safe_set fails on a
+-- full dict instead, and that raises, as the shared-dict store does), then
+-- to Redis from a timer now.
+local function journal(self, entry)
+  local d = self.dict
+  local n = d:incr(J_TAIL, 1, 0)
+  local ok, err = d:safe_set(J_ENTRY .. n, encode(entry))
+  if not ok then error("toolgate redis: cannot keep a write for Redis: " .. tostring(err), 3) end
+  ngx.timer.at(0, flush, self)
+end
+
+-- The copy: the fleet's records, polled ----------------------------------------
+
+local function fetch(self)
+  local k = self.keys
+  return with(self, function(red)
+    red:init_pipeline(5)
+    red:get(k.version)
+    red:hgetall(k.detv)
+    red:hgetall(k.detq)
+    red:hgetall(k.pins)
+    red:hgetall(k.servers)
+    local res, err = red:commit_pipeline()
+    if not res then return nil, err end
+    for _, r in ipairs(res) do
+      if type(r) == "table" and r[1] == false then return false, r[2] end
+    end
+    return res
+  end)
+end
+
+local function set_all(d, prefix, list, keep)
+  for i = 1, #list, 2 do
+    d:set(prefix .. list[i], list[i + 1])
+    if keep then keep[prefix .. list[i]] = true end
+  end
+end
+
+-- Copies the fleet's records into the dict (with the lock held, after the
+-- journal was written).  Pins and quarantined servers are only added (they
+-- are kept per registry hash and never lifted); determinism records are
+-- replaced, and one Redis no longer has is dropped only when no write of
+-- this node's is waiting (it may be one not yet on Redis).
+local function copy(self, res, journal_empty)
+  local d = self.dict
+  local det = {}
+  set_all(d, K.verified, res[2], det)
+  set_all(d, K.quarantined, res[3], det)
+  set_all(d, K.pin, res[4])
+  set_all(d, K.server, res[5])
+  if journal_empty and (d:get(J_HEAD) or 1) > (d:get(J_TAIL) or 0) then
+    for _, key in ipairs(d:get_keys(0)) do
+      if (key:sub(1, #K.verified) == K.verified or key:sub(1, #K.quarantined) == K.quarantined) and not det[key] then
+        d:delete(key)
+      end
+    end
+  end
+end
+
+local function mark(self, up, err)
+  local d = self.dict
+  local was = d:get(UP)
+  d:set(UP, up and 1 or 0)
+  if up and was == 0 then
+    ngx.log(ngx.NOTICE, "toolgate redis: reachable again; the writes kept while it was away are written")
+  elseif not up and was ~= 0 then
+    ngx.log(ngx.ERR, "toolgate redis: unreachable (", tostring(err), "): approvals are not granted, ",
+      "determinism counts as unverified after ", self.c.stale_after, " s, quarantines and pin reports are kept ",
+      "here and written when it returns")
+  end
+end
+
+--- sync() -> true | nil, message: writes the journal, then copies the
+-- fleet's records when the version moved (worker 0's timer calls it).
+function Store:sync()
+  local d = self.dict
+  local ok, err = locked(self, function()
+    local empty = write_journal(self)
+    local res, ferr = fetch(self)
+    if not res then return nil, ferr end
+    local v = tostring(null(res[1]) or 0)
+    if v ~= d:get(VERSION) or not empty then copy(self, res, empty) end
+    d:set(VERSION, v)
+    d:set(OK_AT, ngx.now())
+    return true
+  end)
+  if ok == false then return nil, "another writer holds the lock" end
+  mark(self, ok == true, err)
+  if not ok then count_error(self, "sync", err) end
+  return ok, err
+end
+
+--- start(): in init_worker.  Worker 0 polls Redis every sync_interval,
+-- and once now.
+function Store:start()
+  if ngx.worker.id() ~= 0 then return end
+  local function tick(premature)
+    if not premature then self:sync() end
+  end
+  ngx.timer.at(0, tick)
+  ngx.timer.every(self.c.sync_interval, tick)
+end
+
+--- health() -> { up = bool, age = seconds since the last good poll | nil,
+-- pending = writes waiting for Redis, errors = { [op] = n } }
+function Store:health()
+  local d = self.dict
+  local at = d:get(OK_AT)
+  local errors = {}
+  for _, op in ipairs({ "sync", "write", "approval" }) do errors[op] = d:get(ERRORS .. op) or 0 end
+  return { up = d:get(UP) == 1, age = at and (ngx.now() - at) or nil,
+    pending = math.max(0, (d:get(J_TAIL) or 0) - (d:get(J_HEAD) or 1) + 1), errors = errors }
+end
+
+-- Determinism (the toolgate.state interface) ----------------------------------
+
+local function field(server, name) return (server or "") .. "\0" .. name end
+
+function Store:get(server, name)
+  local at = self.dict:get(OK_AT)
+  if not at or ngx.now() - at > self.c.stale_after then
+    -- the fleet's verification cannot be read: unverified, never verified
+    return { quarantined = { reason = "state store unavailable: no copy of the fleet's records newer than "
+      .. self.c.stale_after .. " s", since = self.clock() } }
+  end
+  return self.here:get(server, name)
+end
+
+function Store:verified(server, name, epoch)
+  self.here:verified(server, name, epoch)
+  journal(self, { "verified", field(server, name), epoch })
+end
+
+function Store:quarantine(server, name, reason, epoch)
+  self.here:quarantine(server, name, reason, epoch)
+  local q = self.dict:get(K.quarantined .. field(server, name))
+  if q then journal(self, { "quarantine", field(server, name), q }) end
+end
+
+function Store:records() return self.here:records() end
+
+-- Pins and quarantined servers -----------------------------------------------
+
+-- -> true the first time this node saw the change (each node reports what it saw)
+function Store:pin_report(registry_hash, server, tool, change)
+  local first = self.here:pin_report(registry_hash, server, tool, change)
+  local f = registry_hash .. "\0" .. field(server, tool) .. "\0" .. change.change
+  local r = first and self.dict:get(K.pin .. f)
+  if r then journal(self, { "pin", f, r }) end
+  return first
+end
+
+function Store:pin_change(registry_hash, server, tool) return self.here:pin_change(registry_hash, server, tool) end
+function Store:pin_reports() return self.here:pin_reports() end
+
+function Store:quarantine_server(registry_hash, server, reason)
+  local f = registry_hash .. "\0" .. server
+  local had = self.dict:get(K.server .. f)
+  self.here:quarantine_server(registry_hash, server, reason)
+  local r = not had and self.dict:get(K.server .. f)
+  if r then journal(self, { "server", f, r }) end
+end
+
+function Store:server_quarantine(registry_hash, server) return self.here:server_quarantine(registry_hash, server) end
+function Store:quarantined_servers() return self.here:quarantined_servers() end
+
+-- Approvals: on Redis only ---------------------------------------------------
+
+local function akeys(self, id)
+  local p = self.c.prefix
+  return p .. "a:" .. id, p .. "a#" .. id, p .. "a+" .. id
+end
+
+local function read_approval(red, a, v, u)
+  local res, err = red:mget(a, v, u)
+  if not res then return res, err end
+  return { shared_dict.approval_view(null(res[1]), null(res[2]), tonumber(null(res[3]))) }
+end
+
+-- -> true when it opened the request; false when one exists, or when Redis
+-- cannot be reached (the call is deferred either way)
+function Store:approval_open(id, fields, ttl, uses)
+  local a = akeys(self, id)
+  local text = shared_dict.approval_request(id, fields, ttl, uses, self.clock())
+  local res, err = with(self, function(red) return red:set(a, text, "NX", "EX", ttl) end)
+  if res == nil then
+    count_error(self, "approval", err)
+    return false
+  end
+  return res == "OK"
+end
+
+function Store:approval_take(id)
+  local a, v, u = akeys(self, id)
+  local res, err = with(self, function(red)
+    local left, serr = script(self, red, "take", { u }, {})
+    if left == nil or left == false then return left, serr end
+    if left >= 0 then return { true, left == 0 and "used" or "granted" } end
+    local r, rerr = read_approval(red, a, v, u)
+    if not r then return r, rerr end
+    return { false, r[1] and r[1].status or nil }
+  end)
+  if not res then
+    -- unchecked: no use taken, the call stays deferred
+    count_error(self, "approval", err)
+    return false, "unavailable"
+  end
+  return res[1], res[2]
+end
+
+-- -> record | nil, message, code ("NOT_FOUND", "ALREADY_DECIDED", or
+-- "UNAVAILABLE" when Redis cannot be reached: nothing was decided)
+function Store:approval_decide(id, verdict)
+  local a, v, u = akeys(self, id)
+  local res, err = with(self, function(red)
+    local got, rerr = read_approval(red, a, v, u)
+    if not got then return got, rerr end
+    local r = got[1]
+    if not r then return { "NOT_FOUND" } end
+    r.expires = self.clock() + r.ttl
+    local uses = r.uses
+    r.status = verdict == "grant" and "granted" or "denied"
+    local out, serr = script(self, red, "decide", { a, v, u }, { verdict, r.ttl, uses, encode(r) })
+    if out == nil or out == false then return out, serr end
+    return { out, r }
+  end)
+  if not res then
+    count_error(self, "approval", err)
+    return nil, "the state store is unavailable: " .. tostring(err), "UNAVAILABLE"
+  end
+  if res[1] == "NOT_FOUND" then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
+  if res[1] == "ALREADY_DECIDED" then return nil, "approval " .. id .. " is already decided", "ALREADY_DECIDED" end
+  return res[2]
+end
+
+-- -> record | nil (none, or Redis unavailable: nothing can be said of it)
+function Store:approval(id)
+  local res, err = with(self, function(red) return read_approval(red, akeys(self, id)) end)
+  if not res then
+    count_error(self, "approval", err)
+    return nil
+  end
+  return res[1]
+end
+
+--- approvals() -> { record, ... } | nil, message (Redis unavailable)
+function Store:approvals()
+  local p = self.c.prefix
+  local res, err = with(self, function(red)
+    local ids, cursor = {}, "0"
+    -- SCAN visits each key at least once; bounded for a store that keeps growing
+    for _ = 1, 10000 do
+      local page, serr = red:scan(cursor, "MATCH", p .. "a:*", "COUNT", 1000)
+      if not page then return page, serr end
+      cursor = page[1]
+      for _, k in ipairs(page[2]) do ids[k:sub(#p + 3)] = true end
+      if cursor == "0" then break end
+    end
+    local out = {}
+    for id in pairs(ids) do
+      local r, rerr = read_approval(red, akeys(self, id))
+      if not r then return r, rerr end
+      out[#out + 1] = r[1]
+    end
+    table.sort(out, function(x, y) return x.id < y.id end)
+    return { out }
+  end)
+  if not res then
+    count_error(self, "approval", err)
+    return nil, "the state store is unavailable: " .. tostring(err)
+  end
+  return res[1]
+end
+
+return M

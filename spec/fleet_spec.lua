@@ -1,0 +1,332 @@
+-- A fleet of gateways end to end: Debian's redis-server on a loopback port
+-- (a temporary directory, a password), two `toolgate gateway` nodes (nginx,
+-- separate prefixes and ports) sharing it with --redis, in front of the
+-- same MCP servers built with the MCP TypeScript SDK (nginx/test/upstream.mjs:
+-- one that counts the calls reaching it, one that changes its tools after
+-- the first tools/list).  What one node learns holds on the other within
+-- the stated bound (--redis-sync plus a round trip); approvals are granted
+-- once for the fleet; Redis stopped mid-run (by its PID) fails closed and
+-- what was learned while it was away reaches it when it returns.
+-- Everything listens on 127.0.0.1 and is stopped by its PID.  Runs once,
+-- under Lua 5.4 (nginx itself runs LuaJIT).
+local h = require "helpers"
+
+if h.is_luajit then return end
+
+local fx = require "gateway_fixture"
+local json, q = fx.json, h.shell_quote
+local root = h.root
+
+-- the bound this spec holds the fleet to: --redis-sync 0.25, and what the
+-- spec's own polling adds (a node process per request)
+local SYNC = 0.25
+local BOUND = 1.5
+
+local env = { nodes = {} }
+local pids = {}
+
+local function url(node, server) return "http://" .. env.nodes[node].listen .. "/mcp/" .. server end
+local function send(node, server, body, count) return fx.send(url(node, server), body, count) end
+
+local function admin(node, method, path)
+  return fx.curl("-X " .. method .. " -H " .. q("Authorization: Bearer " .. env.token) .. " " ..
+    q("http://" .. env.nodes[node].admin .. path))
+end
+
+local function api(node, path, body)
+  return json(fx.curl("-X POST --data-binary " .. q(body) .. " " .. q("http://" .. env.nodes[node].listen .. path)))
+end
+
+local function metrics(node) return fx.curl(q("http://" .. env.nodes[node].listen .. "/metrics")) end
+
+local function calls() return json(fx.curl(q("http://127.0.0.1:" .. env.counter .. "/calls"))) end
+
+local function redis_cli(args)
+  local code, out, err = h.run("redis-cli -h 127.0.0.1 -p " .. env.redis_port .. " --no-auth-warning -a " ..
+    q(env.redis_password) .. " " .. args)
+  assert(code == 0, "redis-cli " .. args .. ": " .. err)
+  return out
+end
+
+local function start_redis()
+  pids.redis = fx.spawn("exec redis-server --port " .. env.redis_port .. " --bind 127.0.0.1 --dir " ..
+    q(env.dir .. "/redis") .. " --appendonly yes --save '' --requirepass " .. q(env.redis_password) ..
+    " --daemonize no", env.dir .. "/redis.log")
+  fx.wait_for("redis-server", function()
+    local c, out = h.run("redis-cli -h 127.0.0.1 -p " .. env.redis_port .. " --no-auth-warning -a " ..
+      q(env.redis_password) .. " ping")
+    return c == 0 and out:find("PONG")
+  end, env.dir .. "/redis.log")
+end
+
+local function gateway(name)
+  local n = env.nodes[name]
+  local cmd = table.concat({
+    "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", n.listen, "--admin", n.admin,
+    "--admin-token-file", q(env.dir .. "/token"), "--workers 2", "--prefix", q(env.dir .. "/" .. name),
+    "--policy", q(env.dir .. "/policy.lua"),
+    "--upstream", "counter=http://127.0.0.1:" .. env.counter .. "/mcp",
+    "--registry", q("counter=" .. env.dir .. "/counter.json"), "--context", q("counter=" .. env.dir .. "/counter.ctx"),
+    "--upstream", "rug=http://127.0.0.1:" .. env.rug .. "/mcp",
+    "--registry", q("rug=" .. env.dir .. "/rug.json"), "--context", q("rug=" .. env.dir .. "/rug.ctx"),
+    "--redis", "127.0.0.1:" .. env.redis_port, "--redis-password-file", q(env.dir .. "/redis.password"),
+    "--redis-prefix", "fleet-spec:", "--redis-sync", tostring(SYNC),
+  }, " ")
+  pids[name] = fx.spawn(cmd, env.dir .. "/" .. name .. ".log")
+  fx.wait_for("node " .. name .. "'s /healthz", function()
+    local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. n.listen .. "/healthz"))
+    return c == 0 and health:find('"ok"')
+  end, env.dir .. "/" .. name .. ".log")
+end
+
+-- A single-tool plan of six samples in one epoch, its tool declared
+-- deterministic and verified: identical arguments whose results all differ
+-- (RESULT_DISAGREE: the declaration is quarantined), or six different
+-- arguments (ARG_DISAGREE while the tool counts as verified,
+-- DETERMINISM_UNVERIFIED once it does not).
+local function plan(tool, kind)
+  local samples = {}
+  for i = 1, 6 do
+    local same = kind == "results" and 1 or i
+    local args = tool == "echo" and ('{"message":"m' .. same .. '"}') or ('{"a":' .. same .. ',"b":1}')
+    local result = kind == "results" and ('{"n":' .. i .. "}") or '{"n":0}'
+    samples[i] = '{"arguments":' .. args .. ',"result":' .. result .. ',"epoch":"e1"}'
+  end
+  return '{"plan_id":"' .. tool .. "-" .. kind .. '","tool":{"server":"counter","name":"' .. tool ..
+    '","deterministic":true,"verified":true},"samples":[' .. table.concat(samples, ",") .. "]}"
+end
+
+local function classify(node, tool, kind)
+  local d = api(node, "/v1/classify", plan(tool, kind))
+  return d.outcomes and d.outcomes[1].code or d.code
+end
+
+-- Seconds until fn() holds, polled; fails after `within` seconds.
+local function within(seconds, what, fn)
+  local t0 = fx.now()
+  local t
+  fx.wait_for(what, function()
+    if fn() then
+      t = fx.now() - t0
+      return true
+    end
+  end, nil, seconds + 5)
+  assert(t <= seconds, what .. " took " .. string.format("%.2f", t) .. " s, more than " .. seconds)
+  return t
+end
+
+local function outcome(r)
+  if r.json.result then return "pass" end
+  return r.json.error.data.decision.code == "APPROVAL_DENIED" and "denied" or
+    (r.json.error.code == -32002 and "deferred" or "refused")
+end
+
+describe("a fleet of toolgate gateways on Redis", function()
+  local ready, why
+
+  setup(function()
+    if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 or not h.have("redis-server") or
+      h.run("test -f /usr/share/lua/5.1/nginx/redis.lua") ~= 0 then
+      why = "needs node, Debian's nginx, redis-server and lua-nginx-redis (make test installs them)"
+      return
+    end
+    if h.run("test -f " .. q(fx.testdir .. "/node_modules/@modelcontextprotocol/sdk/package.json")) ~= 0 then
+      why = os.getenv("TOOLGATE_NPM_UNAVAILABLE")
+      if why then return end
+      error("nginx/test/node_modules is missing (make test installs it: npm ci --prefix nginx/test)")
+    end
+    env.dir = fx.tempdir("toolgate-fleet-spec")
+    assert(os.execute("mkdir -p " .. q(env.dir .. "/redis")))
+    local ports = fx.ports(7)
+    env.redis_port = ports[1]
+    env.nodes.a = { listen = "127.0.0.1:" .. ports[2], admin = "127.0.0.1:" .. ports[3] }
+    env.nodes.b = { listen = "127.0.0.1:" .. ports[4], admin = "127.0.0.1:" .. ports[5] }
+    env.redis_password = "fleet-spec-" .. tostring(math.random(1e9))
+    h.write_file(env.dir .. "/redis.password", env.redis_password .. "\n")
+    start_redis()
+
+    pids.counter = fx.spawn("PORT=" .. ports[6] .. " JSON_RESPONSE=1 exec node upstream.mjs", env.dir .. "/counter.log")
+    pids.rug = fx.spawn("PORT=" .. ports[7] .. " RUG_PULL=1 JSON_RESPONSE=1 exec node upstream.mjs",
+      env.dir .. "/rug.log")
+    env.counter = fx.upstream_port(env.dir .. "/counter.log")
+    env.rug = fx.upstream_port(env.dir .. "/rug.log")
+    fx.record("counter", env.counter, env.dir .. "/counter.json")
+    fx.record("rug", env.rug, env.dir .. "/rug.json")
+    for _, s in ipairs({ "counter", "rug" }) do
+      h.write_file(env.dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
+    end
+    env.token = "fleet-token-" .. tostring(math.random(1e9)) .. "-0123456789"
+    h.write_file(env.dir .. "/token", env.token .. "\n")
+    h.write_file(env.dir .. "/policy.lua", h.read_file(root .. "/policies/gateway.lua"))
+    gateway("a")
+    gateway("b")
+    -- both nodes have copied the fleet's (empty) records once
+    for _, n in ipairs({ "a", "b" }) do
+      fx.wait_for("node " .. n .. " to reach Redis", function()
+        return fx.metric(metrics(n), "toolgate_state_store_up") == 1
+      end)
+    end
+    ready = true
+  end)
+
+  teardown(function()
+    for _, n in ipairs({ "a", "b" }) do
+      fx.stop(pids[n])
+      local pid = env.dir and tonumber(h.read_file(env.dir .. "/" .. n .. "/nginx.pid") or "")
+      if pid then fx.wait_for("nginx to stop", function() return not fx.alive(pid) end) end
+    end
+    fx.stop(pids.counter)
+    fx.stop(pids.rug)
+    fx.stop(pids.redis)
+    if env.dir then os.execute("rm -rf " .. q(env.dir)) end
+  end)
+
+  local function need(pending)
+    if ready then return true end
+    pending(why or "the fleet did not start")
+    return false
+  end
+
+  it("a RESULT_DISAGREE seen through node A quarantines the declaration on node B within the bound", function()
+    if not need(pending) then return end
+    -- verified on B: six different arguments are a fabricated-argument reject
+    assert.equals("ARG_DISAGREE", classify("b", "add", "args"))
+    assert.equals("RESULT_DISAGREE", classify("a", "add", "results"))
+    within(BOUND, "B to see the quarantine", function() return classify("b", "add", "args") == "DETERMINISM_UNVERIFIED" end)
+    assert.matches("add%-results", redis_cli("--raw hvals fleet-spec:det:q"))
+    fx.wait_for("B's gauge", function()
+      return fx.metric(metrics("b"), 'toolgate_quarantined{kind="determinism"}') == 1
+    end)
+  end)
+
+  it("an approval granted through A lets the identical retry pass once through B, then defers on both", function()
+    if not need(pending) then return end
+    local body = fx.call_body(11, "write_note", '{"text":"fleet approve me"}')
+    local before = calls().total
+    local d = send("a", "counter", body)[1].json.error
+    assert.equals(-32002, d.code)
+    local id = d.data.approval_id
+    -- the same call through B asks for the same approval (one binding for the fleet)
+    assert.equals(id, send("b", "counter", body)[1].json.error.data.approval_id)
+    assert.equals("pending", json(admin("b", "GET", "/v1/approvals/" .. id)).status)
+    assert.equals("granted", json(admin("a", "POST", "/v1/approvals/" .. id .. "/grant")).status)
+    assert.equals("pass", outcome(send("b", "counter", body)[1]))
+    assert.equals(before + 1, calls().total)
+    assert.equals("deferred", outcome(send("b", "counter", body)[1]))
+    assert.equals("deferred", outcome(send("a", "counter", body)[1]))
+    assert.equals(before + 1, calls().total)
+    assert.equals("used", json(admin("a", "GET", "/v1/approvals/" .. id)).status)
+    -- denied through B: refused through A
+    local other = fx.call_body(12, "write_note", '{"text":"fleet deny me"}')
+    local oid = send("b", "counter", other)[1].json.error.data.approval_id
+    assert.equals("denied", json(admin("b", "POST", "/v1/approvals/" .. oid .. "/deny")).status)
+    assert.equals("denied", outcome(send("a", "counter", other)[1]))
+    assert.equals(before + 1, calls().total)
+  end)
+
+  it("concurrent grants from both nodes decide once, and concurrent retries on both let exactly one call through", function()
+    if not need(pending) then return end
+    local body = fx.call_body(13, "write_note", '{"text":"fleet race"}')
+    local before = calls().total
+    local id = send("a", "counter", body)[1].json.error.data.approval_id
+    local function grant_in_background(node)
+      return fx.spawn("exec curl -s -o /dev/null -w '%{http_code}' -X POST -H " ..
+        q("Authorization: Bearer " .. env.token) .. " " ..
+        q("http://" .. env.nodes[node].admin .. "/v1/approvals/" .. id .. "/grant"), env.dir .. "/grant-" .. node)
+    end
+    local ga, gb = grant_in_background("a"), grant_in_background("b")
+    fx.wait_for("the grants", function() return not fx.alive(ga) and not fx.alive(gb) end)
+    local codes = { h.read_file(env.dir .. "/grant-a"), h.read_file(env.dir .. "/grant-b") }
+    table.sort(codes)
+    assert.same({ "200", "409" }, codes)
+    -- six identical calls at once on each node
+    local function race(node)
+      return fx.spawn("exec node http.mjs send " .. q(url(node, "counter")) .. " " .. q(body) .. " 6",
+        env.dir .. "/race-" .. node)
+    end
+    local ra, rb = race("a"), race("b")
+    fx.wait_for("the retries", function() return not fx.alive(ra) and not fx.alive(rb) end)
+    local passed, deferred = 0, 0
+    for _, n in ipairs({ "a", "b" }) do
+      for _, r in ipairs(fx.lines(h.read_file(env.dir .. "/race-" .. n))) do
+        r.json = json(r.body)
+        local o = outcome(r)
+        if o == "pass" then passed = passed + 1 elseif o == "deferred" then deferred = deferred + 1 end
+      end
+    end
+    assert.equals(1, passed)
+    assert.equals(11, deferred)
+    assert.equals(before + 1, calls().total)
+  end)
+
+  it("a pin change reported through A refuses the tool's calls on both nodes", function()
+    if not need(pending) then return end
+    local echo = fx.call_body(21, "echo", '{"message":"hi"}')
+    assert.equals("pass", outcome(send("b", "rug", echo)[1]))
+    -- A reads the server's changed tools/list: echo no longer matches its pin
+    local r = fx.client(url("a", "rug"), '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"hi"}}]')
+    assert.equals("PIN_CHANGED", r[3].error.data.decision.code)
+    within(BOUND, "B to refuse echo", function()
+      local x = send("b", "rug", echo)[1]
+      return x.json.error and x.json.error.data.decision.code == "PIN_CHANGED"
+    end)
+    local pins = json(admin("b", "GET", "/v1/pins"))
+    local changes = {}
+    for _, p in ipairs(pins.reports) do if p.server == "rug" then changes[p.tool] = p.change.change end end
+    assert.same({ echo = "changed", exfiltrate = "added" }, changes)
+    -- the other tools still pass on B
+    assert.equals("pass", outcome(send("b", "rug", fx.call_body(22, "add", '{"a":1,"b":1}'))[1]))
+  end)
+
+  it("fails closed while Redis is down and writes what it learned when Redis returns", function()
+    if not need(pending) then return end
+    -- granted before Redis goes, not yet used
+    local kept = fx.call_body(31, "write_note", '{"text":"granted before the outage"}')
+    local kid = send("a", "counter", kept)[1].json.error.data.approval_id
+    assert.equals("granted", json(admin("a", "POST", "/v1/approvals/" .. kid .. "/grant")).status)
+    -- verified while Redis answers
+    assert.equals("ARG_DISAGREE", classify("a", "broken_add", "args"))
+    local before = calls().total
+    fx.stop(pids.redis)
+    pids.redis = nil
+    fx.wait_for("A to see Redis gone", function() return fx.metric(metrics("a"), "toolgate_state_store_up") == 0 end)
+    -- no approval can be checked: the granted call stays deferred, a new one is deferred
+    assert.equals("deferred", outcome(send("a", "counter", kept)[1]))
+    assert.equals("deferred", outcome(send("b", "counter", kept)[1]))
+    assert.equals("deferred", outcome(send("a", "counter", fx.call_body(32, "write_note", '{"text":"new"}'))[1]))
+    local g = fx.curl("-o /dev/null -w '%{http_code}' -X POST -H " .. q("Authorization: Bearer " .. env.token) .. " " ..
+      q("http://" .. env.nodes.b.admin .. "/v1/approvals/" .. kid .. "/deny"))
+    assert.equals("503", g)
+    assert.equals(before, calls().total)
+    -- reads still pass (pins and quarantines as copied)
+    assert.equals("pass", outcome(send("a", "counter", fx.call_body(33, "echo", '{"message":"still"}'))[1]))
+    before = before + 1
+    -- the verification cannot be read: argument disagreement defers instead of rejecting
+    fx.wait_for("A's copy to go stale", function()
+      return classify("a", "broken_add", "args") == "DETERMINISM_UNVERIFIED"
+    end)
+    -- a quarantine learned while away: kept on A, waiting for Redis
+    assert.equals("RESULT_DISAGREE", classify("a", "echo", "results"))
+    local m = metrics("a")
+    assert.is_true(fx.metric(m, "toolgate_state_store_pending_writes") >= 1)
+    assert.is_true(fx.metric(m, 'toolgate_state_store_errors_total{op="approval"}') >= 1)
+    assert.matches("toolgate redis: unreachable", h.read_file(env.dir .. "/a.log"), 1, true)
+
+    start_redis()
+    fx.wait_for("A to write what it kept", function()
+      local mm = metrics("a")
+      return fx.metric(mm, "toolgate_state_store_up") == 1 and fx.metric(mm, "toolgate_state_store_pending_writes") == 0
+    end)
+    assert.matches("echo%-results", redis_cli("--raw hvals fleet-spec:det:q"))
+    -- B learns it from Redis
+    fx.wait_for("B's copy to be fresh", function() return classify("b", "broken_add", "args") == "ARG_DISAGREE" end)
+    within(BOUND, "B to see the quarantine made while Redis was away", function()
+      return classify("b", "echo", "args") == "DETERMINISM_UNVERIFIED"
+    end)
+    -- the grant made before the outage survived it, unused: one call passes
+    assert.equals("pass", outcome(send("b", "counter", kept)[1]))
+    assert.equals("deferred", outcome(send("a", "counter", kept)[1]))
+    assert.equals(before + 1, calls().total)
+    assert.matches("toolgate redis: reachable again", h.read_file(env.dir .. "/a.log"), 1, true)
+  end)
+end)
