@@ -39,9 +39,10 @@ files["policies/"] = { std = "policy", unused_args = false }
 files["examples/seed-demo/policy.lua"] = { std = "policy", unused_args = false }
 files["spec/data/policies/"] = { std = "policy", unused_args = false }
 
--- nginx's lua module: the ngx API (toolgate.nginx and the shared-dict store)
+-- nginx's lua module: the ngx API (toolgate.nginx, the shared-dict and Redis stores)
 files["lua/toolgate/nginx.lua"] = { globals = { "ngx" } }
 files["lua/toolgate/state/shared_dict.lua"] = { read_globals = { "ngx" } }
+files["lua/toolgate/state/redis.lua"] = { read_globals = { "ngx" } }
 
 -- busted specs: describe/it/assert.* and friends
 files["spec/"] = { std = "+busted" }

@@ -12,100 +12,23 @@ local h = require "helpers"
 
 if h.is_luajit then return end
 
-local json -- the specs' JSON reader: toolgate's own
-do
-  local toolgate = require "toolgate"
-  local decode = require("toolgate.json").decode
-  local codec = toolgate.codec()
-  json = function(text) return assert(decode(codec.engine, text)) end
-end
+local fx = require "gateway_fixture"
+local json, sleep, spawn, alive, stop, wait_for = fx.json, fx.sleep, fx.spawn, fx.alive, fx.stop, fx.wait_for
+local upstream_port, metric = fx.upstream_port, fx.metric
 
 local root = h.root
-local testdir = root .. "/nginx/test"
+local testdir = fx.testdir
 local q = h.shell_quote
-
-local function sleep(s) os.execute("sleep " .. s) end
-
-local function node(args) return h.run("cd " .. q(testdir) .. " && node " .. args) end
-
--- Starts a command in the background; returns its PID.
-local function spawn(cmd, log)
-  local p = assert(io.popen("cd " .. q(testdir) .. " && { " .. cmd .. " ; } > " .. q(log) .. " 2>&1 < /dev/null & echo $!"))
-  local pid = tonumber(p:read("*l"))
-  p:close()
-  return assert(pid, "could not start " .. cmd)
-end
-
-local function alive(pid) return h.run("kill -0 " .. pid .. " 2>/dev/null") == 0 end
-
--- Stops a process by its PID and waits (at most 10 s) until it is gone.
-local function stop(pid)
-  if not pid then return end
-  h.run("kill -TERM " .. pid .. " 2>/dev/null")
-  for _ = 1, 100 do
-    if not alive(pid) then return end
-    sleep(0.1)
-  end
-  h.run("kill -KILL " .. pid .. " 2>/dev/null")
-end
-
--- wait_for(what, fn[, log]): fn's first true value, within 10 s; else an
--- error with the end of log
-local function wait_for(what, fn, log)
-  for _ = 1, 100 do
-    local v = fn()
-    if v then return v end
-    sleep(0.1)
-  end
-  local tail = log and (h.read_file(log) or ""):sub(-2000) or ""
-  error("timed out (10 s) waiting for " .. what .. (tail ~= "" and (":\n" .. tail) or ""))
-end
-
-local function upstream_port(log)
-  return wait_for("the upstream's port in " .. log, function()
-    local text = h.read_file(log) or ""
-    return tonumber(text:match("port (%d+)")) or tonumber(text:match("listening on port (%d+)"))
-  end)
-end
-
-local function lines(text)
-  local out = {}
-  for _, l in ipairs(h.lines_of(text)) do out[#out + 1] = json(l) end
-  return out
-end
 
 local env = {}
 local pids = {}
 
 -- the SDK client: returns the JSON lines it printed (initialize first)
-local function client(server, steps)
-  local code, out, err = node("client.mjs " .. q("http://" .. env.listen .. "/mcp/" .. server) .. " " .. q(steps))
-  assert(code == 0, "client.mjs failed: " .. err .. out)
-  return lines(out)
-end
-
-local function call_body(id, name, args)
-  return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":"' .. name .. '","arguments":'
-    .. args .. "}}"
-end
+local function client(server, steps) return fx.client("http://" .. env.listen .. "/mcp/" .. server, steps) end
+local call_body, curl = fx.call_body, fx.curl
 
 -- raw POSTs to an MCP endpoint: count identical ones at once
-local function send(server, body, count)
-  local code, out, err = node("http.mjs send " .. q("http://" .. env.listen .. "/mcp/" .. server) .. " " .. q(body)
-    .. " " .. (count or 1))
-  assert(code == 0, "http.mjs failed: " .. err)
-  local r = lines(out)
-  for _, x in ipairs(r) do
-    if x.type and x.type:find("json") then x.json = json(x.body) end
-  end
-  return r
-end
-
-local function curl(args)
-  local code, out, err = h.run("curl -s -S --max-time 10 " .. args)
-  assert(code == 0, "curl " .. args .. ": " .. err)
-  return out
-end
+local function send(server, body, count) return fx.send("http://" .. env.listen .. "/mcp/" .. server, body, count) end
 
 local function admin(method, path)
   return curl("-X " .. method .. " -H " .. q("Authorization: Bearer " .. env.token) .. " " ..
@@ -114,11 +37,6 @@ end
 
 local function calls(which)
   return json(curl(q("http://127.0.0.1:" .. env[which] .. "/calls")))
-end
-
-local function metric(text, series)
-  local v = text:match("\n" .. series:gsub("%p", "%%%0") .. " ([%d.e+-]+)")
-  return tonumber(v)
 end
 
 -- /metrics once every series holds (workers add their counts every 0.1 s)
@@ -131,17 +49,7 @@ local function metrics_when(check)
   return text
 end
 
-local function record(server, port, path, drop)
-  local code, out, err = node("client.mjs " .. q("http://127.0.0.1:" .. port .. "/mcp") .. " " .. q('[{"op":"list"}]'))
-  assert(code == 0, "recording " .. server .. ": " .. err)
-  local list = lines(out)[2].ok
-  local kept = {}
-  for _, t in ipairs(list.tools) do
-    if t.name ~= drop then kept[#kept + 1] = t end
-  end
-  local value = require "toolgate.value"
-  h.write_file(path, assert(value.encode({ server = server, tools = setmetatable(kept, value.array_mt) })))
-end
+local record = fx.record
 
 describe("toolgate gateway (nginx)", function()
   local ready, why
@@ -156,16 +64,9 @@ describe("toolgate gateway (nginx)", function()
       if why then return end
       error("nginx/test/node_modules is missing (make test installs it: npm ci --prefix nginx/test)")
     end
-    -- a new directory (tmpname repeats across runs that share a random seed)
-    local mk = assert(io.popen("mktemp -d " .. q((os.getenv("TMPDIR") or "/tmp") .. "/toolgate-gateway-spec.XXXXXX")))
-    local dir = assert(mk:read("*l"))
-    mk:close()
-    assert(os.execute("chmod 755 " .. q(dir))) -- nginx's workers (nobody) read the files in it
+    local dir = fx.tempdir("toolgate-gateway-spec")
     env.dir = dir
-    local code, out = node("http.mjs port 5")
-    assert(code == 0)
-    local ports = {}
-    for p in out:gmatch("%d+") do ports[#ports + 1] = p end
+    local ports = fx.ports(5)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
 
     pids.everything = spawn("PORT=" .. ports[3] .. " exec node " ..
