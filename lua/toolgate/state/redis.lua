@@ -139,10 +139,11 @@ local function hex(bin) return (bin:gsub(".", function(c) return string.format("
 
 -- Local keys (in the node's dict, beside shared_dict's records) ---------------
 -- "r:j#" the journal's last entry number, "r:j<" the next one to write,
--- "r:j:<n>" an entry; "r:ok" when a poll last succeeded, "r:ver" the version
+-- "r:j:<n>" an entry, "r:gap:<n>" since when an entry numbered is missing; "r:ok" when a poll last succeeded, "r:ver" the version
 -- it saw, "r:up" 1 or 0, "r:err:<op>" failures; "r:lock" the journal's
 -- writer (one at a time per node, so a copy never drops a record being written).
-local J_TAIL, J_HEAD, J_ENTRY = "r:j#", "r:j<", "r:j:"
+local J_TAIL, J_HEAD, J_ENTRY, J_GAP = "r:j#", "r:j<", "r:j:", "r:gap:"
+local GAP_SECONDS = 5
 local OK_AT, VERSION, UP, ERRORS, LOCK = "r:ok", "r:ver", "r:up", "r:err:", "r:lock"
 
 local Store = {}
@@ -261,13 +262,18 @@ local function write_journal(self)
   local ok, err = with(self, function(red)
     for n = head, tail do
       local text = d:get(J_ENTRY .. n)
-      if text then
+      if not text then
+        -- numbered by a writer in another worker that has not stored it yet:
+        -- wait for it, unless it never comes (that worker died in between)
+        d:add(J_GAP .. n, ngx.now(), 60)
+        if ngx.now() - (d:get(J_GAP .. n) or 0) < GAP_SECONDS then return true end
+      else
         local name, keys, args = entry_call(self, decode(text))
         local res, serr = script(self, red, name, keys, args)
         if res == nil or res == false then return res, serr end
-        d:delete(J_ENTRY .. n)
       end
       d:set(J_HEAD, n + 1)
+      d:delete(J_ENTRY .. n)
     end
     return true
   end)
