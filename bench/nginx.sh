@@ -10,6 +10,10 @@
 # deciding nothing.  Targets (DESIGN 6): the gateway's throughput >= 90% of
 # the plain proxy's at 64 connections, p99 added <= 200 us, no non-2xx at 256
 # connections; /v1/check >= 40,000 decisions/s on the 2-core machine.
+# Then a fleet: two gateway nodes on the shared-dict store (each its own
+# state) next to two on the Redis store (toolgate.state.redis, one
+# redis-server), wrk against both nodes of a pair at once on the accept
+# path; target: the Redis pair within 15% of the shared-dict pair's throughput.
 # Called by `make bench-nginx` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set;
 # every process it starts is stopped by its PID when it ends.
 set -eu
@@ -20,11 +24,13 @@ rm -rf "$out"
 mkdir -p "$out/up/tmp" "$out/proxy/tmp" "$out/floor/tmp"
 root=$PWD
 
-set -- $(node nginx/test/http.mjs port 5)
-up_port=$1 proxy_port=$2 gw_port=$3 admin_port=$4 floor_port=$5
-pids=""
+set -- $(node nginx/test/http.mjs port 10)
+up_port=$1 proxy_port=$2 gw_port=$3 admin_port=$4 floor_port=$5 redis_port=$6
+fleet_ports="$7 $8 $9 ${10}"
+pids="" redis_pid=""
 cleanup() {
   for p in $pids; do kill -QUIT "$p" 2>/dev/null || true; done
+  [ -z "$redis_pid" ] || kill -TERM "$redis_pid" 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
 
@@ -129,10 +135,10 @@ accept='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","a
 reject='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi","x":1}}}'
 check='{"server":"bench","name":"echo","arguments":{"message":"hi"}}'
 
-# run NAME URL BODY CONNECTIONS: one wrk run; prints "NAME rps p50_us p99_us non2xx errors"
-run() {
+# wrk_script NAME BODY: the wrk script of a run (POST BODY, print the figures)
+wrk_script() {
   body_file="$out/$1.body"
-  printf '%s' "$3" >"$body_file"
+  printf '%s' "$2" >"$body_file"
   cat >"$out/$1.lua" <<EOF
 local f = io.open("$root/$body_file", "rb")
 wrk.method = "POST"
@@ -146,8 +152,27 @@ done = function(summary, latency)
     summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
 end
 EOF
+}
+
+# run NAME URL BODY CONNECTIONS: one wrk run; prints "NAME rps p50_us p99_us non2xx errors"
+run() {
+  wrk_script "$1" "$3"
   wrk -t2 -c"$4" -d"${SECONDS_PER}s" -s "$out/$1.lua" "$2" >"$out/$1.wrk" 2>&1
   echo "$1 $(awk '/^RESULT/ {print $2, $3, $4, $5, $6}' "$out/$1.wrk")"
+}
+
+# pair NAME URL_A URL_B BODY CONNECTIONS: wrk against both nodes at once, half
+# the connections each; prints "NAME rps p50_us p99_us non2xx errors" (the
+# throughputs and errors added, the latencies the worse node's)
+pair() {
+  wrk_script "$1" "$4"
+  wrk -t1 -c$(($5 / 2)) -d"${SECONDS_PER}s" -s "$out/$1.lua" "$2" >"$out/$1.a.wrk" 2>&1 &
+  wa=$!
+  wrk -t1 -c$(($5 / 2)) -d"${SECONDS_PER}s" -s "$out/$1.lua" "$3" >"$out/$1.b.wrk" 2>&1 &
+  wb=$!
+  wait "$wa" "$wb"
+  echo "$1 $(cat "$out/$1.a.wrk" "$out/$1.b.wrk" | awk '/^RESULT/ { r += $2; if ($3 > p50) p50 = $3;
+    if ($4 > p99) p99 = $4; n += $5; e += $6 } END { print r, p50, p99, n, e }')"
 }
 
 results="$out/results.txt"
@@ -160,6 +185,31 @@ results="$out/results.txt"
   run proxy-256 "http://127.0.0.1:$proxy_port/mcp/bench" "$accept" 256
   run accept-256 "http://127.0.0.1:$gw_port/mcp/bench" "$accept" 256
 } >"$results"
+
+# The fleet: Redis on loopback, four single-worker nodes (two pairs)
+mkdir -p "$out/redis"
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$root/$out/redis" --save '' --appendonly no \
+  --daemonize no >"$out/redis.log" 2>&1 &
+redis_pid=$!
+set -- $fleet_ports
+for node in sd-a sd-b redis-a redis-b; do
+  store=""
+  case "$node" in redis-*) store="--redis 127.0.0.1:$redis_port --redis-prefix bench-fleet:" ;; esac
+  "$LUA" bin/toolgate gateway --conf-only --listen "127.0.0.1:$1" --workers 1 --prefix "$out/$node" \
+    --upstream "bench=http://127.0.0.1:$up_port/mcp" --registry "bench=$out/registry.json" \
+    --context "bench=$out/context.json" $store >/dev/null
+  eval "port_$(echo "$node" | tr - _)=$1"
+  start_nginx "$out/$node"
+  wait_port "$1" /healthz
+  shift
+done
+fleet="$out/fleet.txt"
+{
+  pair sd-64 "http://127.0.0.1:$port_sd_a/mcp/bench" "http://127.0.0.1:$port_sd_b/mcp/bench" "$accept" 64
+  pair redis-64 "http://127.0.0.1:$port_redis_a/mcp/bench" "http://127.0.0.1:$port_redis_b/mcp/bench" "$accept" 64
+  pair sd-256 "http://127.0.0.1:$port_sd_a/mcp/bench" "http://127.0.0.1:$port_sd_b/mcp/bench" "$accept" 256
+  pair redis-256 "http://127.0.0.1:$port_redis_a/mcp/bench" "http://127.0.0.1:$port_redis_b/mcp/bench" "$accept" 256
+} >"$fleet"
 
 echo "== the MCP gateway under wrk (loopback, ${SECONDS_PER}s a run, 2 threads; $(uptime | sed 's/.*load/load/'))"
 awk '
@@ -177,3 +227,17 @@ awk '
     printf "at 256 connections: %d non-2xx, %d socket errors (target 0)\n", non2xx["accept-256"], err["accept-256"]
     printf "POST /v1/check: %.0f decisions/s (target >= 40000)\n", rps["check-64"]
   }' "$results"
+
+echo
+echo "== a fleet of two nodes (1 worker each), wrk against both at once, accept path ($(uptime | sed 's/.*load/load/'))"
+awk '
+  { rps[$1] = $2; p50[$1] = $3; p99[$1] = $4; non2xx[$1] = $5; err[$1] = $6; order[++n] = $1 }
+  END {
+    printf "%-12s %10s %9s %9s %8s %7s %14s\n", "", "req/s", "p50 us", "p99 us", "non-2xx", "errors", "vs shared dict"
+    for (i = 1; i <= n; i++) {
+      k = order[i]; c = k; sub(/^[a-z]+-/, "", c)
+      printf "%-12s %10.0f %9.0f %9.0f %8d %7d %13.2fx\n", k, rps[k], p50[k], p99[k], non2xx[k], err[k], rps[k] / rps["sd-" c]
+    }
+    printf "\nRedis store at 64 connections: %.0f%% of the shared-dict store (target >= 85%%), p99 %+.0f us\n",
+      100 * rps["redis-64"] / rps["sd-64"], p99["redis-64"] - p99["sd-64"]
+  }' "$fleet"
