@@ -46,7 +46,8 @@ for f in bin/toolgate include/toolgate.h lib/libtoolgate.a lib/libtoolgate.so \
   share/lua/5.4/toolgate/cli/check.lua lib/lua/5.4/toolgate/core_c.so \
   share/lua/5.1/toolgate.lua share/lua/5.1/toolgate/core_ffi.lua \
   share/lua/5.1/toolgate/cli/canon.lua share/lua/5.1/toolgate/nginx.lua \
-  share/lua/5.1/toolgate/state/shared_dict.lua share/toolgate/policies/default.lua \
+  share/lua/5.1/toolgate/state/shared_dict.lua share/lua/5.1/toolgate/state/redis.lua \
+  share/toolgate/policies/default.lua \
   share/toolgate/policies/strict.lua share/toolgate/policies/mcp.lua; do
   [ -e "$p/$f" ] || missing="$missing $f"
 done
