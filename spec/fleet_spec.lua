@@ -3,9 +3,12 @@
 -- separate prefixes and ports) sharing it with --redis, in front of the
 -- same MCP servers built with the MCP TypeScript SDK (nginx/test/upstream.mjs:
 -- one that counts the calls reaching it, one that changes its tools after
--- the first tools/list).  What one node learns holds on the other within
+-- the first tools/list).  Node A talks to Redis in plain TCP, node B over
+-- TLS (a CA and a certificate made here with openssl), so every shared
+-- property below crosses both.  What one node learns holds on the other within
 -- the stated bound (--redis-sync plus a round trip); approvals are granted
--- once for the fleet; Redis stopped mid-run (by its PID) fails closed and
+-- once for the fleet; a node that does not trust Redis's certificate never
+-- reaches it; Redis stopped mid-run (by its PID) fails closed and
 -- what was learned while it was away reaches it when it returns.
 -- Everything listens on 127.0.0.1 and is stopped by its PID.  Runs once,
 -- under Lua 5.4 (nginx itself runs LuaJIT).
@@ -48,9 +51,30 @@ local function redis_cli(args)
   return out
 end
 
+-- A CA and, signed by it, Redis's certificate for the name "localhost";
+-- another CA that signed nothing here.
+local function make_certificates(dir)
+  assert(os.execute("mkdir -p " .. q(dir)))
+  local function ssl(args)
+    local code, _, err = h.run("cd " .. q(dir) .. " && openssl " .. args)
+    assert(code == 0, "openssl " .. args .. ": " .. err)
+  end
+  for _, ca in ipairs({ "ca", "other-ca" }) do
+    ssl("req -x509 -newkey rsa:2048 -nodes -keyout " .. ca .. ".key -out " .. ca .. ".pem -days 2 -subj '/CN=toolgate "
+      .. ca .. "'")
+  end
+  ssl("req -newkey rsa:2048 -nodes -keyout redis.key -out redis.csr -subj /CN=localhost")
+  h.write_file(dir .. "/ext", "subjectAltName=DNS:localhost\n")
+  ssl("x509 -req -in redis.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out redis.pem -days 2 -extfile ext")
+  assert(os.execute("chmod 644 " .. q(dir) .. "/*.pem"))
+end
+
 local function start_redis()
+  local tls = env.dir .. "/tls/"
   pids.redis = fx.spawn("exec redis-server --port " .. env.redis_port .. " --bind 127.0.0.1 --dir " ..
     q(env.dir .. "/redis") .. " --appendonly yes --save '' --requirepass " .. q(env.redis_password) ..
+    " --tls-port " .. env.redis_tls_port .. " --tls-cert-file " .. q(tls .. "redis.pem") .. " --tls-key-file " ..
+    q(tls .. "redis.key") .. " --tls-ca-cert-file " .. q(tls .. "ca.pem") .. " --tls-auth-clients no" ..
     " --daemonize no", env.dir .. "/redis.log")
   fx.wait_for("redis-server", function()
     local c, out = h.run("redis-cli -h 127.0.0.1 -p " .. env.redis_port .. " --no-auth-warning -a " ..
@@ -59,7 +83,8 @@ local function start_redis()
   end, env.dir .. "/redis.log")
 end
 
-local function gateway(name)
+-- gateway(name, redis_options): a node of the fleet
+local function gateway(name, redis_options)
   local n = env.nodes[name]
   local cmd = table.concat({
     "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", n.listen, "--admin", n.admin,
@@ -69,7 +94,7 @@ local function gateway(name)
     "--registry", q("counter=" .. env.dir .. "/counter.json"), "--context", q("counter=" .. env.dir .. "/counter.ctx"),
     "--upstream", "rug=http://127.0.0.1:" .. env.rug .. "/mcp",
     "--registry", q("rug=" .. env.dir .. "/rug.json"), "--context", q("rug=" .. env.dir .. "/rug.ctx"),
-    "--redis", "127.0.0.1:" .. env.redis_port, "--redis-password-file", q(env.dir .. "/redis.password"),
+    redis_options, "--redis-password-file", q(env.dir .. "/redis.password"),
     "--redis-prefix", "fleet-spec:", "--redis-sync", tostring(SYNC),
   }, " ")
   pids[name] = fx.spawn(cmd, env.dir .. "/" .. name .. ".log")
@@ -138,8 +163,10 @@ describe("a fleet of toolgate gateways on Redis", function()
     end
     env.dir = fx.tempdir("toolgate-fleet-spec")
     assert(os.execute("mkdir -p " .. q(env.dir .. "/redis")))
-    local ports = fx.ports(7)
-    env.redis_port = ports[1]
+    local ports = fx.ports(10)
+    env.redis_port, env.redis_tls_port = ports[1], ports[8]
+    env.nodes.c = { listen = "127.0.0.1:" .. ports[9], admin = "127.0.0.1:" .. ports[10] }
+    make_certificates(env.dir .. "/tls")
     env.nodes.a = { listen = "127.0.0.1:" .. ports[2], admin = "127.0.0.1:" .. ports[3] }
     env.nodes.b = { listen = "127.0.0.1:" .. ports[4], admin = "127.0.0.1:" .. ports[5] }
     env.redis_password = "fleet-spec-" .. tostring(math.random(1e9))
@@ -159,8 +186,9 @@ describe("a fleet of toolgate gateways on Redis", function()
     env.token = "fleet-token-" .. tostring(math.random(1e9)) .. "-0123456789"
     h.write_file(env.dir .. "/token", env.token .. "\n")
     h.write_file(env.dir .. "/policy.lua", h.read_file(root .. "/policies/gateway.lua"))
-    gateway("a")
-    gateway("b")
+    gateway("a", "--redis 127.0.0.1:" .. env.redis_port)
+    gateway("b", "--redis 127.0.0.1:" .. env.redis_tls_port .. " --redis-tls " .. q(env.dir .. "/tls/ca.pem") ..
+      " --redis-tls-name localhost")
     -- both nodes have copied the fleet's (empty) records once
     for _, n in ipairs({ "a", "b" }) do
       fx.wait_for("node " .. n .. " to reach Redis", function()
@@ -171,7 +199,7 @@ describe("a fleet of toolgate gateways on Redis", function()
   end)
 
   teardown(function()
-    for _, n in ipairs({ "a", "b" }) do
+    for _, n in ipairs({ "a", "b", "c" }) do
       fx.stop(pids[n])
       local pid = env.dir and tonumber(h.read_file(env.dir .. "/" .. n .. "/nginx.pid") or "")
       if pid then fx.wait_for("nginx to stop", function() return not fx.alive(pid) end) end
@@ -316,6 +344,26 @@ describe("a fleet of toolgate gateways on Redis", function()
     end
     assert.equals("deferred", outcome(send("a", "counter", body)[1]))
     assert.equals(before + (status == "granted" and 1 or 0), calls().total)
+  end)
+
+  it("a node that does not trust Redis's TLS certificate never reaches it", function()
+    if not need(pending) then return end
+    gateway("c", "--redis 127.0.0.1:" .. env.redis_tls_port .. " --redis-tls " .. q(env.dir .. "/tls/other-ca.pem") ..
+      " --redis-tls-name localhost")
+    fx.wait_for("node C's polls to fail", function()
+      local m = fx.curl(q("http://" .. env.nodes.c.listen .. "/metrics"))
+      return (fx.metric(m, 'toolgate_state_store_errors_total{op="sync"}') or 0) >= 2
+        and fx.metric(m, "toolgate_state_store_up") == 0
+    end)
+    assert.matches("toolgate redis: sync failed: TLS: 19: self-signed certificate in certificate chain",
+      h.read_file(env.dir .. "/c.log"), 1, true)
+    -- what it cannot check it does not grant: a write is deferred, with no request on Redis
+    local d = fx.send("http://" .. env.nodes.c.listen .. "/mcp/counter",
+      fx.call_body(51, "write_note", '{"text":"untrusted Redis"}'))[1]
+    assert.equals(-32002, d.json.error.code)
+    assert.equals("0", (redis_cli("--raw exists fleet-spec:a:" .. d.json.error.data.approval_id):gsub("%s", "")))
+    fx.stop(pids.c)
+    pids.c = nil
   end)
 
   it("fails closed while Redis is down and writes what it learned when Redis returns", function()

@@ -10,7 +10,8 @@ usage: toolgate gateway --listen HOST:PORT --upstream SERVER=URL... --registry S
                         [--policy FILE|NAME] [--context SERVER=FILE...]
                         [--admin HOST:PORT --admin-token-file FILE] [--workers N]
                         [--redis HOST:PORT] [--redis-prefix P] [--redis-password-file FILE]
-                        [--redis-sync SECONDS] [--prefix DIR] [--conf-only]
+                        [--redis-sync SECONDS] [--redis-tls CA_FILE] [--redis-tls-name NAME]
+                        [--prefix DIR] [--conf-only]
 
 An MCP gateway in front of MCP servers (Streamable HTTP), on nginx and its lua
 module.  The MCP endpoint of server S is http://HOST:PORT/mcp/S; the decision
@@ -38,6 +39,10 @@ options:
   --redis-sync SECONDS      how often the node copies the fleet's records from
                             Redis: a change made through another node holds
                             here within that (default: 0.25)
+  --redis-tls CA_FILE       talk to Redis over TLS, its certificate verified
+                            against the CA certificates in CA_FILE (PEM)
+  --redis-tls-name NAME     the name Redis's certificate must carry (default:
+                            the --redis host)
   --prefix DIR              where the conf, the pid file, temporary files and
                             decisions.jsonl (the decision log) go (default: a new
                             directory under $TMPDIR or /tmp)
@@ -141,6 +146,11 @@ function M.conf(o)
   w("")
   w("    lua_package_path \"", lua_dir, "/?.lua;;\";")
   if o.lua_cdir then w("    lua_package_cpath \"", o.lua_cdir, "/?.so;;\";") end
+  if o.redis and o.redis.ca_file then
+    w("    # Redis's TLS certificate is verified against these")
+    w("    lua_ssl_trusted_certificate ", o.redis.ca_file, ";")
+    w("    lua_ssl_verify_depth 4;")
+  end
   w("    # approvals, pin reports, quarantines, reload version: shared by every worker")
   w("    lua_shared_dict toolgate 16m;")
   w("    lua_shared_dict toolgate_metrics 4m;")
@@ -164,6 +174,9 @@ function M.conf(o)
     if r.prefix then parts[#parts + 1] = "prefix = " .. lua_string(r.prefix) end
     if r.password_file then parts[#parts + 1] = "password_file = " .. lua_string(r.password_file) end
     if r.sync_interval then parts[#parts + 1] = "sync_interval = " .. r.sync_interval end
+    if r.ca_file then
+      parts[#parts + 1] = "ssl = true, ssl_verify = true, server_name = " .. lua_string(r.server_name or r.host)
+    end
     w("            -- the fleet's shared state (this node keeps a copy in lua_shared_dict toolgate)")
     w("            redis = { ", table.concat(parts, ", "), " },")
   end
@@ -250,7 +263,8 @@ function M.run(args)
   local o = cli.parse(args, {
     flags = { ["conf-only"] = true },
     options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true,
-      redis = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true },
+      redis = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true,
+      ["redis-tls"] = true, ["redis-tls-name"] = true },
     multi = { upstream = true, registry = true, context = true },
   })
   if not o.listen then cli.usage_error("--listen HOST:PORT is required") end
@@ -313,12 +327,20 @@ function M.run(args)
       end
     end
     if redis.prefix == "" then cli.usage_error("--redis-prefix must not be empty") end
+    if o["redis-tls-name"] and not o["redis-tls"] then cli.usage_error("--redis-tls-name needs --redis-tls CA_FILE") end
+    if o["redis-tls"] then
+      redis.ca_file, redis.server_name = absolute(o["redis-tls"]), o["redis-tls-name"]
+      if not exists(redis.ca_file) then
+        cli.diag("gateway", "cannot read the CA certificates " .. redis.ca_file)
+        return cli.EXIT_USAGE
+      end
+    end
     if redis.password_file and not exists(redis.password_file) then
       cli.diag("gateway", "cannot read the Redis password file " .. redis.password_file)
       return cli.EXIT_USAGE
     end
   else
-    for _, k in ipairs({ "redis-prefix", "redis-password-file", "redis-sync" }) do
+    for _, k in ipairs({ "redis-prefix", "redis-password-file", "redis-sync", "redis-tls", "redis-tls-name" }) do
       if o[k] then cli.usage_error("--" .. k .. " needs --redis HOST:PORT") end
     end
   end

@@ -183,7 +183,8 @@ local function connect(self)
   if red:get_reused_times() == 0 then
     -- a new connection: TLS, AUTH and SELECT once, then it is pooled
     if c.ssl then
-      ok, err = sock:sslhandshake(nil, c.server_name or c.host, c.ssl_verify)
+      -- (false: no TLS session kept for resumption; the connection itself is pooled)
+      ok, err = sock:sslhandshake(false, c.server_name or c.host, c.ssl_verify)
       if not ok then
         red:close()
         return nil, "TLS: " .. tostring(err)
@@ -288,13 +289,13 @@ local function locked(self, fn)
   -- a writer that dies holding the lock loses it after the timeouts it could have waited
   local ttl = math.max(1, 4 * (self.c.connect_timeout + self.c.send_timeout + self.c.read_timeout))
   if not self.dict:add(LOCK, true, ttl) then return false end
-  local ok, res = pcall(fn)
+  local out = { pcall(fn) }
   self.dict:delete(LOCK)
-  if not ok then
-    ngx.log(ngx.ERR, "toolgate redis: ", res)
+  if not out[1] then
+    ngx.log(ngx.ERR, "toolgate redis: ", out[2])
     return false
   end
-  return res
+  return unpack(out, 2, 3)
 end
 
 local function flush(premature, self)
