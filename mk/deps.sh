@@ -9,8 +9,9 @@ build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1
 # (clang + libclang-rt-14-dev: libFuzzer and its sanitizers; valgrind: memcheck of the CLI)
 # (nginx, its lua module and lua-resty-core: the MCP gateway, toolgate gateway; curl: its tests)
 gateway="nginx libnginx-mod-http-lua lua-resty-core lua-resty-lrucache"
-# (redis-server, lua-nginx-redis: a fleet of gateways sharing state on Redis, toolgate.state.redis)
-fleet="redis-server lua-nginx-redis"
+# (redis-server, lua-nginx-redis: a fleet of gateways sharing state on Redis, toolgate.state.redis;
+# openssl: the certificates of its TLS test)
+fleet="redis-server lua-nginx-redis openssl"
 demo="$build python3 nodejs npm curl $gateway"
 # (librsvg2-bin: rsvg-convert renders toolgate sweep's SVG in its spec)
 test="$build lua-busted xxhash locales python3 nodejs npm luarocks lua-check lua-ldoc cppcheck clang-format groff-base clang libclang-rt-14-dev valgrind librsvg2-bin $gateway $fleet curl"

@@ -152,8 +152,8 @@ describe("a fleet of toolgate gateways on Redis", function()
 
   setup(function()
     if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 or not h.have("redis-server") or
-      h.run("test -f /usr/share/lua/5.1/nginx/redis.lua") ~= 0 then
-      why = "needs node, Debian's nginx, redis-server and lua-nginx-redis (make test installs them)"
+      h.run("test -f /usr/share/lua/5.1/nginx/redis.lua") ~= 0 or not h.have("openssl") then
+      why = "needs node, Debian's nginx, redis-server, lua-nginx-redis and openssl (make test installs them)"
       return
     end
     if h.run("test -f " .. q(fx.testdir .. "/node_modules/@modelcontextprotocol/sdk/package.json")) ~= 0 then
@@ -385,6 +385,8 @@ describe("a fleet of toolgate gateways on Redis", function()
     local g = fx.curl("-o /dev/null -w '%{http_code}' -X POST -H " .. q("Authorization: Bearer " .. env.token) .. " " ..
       q("http://" .. env.nodes.b.admin .. "/v1/approvals/" .. kid .. "/deny"))
     assert.equals("503", g)
+    assert.equals("UNAVAILABLE", json(admin("a", "GET", "/v1/approvals/" .. kid)).code)
+    assert.equals("UNAVAILABLE", json(admin("a", "GET", "/v1/approvals")).code)
     assert.equals(before, calls().total)
     -- reads still pass (pins and quarantines as copied)
     assert.equals("pass", outcome(send("a", "counter", fx.call_body(33, "echo", '{"message":"still"}'))[1]))

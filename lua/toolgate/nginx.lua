@@ -580,7 +580,8 @@ function M.admin()
   end
   id = uri:match("^/v1/approvals/(%x+)$")
   if id and method == "GET" then
-    local r = W.store:approval(id)
+    local r, err, code = W.store:approval(id)
+    if not r and code == "UNAVAILABLE" then return send(503, enc({ error = err, code = code })) end
     if not r then return api_error(404, "no approval request " .. id) end
     return send(200, enc(r))
   end

@@ -36,6 +36,11 @@
 --   store:quarantine_server(registry_hash, server, reason)
 --   store:server_quarantine(registry_hash, server) -> { reason =, since = } | nil
 --   store:quarantined_servers() -> { {registry_hash =, server =, reason =, since =}, ... }
+-- A store kept elsewhere (toolgate.state.redis) may be unreachable: then
+-- approval_take is false, "unavailable" (no use taken: the call stays
+-- deferred), approval_open false, approval_decide and approval nil, message,
+-- "UNAVAILABLE", approvals nil, message; and it may add health() -> {up =,
+-- age =, pending =, errors =} for the host's metrics.
 -- approval record = { id =, status = "pending" | "granted" | "denied" | "used",
 --   binding =, server =, tool =, code =, message =, args_digest =, uses =,
 --   created =, expires = }.  Pins and quarantines are kept per registry

@@ -538,12 +538,12 @@ function Store:approval_decide(id, verdict)
   return res[2]
 end
 
--- -> record | nil (none, or Redis unavailable: nothing can be said of it)
+-- -> record | nil (none) | nil, message, "UNAVAILABLE" (Redis cannot be reached)
 function Store:approval(id)
   local res, err = with(self, function(red) return read_approval(red, akeys(self, id)) end)
   if not res then
     count_error(self, "approval", err)
-    return nil
+    return nil, "the state store is unavailable: " .. tostring(err), "UNAVAILABLE"
   end
   return res[1]
 end
