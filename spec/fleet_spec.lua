@@ -438,4 +438,18 @@ describe("a fleet of toolgate gateways on Redis", function()
     assert.equals(before + 1, calls().total)
     assert.matches("toolgate redis: reachable again", h.read_file(env.dir .. "/a.log"), 1, true)
   end)
+
+  it("a Redis that lost its data gets the fleet's quarantines and pin reports back from the nodes", function()
+    if not need(pending) then return end
+    redis_cli("flushall")
+    fx.wait_for("the nodes to write their records again", function()
+      local pins, det = redis_cli("--raw hvals fleet-spec:pins"), redis_cli("--raw hvals fleet-spec:det:q")
+      return pins:find("exfiltrate", 1, true) and det:find("add-results", 1, true) and det:find("echo-results", 1, true)
+    end)
+    assert.matches("toolgate redis: its version went back", h.read_file(env.dir .. "/b.log"), 1, true)
+    -- never forgotten on the nodes meanwhile
+    local x = send("b", "rug", fx.call_body(61, "echo", '{"message":"hi"}'))[1]
+    assert.equals("PIN_CHANGED", x.json.error.data.decision.code)
+    assert.equals("DETERMINISM_UNVERIFIED", classify("a", "add", "args"))
+  end)
 end)

@@ -25,7 +25,9 @@
 --   written when Redis answers again.  Worker 0 of each node polls the
 --   version key every sync_interval and, when it moved, copies the fleet's
 --   records into the dict: a change made through another node holds here
---   within sync_interval plus one round trip to Redis.
+--   within sync_interval plus one round trip to Redis.  A version that went
+--   back (Redis lost its data) makes the node write its copy's quarantines
+--   and pin reports again.
 --
 -- While the copy is older than stale_after (no successful poll), a tool's
 -- determinism verification is unread: get() answers it as unverified
@@ -305,13 +307,13 @@ end
 
 -- Records a write: into the journal (never evicted: safe_set fails on a
 -- full dict instead, and that raises, as the shared-dict store does), then
--- to Redis from a timer now.
-local function journal(self, entry)
+-- to Redis from a timer now (later: at the next poll).
+local function journal(self, entry, later)
   local d = self.dict
   local n = d:incr(J_TAIL, 1, 0)
   local ok, err = d:safe_set(J_ENTRY .. n, encode(entry))
   if not ok then error("toolgate redis: cannot keep a write for Redis: " .. tostring(err), 3) end
-  ngx.timer.at(0, flush, self)
+  if not later then ngx.timer.at(0, flush, self) end
 end
 
 -- The copy: the fleet's records, polled ----------------------------------------
@@ -362,6 +364,26 @@ local function copy(self, res, journal_empty)
   end
 end
 
+-- Redis lost what it held (restarted without its data, flushed): its
+-- version went back.  This node writes the quarantines, pin reports and
+-- quarantined servers of its copy again, so the fleet's refusals outlive it.
+local function restore(self, from, to)
+  local d = self.dict
+  local kinds = { { K.quarantined, "quarantine" }, { K.pin, "pin" }, { K.server, "server" } }
+  local n = 0
+  for _, key in ipairs(d:get_keys(0)) do
+    for _, kind in ipairs(kinds) do
+      local text = key:sub(1, #kind[1]) == kind[1] and d:get(key)
+      if text then
+        journal(self, { kind[2], key:sub(#kind[1] + 1), text }, true)
+        n = n + 1
+      end
+    end
+  end
+  ngx.log(ngx.WARN, "toolgate redis: its version went back from ", from, " to ", to, " (its data was lost): ",
+    "writing this node's ", n, " records again")
+end
+
 local function mark(self, up, err)
   local d = self.dict
   local was = d:get(UP)
@@ -384,6 +406,11 @@ function Store:sync()
     local res, ferr = fetch(self)
     if not res then return nil, ferr end
     local v = tostring(null(res[1]) or 0)
+    local last = tonumber(d:get(VERSION) or "")
+    if last and tonumber(v) < last then
+      restore(self, last, v)
+      empty = false
+    end
     if v ~= d:get(VERSION) or not empty then copy(self, res, empty) end
     d:set(VERSION, v)
     d:set(OK_AT, ngx.now())
