@@ -447,10 +447,14 @@ local function metrics_text()
     local counts = { pending = 0, granted = 0, denied = 0, used = 0 }
     for _, r in ipairs(approvals) do counts[r.status] = (counts[r.status] or 0) + 1 end
     for state, n in pairs(counts) do gauges[#gauges + 1] = { "toolgate_approvals", { state = state }, n } end
-    local mdict = W.metrics.dict
-    local function ev(name) return mdict:get(W.metrics:key("toolgate_approval_events_total", { event = name })) or 0 end
-    local expired = ev("requested") - ev("granted") - ev("denied") - counts.pending
-    gauges[#gauges + 1] = { "toolgate_approvals_expired", nil, math.max(expired, 0) }
+    -- (this node's events against the store's requests: on a fleet's shared
+    -- store the two do not match, and the gauge is left out)
+    if not W.store.health then
+      local mdict = W.metrics.dict
+      local function ev(name) return mdict:get(W.metrics:key("toolgate_approval_events_total", { event = name })) or 0 end
+      local expired = ev("requested") - ev("granted") - ev("denied") - counts.pending
+      gauges[#gauges + 1] = { "toolgate_approvals_expired", nil, math.max(expired, 0) }
+    end
   end
   if W.store.health then
     local hl = W.store:health()
