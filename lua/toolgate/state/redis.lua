@@ -425,7 +425,8 @@ end
 --- start(): in init_worker.  Worker 0 polls Redis every sync_interval,
 -- and once now.
 function Store:start()
-  if ngx.worker.id() ~= 0 then return end
+  local id = ngx.worker.id()
+  if id ~= nil and id ~= 0 then return end -- (nil: nginx without a master, one process)
   local function tick(premature)
     if not premature then self:sync() end
   end
