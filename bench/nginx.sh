@@ -203,14 +203,20 @@ for node in sd-a sd-b redis-a redis-b; do
   wait_port "$1" /healthz
   shift
 done
-# three rounds, the two stores in turn, so load from elsewhere falls on both
+# three rounds, the two stores in turn (the first of a round alternating),
+# so load from elsewhere falls on both
 fleet="$out/fleet.txt"
+sd_pair() { pair "sd-64-$1" "http://127.0.0.1:$port_sd_a/mcp/bench" "http://127.0.0.1:$port_sd_b/mcp/bench" "$accept" 64; }
+redis_pair() {
+  pair "redis-64-$1" "http://127.0.0.1:$port_redis_a/mcp/bench" "http://127.0.0.1:$port_redis_b/mcp/bench" "$accept" 64
+}
 {
-  for round in 1 2 3; do
-    pair "sd-64-$round" "http://127.0.0.1:$port_sd_a/mcp/bench" "http://127.0.0.1:$port_sd_b/mcp/bench" "$accept" 64
-    pair "redis-64-$round" "http://127.0.0.1:$port_redis_a/mcp/bench" "http://127.0.0.1:$port_redis_b/mcp/bench" \
-      "$accept" 64
-  done
+  sd_pair 1
+  redis_pair 1
+  redis_pair 2
+  sd_pair 2
+  sd_pair 3
+  redis_pair 3
   pair sd-256 "http://127.0.0.1:$port_sd_a/mcp/bench" "http://127.0.0.1:$port_sd_b/mcp/bench" "$accept" 256
   pair redis-256 "http://127.0.0.1:$port_redis_a/mcp/bench" "http://127.0.0.1:$port_redis_b/mcp/bench" "$accept" 256
 } >"$fleet"
