@@ -48,6 +48,7 @@ struct tg_sweep_t {
     size_t *code_at; /* where each starts in codes */
     size_t n_codes, cap_codes;
     signed char *tool_labels; /* one per registry tool */
+    size_t n_labels;          /* so the sweep frees them without its policy */
 };
 
 static int nomem(tg_error_t *err)
@@ -79,20 +80,26 @@ tg_sweep_t *tg_sweep_new(const tg_policy_t *p, tg_error_t *err)
         return NULL;
     }
     memset(s->tool_labels, -1, nt);
+    s->n_labels = nt;
+    /* held to the sweep's free, which a garbage collector may call last */
+    tg_engine_retain(s->e);
     return s;
 }
 
 void tg_sweep_free(tg_sweep_t *s)
 {
+    tg_engine_t *e;
     if (!s)
         return;
-    tg_mem_free(s->e, s->plans, s->cap_plans * sizeof *s->plans);
-    tg_mem_free(s->e, s->dets, s->cap_dets * sizeof *s->dets);
-    tg_mem_free(s->e, s->calls, s->cap_calls * sizeof *s->calls);
-    tg_mem_free(s->e, s->code_at, s->cap_codes * sizeof *s->code_at);
-    tg_mem_free(s->e, s->tool_labels, s->p->n_tools ? s->p->n_tools : 1);
+    e = s->e;
+    tg_mem_free(e, s->plans, s->cap_plans * sizeof *s->plans);
+    tg_mem_free(e, s->dets, s->cap_dets * sizeof *s->dets);
+    tg_mem_free(e, s->calls, s->cap_calls * sizeof *s->calls);
+    tg_mem_free(e, s->code_at, s->cap_codes * sizeof *s->code_at);
+    tg_mem_free(e, s->tool_labels, s->n_labels);
     tg_buf_free(&s->codes);
-    tg_mem_free(s->e, s, sizeof *s);
+    tg_mem_free(e, s, sizeof *s);
+    tg_engine_release(e);
 }
 
 size_t tg_sweep_count(const tg_sweep_t *s)

@@ -1445,7 +1445,8 @@ TG_API int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg
  * with those settings. */
 typedef struct tg_sweep_t tg_sweep_t;
 
-/* A new, empty sweep for policy p (which must outlive it).  NULL and err
+/* A new, empty sweep for policy p (which must outlive its use; it may be
+ * freed after p and the engine, as a garbage collector may).  NULL and err
  * filled when out of memory. */
 TG_API tg_sweep_t *tg_sweep_new(const tg_policy_t *p, tg_error_t *err);
 TG_API void tg_sweep_free(tg_sweep_t *s);

@@ -725,6 +725,36 @@ static void test_sweep(void)
     tg_policy_free(base);
 }
 
+/* A garbage collector frees in any order (LuaJIT's at lua_close freed a
+ * sweep after its policy and engine, and crashed): a sweep freed last
+ * reads neither, and holds its engine until then; every byte comes back. */
+static void test_sweep_freed_last(void)
+{
+    static const char desc[] = "{\"version\":\"t@1\",\"registry_hash\":\"h\",\"stages\":"
+                               "[{\"stage\":\"consistency\"}],\"risk_levels\":[\"none\"],"
+                               "\"tools\":[{\"deterministic\":true}]}";
+    acct a = {0};
+    tg_engine_t *e = tg_engine_new(NULL, acct_alloc, &a, NULL);
+    tg_registry_t *r = tg_registry_new(e, NULL);
+    tg_policy_t *p = NULL;
+    tg_sweep_t *sw;
+    tg_doc_t *d;
+    int ok;
+    tg_parse(e, TOOLS[0][2], strlen(TOOLS[0][2]), &d, NULL);
+    tg_registry_add(r, TOOLS[0][0], 2, TOOLS[0][1], strlen(TOOLS[0][1]), NULL, 0, tg_doc_root(d),
+                    NULL, NULL, NULL, NULL);
+    tg_doc_free(d);
+    ok = tg_policy_new(e, r, desc, strlen(desc), &p, NULL) == TG_OK;
+    sw = tg_sweep_new(p, NULL);
+    ok &= sw != NULL && tg_sweep_tools(sw) == 1;
+    tg_policy_free(p);
+    tg_registry_free(r);
+    tg_engine_free(e);
+    ok &= a.live > 0; /* the sweep's, and the engine it holds */
+    tg_sweep_free(sw);
+    tap_ok(ok && a.live == 0, "a sweep freed after its policy and engine gives every byte back");
+}
+
 int main(void)
 {
     test_fixed2();
@@ -734,6 +764,7 @@ int main(void)
     test_questions();
     test_threads();
     test_sweep();
+    test_sweep_freed_last();
     tg_norm_free(NORM);
     tg_registry_free(R);
     tg_engine_free(E);
