@@ -13,8 +13,10 @@ gateway="nginx libnginx-mod-http-lua lua-resty-core lua-resty-lrucache"
 # openssl: the certificates of its TLS test)
 fleet="redis-server lua-nginx-redis openssl"
 demo="$build python3 nodejs npm curl $gateway"
-# (librsvg2-bin: rsvg-convert renders toolgate sweep's SVG in its spec)
-test="$build lua-busted xxhash locales python3 nodejs npm luarocks lua-check lua-ldoc cppcheck clang-format groff-base clang libclang-rt-14-dev valgrind librsvg2-bin $gateway $fleet curl"
+# (librsvg2-bin: rsvg-convert renders toolgate sweep's SVG in its spec;
+#  chromium: opens sweep's HTML report headless and screenshots it, so a
+#  script error in the report fails a test -- about 290 MB, once per machine)
+test="$build lua-busted xxhash locales python3 nodejs npm luarocks lua-check lua-ldoc cppcheck clang-format groff-base clang libclang-rt-14-dev valgrind librsvg2-bin chromium $gateway $fleet curl"
 # (libsimdjson-dev, g++: the parse floor make bench prints)
 bench="$build python3 nodejs npm libsimdjson-dev g++"
 bench_nginx="$build nodejs npm $gateway $fleet wrk"
