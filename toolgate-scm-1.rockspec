@@ -59,6 +59,7 @@ build = {
     ["toolgate.cli.sweep"] = "lua/toolgate/cli/sweep.lua",
     ["toolgate.experiment"] = "lua/toolgate/experiment.lua",
     ["toolgate.plot"] = "lua/toolgate/plot.lua",
+    ["toolgate.cli.test"] = "lua/toolgate/cli/test.lua",
     ["toolgate.suggest"] = "lua/toolgate/suggest.lua",
     -- the shipped policies, beside the modules, where toolgate.policy finds
     -- them by name (--policy strict, toolgate.new{policy = "strict"})

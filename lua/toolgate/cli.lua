@@ -19,6 +19,7 @@ local COMMANDS = {
   { name = "check", summary = "the policy's stages on each tool call: one decision per line" },
   { name = "classify", summary = "self-consistency of sampled plans: agreement on arguments and on results" },
   { name = "sweep", summary = "labeled plans over a grid of thresholds: confusion tables, CSV, JSON, plots" },
+  { name = "test", summary = "a policy's cases: each call or plan against the decision fields it must get" },
   { name = "probe", summary = "verify tools' determinism declarations by running a dry run twice" },
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },
