@@ -60,7 +60,9 @@ build = {
     ["toolgate.experiment"] = "lua/toolgate/experiment.lua",
     ["toolgate.plot"] = "lua/toolgate/plot.lua",
     ["toolgate.cli.test"] = "lua/toolgate/cli/test.lua",
+    ["toolgate.cli.policy"] = "lua/toolgate/cli/policy.lua",
     ["toolgate.suggest"] = "lua/toolgate/suggest.lua",
+    ["toolgate.lint"] = "lua/toolgate/lint.lua",
     -- the shipped policies, beside the modules, where toolgate.policy finds
     -- them by name (--policy strict, toolgate.new{policy = "strict"})
     ["toolgate.policies.default"] = "policies/default.lua",

@@ -20,6 +20,7 @@ local COMMANDS = {
   { name = "classify", summary = "self-consistency of sampled plans: agreement on arguments and on results" },
   { name = "sweep", summary = "labeled plans over a grid of thresholds: confusion tables, CSV, JSON, plots" },
   { name = "test", summary = "a policy's cases: each call or plan against the decision fields it must get" },
+  { name = "policy", summary = "policy lint: load errors, then what is legal but likely wrong, with lines" },
   { name = "probe", summary = "verify tools' determinism declarations by running a dry run twice" },
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },

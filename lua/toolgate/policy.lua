@@ -240,6 +240,9 @@ local function stage_settings(p, name)
   return out
 end
 
+-- check_consistency(given, settings, warnings) -> true | nil, message,
+-- code: the consistency settings' errors, and (into warnings) the
+-- thresholds that make a verdict unreachable
 local function check_consistency(given, c, warnings)
   if c.max_samples < c.min_samples then
     return invalid("consistency.max_samples", "must be a whole number from min_samples to 2^31-1")
@@ -262,6 +265,8 @@ local function check_consistency(given, c, warnings)
   end
   return true
 end
+
+M.check_consistency = check_consistency
 
 -- The registry section: its sources, and the settings toolgate.registry
 -- checks (closed, assert_formats, on_*, ...).
@@ -569,6 +574,7 @@ function M.load(source, hash_text)
     resolvers = p.resolvers,
     mcp = p.mcp, -- checked by toolgate.mcp, which reads it
     warnings = warnings,
+    given = p, -- the table as the file wrote it (toolgate policy lint reads what it sets)
   }
 end
 

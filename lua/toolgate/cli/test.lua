@@ -90,8 +90,9 @@ local function check_case(case, where)
   return true
 end
 
--- read_cases(path, codec) -> { {case =, line =, text =}, ... }, kind | nil, message
-local function read_cases(path, codec)
+-- read_cases(path, codec) -> { {case =, line =, where =}, ... }, kind | nil, message
+-- (also toolgate policy lint's: the cases it reads the gate's outcomes from)
+function M.read_cases(path, codec)
   local text = cli.read_all("test", path)
   if not text then return nil end
   local cases = {}
@@ -121,8 +122,8 @@ local function read_cases(path, codec)
   return cases, "jsonl", n
 end
 
--- the outcome of one case: a list of decision tables
-local function outcome(engine, case, base_ctx)
+-- outcome(engine, case, base_ctx) -> the case's decisions, a list of tables
+function M.outcome(engine, case, base_ctx)
   local ctx = {}
   for k, v in pairs(base_ctx) do ctx[k] = v end
   for k, v in pairs(case.context or {}) do ctx[k] = v end
@@ -221,7 +222,7 @@ end
 local function run_file(opts, path, base_ctx, warn, update)
   local engine = cli.load_engine("test", opts, nil, warn)
   if not engine then return nil end
-  local cases, kind = read_cases(path, engine:snapshot().core)
+  local cases, kind = M.read_cases(path, engine:snapshot().core)
   if not cases then
     if kind then cli.diag("test", kind) end
     return nil
@@ -240,7 +241,7 @@ local function run_file(opts, path, base_ctx, warn, update)
   end
   local passed, failed, replaced, changed = 0, 0, {}, false
   for _, c in ipairs(cases) do
-    local got = outcome(engine, c.case, base_ctx)
+    local got = M.outcome(engine, c.case, base_ctx)
     local diff = differences(expectations(c.case.expect), got)
     if update then
       if #diff > 0 or c.case.expect == nil then
