@@ -63,6 +63,7 @@ build = {
     ["toolgate.cli.policy"] = "lua/toolgate/cli/policy.lua",
     ["toolgate.suggest"] = "lua/toolgate/suggest.lua",
     ["toolgate.lint"] = "lua/toolgate/lint.lua",
+    ["toolgate.explain"] = "lua/toolgate/explain.lua",
     -- the shipped policies, beside the modules, where toolgate.policy finds
     -- them by name (--policy strict, toolgate.new{policy = "strict"})
     ["toolgate.policies.default"] = "policies/default.lua",

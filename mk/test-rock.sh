@@ -36,8 +36,9 @@ out=$(echo '{"server":"filesystem","name":"read_file","arguments":{"path":"/etc/
 same "$(echo "$out" | grep -o '"code":"H2"' | head -1) $(echo "$out" | grep -o '"policy_version":"strict@')" \
   '"code":"H2" "policy_version":"strict@' \
   "<tree>/bin/toolgate check --policy strict (a shipped policy, by name)"
+# the policy files (policies/tests/ holds their cases, which are not shipped)
 same "$(ls "$tree"/share/lua/5.4/toolgate/policies | tr '\n' ' ')" \
-  "$(ls policies | tr '\n' ' ')" "the rock carries the shipped policies, beside its modules"
+  "$(cd policies && ls *.lua | tr '\n' ' ')" "the rock carries the shipped policies, beside its modules"
 
 probe='local t = require "toolgate"
 io.write(t.BINDING, " ", t.hash("{}"), " ", package.searchpath("toolgate", package.path), " ",

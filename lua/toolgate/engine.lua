@@ -26,6 +26,7 @@
 
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
+local explain = require "toolgate.explain"
 local json = require "toolgate.json"
 local lines = require "toolgate.lines"
 local pipeline = require "toolgate.pipeline"
@@ -241,7 +242,7 @@ end
 -- mistake, and raises (a policy's or a registry's content is data).
 local OPTIONS = { policy = { string = true, table = true }, registry = { table = true }, context = { table = true },
   limits = { table = true }, format = { string = true }, observe = { ["function"] = true }, state = { table = true },
-  trust_call_context = { boolean = true }, report_also = { boolean = true } }
+  trust_call_context = { boolean = true }, report_also = { boolean = true }, explain = { boolean = true } }
 
 --- Makes an engine (also toolgate.new).
 -- new(opts) -> engine | nil, message, code
@@ -257,7 +258,9 @@ local OPTIONS = { policy = { string = true, table = true }, registry = { table =
 -- over the context, for replaying trusted recorded traffic; by default such
 -- a call is refused, CONTEXT_IN_CALL: what a model wrote must never widen
 -- what the operator granted), report_also (true: list H5 for accepted
--- calls whatever the policy's rung.report_also says)
+-- calls whatever the policy's rung.report_also says), explain (true:
+-- the decisions of check and check_all carry a trace of each stage that
+-- ran, "explain": see toolgate.explain; slower, for authors and debugging)
 -- @treturn Engine the engine, or nil, message, code when the policy or a
 -- registry cannot be loaded
 function M.new(opts)
@@ -360,9 +363,10 @@ local ONE = 4           -- TG_CHECK_ONE
 local RUN_IN_CORE = -2  -- TG_RUN_IN_CORE
 
 -- The core hands the host the stages that are Lua (a custom stage, the
--- policy's gate rule), and every stage when an observe hook traces them:
--- the answer is (verdict code, code, message), -1 for a pass.
-local function host_answer(self, snap, dec, index, lua_ctx)
+-- policy's gate rule), and every stage when an observe hook or an explain
+-- trace follows them: the answer is (verdict code, code, message), -1 for
+-- a pass.
+local function host_answer(self, snap, dec, index, lua_ctx, trace)
   local stage = snap.policy.stages[index]
   local server, name, args, digest, tool_index, own = dec:call()
   local state = { snap = snap, server = server, name = name, args = args, args_digest = digest,
@@ -370,8 +374,15 @@ local function host_answer(self, snap, dec, index, lua_ctx)
   -- the core refuses a call's own context unless the input is trusted
   if own then state.ctx = merge(lua_ctx, json.to_lua(own)) end
   if self.opts.observe then self.opts.observe(stage.name, state) end
-  if not (stage.custom or stage.settings.admissible) then return RUN_IN_CORE end
-  local o = pipeline.host_stage(state, stage)
+  local o
+  if trace then
+    o = trace:stage(stage, state)
+    if o == false then return RUN_IN_CORE end
+  elseif not (stage.custom or stage.settings.admissible) then
+    return RUN_IN_CORE
+  else
+    o = pipeline.host_stage(state, stage)
+  end
   if not o then return -1 end
   return o.verdict == "defer" and 2 or 1, o.code, o.message
 end
@@ -386,7 +397,7 @@ local function take_decider(snap)
 end
 
 local function flags_of(self)
-  return (self.opts.trust_call_context and TRUST_CONTEXT or 0) + (self.opts.observe and PAUSE or 0)
+  return (self.opts.trust_call_context and TRUST_CONTEXT or 0) + ((self.opts.observe or self.opts.explain) and PAUSE or 0)
 end
 
 -- A classify's question: an ID for the policy's resolver function, asked
@@ -413,11 +424,11 @@ local function record_answer(self, snap, dec)
 end
 
 -- Answers the host's questions about the call or plan in progress (its
--- stages, IDs, records) until it is decided.
-local function settle(self, snap, dec, lua_ctx, status, verdict, out, code, stage, pending)
+-- stages, IDs, records) until it is decided; trace: an explain trace, or nil.
+local function settle(self, snap, dec, lua_ctx, trace, status, verdict, out, code, stage, pending)
   while status == 1 or status == 3 or status == 4 do
     if status == 1 then
-      status, verdict, out, code, stage, pending = dec:answer(host_answer(self, snap, dec, pending, lua_ctx))
+      status, verdict, out, code, stage, pending = dec:answer(host_answer(self, snap, dec, pending, lua_ctx, trace))
     elseif status == 3 then
       status, verdict, out, code, stage, pending = resolve_answer(snap, dec)
     else
@@ -448,14 +459,17 @@ end
 -- (check_all decides each).
 local function run_check(self, snap, compiled, text, cctx, lua_ctx, line, resolved)
   local dec = take_decider(snap)
-  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
+  local trace = self.opts.explain and explain.new(snap) or nil
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace,
     dec:check(compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self) + ONE, line))
   local tool_index, digest
-  if resolved then tool_index, digest = dec:resolved() end
+  if resolved or trace then tool_index, digest = dec:resolved() end
   local pool = snap.deciders
   pool[#pool + 1] = dec
   if status ~= 0 then return undecided(snap, line, out, verdict, "call", lua_ctx) end
-  return decision.new(VERDICTS[verdict], code, stage, out), tool_index and snap.registry.tools[tool_index], digest
+  local d, tool = decision.new(VERDICTS[verdict], code, stage, out), tool_index and snap.registry.tools[tool_index]
+  if trace then d = trace:finish(d, tool) end
+  return d, tool, digest
 end
 
 -- The context of one call: the snapshot's own (policy and engine
@@ -522,25 +536,34 @@ end
 -- format (the shape read); {} for a text of no call (a text-only
 -- message); a text that cannot be decoded, or whose context is refused,
 -- gives one reject (without index).  All are decided on one snapshot.
-function Engine:check_all(call, ctx)
+-- @param[opt] line a line number, written into each decision (the CLI's)
+function Engine:check_all(call, ctx, line)
   local snap = self.current
   local list = setmetatable({}, value.array_mt)
   local cctx, lua_ctx, cerr = call_context(snap, ctx)
   if not cctx then
-    list[1] = bad_context(snap, lua_ctx or cerr)
+    list[1] = bad_context(snap, lua_ctx or cerr, line)
     return list
   end
   local text, failed = call_text(call)
   if not text then
+    failed.line = line
     list[1] = decision.from_table(finish(snap, failed, lua_ctx))
     return list
   end
   local dec = take_decider(snap)
-  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
-    dec:check(snap.compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self)))
+  local trace = self.opts.explain and explain.new(snap) or nil
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace,
+    dec:check(snap.compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self), line))
   while status == 0 do
-    list[#list + 1] = decision.new(VERDICTS[verdict], code, stage, out)
-    status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, dec:next())
+    local d = decision.new(VERDICTS[verdict], code, stage, out)
+    if trace then
+      local tool_index = dec:resolved()
+      d = trace:finish(d, tool_index and snap.registry.tools[tool_index])
+      trace = explain.new(snap)
+    end
+    list[#list + 1] = d
+    status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace, dec:next())
   end
   local pool = snap.deciders
   pool[#pool + 1] = dec
@@ -600,7 +623,7 @@ function Engine:check_stream(read, write, ctx, threads)
         counts[0], counts[1], counts[2] = counts[0] + res[5], counts[1] + res[6], counts[2] + res[7]
         pos, line = res[2], res[3]
         if status == 2 then return pos end
-        local st, verdict, text = settle(self, snap, dec, lua_ctx, 1, nil, nil, nil, nil, res[8])
+        local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, 1, nil, nil, nil, nil, res[8])
         if st == 0 then
           write(text, "\n")
           counts[verdict] = counts[verdict] + 1
@@ -653,7 +676,7 @@ function Engine:classify(plan, ctx, line)
     error("classify: a plan (JSON text or a table) expected, got " .. type(plan), 2)
   end
   local dec, cstore = take_decider(snap), state_mod.core_store(self.store)
-  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx,
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, nil,
     dec:classify(snap.compiled, cctx, cstore, text, flags_of(self), line, os.time()))
   if status == 0 and not cstore then write_quarantines(self, snap, dec) end
   local pool = snap.deciders
@@ -696,7 +719,7 @@ function Engine:classify_stream(read, write, ctx, threads)
         -- a plan waits for the host (a stage, an ID, a record), or its
         -- quarantines do (the engine's own store)
         local st, verdict, text = status, res[8], res[9]
-        if status ~= 0 then st, verdict, text = settle(self, snap, dec, lua_ctx, status, nil, nil, nil, nil, res[8]) end
+        if status ~= 0 then st, verdict, text = settle(self, snap, dec, lua_ctx, nil, status, nil, nil, nil, nil, res[8]) end
         if st == 0 then
           if not cstore then write_quarantines(self, snap, dec) end
           write(text, "\n")

@@ -88,31 +88,43 @@ local function read_stage(stage, r1, r2)
            message = reason_text(r1.message or r2, "stage " .. stage.name .. " says " .. verdict) }
 end
 
+-- A reader that also keeps what the policy function returned (plain
+-- copies already) in seen.returned, for an --explain trace.
+local function recording(reader, seen)
+  return function(context, ...)
+    seen.returned = { n = select("#", ...), ... }
+    return reader(context, ...)
+  end
+end
+
 -- The gate, when the policy gives its own rule.
-local function run_gate(state, stage)
+local function run_gate(state, stage, seen)
   local view, failed = call_view(state, "gate")
   if not view then return failed end
-  local ok, d = sandbox.call_then(state.snap.policy.budget, read_gate, nil, stage.settings.admissible,
-    copy(state.tool.contract), copy(state.ctx), view)
+  local ok, d = sandbox.call_then(state.snap.policy.budget, seen and recording(read_gate, seen) or read_gate, nil,
+    stage.settings.admissible, copy(state.tool.contract), copy(state.ctx), view)
   if not ok then return policy_error(state, "gate", d) end
   return d
 end
 
-local function run_custom(state, stage)
+local function run_custom(state, stage, seen)
   local view, failed = call_view(state, stage.name)
   if not view then return failed end
-  local ok, d = sandbox.call_then(state.snap.policy.budget, read_stage, stage, stage.run, view,
+  local ok, d = sandbox.call_then(state.snap.policy.budget, seen and recording(read_stage, seen) or read_stage, stage,
+    stage.run, view,
     stage.reads_contract and state.tool and tool_view(state.tool) or nil, copy(state.ctx))
   if not ok then return policy_error(state, stage.name, d) end
   return d
 end
 
--- host_stage(state, stage) -> nil | objection fields: runs one of the
--- stages the core hands to the host.  state: {snap, server, name,
+-- host_stage(state, stage[, seen]) -> nil | objection fields: runs one of
+-- the stages the core hands to the host.  state: {snap, server, name,
 -- args_digest, args (the arguments node), tool (the registry record), ctx}.
-function M.host_stage(state, stage)
-  if stage.custom then return run_custom(state, stage) end
-  return run_gate(state, stage)
+-- seen (a table, for --explain): gets returned, what the policy function
+-- returned ({n =, ...}).
+function M.host_stage(state, stage, seen)
+  if stage.custom then return run_custom(state, stage, seen) end
+  return run_gate(state, stage, seen)
 end
 
 return M

@@ -683,18 +683,37 @@ local function message_of(e)
   return "a policy raised a " .. type(e) .. " as its error (not a message)"
 end
 
+-- Counting one instruction at a time (an --explain trace saying what a
+-- policy function used of its budget), and what the last call used.
+local precise, last_spent = false, 0
+
 run = function(budget, mode, reader, context, fn, ...)
   local old_hook, old_mask, old_count = gethook()
   local outer_left, outer_step, index = left, step, string_mt.__index
-  left, step = budget, budget < HOOK_EVERY and budget or HOOK_EVERY
+  left, step = budget, (precise and 1) or (budget < HOOK_EVERY and budget) or HOOK_EVERY
   string_mt.__index = STRING
   sethook(on_count, "", step)
   local ok, r = pcall(protected, mode, reader, context, fn, ...)
   if old_hook then sethook(old_hook, old_mask, old_count) else sethook() end
+  last_spent = budget - left
   string_mt.__index, left, step = index, outer_left, outer_step
   if ok then return true, unpack(r, 1, r.n) end
   if r == BUDGET then return false, "instruction budget of " .. budget .. " exceeded" end
   return false, message_of(r)
+end
+
+--- counted(fn, ...) -> spent, fn's results: runs fn (which calls into
+-- policy code through this module) with the budget counted one instruction
+-- at a time, not in steps of HOOK_EVERY; spent is what the last call into
+-- policy code charged to its budget (its instructions, the work of the
+-- bounded library functions, the copy of its results).  Slower: for
+-- traces, not for the fast path.
+function M.counted(fn, ...)
+  precise, last_spent = true, 0
+  local r = pack(pcall(fn, ...))
+  precise = false
+  if not r[1] then error(r[2], 0) end
+  return last_spent, unpack(r, 2, r.n)
 end
 
 --- Calls fn under an instruction budget.

@@ -53,6 +53,16 @@ nothing; a line that cannot be decoded gets one reject without index.
                             with custom stages or its own gate rule decides
                             on one thread
   --fail-on VERDICT         exit 1 if any call's decision has this verdict
+  --explain                 each decision carries "explain": a trace of each
+                            stage that ran, what it looked at (the call, the
+                            tool's contract fields, the context's values,
+                            the thresholds), what it said and its CPU time
+                            in microseconds; for a custom stage or the gate's
+                            own rule, what the function returned and the
+                            instructions it used of its budget.  Decides on
+                            one thread, a call at a time (slower: for
+                            reading, not for traffic).  Without it the
+                            output is as it always was
 
 Shapes (the decision's "format"): native {"server","name","arguments"};
 openai (a Chat Completions tool call), openai-tool-calls (a bare array of
@@ -80,7 +90,7 @@ policy or registry that cannot be loaded (one line on stderr saying why)
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
-    flags = { also = true, ["line-context"] = true },
+    flags = { also = true, ["line-context"] = true, explain = true },
     options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true, threads = true },
     multi = { registry = true },
   })
@@ -90,15 +100,27 @@ function M.run(args)
   local fail_on = cli.fail_on(opts)
   local threads = cli.threads(opts.threads)
   local engine = cli.load_engine("check", opts, { format = format,
-    trust_call_context = opts["line-context"], report_also = opts.also }, true)
+    trust_call_context = opts["line-context"], report_also = opts.also, explain = opts.explain }, true)
   if not engine then return cli.EXIT_USAGE end
   local ctx = cli.engine_context("check", engine, opts, { server = opts.server })
   if not ctx then return cli.EXIT_USAGE end
-  local counts = { cli.stream("check", pos[1], function(read, write)
-    return engine:check_stream(read, write, ctx, threads)
-  end) }
-  if not counts[1] then return cli.EXIT_USAGE end
-  local n = { accept = counts[1], reject = counts[2], defer = counts[3] }
+  local n = { accept = 0, reject = 0, defer = 0 }
+  if opts.explain then
+    -- a call at a time through check_all, whose decisions carry the trace
+    local ok = cli.each_line("check", pos[1], function(line, number)
+      for _, d in ipairs(engine:check_all(line, ctx, number)) do
+        io.stdout:write(d:json(), "\n")
+        n[d.verdict] = n[d.verdict] + 1
+      end
+    end)
+    if not ok then return cli.EXIT_USAGE end
+  else
+    local counts = { cli.stream("check", pos[1], function(read, write)
+      return engine:check_stream(read, write, ctx, threads)
+    end) }
+    if not counts[1] then return cli.EXIT_USAGE end
+    n = { accept = counts[1], reject = counts[2], defer = counts[3] }
+  end
   return fail_on and n[fail_on] > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

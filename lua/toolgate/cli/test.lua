@@ -39,6 +39,12 @@ Prints one line per failing case, FILE:LINE: and what differs
   --policy FILE|NAME        the policy under test (default: default)
   --registry [SERVER=]FILE  registry files (repeatable), added to the policy's
   --context FILE            a context (a JSON object) under every case's own
+  --explain                 under each failing case, the trace of each of
+                            its decisions (as toolgate check --explain writes
+                            it): a line per stage that ran, with what it said,
+                            its CPU time, what it looked at and, for a policy
+                            function, what it returned and the instructions
+                            it used
   --update                  write each case's current outcome as its
                             expectation (the fields it already expects; a
                             case that expects nothing gets verdict, code,
@@ -196,6 +202,22 @@ local function updated_expect(case, got)
   return out
 end
 
+-- Each decision's trace, a line per stage, under a failing case.
+local function write_traces(got)
+  for i, d in ipairs(got) do
+    if #got > 1 then io.stdout:write("  [", i - 1, "]\n") end
+    for _, e in ipairs(d.explain or {}) do
+      local said = e.said == "pass" and "pass" or (e.said.verdict .. " " .. tostring(e.said.code))
+      io.stdout:write("  ", e.stage, ": ", said, " (", e.cpu_us, " us) looked at ", canonical(e.looked_at))
+      if e.budget then
+        io.stdout:write("; returned ", e.returned == value.null and "nothing (it failed)" or canonical(e.returned),
+          ", ", e.instructions, " of ", e.budget, " instructions")
+      end
+      io.stdout:write("\n")
+    end
+  end
+end
+
 local function write_file(path, text)
   local f, err = io.open(path, "wb")
   if not f then return nil, err end
@@ -218,9 +240,9 @@ local function rewrite(path, replaced)
   return write_file(path, table.concat(out, "\n") .. (ends_in_newline and "\n" or ""))
 end
 
--- run_file(opts, path, base_ctx, warn) -> passed, failed | nil (after a diagnostic)
+-- run_file(opts, path, base_ctx, warn, update) -> passed, failed | nil (after a diagnostic)
 local function run_file(opts, path, base_ctx, warn, update)
-  local engine = cli.load_engine("test", opts, nil, warn)
+  local engine = cli.load_engine("test", opts, { explain = opts.explain }, warn)
   if not engine then return nil end
   local cases, kind = M.read_cases(path, engine:snapshot().core)
   if not cases then
@@ -256,6 +278,7 @@ local function run_file(opts, path, base_ctx, warn, update)
       failed = failed + 1
       local label = c.case.name and (tostring(c.case.name) .. ": ") or ""
       io.stdout:write(c.where, ": ", label, table.concat(diff, "; "), "\n")
+      if opts.explain then write_traces(got) end
     end
   end
   if changed then
@@ -271,7 +294,7 @@ end
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
-    flags = { update = true },
+    flags = { update = true, explain = true },
     options = { policy = true, context = true },
     multi = { registry = true },
   })
