@@ -54,50 +54,41 @@ describe("toolgate test on the shipped policies", function()
       assert.equal(s.cases .. " passed, 0 failed\n", out)
     end)
 
-    it(s.policy .. ": a copy with every verdict changed fails every case, naming the verdicts", function()
+    -- mutant(mutate): every expectation object of a copy of the case file
+    -- changed by mutate(e) -> the difference line it must cause; the run
+    -- on the copy must print exactly those, one line per case
+    local function mutant(mutate)
       local cases = read_cases(case_file(s.policy))
       local want = {}
       for n, c in ipairs(cases) do
         local list = objects(c.expect)
         local diffs = {}
-        for i, e in ipairs(list) do
-          local was = e.verdict
-          e.verdict = OTHER_VERDICT[was]
-          diffs[#diffs + 1] = string.format('%sverdict: expected "%s", got "%s"',
-            #list > 1 and ("[" .. (i - 1) .. "] ") or "", e.verdict, was)
-        end
-        want[n] = string.format("%s:%d: %s: %s", "MUTANT", n, c.name, table.concat(diffs, "; "))
+        for i, e in ipairs(list) do diffs[i] = (#list > 1 and ("[" .. (i - 1) .. "] ") or "") .. mutate(e) end
+        want[n] = string.format("MUTANT:%d: %s: %s", n, c.name, table.concat(diffs, "; "))
       end
-      local mutant = h.tmpname(".jsonl")
-      write_cases(mutant, cases)
-      local code, out = run_test(args:gsub("policies/tests/%S+$", mutant))
-      os.remove(mutant)
+      local path = h.tmpname(".jsonl")
+      write_cases(path, cases)
+      local code, out = run_test(args:gsub("policies/tests/%S+$", path))
+      os.remove(path)
       assert.equal(1, code, out)
       want[#want + 1] = "0 passed, " .. #cases .. " failed"
-      assert.equal(table.concat(want, "\n"):gsub("MUTANT", mutant) .. "\n", out)
+      assert.equal(table.concat(want, "\n"):gsub("MUTANT", path) .. "\n", out)
+    end
+
+    it(s.policy .. ": a copy with every verdict changed fails every case, naming the verdicts", function()
+      mutant(function(e)
+        local was = e.verdict
+        e.verdict = OTHER_VERDICT[was]
+        return string.format('verdict: expected "%s", got "%s"', e.verdict, was)
+      end)
     end)
 
     it(s.policy .. ": a copy pinning a code no stage gives fails every case, with the code it got", function()
-      local cases = read_cases(case_file(s.policy))
-      local want = {}
-      for n, c in ipairs(cases) do
-        local list = objects(c.expect)
-        local diffs = {}
-        for i, e in ipairs(list) do
-          local got = e.code and ('"' .. e.code .. '"') or "absent"
-          e.code = "NO_SUCH_CODE"
-          diffs[#diffs + 1] = string.format('%scode: expected "NO_SUCH_CODE", got %s',
-            #list > 1 and ("[" .. (i - 1) .. "] ") or "", got)
-        end
-        want[n] = string.format("MUTANT:%d: %s: %s", n, c.name, table.concat(diffs, "; "))
-      end
-      local mutant = h.tmpname(".jsonl")
-      write_cases(mutant, cases)
-      local code, out = run_test(args:gsub("policies/tests/%S+$", mutant))
-      os.remove(mutant)
-      assert.equal(1, code, out)
-      want[#want + 1] = "0 passed, " .. #cases .. " failed"
-      assert.equal(table.concat(want, "\n"):gsub("MUTANT", mutant) .. "\n", out)
+      mutant(function(e)
+        local got = e.code and ('"' .. e.code .. '"') or "absent"
+        e.code = "NO_SUCH_CODE"
+        return 'code: expected "NO_SUCH_CODE", got ' .. got
+      end)
     end)
   end
 

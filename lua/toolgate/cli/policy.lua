@@ -51,21 +51,14 @@ local function error_line(text, err, code)
   return field and text and lint.line_of(text, field)
 end
 
-local function read_text(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
-
 local function lint_one(opts, name)
   local path, rerr = policy_mod.resolve(name)
   if not path then
     cli.diag("policy lint", rerr)
     return cli.EXIT_USAGE
   end
-  local text = read_text(path)
+  local text = cli.read_all("policy lint", path)
+  if not text then return cli.EXIT_USAGE end
   local function load_failed(err, code)
     local line = error_line(text, err, code)
     io.stdout:write(path, line and (":" .. line) or "", ": error: ", code and (code .. ": ") or "", tostring(err), "\n")
