@@ -764,7 +764,7 @@ function Engine:sweep_stream(read, ctx)
       pos, line = next_pos, last
       if status == 2 then return pos end
       -- the host's part of the plan (a stage, an ID, a record): answered, the plan is then kept
-      local st, verdict, text = settle(self, snap, dec, lua_ctx, status, nil, nil, nil, nil, pending)
+      local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, status, nil, nil, nil, nil, pending)
       if st ~= 0 then failed = { "line " .. line .. ": " .. tostring(verdict), text } end
     end
     return #buf + 1
