@@ -35,6 +35,8 @@ BENCH_BIN = $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
 LIB_A   = $(BUILD)/libtoolgate.a
 LIB_SO  = $(BUILD)/libtoolgate.so
 LUA54_MOD = $(BUILD)/lua54/toolgate/core_c.so
+# the stdio proxy's process handling (core/tg_proc.h) for Lua 5.4
+LUA54_PROC = $(BUILD)/lua54/toolgate/proc_c.so
 
 # What the in-tree Lua code needs to find its modules and libraries.
 LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
@@ -43,7 +45,7 @@ LUA_ENV = LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
 
 .PHONY: all deps test demo bench bench-nginx clean install uninstall docs lint
 
-all: deps $(LIB_A) $(LIB_SO) $(LUA54_MOD)
+all: deps $(LIB_A) $(LIB_SO) $(LUA54_MOD) $(LUA54_PROC)
 
 deps:
 	@sh mk/deps.sh build
@@ -61,6 +63,9 @@ $(LIB_SO): $(CORE_OBJ)
 # The Lua 5.4 module carries the core inside it (static), like any rock.
 $(LUA54_MOD): lua/toolgate/core_c.c $(LIB_A) core/toolgate.h | $(BUILD)/lua54/toolgate
 	$(CC) $(ALL_CFLAGS) $(LUA54_CFLAGS) -shared lua/toolgate/core_c.c $(LIB_A) -o $@ $(LIBS)
+
+$(LUA54_PROC): lua/toolgate/proc_c.c $(LIB_A) core/tg_proc.h | $(BUILD)/lua54/toolgate
+	$(CC) $(ALL_CFLAGS) $(LUA54_CFLAGS) -shared lua/toolgate/proc_c.c $(LIB_A) -o $@ $(LIBS)
 
 $(BUILD)/spec/%: spec/c/%.c spec/c/tap.h spec/c/acct.h $(LIB_A) | $(BUILD)/spec
 	$(CC) $(ALL_CFLAGS) -Ispec/c $< $(LIB_A) -o $@ $(LIBS)
@@ -153,6 +158,7 @@ install: all
 	        lua/toolgate/policy.lua > $(DESTDIR)$$d/toolgate/policy.lua || exit 1; \
 	done
 	install -m 755 $(LUA54_MOD) $(DESTDIR)$(LUA54_CDIR)/toolgate/core_c.so
+	install -m 755 $(LUA54_PROC) $(DESTDIR)$(LUA54_CDIR)/toolgate/proc_c.so
 # the FFI binding looks for libtoolgate.so beside each package.cpath entry
 	ln -sf $(LIBDIR)/libtoolgate.so.0 $(DESTDIR)$(LUAJIT_CDIR)/libtoolgate.so
 	install -m 644 $(POLICIES) $(DESTDIR)$(POLICYDIR)/
@@ -168,7 +174,8 @@ uninstall:
 	    $(DESTDIR)$(LIBDIR)/libtoolgate.a $(DESTDIR)$(LIBDIR)/libtoolgate.so \
 	    $(DESTDIR)$(LIBDIR)/libtoolgate.so.0 $(DESTDIR)$(LIBDIR)/libtoolgate.so.$(VERSION) \
 	    $(DESTDIR)$(INCLUDEDIR)/toolgate.h $(DESTDIR)$(LIBDIR)/pkgconfig/toolgate.pc \
-	    $(DESTDIR)$(LUA54_CDIR)/toolgate/core_c.so $(DESTDIR)$(LUAJIT_CDIR)/libtoolgate.so \
+	    $(DESTDIR)$(LUA54_CDIR)/toolgate/core_c.so $(DESTDIR)$(LUA54_CDIR)/toolgate/proc_c.so \
+	    $(DESTDIR)$(LUAJIT_CDIR)/libtoolgate.so \
 	    $(POLICIES:policies/%=$(DESTDIR)$(POLICYDIR)/%)
 	for d in $(LUA54_LDIR) $(LUAJIT_LDIR); do \
 	    rm -f $(DESTDIR)$$d/toolgate.lua $(LUA_MODS:lua/%=$(DESTDIR)$$d/%) $(LUA_CLI:lua/%=$(DESTDIR)$$d/%) \

@@ -25,11 +25,12 @@ local COMMANDS = {
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },
   { name = "gateway", summary = "an MCP gateway on nginx: approvals, tool pins, metrics, reload" },
+  { name = "mcp-proxy", module = "mcp_proxy", summary = "a stdio MCP gateway around a local server" },
 }
 
 local function command_module(name)
   for _, c in ipairs(COMMANDS) do
-    if c.name == name then return require("toolgate.cli." .. name) end
+    if c.name == name then return require("toolgate.cli." .. (c.module or name)) end
   end
 end
 

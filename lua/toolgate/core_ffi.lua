@@ -303,6 +303,8 @@ local FORMAT_NAMES = { [1] = "native", [2] = "openai", [3] = "anthropic", [4] = 
 local RESOLUTIONS = { [0] = "resolved", "unknown", "ambiguous" }
 
 local M = { VERSION = "0.1.0", BINDING = "ffi" }
+-- the loaded libtoolgate.so, for the other FFI bindings of it (toolgate.proc_ffi)
+M.library = C
 
 local size_box = ffi.new("size_t[1]")
 local hex_buf = ffi.new("char[33]")

@@ -188,10 +188,13 @@ end
 
 -- Answers ------------------------------------------------------------------
 
+--- error_reply(id, code, message[, data]) -> a JSON-RPC error answer: id
+-- and data are JSON text ("null" for no id), message a string.
 local function error_reply(id, code, message, data)
   return '{"jsonrpc":"2.0","id":' .. id .. ',"error":{"code":' .. code .. ',"message":' .. enc(message)
     .. (data and (',"data":' .. data) or "") .. "}}"
 end
+M.error_reply = error_reply
 
 local function code_of(d)
   if d.verdict == "defer" then return M.CODES.DEFERRED end
@@ -542,11 +545,17 @@ end
 -- one.  A message the gateway cannot read passes when it answers nothing
 -- the gateway watches; an answer to a watched request that cannot be read
 -- is replaced by an error (fail closed).
--- response(route, plan, text) -> text
+-- A stream's plan (plan.stream: a stdio session, where one plan gathers
+-- every request's pending answers and a server's line answers no request
+-- in particular) reads every message, and one that is not JSON answers
+-- nothing: response returns nil and why (the host drops it, saying so;
+-- the requests it might have answered stay pending).
+-- response(route, plan, text) -> text | nil, message
 function Gateway:response(route, plan, text)
-  if not M.watches(plan) then return text end
+  if not plan.stream and not M.watches(plan) then return text end
   local snap, settings = current(self)
-  local doc = decision.codec():parse(text)
+  local doc, perr = decision.codec():parse(text)
+  if not doc and plan.stream then return nil, "not JSON: " .. tostring(perr) end
   if not doc then
     -- which watched request it answers is unknown: each gets an error
     local out = {}

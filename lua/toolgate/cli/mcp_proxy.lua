@@ -1,0 +1,120 @@
+-- toolgate mcp-proxy: a stdio MCP gateway around a local server
+-- (toolgate.stdio relays, toolgate.mcp decides).
+local cli = require "toolgate.cli"
+local mcp = require "toolgate.mcp"
+local stdio = require "toolgate.stdio"
+
+local M = {}
+
+M.usage = [[
+usage: toolgate mcp-proxy [--policy FILE|NAME] [--registry SERVER=FILE]... [options] -- COMMAND [ARGS...]
+
+Starts the MCP server COMMAND as a child process and relays newline-
+delimited JSON-RPC between the client (standard input and output) and the
+server, every message through the gateway the nginx face uses: a refused
+tools/call is answered by toolgate and never reaches the server; a
+tools/list answer holds only the registry's tools whose pins match (every
+difference is reported on standard error); a tools/call result that breaks
+its tool's contract is refused.  Refusals are JSON-RPC errors (or, with the
+policy's mcp.refusal = "result", tool results with isError), as in
+nginx/README.md: -32602 for H1, H2, H3; -32001 for H4, pins, quarantine;
+-32002 for a defer (data.approval_id); -32003 when deciding failed.
+
+The server's standard error is passed on, and so are SIGINT, SIGTERM,
+SIGHUP and SIGQUIT.  When the client closes standard input the server's
+input is closed; after --grace seconds it gets SIGTERM, then SIGKILL.
+Requests the server leaves unanswered when it exits get an error.  The
+exit status is the server's (128 + N when signal N ended it).
+
+  --policy FILE|NAME        the policy (default: mcp)
+  --registry SERVER=FILE    a registry file (repeatable): toolgate's format or
+                            an MCP tools/list result; SERVER= names its server
+  --server NAME             the server the calls are for (default: the one
+                            server the registry holds)
+  --context FILE            what the operator grants the calls (scopes,
+                            max_risk, ...), a JSON object
+  --grace SECONDS           how long the server has to exit (default 5)
+
+Exit status: the server's; 1 when it could not be started; 2 on bad usage
+or a policy or registry that cannot be loaded.
+]]
+
+local function pick_server(engine, name)
+  if name then
+    for _, t in ipairs(engine:snapshot().registry.tools) do
+      if t.server == name then return name end
+    end
+    return nil, "the registry holds no tool of server " .. name
+  end
+  local seen, list = {}, {}
+  for _, t in ipairs(engine:snapshot().registry.tools) do
+    if t.server and t.server ~= "" and not seen[t.server] then
+      seen[t.server] = true
+      list[#list + 1] = t.server
+    end
+  end
+  if #list == 1 then return list[1] end
+  if #list == 0 then return nil, "the registry names no server: give it as --registry SERVER=FILE" end
+  table.sort(list)
+  return nil, "the registry holds several servers (" .. table.concat(list, ", ") .. "): say which with --server"
+end
+
+-- What the person at the terminal sees of the gateway's decisions: a line
+-- per refusal, defer and pin change.
+local function observer(say)
+  return function(ev)
+    local log = say[1]
+    if not log then return end
+    if ev.kind == "decision" and ev.decision.verdict ~= "accept" then
+      local d = ev.decision
+      log(string.format("%s %s %s: %s%s", d.verdict, ev.phase, tostring(ev.tool or "-"), tostring(d.code),
+        ev.approval_id and (" (approval " .. ev.approval_id .. ")") or ""))
+    elseif ev.kind == "pin_change" then
+      log("tools/list of " .. ev.server .. ": tool " .. ev.tool .. " " .. ev.change.change .. " (not shown to the client)")
+    end
+  end
+end
+
+function M.run(args)
+  local opts, argv = cli.parse(args, {
+    options = { policy = true, server = true, context = true, grace = true },
+    multi = { registry = true },
+  })
+  if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
+  local grace = stdio.DEFAULT_GRACE
+  if opts.grace then
+    grace = tonumber(opts.grace)
+    if not grace or grace <= 0 or grace > 3600 then cli.usage_error("--grace takes seconds from 0 to 3600") end
+  end
+  opts.policy = opts.policy or "mcp"
+  local engine = cli.load_engine("mcp-proxy", opts, nil, true)
+  if not engine then return cli.EXIT_USAGE end
+  local server, err = pick_server(engine, opts.server)
+  if not server then
+    cli.diag("mcp-proxy", err)
+    return cli.EXIT_USAGE
+  end
+  local context = {}
+  if opts.context then
+    context = cli.read_context("mcp-proxy", engine:snapshot().core, opts.context)
+    if not context then return cli.EXIT_USAGE end
+  end
+  local say = {}
+  local gw, gerr, code = mcp.new{ engine = engine, observe = observer(say) }
+  if not gw then
+    cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
+    return cli.EXIT_USAGE
+  end
+  local route = gw:route(server, context)
+  -- the context must compile before the server starts
+  local ok, cerr = engine:context(context)
+  if not ok then
+    cli.diag("mcp-proxy", "--context: " .. tostring(cerr))
+    return cli.EXIT_USAGE
+  end
+  io.stdout:flush()
+  return stdio.run{ gateway = gw, route = route, argv = argv, grace = grace,
+    ready = function(log) say[1] = log end }
+end
+
+return M

@@ -1,0 +1,305 @@
+--- toolgate.stdio: the stdio MCP proxy's relay (toolgate mcp-proxy).
+--
+-- Starts an MCP server as a child process and relays newline-delimited
+-- JSON-RPC between the client (this process's standard input and output)
+-- and the server (the child's), every message through a toolgate.mcp
+-- gateway: a refused tools/call is answered here and never reaches the
+-- server; tools/list answers are filtered and pin-checked; tools/call
+-- results are verified.  The gateway is the one the nginx face uses; this
+-- module is only the transport.
+--
+--   local status = stdio.run{ gateway = gw, route = route, argv = {...}, grace = 5, log = fn }
+--
+-- One loop over poll(2): both directions move at once and neither waits
+-- on the other (every descriptor is non-blocking; what cannot be written
+-- now waits in a queue, and a side whose queue is full is not read until
+-- it drains, so memory stays bounded); the server's standard error goes to
+-- ours; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed to the server.
+-- Messages keep their order in each direction.  A line from the client
+-- that is not JSON, or not JSON-RPC, is answered with the gateway's error;
+-- a line from the server that is not JSON is dropped with a log line.
+--
+-- The end: when the client closes its side, the server's standard input
+-- is closed (the MCP stdio transport's shutdown), then after `grace`
+-- seconds the server gets SIGTERM, and after as long again SIGKILL.  When
+-- the server ends, each request it left unanswered gets an error, and run
+-- returns the server's exit status (128 + N for a server ended by signal
+-- N), or 1 when it could not be started.
+-- @module toolgate.stdio
+
+local mcp = require "toolgate.mcp"
+local proc = require "toolgate.proc"
+
+local M = {}
+
+--- The longest line either side may send, in bytes (a longer one is
+-- refused, or dropped, whole).
+M.MAX_LINE_BYTES = 64 * 1024 * 1024
+--- A queue holding this many bytes stops the reading of the side that
+-- fills it.
+M.HIGH_WATER_BYTES = 4 * 1024 * 1024
+--- Seconds between closing the server's input, SIGTERM and SIGKILL.
+M.DEFAULT_GRACE = 5
+
+local RELAYED_SIGNALS = { "INT", "TERM", "HUP", "QUIT" }
+
+-- An output queue on a non-blocking descriptor.
+local function queue(fd)
+  return { fd = fd, parts = {}, bytes = 0, offset = 1, open = true }
+end
+
+local function push(q, s)
+  if not q.open then return end
+  q.parts[#q.parts + 1] = s
+  q.bytes = q.bytes + #s
+end
+
+-- Writes what the descriptor takes now; false when it is closed (the
+-- reader went away: what is left is dropped).
+local function flush(q)
+  while q.open and q.bytes > 0 do
+    if #q.parts > 1 then q.parts = { table.concat(q.parts) } end
+    local s = q.parts[1]
+    local n = proc.write(q.fd, s, q.offset)
+    if not n then
+      q.open, q.parts, q.bytes = false, {}, 0
+      return false
+    end
+    if n == 0 then return true end
+    q.offset, q.bytes = q.offset + n, q.bytes - n
+    if q.offset > #s then q.parts, q.offset = {}, 1 end
+  end
+  return q.open
+end
+
+-- Splits a byte stream into lines: on_line(line) for each whole one (a
+-- trailing CR removed, blank lines skipped), on_overflow() once for a line
+-- longer than MAX_LINE_BYTES, whose bytes are dropped up to its newline.
+local function splitter(on_line, on_overflow)
+  local parts, size, dropping = {}, 0, false
+  return function(chunk)
+    local start = 1
+    while true do
+      local nl = chunk:find("\n", start, true)
+      if not nl then break end
+      if dropping then
+        dropping = false
+      else
+        local line = chunk:sub(start, nl - 1)
+        if #parts > 0 then
+          parts[#parts + 1] = line
+          line = table.concat(parts)
+        end
+        if line:sub(-1) == "\r" then line = line:sub(1, -2) end
+        if line:find("%S") then on_line(line) end
+      end
+      parts, size = {}, 0
+      start = nl + 1
+    end
+    if start <= #chunk and not dropping then
+      size = size + #chunk - start + 1
+      if size > M.MAX_LINE_BYTES then
+        parts, size, dropping = {}, 0, true
+        on_overflow()
+      else
+        parts[#parts + 1] = chunk:sub(start)
+      end
+    end
+  end
+end
+
+local function default_log(msg) io.stderr:write("toolgate mcp-proxy: ", msg, "\n") end
+
+--- run(opts) -> exit status.
+-- opts: gateway (toolgate.mcp's), route (gateway:route's), argv (the
+-- server's command and arguments), grace (seconds, default DEFAULT_GRACE),
+-- log (function(message), default: a line on standard error, queued
+-- like the server's), ready (function(log), called with the logger before
+-- the relay starts: a host's observer logs through it),
+-- stdin/stdout/stderr (descriptors, default 0, 1, 2).
+function M.run(opts)
+  local gw, route = opts.gateway, opts.route
+  local log = opts.log or default_log
+  local grace = opts.grace or M.DEFAULT_GRACE
+  local cin, cout, cerr = opts.stdin or 0, opts.stdout or 1, opts.stderr or 2
+
+  local sigs = {}
+  for i, name in ipairs(RELAYED_SIGNALS) do sigs[i] = proc.signum(name) end
+  local sigchld = proc.signum("CHLD")
+  sigs[#sigs + 1] = sigchld
+  local sigfd, serr = proc.signals(sigs)
+  if not sigfd then
+    log("cannot watch signals: " .. tostring(serr))
+    return 1
+  end
+  local child, err = proc.spawn(opts.argv)
+  if not child then
+    log("cannot start " .. tostring(opts.argv[1]) .. ": " .. tostring(err))
+    proc.close(sigfd)
+    return 1
+  end
+
+  local was_nonblock = {}
+  for _, fd in ipairs({ cin, cout, cerr }) do was_nonblock[fd] = proc.nonblock(fd, true) end
+  local to_server, to_client, to_err = queue(child.stdin), queue(cout), queue(cerr)
+  -- one plan for the whole session: every request's pending answers
+  local session = { pending = {}, stream = true }
+
+  local function note(msg)
+    push(to_err, "toolgate mcp-proxy: " .. msg .. "\n")
+  end
+  if opts.log then note = log end
+  if opts.ready then opts.ready(note) end
+
+  local function client_line(line)
+    local ok, plan = pcall(gw.request, gw, route, line)
+    if not ok then
+      note("deciding a message failed: " .. tostring(plan))
+      push(to_client, mcp.error_reply("null", mcp.CODES.POLICY_ERROR, "toolgate: the message could not be decided")
+        .. "\n")
+      return
+    end
+    if plan.reply then push(to_client, plan.reply .. "\n") end
+    if plan.forward then push(to_server, plan.forward .. "\n") end
+    for id, p in pairs(plan.pending) do session.pending[id] = p end
+    if plan.inject then push(to_client, "[" .. table.concat(plan.inject, ",") .. "]\n") end
+  end
+
+  local function server_line(line)
+    local ok, out, why = pcall(gw.response, gw, route, session, line)
+    if not ok then
+      note("checking a message from the server failed: " .. tostring(out))
+      return
+    end
+    if not out then
+      note("dropped a line from the server: " .. tostring(why) .. ": " .. line:sub(1, 120))
+      return
+    end
+    push(to_client, out .. "\n")
+  end
+
+  local from_client = splitter(client_line, function()
+    note("a message from the client is longer than " .. M.MAX_LINE_BYTES .. " bytes: refused")
+    push(to_client, mcp.error_reply("null", mcp.CODES.INVALID_REQUEST, "toolgate: the message is longer than "
+      .. M.MAX_LINE_BYTES .. " bytes") .. "\n")
+  end)
+  local from_server = splitter(server_line, function()
+    note("dropped a message from the server longer than " .. M.MAX_LINE_BYTES .. " bytes")
+  end)
+
+  local client_open, server_out_open, server_err_open = true, true, true
+  local server_in_open = true
+  local exited, how, status_n
+  local stop_at, stage -- after the client left: when to escalate, and to what
+
+  local function close_server_input()
+    if server_in_open then
+      proc.close(child.stdin)
+      server_in_open, to_server.open = false, false
+    end
+  end
+
+  local function reap()
+    if exited then return end
+    local w, n = proc.wait(child.pid, true)
+    if w then exited, how, status_n = true, w, n end
+  end
+
+  -- reads what a descriptor has now: false at its end
+  local function drain(fd, feed)
+    for _ = 1, 64 do
+      local chunk, why = proc.read(fd)
+      if chunk == false then return false end
+      if not chunk then return why == "again" end
+      feed(chunk)
+    end
+    return true
+  end
+
+  while true do
+    -- the server ended and said all it will: answer what it left open
+    if exited and not server_out_open and not server_err_open then break end
+    local fds, evs, who = {}, {}, {}
+    local function watch(fd, ev, name)
+      fds[#fds + 1], evs[#evs + 1], who[#who + 1] = fd, ev, name
+    end
+    watch(sigfd, proc.POLLIN, "signal")
+    if client_open and to_server.bytes < M.HIGH_WATER_BYTES then watch(cin, proc.POLLIN, "client") end
+    if server_out_open and to_client.bytes < M.HIGH_WATER_BYTES then watch(child.stdout, proc.POLLIN, "server") end
+    if server_err_open and to_err.bytes < M.HIGH_WATER_BYTES then watch(child.stderr, proc.POLLIN, "server_err") end
+    if to_server.bytes > 0 then watch(child.stdin, proc.POLLOUT, "to_server") end
+    if to_client.bytes > 0 then watch(cout, proc.POLLOUT, "to_client") end
+    if to_err.bytes > 0 then watch(cerr, proc.POLLOUT, "to_err") end
+    local timeout = -1
+    if stop_at then timeout = math.max(0, math.floor((stop_at - proc.now()) * 1000) + 1) end
+    local rev, perr = proc.poll(fds, evs, timeout)
+    if not rev then
+      note("poll failed: " .. tostring(perr))
+      break
+    end
+    for i, r in ipairs(rev) do
+      if r ~= 0 then
+        local w = who[i]
+        if w == "signal" then
+          while true do
+            local s = proc.next_signal(sigfd)
+            if not s then break end
+            if s == sigchld then reap() else proc.kill(child.pid, s) end
+          end
+        elseif w == "client" then
+          client_open = drain(cin, from_client)
+        elseif w == "server" then
+          server_out_open = drain(child.stdout, from_server)
+        elseif w == "server_err" then
+          server_err_open = drain(child.stderr, function(chunk) push(to_err, chunk) end)
+        end
+      end
+    end
+    flush(to_server)
+    if not flush(to_client) then client_open = false end
+    flush(to_err)
+    if not server_out_open and not exited then reap() end
+    -- the client left: close the server's input once it has everything
+    if not client_open and not stop_at then
+      if to_server.bytes == 0 then
+        close_server_input()
+        stop_at, stage = proc.now() + grace, "TERM"
+      end
+    end
+    if stop_at and not exited and proc.now() >= stop_at then
+      if stage then
+        note("the server did not exit " .. grace .. " s after its input closed: SIG" .. stage)
+        proc.kill(child.pid, proc.signum(stage))
+        stage = stage == "TERM" and "KILL" or nil
+        stop_at = proc.now() + grace
+      else
+        stop_at = nil
+      end
+    end
+    if exited and server_in_open then close_server_input() end
+    -- a server that exited but left its output open (a grandchild holds
+    -- it): stop reading after the grace
+    if exited and not stop_at and (server_out_open or server_err_open) then stop_at = proc.now() + grace end
+    if exited and stop_at and proc.now() >= stop_at then break end
+  end
+  if not exited then
+    proc.kill(child.pid, proc.signum("KILL"))
+    local w, n = proc.wait(child.pid, false)
+    how, status_n = w, n
+  end
+
+  for id in pairs(session.pending) do
+    push(to_client, mcp.error_reply(id, mcp.CODES.POLICY_ERROR, "toolgate: the server exited before answering") .. "\n")
+  end
+  session.pending = {}
+  for _, fd in ipairs({ child.stdout, child.stderr, sigfd }) do proc.close(fd) end
+  close_server_input()
+  -- what is left for the client and for standard error, written out now
+  for _, fd in ipairs({ cin, cout, cerr }) do proc.nonblock(fd, was_nonblock[fd]) end
+  flush(to_client)
+  flush(to_err)
+  if how == "signaled" then return 128 + status_n end
+  return status_n or 1
+end
+
+return M
