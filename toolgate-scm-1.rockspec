@@ -78,6 +78,16 @@ build = {
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
     ["toolgate.state.redis"] = "lua/toolgate/state/redis.lua",
+    ["toolgate.stdio"] = "lua/toolgate/stdio.lua",
+    ["toolgate.proc"] = "lua/toolgate/proc.lua",
+    ["toolgate.proc_ffi"] = "lua/toolgate/proc_ffi.lua",
+    ["toolgate.cli.mcp_proxy"] = "lua/toolgate/cli/mcp_proxy.lua",
+    -- the stdio proxy's process handling (core/tg_proc.h) for Lua 5.4
+    ["toolgate.proc_c"] = {
+      sources = { "lua/toolgate/proc_c.c", "core/tg_proc.c" },
+      incdirs = { "core" },
+      defines = { "_GNU_SOURCE" },
+    },
     ["toolgate.core_c"] = {
       sources = {
         "lua/toolgate/core_c.c",

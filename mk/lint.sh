@@ -49,7 +49,7 @@ check "cppcheck core/ (warning, performance, portability)" \
   cppcheck --quiet --std=c11 --enable=warning,performance,portability --inline-suppr \
     --error-exitcode=1 -Icore core/
 
-c_files=$(ls core/*.c core/*.h lua/toolgate/core_c.c spec/c/*.c spec/c/*.h bench/*.c bench/*.h examples/c/*.c \
+c_files=$(ls core/*.c core/*.h lua/toolgate/core_c.c lua/toolgate/proc_c.c spec/c/*.c spec/c/*.h bench/*.c bench/*.h examples/c/*.c \
   fuzz/*.c fuzz/*.h 2>/dev/null)
 # shellcheck disable=SC2086 # one word per file
 check "clang-format --dry-run --Werror (.clang-format) on the C files" \

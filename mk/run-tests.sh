@@ -54,13 +54,14 @@ fi
 # The npm peers the differential specs compare against (pinned in bench/),
 # the SDKs the call fixtures come from (pinned in spec/sdk/), and the MCP
 # server, SDK client and SDK-built servers of the nginx gateway's end-to-end
-# tests (pinned in nginx/test/).
+# tests (pinned in nginx/test/), and the filesystem server and SDK stdio
+# client of the stdio proxy's (pinned in spec/stdio/).
 # If the registry cannot be reached (a network that refuses it, a TLS proxy
 # whose CA this machine lacks), those specs are reported as skipped, with
 # the reason, rather than passed: anything else that stops npm ci fails them.
 # npm ci runs again when package-lock.json is newer than what was installed
 # from it (npm's own hidden lockfile), so a peer added later is installed.
-for npm_dir in bench spec/sdk nginx/test; do
+for npm_dir in bench spec/sdk nginx/test spec/stdio; do
   [ "$npm_dir/node_modules/.package-lock.json" -nt "$npm_dir/package-lock.json" ] && continue
   npm_log="$logs/npm-$(basename "$npm_dir").log"
   npm ci --prefix "$npm_dir" --no-audit --no-fund >"$npm_log" 2>&1 || {

@@ -1,0 +1,34 @@
+// client.mjs: the MCP TypeScript SDK's stdio client, starting and talking
+// to a command (toolgate mcp-proxy -- SERVER...) for spec/stdio_spec.lua.
+// node client.mjs STEPS_JSON COMMAND [ARGS...]
+// STEPS_JSON is a list of {"op": "list"} | {"op": "call", "name", "arguments"}
+// | {"op": "ping"}; one JSON line is printed per step: {"ok": result} or
+// {"error": {"code", "message", "data"}}.  The first line is the
+// initialize result (the server's name and version).  The command's
+// standard error goes to this script's.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [stepsText, command, ...args] = process.argv.slice(2);
+const steps = JSON.parse(stepsText || "[]");
+const client = new Client({ name: "toolgate-spec", version: "1.0.0" });
+const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
+try {
+  await client.connect(transport);
+  out({ ok: { server: client.getServerVersion() } });
+  for (const s of steps) {
+    try {
+      if (s.op === "list") out({ ok: await client.listTools() });
+      else if (s.op === "ping") out({ ok: await client.ping() });
+      else if (s.op === "call") out({ ok: await client.callTool({ name: s.name, arguments: s.arguments ?? {} }) });
+      else out({ error: { message: "unknown step " + s.op } });
+    } catch (e) {
+      out({ error: { code: e.code ?? null, message: String(e.message), data: e.data ?? null } });
+    }
+  }
+  await client.close();
+} catch (e) {
+  out({ fatal: String((e && e.stack) || e) });
+  process.exitCode = 1;
+}
