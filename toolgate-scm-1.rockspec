@@ -82,6 +82,9 @@ build = {
     ["toolgate.proc"] = "lua/toolgate/proc.lua",
     ["toolgate.proc_ffi"] = "lua/toolgate/proc_ffi.lua",
     ["toolgate.cli.mcp_proxy"] = "lua/toolgate/cli/mcp_proxy.lua",
+    ["toolgate.cli.approvals"] = "lua/toolgate/cli/approvals.lua",
+    ["toolgate.cli.log"] = "lua/toolgate/cli/log.lua",
+    ["toolgate.state.sqlite"] = "lua/toolgate/state/sqlite.lua",
     -- the stdio proxy's process handling (core/tg_proc.h) for Lua 5.4
     ["toolgate.proc_c"] = {
       sources = { "lua/toolgate/proc_c.c", "core/tg_proc.c" },

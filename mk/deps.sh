@@ -5,7 +5,8 @@
 set -eu
 set_name=${1:-build}
 
-build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev libpcre2-dev"
+build="make gcc pkg-config lua5.4 liblua5.4-dev lua-cjson luajit2 libluajit2-5.1-dev libxxhash-dev libpcre2-dev lua-sql-sqlite3"
+# (lua-sql-sqlite3: the local state of the stdio proxy and toolgate approvals, under Lua 5.4 and LuaJIT)
 # (clang + libclang-rt-14-dev: libFuzzer and its sanitizers; valgrind: memcheck of the CLI)
 # (nginx, its lua module and lua-resty-core: the MCP gateway, toolgate gateway; curl: its tests)
 gateway="nginx libnginx-mod-http-lua lua-resty-core lua-resty-lrucache"

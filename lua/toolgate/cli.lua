@@ -26,6 +26,8 @@ local COMMANDS = {
   { name = "registry", summary = "registry lint: collisions, shadowing, confusable names, bad schemas" },
   { name = "gateway", summary = "an MCP gateway on nginx: approvals, tool pins, metrics, reload" },
   { name = "mcp-proxy", module = "mcp_proxy", summary = "a stdio MCP gateway around a local server" },
+  { name = "approvals", summary = "the person's side of a defer: list, grant or deny (the local state)" },
+  { name = "log", summary = "the decisions the stdio proxies made (the local state)" },
 }
 
 local function command_module(name)
@@ -147,6 +149,26 @@ function M.load_engine(cmd, opts, engine_opts, warn)
     for _, w in ipairs(engine:warnings()) do M.diag(cmd, "warning: " .. w) end
   end
   return engine
+end
+
+-- The state directory of the commands that keep state (mcp-proxy,
+-- approvals, log): --state DIR, else $XDG_STATE_HOME/toolgate, else
+-- ~/.local/state/toolgate.  The file in it is state.sqlite.
+function M.state_dir(opt)
+  if opt then return opt end
+  local xdg = os.getenv("XDG_STATE_HOME")
+  if xdg and xdg ~= "" then return xdg .. "/toolgate" end
+  return (os.getenv("HOME") or ".") .. "/.local/state/toolgate"
+end
+
+-- open_state(cmd, dir) -> the SQLite store in dir (made, mode 700, when it
+-- is missing) | nil (after a diagnostic)
+function M.open_state(cmd, dir)
+  dir = M.state_dir(dir)
+  os.execute("mkdir -p -m 700 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+  local store, err = require("toolgate.state.sqlite").open(dir .. "/state.sqlite")
+  if not store then M.diag(cmd, "--state: " .. tostring(err)) end
+  return store
 end
 
 -- The threads a command decides on: --threads N (1 .. 64), or by default the

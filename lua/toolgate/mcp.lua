@@ -425,6 +425,25 @@ function Gateway:request(route, text)
   return plan
 end
 
+-- Log lines ------------------------------------------------------------------
+
+--- decision_line(ev, time[, tail]) -> the decision log's line (JSON, keys
+-- sorted) for an observe event of kind "decision"; tail is more members as
+-- JSON text whose keys sort after "time" ('"worker":12').
+function M.decision_line(ev, time, tail)
+  return '{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
+    .. (ev.approved and "true" or "false") .. ',"decision":' .. ev.decision:json() .. ',"phase":' .. enc(ev.phase)
+    .. ',"route":' .. enc(ev.server or "") .. ',"time":' .. string.format("%.3f", time)
+    .. (tail and ("," .. tail) or "") .. "}"
+end
+
+--- pin_change_line(ev, time) -> the decision log's line for an observe
+-- event of kind "pin_change".
+function M.pin_change_line(ev, time)
+  return '{"pin_change":' .. enc(ev.change) .. ',"route":' .. enc(ev.server) .. ',"time":'
+    .. string.format("%.3f", time) .. "}"
+end
+
 --- Whether the plan reads any of the server's answers back (a host that
 -- streams can pass everything else through untouched).
 function M.watches(plan)

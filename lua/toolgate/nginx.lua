@@ -181,10 +181,7 @@ local function observe(ev)
     m:add(decision_series(ev.phase, d), 1)
     if ev.phase ~= "method" then m:add(tool_series(ev.server, ev.tool, d), 1) end
     if log_file or opts.decision_log then
-      log_line('{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
-        .. (ev.approved and "true" or "false") .. ',"decision":' .. d:json() .. ',"phase":' .. enc(ev.phase)
-        .. ',"route":' .. enc(ev.server or "")
-        .. ',"time":' .. string.format("%.3f", ngx.now()) .. ',"worker":' .. ngx.worker.pid() .. "}")
+      log_line(mcp.decision_line(ev, ngx.now(), '"worker":' .. ngx.worker.pid()))
     end
   elseif ev.kind == "approval" then
     m:inc("toolgate_approval_events_total", { event = ev.event })
@@ -192,8 +189,7 @@ local function observe(ev)
     m:inc("toolgate_pin_changes_total", { server = ev.server, change = ev.change.change })
     ngx.log(ngx.WARN, "toolgate: the tools/list of ", ev.server, " differs from the registry's pins: ", ev.change.change,
       " tool ", ev.tool)
-    log_line('{"pin_change":' .. enc(ev.change) .. ',"route":' .. enc(ev.server) .. ',"time":'
-      .. string.format("%.3f", ngx.now()) .. "}")
+    log_line(mcp.pin_change_line(ev, ngx.now()))
   end
 end
 

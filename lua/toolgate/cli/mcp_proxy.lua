@@ -34,6 +34,13 @@ exit status is the server's (128 + N when signal N ended it).
   --context FILE            what the operator grants the calls (scopes,
                             max_risk, ...), a JSON object
   --grace SECONDS           how long the server has to exit (default 5)
+  --state DIR               the local state: approvals, pin reports,
+                            quarantines, determinism records and the decision
+                            log, in DIR/state.sqlite, shared by every proxy
+                            given the same DIR and kept across restarts
+                            (default $XDG_STATE_HOME/toolgate, or
+                            ~/.local/state/toolgate); see toolgate approvals
+                            and toolgate log
 
 Exit status: the server's; 1 when it could not be started; 2 on bad usage
 or a policy or registry that cannot be loaded.
@@ -59,13 +66,21 @@ local function pick_server(engine, name)
   return nil, "the registry holds several servers (" .. table.concat(list, ", ") .. "): say which with --server"
 end
 
--- What the person at the terminal sees of the gateway's decisions: a line
--- per refusal, defer and pin change.
-local function observer(say)
+-- Every decision and pin change goes to the state's decision log
+-- (toolgate log); what the person at the terminal sees is a line per
+-- refusal, defer and pin change.
+local function observer(say, store)
   return function(ev)
+    if ev.kind == "decision" then
+      store:log(mcp.decision_line(ev, os.time()))
+    elseif ev.kind == "pin_change" then
+      store:log(mcp.pin_change_line(ev, os.time()))
+    end
     local log = say[1]
     if not log then return end
-    if ev.kind == "decision" and ev.decision.verdict ~= "accept" then
+    if ev.kind == "decision" and ev.approved then
+      log("approved call " .. tostring(ev.tool) .. " passes (approval " .. ev.approval_id .. ")")
+    elseif ev.kind == "decision" and ev.decision.verdict ~= "accept" then
       local d = ev.decision
       log(string.format("%s %s %s: %s%s", d.verdict, ev.phase, tostring(ev.tool or "-"), tostring(d.code),
         ev.approval_id and (" (approval " .. ev.approval_id .. ")") or ""))
@@ -77,7 +92,7 @@ end
 
 function M.run(args)
   local opts, argv = cli.parse(args, {
-    options = { policy = true, server = true, context = true, grace = true },
+    options = { policy = true, server = true, context = true, grace = true, state = true },
     multi = { registry = true },
   })
   if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
@@ -87,7 +102,9 @@ function M.run(args)
     if not grace or grace <= 0 or grace > 3600 then cli.usage_error("--grace takes seconds from 0 to 3600") end
   end
   opts.policy = opts.policy or "mcp"
-  local engine = cli.load_engine("mcp-proxy", opts, nil, true)
+  local store = cli.open_state("mcp-proxy", opts.state)
+  if not store then return cli.EXIT_USAGE end
+  local engine = cli.load_engine("mcp-proxy", opts, { state = store }, true)
   if not engine then return cli.EXIT_USAGE end
   local server, err = pick_server(engine, opts.server)
   if not server then
@@ -100,7 +117,7 @@ function M.run(args)
     if not context then return cli.EXIT_USAGE end
   end
   local say = {}
-  local gw, gerr, code = mcp.new{ engine = engine, observe = observer(say) }
+  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, store) }
   if not gw then
     cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
     return cli.EXIT_USAGE
@@ -113,8 +130,10 @@ function M.run(args)
     return cli.EXIT_USAGE
   end
   io.stdout:flush()
-  return stdio.run{ gateway = gw, route = route, argv = argv, grace = grace,
+  local status = stdio.run{ gateway = gw, route = route, argv = argv, grace = grace,
     ready = function(log) say[1] = log end }
+  store:close()
+  return status
 end
 
 return M
