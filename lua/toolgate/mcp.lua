@@ -464,9 +464,12 @@ end
 
 -- Responses ----------------------------------------------------------------
 
--- Compares a server's tools with the registry's pins: the tools to show,
--- and the changes (a pin that differs, a tool the registry lacks, a tool
--- the server no longer lists).
+--- Compares a server's tools with the registry's pins: the tools to show
+-- (each as canonical JSON text), and the changes ({tool =, change =
+-- "changed" | "added" | "removed", pin =, upstream_pin =}: a pin that
+-- differs, a tool the registry lacks, a tool the server no longer lists,
+-- the last only when full, tools being the server's whole list).
+-- tool_changes(snap, server, tools_node, full) -> keep, changes
 local function filter_tools(snap, server, tools, full)
   local scratch = snap.core:registry()
   local settings = snap.registry.settings
@@ -502,6 +505,8 @@ local function filter_tools(snap, server, tools, full)
   end
   return keep, changes
 end
+
+M.tool_changes = filter_tools
 
 local function report_changes(self, snap, settings, server, changes)
   local state = self.state

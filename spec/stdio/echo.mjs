@@ -2,7 +2,9 @@
 // between the pipe and the answer) for the burst test and the relay
 // benchmark.  Each tools/call of "echo" is answered with its message;
 // with NOTIFY=1 a notifications/message with a sequence number comes
-// before each answer.  Any other request gets an empty result.
+// before each answer.  tools/list gives the tool echo, and with PAGED=1 in
+// two pages (nextCursor), the second holding the tool echo2.  Any other
+// request gets an empty result.
 import { createInterface } from "node:readline";
 
 const notify = process.env.NOTIFY === "1";
@@ -25,6 +27,15 @@ rl.on("line", (line) => {
   const m = JSON.parse(line);
   if (m.id === undefined) return;
   if (notify) send({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", seq: seq++, data: "x" } });
-  if (m.method === "tools/call") send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: m.params.arguments.message }] } });
+  const tool = (name) => ({ name, description: "Echoes the message back.", annotations: { readOnlyHint: true },
+    inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] } });
+  if (m.method === "initialize") send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: "2025-06-18",
+    capabilities: { tools: {} }, serverInfo: { name: "bare-echo", version: "1" } } });
+  else if (m.method === "tools/list" && process.env.PAGED === "1" && !m.params?.cursor)
+    send({ jsonrpc: "2.0", id: m.id, result: { tools: [tool("echo")], nextCursor: "page-2" } });
+  else if (m.method === "tools/list" && process.env.PAGED === "1")
+    send({ jsonrpc: "2.0", id: m.id, result: { tools: [tool("echo2")] } });
+  else if (m.method === "tools/list") send({ jsonrpc: "2.0", id: m.id, result: { tools: [tool("echo")] } });
+  else if (m.method === "tools/call") send({ jsonrpc: "2.0", id: m.id, result: { content: [{ type: "text", text: m.params.arguments.message }] } });
   else send({ jsonrpc: "2.0", id: m.id, result: {} });
 });

@@ -8,6 +8,8 @@ local M = {}
 
 M.usage = [[
 usage: toolgate registry lint [--strict] [SERVER=]FILE...
+       toolgate registry record [--server NAME] [--output FILE] [--timeout S] -- COMMAND [ARGS...]
+       toolgate registry record --check FILE [--server NAME] [--timeout S] -- COMMAND [ARGS...]
 
 Loads the registries together as one snapshot would, and writes one JSON
 line per finding:
@@ -32,12 +34,118 @@ warning: reported only.
 
 exit status: 0 no errors, 1 some error (the snapshot would not load),
 2 bad usage or unreadable file
+
+record starts the MCP server COMMAND (a stdio server, as a client's
+configuration starts it), runs initialize and tools/list (following
+nextCursor), and writes its tools as a registry (an MCP tools/list result
+with the server's name: {"server","protocolVersion","tools"}) to FILE (or
+standard output); with --output, it then writes one line per tool with its
+pin ({"server","tool","pin"}) and a summary ({"summary":{"tools":N,
+"registry_hash":"..."}}).  Give the server the arguments it gets in the
+client's configuration: a tool's description may depend on them.
+
+  --server NAME   the server's name in the registry (default: the name the
+                  server gives in initialize), the SERVER of --registry SERVER=FILE
+  --output FILE   where the registry goes (default: standard output)
+  --timeout S     seconds to wait for each answer (default 30)
+
+record --check FILE compares the live server with the registry FILE
+(a rug-pull check, by hand or in CI): one line per tool that changed under
+its pin, that the registry lacks, or that the server no longer lists,
+  {"server","tool","change":"changed|added|removed","pin","upstream_pin"}
+then {"summary":{"changed":N,"added":N,"removed":N,"registry_hash":"..."}};
+exit status 1 when anything changed, 0 when the server matches its pins.
 ]]
 
+-- The live server's tools: (server name, tools JSON text, protocol) | nil
+-- after a diagnostic.
+local function live_tools(argv, timeout)
+  local mcp_client = require "toolgate.mcp_client"
+  local c, err = mcp_client.start(argv, { timeout = timeout })
+  if not c then
+    cli.diag("registry", err)
+    return nil
+  end
+  local init, tools
+  init, err = c:initialize()
+  if init and not init.has_tools then err = "the server does not offer tools (no tools capability)" end
+  if init and not err then tools, err = c:list_tools() end
+  c:close()
+  if not tools then
+    cli.diag("registry", tostring(err))
+    return nil
+  end
+  return init.server_name, tools, init.protocol
+end
+
+local function record(rest)
+  local opts, argv = cli.parse(rest, { options = { server = true, output = true, check = true, timeout = true } })
+  if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
+  if opts.check and opts.output then cli.usage_error("--check writes no registry: no --output") end
+  local timeout = tonumber(opts.timeout or "30")
+  if not timeout or timeout <= 0 then cli.usage_error("--timeout takes seconds") end
+  local name, tools, protocol = live_tools(argv, timeout)
+  if not name and not tools then return cli.EXIT_FAILED end
+  local mcp = require "toolgate.mcp"
+  local toolgate = require "toolgate"
+  if opts.check then
+    local e, err, code = toolgate.new{ policy = "rung", registry = { opts.check } }
+    if not e then
+      cli.diag("registry", tostring(code) .. ": " .. tostring(err))
+      return cli.EXIT_USAGE
+    end
+    local snap = e:snapshot()
+    local server = opts.server or (snap.registry.tools[1] and snap.registry.tools[1].server) or name
+    local doc = assert(snap.core:parse(tools))
+    local _, changes = mcp.tool_changes(snap, server, doc:root(), true)
+    doc:free()
+    local count = { changed = 0, added = 0, removed = 0 }
+    for _, c in ipairs(changes) do
+      count[c.change] = count[c.change] + 1
+      io.stdout:write(cli.encode({ server = server, tool = c.tool, change = c.change, pin = c.pin,
+        upstream_pin = c.upstream_pin }), "\n")
+    end
+    count.registry_hash = snap.hash
+    io.stdout:write(cli.encode({ summary = count }), "\n")
+    return #changes > 0 and cli.EXIT_FAILED or cli.EXIT_OK
+  end
+  local server = opts.server or name
+  if not server or server == "" then
+    cli.diag("registry", "the server gives no name in initialize: name it with --server")
+    return cli.EXIT_FAILED
+  end
+  local text = '{"server":' .. assert(value.encode(server)) .. ',"protocolVersion":'
+    .. assert(value.encode(protocol or value.null)) .. ',"tools":' .. tools .. "}"
+  text = assert(require("toolgate.decision").codec():canon(text)) .. "\n"
+  if not opts.output then
+    io.stdout:write(text)
+    return cli.EXIT_OK
+  end
+  local f, ferr = io.open(opts.output, "wb")
+  if not f then
+    cli.diag("registry", "cannot write " .. tostring(ferr))
+    return cli.EXIT_USAGE
+  end
+  f:write(text)
+  f:close()
+  local e, err, code = toolgate.new{ policy = "rung", registry = { opts.output } }
+  if not e then
+    cli.diag("registry", "the recorded tools do not load: " .. tostring(code) .. ": " .. tostring(err))
+    return cli.EXIT_FAILED
+  end
+  local snap = e:snapshot()
+  for _, t in ipairs(snap.registry.tools) do
+    io.stdout:write(cli.encode({ server = t.server, tool = t.name, pin = t.pin }), "\n")
+  end
+  io.stdout:write(cli.encode({ summary = { tools = #snap.registry.tools, registry_hash = snap.hash } }), "\n")
+  return cli.EXIT_OK
+end
+
 function M.run(args)
-  if args[1] ~= "lint" then cli.usage_error("the only registry subcommand is lint") end
   local rest = {}
   for i = 2, #args do rest[#rest + 1] = args[i] end
+  if args[1] == "record" then return record(rest) end
+  if args[1] ~= "lint" then cli.usage_error("registry lint or registry record expected") end
   local opts, pos = cli.parse(rest, { flags = { strict = true } })
   if #pos == 0 then cli.usage_error("give at least one registry FILE") end
   for _, p in ipairs(pos) do
