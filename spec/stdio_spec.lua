@@ -193,7 +193,7 @@ describe("toolgate mcp-proxy", function()
 
   it("follows nextCursor pages, and says why when a server cannot be recorded", function()
     if not need(pending) then return end
-    local code, out, err = h.toolgate("registry record -- env PAGED=1 node " .. q(dir .. "/echo.mjs"))
+    local code, out, err, _ = h.toolgate("registry record -- env PAGED=1 node " .. q(dir .. "/echo.mjs"))
     assert(code == 0, out .. err)
     local reg = decode(out)
     assert.equal("bare-echo", reg.server)
