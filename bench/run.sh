@@ -208,3 +208,38 @@ awk -v floor="$out/floor.txt" -v n="$N_CALLS" '
 
 # ---- the threshold sweep: 100 grid points against classify once per point ---------
 LUA="$LUA" sh bench/sweep_bench.sh
+
+# ---- the stdio MCP proxy: what it adds to a tools/call round trip ------------
+# The same bare echo server (spec/stdio/echo.mjs), over its own stdio and
+# under toolgate mcp-proxy (decide the call, relay it, verify the result,
+# log the decision to the SQLite state), alternating runs so that the
+# machine's noise falls on both; added = proxied - direct, per quantile.
+echo
+echo "== stdio MCP proxy: one tools/call round trip at a time (uptime:$(uptime | sed 's/.*load average//'))"
+reg="$out/stdio-echo.json"
+printf '%s\n' '{"server":"echo","tools":[{"name":"echo","description":"Echoes the message back.","annotations":{"readOnlyHint":true,"openWorldHint":false},"inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}]}' >"$reg"
+rm -rf "$out/stdio-state"
+results="$out/stdio.txt"
+: >"$results"
+for round in 1 2 3; do
+  node bench/stdio_rtt.mjs direct 5000 node spec/stdio/echo.mjs >>"$results"
+  for lua in "$LUA" "$LUAJIT"; do
+    node bench/stdio_rtt.mjs "proxy-$lua" 5000 "$lua" bin/toolgate mcp-proxy --state "$out/stdio-state" \
+      --registry "echo=$reg" -- node spec/stdio/echo.mjs >>"$results"
+  done
+done
+# the median of the three rounds, per row and quantile
+awk '
+  { name = $1; names[name] = 1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1], ++c[name, kv[1]]] = kv[2] } }
+  function med(nm, k,   a, b, x) { a = v[nm, k, 1]; b = v[nm, k, 2]; x = v[nm, k, 3]
+    if ((a <= b && b <= x) || (x <= b && b <= a)) return b
+    if ((b <= a && a <= x) || (x <= a && a <= b)) return a
+    return x }
+  END {
+    printf "%-28s %10s %10s %10s %16s\n", "", "p50 us", "p90 us", "p99 us", "p99 added us"
+    d99 = med("direct", "p99_us")
+    printf "%-28s %10.1f %10.1f %10.1f %16s\n", "direct", med("direct", "p50_us"), med("direct", "p90_us"), d99, "-"
+    for (nm in names) if (nm != "direct")
+      printf "%-28s %10.1f %10.1f %10.1f %16.1f\n", nm, med(nm, "p50_us"), med(nm, "p90_us"), med(nm, "p99_us"),
+        med(nm, "p99_us") - d99
+  }' "$results"

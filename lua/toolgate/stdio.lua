@@ -42,6 +42,8 @@ M.HIGH_WATER_BYTES = 4 * 1024 * 1024
 M.DEFAULT_GRACE = 5
 
 local RELAYED_SIGNALS = { "INT", "TERM", "HUP", "QUIT" }
+-- how often opts.every runs, in milliseconds
+local EVERY_MS = 100
 
 -- An output queue on a non-blocking descriptor.
 local function queue(fd)
@@ -115,7 +117,9 @@ local function default_log(msg) io.stderr:write("toolgate mcp-proxy: ", msg, "\n
 -- server's command and arguments), grace (seconds, default DEFAULT_GRACE),
 -- log (function(message), default: a line on standard error, queued
 -- like the server's), ready (function(log), called with the logger before
--- the relay starts: a host's observer logs through it),
+-- the relay starts: a host's observer logs through it), every (function(),
+-- called every 100 ms while the relay runs, off the messages' path: a
+-- host's batched writes),
 -- stdin/stdout/stderr (descriptors, default 0, 1, 2).
 function M.run(opts)
   local gw, route = opts.gateway, opts.route
@@ -191,6 +195,7 @@ function M.run(opts)
   local server_in_open = true
   local exited, how, status_n
   local stop_at, stage -- after the client left: when to escalate, and to what
+  local next_every = proc.now() + EVERY_MS / 1000
 
   local function close_server_input()
     if server_in_open then
@@ -232,6 +237,7 @@ function M.run(opts)
     if to_err.bytes > 0 then watch(cerr, proc.POLLOUT, "to_err") end
     local timeout = -1
     if stop_at then timeout = math.max(0, math.floor((stop_at - proc.now()) * 1000) + 1) end
+    if opts.every and (timeout < 0 or timeout > EVERY_MS) then timeout = EVERY_MS end
     local rev, perr = proc.poll(fds, evs, timeout)
     if not rev then
       note("poll failed: " .. tostring(perr))
@@ -258,6 +264,10 @@ function M.run(opts)
     flush(to_server)
     if not flush(to_client) then client_open = false end
     flush(to_err)
+    if opts.every and proc.now() >= next_every then
+      opts.every()
+      next_every = proc.now() + EVERY_MS / 1000
+    end
     if not server_out_open and not exited then reap() end
     -- the client left: close the server's input once it has everything
     if not client_open and not stop_at then

@@ -27,7 +27,7 @@ rl.on("line", (line) => {
   const m = JSON.parse(line);
   if (m.id === undefined) return;
   if (notify) send({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", seq: seq++, data: "x" } });
-  const tool = (name) => ({ name, description: "Echoes the message back.", annotations: { readOnlyHint: true },
+  const tool = (name) => ({ name, description: "Echoes the message back.", annotations: { readOnlyHint: true, openWorldHint: false },
     inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] } });
   if (m.method === "initialize") send({ jsonrpc: "2.0", id: m.id, result: { protocolVersion: "2025-06-18",
     capabilities: { tools: {} }, serverInfo: { name: "bare-echo", version: "1" } } });

@@ -67,14 +67,14 @@ local function pick_server(engine, name)
 end
 
 -- Every decision and pin change goes to the state's decision log
--- (toolgate log); what the person at the terminal sees is a line per
--- refusal, defer and pin change.
-local function observer(say, store)
+-- (toolgate log) through record(line); what the person at the terminal
+-- sees is a line per refusal, defer and pin change.
+local function observer(say, record)
   return function(ev)
     if ev.kind == "decision" then
-      store:log(mcp.decision_line(ev, os.time()))
+      record(mcp.decision_line(ev, os.time()))
     elseif ev.kind == "pin_change" then
-      store:log(mcp.pin_change_line(ev, os.time()))
+      record(mcp.pin_change_line(ev, os.time()))
     end
     local log = say[1]
     if not log then return end
@@ -117,7 +117,18 @@ function M.run(args)
     if not context then return cli.EXIT_USAGE end
   end
   local say = {}
-  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, store) }
+  -- the log is written in batches, one transaction every 100 ms and at the
+  -- end (a commit per decision would cost more than the decision)
+  local pending = {}
+  local function record(line) pending[#pending + 1] = line end
+  local function write_log()
+    if #pending == 0 then return end
+    local lines = pending
+    pending = {}
+    local ok, lerr = pcall(store.log, store, lines)
+    if not ok and say[1] then say[1]("cannot write the decision log: " .. tostring(lerr)) end
+  end
+  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record) }
   if not gw then
     cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
     return cli.EXIT_USAGE
@@ -131,7 +142,9 @@ function M.run(args)
   end
   io.stdout:flush()
   local status = stdio.run{ gateway = gw, route = route, argv = argv, grace = grace,
-    ready = function(log) say[1] = log end }
+    ready = function(log) say[1] = log end, every = write_log }
+  say[1] = function(msg) cli.diag("mcp-proxy", msg) end
+  write_log()
   store:close()
   return status
 end

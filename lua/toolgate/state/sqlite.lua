@@ -14,7 +14,7 @@
 -- accept.  The file is in WAL mode (readers do not wait for a writer).
 -- Records are JSON, epochs their canonical JSON text, as in the other
 -- stores.  Beyond the toolgate.state interface:
---   store:log(line)                  appends one decision log line (JSON)
+--   store:log(line | lines)          appends decision log lines (JSON), in one transaction
 --   store:log_lines(after, limit)    -> { {seq =, time =, line =}, ... } after seq
 --   store:close()
 -- @module toolgate.state.sqlite
@@ -56,8 +56,10 @@ local function run(self, sql)
   return r
 end
 
--- A statement: the rows it changed (a PRAGMA's cursor is closed).
+-- A statement: the rows it changed (a PRAGMA's cursor is closed).  It
+-- may have changed what the memo holds.
 local function exec(self, sql)
+  self.memo = {}
   local r = run(self, sql)
   if type(r) ~= "number" then
     r:close()
@@ -85,6 +87,18 @@ end
 
 local function num(n) return string.format("%.17g", n) end
 
+-- The per-call reads (is the server quarantined, did the tool's pin
+-- change) are remembered until the file changes: PRAGMA data_version
+-- moves when another connection commits, and every write here clears the
+-- memo; one cheap query instead of two lookups on every call.
+local function memo(self)
+  local cur = run(self, "PRAGMA data_version")
+  local v = cur:fetch()
+  cur:close()
+  if v ~= self.data_version then self.data_version, self.memo = v, {} end
+  return self.memo
+end
+
 -- One transaction around fn(), the write lock taken at its start.
 local function tx(self, fn, ...)
   exec(self, "BEGIN IMMEDIATE")
@@ -110,7 +124,7 @@ function M.open(path, opts)
     env:close()
     return nil, "cannot open " .. path .. ": " .. tostring(err)
   end
-  local self = setmetatable({ env = env, conn = conn, path = path, clock = opts.clock or os.time }, Store)
+  local self = setmetatable({ env = env, conn = conn, path = path, clock = opts.clock or os.time, memo = {} }, Store)
   local okset, serr = pcall(function()
     exec(self, "PRAGMA busy_timeout = " .. string.format("%d", opts.busy_ms or M.DEFAULT_BUSY_MS))
     rows(self, "PRAGMA journal_mode = WAL")
@@ -266,9 +280,13 @@ function Store:pin_report(registry_hash, server, tool, change)
 end
 
 function Store:pin_change(registry_hash, server, tool)
-  local r = rows(self, "SELECT record FROM pins WHERE registry_hash = " .. str(self, registry_hash) .. " AND server = "
-    .. str(self, server) .. " AND tool = " .. str(self, tool) .. " AND change = 'changed'")[1]
-  return r and decode(r.record)
+  local m, k = memo(self), "p" .. registry_hash .. "\0" .. server .. "\0" .. tool
+  if m[k] == nil then
+    local r = rows(self, "SELECT record FROM pins WHERE registry_hash = " .. str(self, registry_hash)
+      .. " AND server = " .. str(self, server) .. " AND tool = " .. str(self, tool) .. " AND change = 'changed'")[1]
+    m[k] = r and decode(r.record) or false
+  end
+  return m[k] or nil
 end
 
 function Store:pin_reports()
@@ -286,9 +304,13 @@ function Store:quarantine_server(registry_hash, server, reason)
 end
 
 function Store:server_quarantine(registry_hash, server)
-  local r = rows(self, "SELECT reason, since FROM servers WHERE registry_hash = " .. str(self, registry_hash)
-    .. " AND server = " .. str(self, server))[1]
-  return r and { reason = r.reason, since = tonumber(r.since) }
+  local m, k = memo(self), "s" .. registry_hash .. "\0" .. server
+  if m[k] == nil then
+    local r = rows(self, "SELECT reason, since FROM servers WHERE registry_hash = " .. str(self, registry_hash)
+      .. " AND server = " .. str(self, server))[1]
+    m[k] = r and { reason = r.reason, since = tonumber(r.since) } or false
+  end
+  return m[k] or nil
 end
 
 function Store:quarantined_servers()
@@ -301,8 +323,15 @@ end
 
 -- The decision log ---------------------------------------------------------------
 
+-- log(line) appends a line; log(lines) a list of them, in one transaction.
 function Store:log(line)
-  exec(self, "INSERT INTO decisions (time, line) VALUES (" .. num(self.clock()) .. ", " .. str(self, line) .. ")")
+  if type(line) == "string" then line = { line } end
+  local now = num(self.clock())
+  tx(self, function()
+    for _, l in ipairs(line) do
+      exec(self, "INSERT INTO decisions (time, line) VALUES (" .. now .. ", " .. str(self, l) .. ")")
+    end
+  end)
 end
 
 function Store:log_lines(after, limit)
