@@ -236,10 +236,10 @@ awk '
     if ((b <= a && a <= x) || (x <= a && a <= b)) return a
     return x }
   END {
-    printf "%-28s %10s %10s %10s %16s\n", "", "p50 us", "p90 us", "p99 us", "p99 added us"
-    d99 = med("direct", "p99_us")
-    printf "%-28s %10.1f %10.1f %10.1f %16s\n", "direct", med("direct", "p50_us"), med("direct", "p90_us"), d99, "-"
+    printf "%-28s %9s %9s %9s %14s %14s\n", "", "p50 us", "p90 us", "p99 us", "p50 added us", "p99 added us"
+    d50 = med("direct", "p50_us"); d99 = med("direct", "p99_us")
+    printf "%-28s %9.1f %9.1f %9.1f %14s %14s\n", "direct", d50, med("direct", "p90_us"), d99, "-", "-"
     for (nm in names) if (nm != "direct")
-      printf "%-28s %10.1f %10.1f %10.1f %16.1f\n", nm, med(nm, "p50_us"), med(nm, "p90_us"), med(nm, "p99_us"),
-        med(nm, "p99_us") - d99
+      printf "%-28s %9.1f %9.1f %9.1f %14.1f %14.1f\n", nm, med(nm, "p50_us"), med(nm, "p90_us"), med(nm, "p99_us"),
+        med(nm, "p50_us") - d50, med(nm, "p99_us") - d99
   }' "$results"

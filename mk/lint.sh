@@ -74,7 +74,7 @@ check "man page names version $version" \
 
 # Every command and every option its --help lists is in the man page.
 man_covers_cli() {
-  for c in canon check classify sweep test policy probe validate registry gateway; do
+  for c in canon check classify sweep test policy probe validate registry gateway mcp-proxy approvals log; do
     grep -q "^\.SS \"toolgate $c" docs/toolgate.1 || echo "docs/toolgate.1: no section for $c"
     for o in $(lua5.4 bin/toolgate "$c" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
       roff=$(printf '%s' "$o" | sed 's/-/\\-/g') # --fail-on is written \-\-fail\-on
