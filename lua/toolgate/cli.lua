@@ -113,6 +113,22 @@ function M.read_all(cmd, path)
   return data, name
 end
 
+-- write_file(cmd, path, text) -> true | nil (after a diagnostic)
+function M.write_file(cmd, path, text)
+  local f, err = io.open(path, "wb")
+  if not f then
+    M.diag(cmd, "cannot write " .. tostring(err))
+    return nil
+  end
+  local ok, werr = f:write(text)
+  f:close()
+  if not ok then
+    M.diag(cmd, "cannot write " .. path .. ": " .. tostring(werr))
+    return nil
+  end
+  return true
+end
+
 -- each_line(cmd, path, fn) -> true | nil (after a diagnostic): calls
 -- fn(line, number, display name) for every line of the input that is not
 -- blank (JSON Lines readers skip blank lines); the number counts all lines

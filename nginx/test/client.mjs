@@ -6,6 +6,7 @@
 // result (server info, the session id).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { runSteps } from "./steps.mjs";
 
 const [url, stepsText] = process.argv.slice(2);
 const steps = JSON.parse(stepsText || "[]");
@@ -15,16 +16,7 @@ const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
 try {
   await client.connect(transport);
   out({ ok: { server: client.getServerVersion(), session: transport.sessionId ?? null } });
-  for (const s of steps) {
-    try {
-      if (s.op === "list") out({ ok: await client.listTools() });
-      else if (s.op === "ping") out({ ok: await client.ping() });
-      else if (s.op === "call") out({ ok: await client.callTool({ name: s.name, arguments: s.arguments ?? {} }) });
-      else out({ error: { message: "unknown step " + s.op } });
-    } catch (e) {
-      out({ error: { code: e.code ?? null, message: String(e.message), data: e.data ?? null } });
-    }
-  }
+  await runSteps(client, steps, out);
   await transport.terminateSession().catch(() => {});
   await client.close();
 } catch (e) {

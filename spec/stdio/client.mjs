@@ -8,6 +8,7 @@
 // standard error goes to this script's.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { runSteps } from "../../nginx/test/steps.mjs";
 
 const [stepsText, command, ...args] = process.argv.slice(2);
 const steps = JSON.parse(stepsText || "[]");
@@ -17,16 +18,7 @@ const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
 try {
   await client.connect(transport);
   out({ ok: { server: client.getServerVersion() } });
-  for (const s of steps) {
-    try {
-      if (s.op === "list") out({ ok: await client.listTools() });
-      else if (s.op === "ping") out({ ok: await client.ping() });
-      else if (s.op === "call") out({ ok: await client.callTool({ name: s.name, arguments: s.arguments ?? {} }) });
-      else out({ error: { message: "unknown step " + s.op } });
-    } catch (e) {
-      out({ error: { code: e.code ?? null, message: String(e.message), data: e.data ?? null } });
-    }
-  }
+  await runSteps(client, steps, out);
   await client.close();
 } catch (e) {
   out({ fatal: String((e && e.stack) || e) });

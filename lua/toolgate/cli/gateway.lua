@@ -370,13 +370,7 @@ function M.run(args)
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
     contexts = contexts, upstreams = upstreams, lua_dir = lua_dir, lib = lib, lua_cdir = lua_cdir, redis = redis })
   local conf = prefix .. "/nginx.conf"
-  local f, err = io.open(conf, "wb")
-  if not f then
-    cli.diag("gateway", "cannot write " .. tostring(err))
-    return cli.EXIT_FAILED
-  end
-  f:write(text)
-  f:close()
+  if not cli.write_file("gateway", conf, text) then return cli.EXIT_FAILED end
   if o["conf-only"] then
     io.stdout:write(conf, "\n")
     return cli.EXIT_OK

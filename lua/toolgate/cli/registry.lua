@@ -121,13 +121,7 @@ local function record(rest)
     io.stdout:write(text)
     return cli.EXIT_OK
   end
-  local f, ferr = io.open(opts.output, "wb")
-  if not f then
-    cli.diag("registry", "cannot write " .. tostring(ferr))
-    return cli.EXIT_USAGE
-  end
-  f:write(text)
-  f:close()
+  if not cli.write_file("registry", opts.output, text) then return cli.EXIT_USAGE end
   local e, err, code = toolgate.new{ policy = "rung", registry = { opts.output } }
   if not e then
     cli.diag("registry", "the recorded tools do not load: " .. tostring(code) .. ": " .. tostring(err))
