@@ -4,28 +4,22 @@
 // line: {"answers", "in_order", "notifications", "notes_in_order",
 // "errors", "ms"}.  node burst.mjs N COMMAND [ARGS...]
 import { spawn } from "node:child_process";
+import { onMessages } from "./jsonl.mjs";
 
 const [nText, command, ...args] = process.argv.slice(2);
 const n = Number(nText);
 const child = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] });
 const t0 = Date.now();
-let buf = "", answers = 0, inOrder = true, notes = 0, notesInOrder = true, errors = 0;
-child.stdout.setEncoding("utf8");
-child.stdout.on("data", (chunk) => {
-  buf += chunk;
-  let nl;
-  while ((nl = buf.indexOf("\n")) >= 0) {
-    const m = JSON.parse(buf.slice(0, nl));
-    buf = buf.slice(nl + 1);
-    if (m.method) {
-      if (m.params.seq !== notes) notesInOrder = false;
-      notes++;
-    } else {
-      if (m.error) errors++;
-      else if (m.id !== answers + 1 || m.result.content[0].text !== "m" + m.id) inOrder = false;
-      answers++;
-      if (answers === n) child.stdin.end();
-    }
+let answers = 0, inOrder = true, notes = 0, notesInOrder = true, errors = 0;
+onMessages(child.stdout, (m) => {
+  if (m.method) {
+    if (m.params.seq !== notes) notesInOrder = false;
+    notes++;
+  } else {
+    if (m.error) errors++;
+    else if (m.id !== answers + 1 || m.result.content[0].text !== "m" + m.id) inOrder = false;
+    answers++;
+    if (answers === n) child.stdin.end();
   }
 });
 child.on("exit", (code) => {
