@@ -1,0 +1,133 @@
+/*
+ * test_proc.c -- tg_proc (core/tg_proc.h), the stdio proxy's processes:
+ *
+ *  1. a child's three pipes: what it reads comes back on stdout and stderr,
+ *     in order, and its exit status is seen;
+ *  2. a command that does not exist is -ENOENT, with nothing left open;
+ *  3. a signal the parent blocks reaches it through the signalfd, and the
+ *     child starts with that signal unblocked and at its default (it
+ *     ends the child: tg_proc_wait says which signal);
+ *  4. a write to a child that closed its input is -EPIPE, not a SIGPIPE;
+ *  5. poll's timeout and the event bits.
+ */
+#define _GNU_SOURCE
+#include "tap.h"
+#include "tg_proc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+/* Reads fd until its end (bounded by ~5 s of polls), into buf. */
+static size_t read_all(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int i;
+
+    for (i = 0; i < 500 && n < cap; i++) {
+        short ev = (short)tg_proc_poll_bits(0), rev = 0;
+        long r;
+
+        if (tg_proc_poll(&fd, &ev, &rev, 1, 10) <= 0) {
+            continue;
+        }
+        r = tg_proc_read(fd, buf + n, cap - n);
+        if (r == 0) {
+            break;
+        }
+        if (r > 0) {
+            n += (size_t)r;
+        }
+    }
+    return n;
+}
+
+static int wait_exit(int pid, int *code, int *signo)
+{
+    int i, rc = 0;
+
+    for (i = 0; i < 500 && rc == 0; i++) {
+        rc = tg_proc_wait(pid, 1, code, signo);
+        if (rc == 0) {
+            usleep(10000);
+        }
+    }
+    return rc;
+}
+
+int main(void)
+{
+    const char *cat_argv[] = {"sh", "-c", "cat; echo to-stderr >&2; exit 3", NULL};
+    const char *none_argv[] = {"/nonexistent/toolgate-proc-test", NULL};
+    const char *sleep_argv[] = {"sh", "-c", "echo up; exec sleep 30", NULL};
+    const char *closer_argv[] = {"sh", "-c", "exec 0<&-; echo closed; exec sleep 30", NULL};
+    tg_proc_t p;
+    char buf[256];
+    size_t n;
+    int code = -1, signo = -1, sigs[1] = {SIGUSR1}, sfd, fd;
+    short ev, rev;
+
+    /* 1 */
+    tap_ok(tg_proc_spawn(cat_argv, &p) == 0, "spawn sh -c cat");
+    tap_ok(tg_proc_write(p.in, "hello\nworld\n", 12) == 12, "write to the child's input");
+    tap_ok(tg_proc_close(p.in) == 0, "close its input");
+    n = read_all(p.out, buf, sizeof buf);
+    tap_is_mem(buf, n, "hello\nworld\n", "its output is its input, in order");
+    n = read_all(p.err, buf, sizeof buf);
+    tap_is_mem(buf, n, "to-stderr\n", "its standard error on its own pipe");
+    tap_ok(wait_exit(p.pid, &code, &signo) == 1 && code == 3 && signo == 0, "its exit status 3");
+    tg_proc_close(p.out);
+    tg_proc_close(p.err);
+
+    /* 2 */
+    tap_ok(tg_proc_spawn(none_argv, &p) == -ENOENT, "a missing command is -ENOENT");
+    tap_ok(tg_proc_spawn(NULL, &p) == -EINVAL, "no argv is -EINVAL");
+
+    /* 3 */
+    sfd = tg_proc_signals(sigs, 1);
+    tap_ok(sfd >= 0, "signalfd for SIGUSR1");
+    tap_ok(tg_proc_next_signal(sfd) == 0, "no signal waits yet");
+    kill(getpid(), SIGUSR1);
+    tap_ok(tg_proc_next_signal(sfd) == SIGUSR1, "SIGUSR1 read from the descriptor, not a handler");
+    tap_ok(tg_proc_signum("TERM") == SIGTERM && tg_proc_signum("NOPE") == 0, "signal names");
+    tap_ok(tg_proc_spawn(sleep_argv, &p) == 0, "spawn a sleeper");
+    n = read_all(p.out, buf, 3);
+    tap_is_mem(buf, n, "up\n", "it runs");
+    tap_ok(tg_proc_wait(p.pid, 1, &code, &signo) == 0, "it still runs (nohang)");
+    /* the parent blocks SIGUSR1; the child must not have inherited that */
+    tap_ok(tg_proc_kill(p.pid, SIGUSR1) == 0, "SIGUSR1 it");
+    tap_ok(wait_exit(p.pid, &code, &signo) == 1 && signo == SIGUSR1,
+           "it ended by SIGUSR1 (not blocked in the child)");
+    tg_proc_close(p.in);
+    tg_proc_close(p.out);
+    tg_proc_close(p.err);
+    tg_proc_close(sfd);
+
+    /* 4 */
+    tap_ok(tg_proc_spawn(closer_argv, &p) == 0, "spawn a child that closes its input");
+    n = read_all(p.out, buf, 7);
+    tap_is_mem(buf, n, "closed\n", "it closed it");
+    tap_ok(tg_proc_write(p.in, "x\n", 2) == -EPIPE, "writing to it is -EPIPE (SIGPIPE blocked)");
+    tg_proc_kill(p.pid, SIGKILL);
+    tap_ok(wait_exit(p.pid, &code, &signo) == 1 && signo == SIGKILL, "SIGKILL ends it");
+    tg_proc_close(p.in);
+    tg_proc_close(p.out);
+    tg_proc_close(p.err);
+
+    /* 5 */
+    tap_ok(tg_proc_spawn(sleep_argv, &p) == 0, "spawn a quiet child");
+    fd = p.err;
+    ev = (short)tg_proc_poll_bits(0);
+    rev = 1;
+    tap_ok(tg_proc_poll(&fd, &ev, &rev, 1, 20) == 0, "poll times out on a quiet pipe");
+    tap_ok(tg_proc_poll(&fd, &ev, &rev, 17, 0) == -EINVAL, "more than 16 descriptors is -EINVAL");
+    tap_ok(tg_proc_nonblock(p.out, 1) == 1, "the parent's ends are non-blocking");
+    tap_ok(tg_proc_read(p.err, buf, sizeof buf) == -EAGAIN, "an empty pipe reads -EAGAIN");
+    tg_proc_kill(p.pid, SIGKILL);
+    wait_exit(p.pid, &code, &signo);
+    tg_proc_close(p.in);
+    tg_proc_close(p.out);
+    tg_proc_close(p.err);
+    tap_ok(tg_proc_now() > 0, "a monotonic clock");
+    return tap_done();
+}
