@@ -22,10 +22,10 @@ local function lines(text)
   return out
 end
 
--- client(steps, proxy_args) -> the SDK client's lines, its stderr
-local function client(steps, args)
-  local code, out, err = h.run("cd " .. q(dir) .. " && timeout 60 node client.mjs " .. q(steps) .. " " .. proxy
-    .. " " .. args)
+-- client(steps, proxy_args[, env]) -> the SDK client's lines, its stderr
+local function client(steps, args, env)
+  local code, out, err = h.run("cd " .. q(dir) .. " && " .. (env or "") .. " timeout 60 node client.mjs " .. q(steps)
+    .. " " .. proxy .. " " .. args)
   assert(code == 0, "client failed (" .. tostring(code) .. "):\n" .. out .. err)
   return lines(out), err
 end
@@ -233,11 +233,24 @@ describe("toolgate mcp-proxy", function()
     -- a state of its own: the pin change it reports refuses echo under this registry from now on
     local r, perr = client(steps, "--state " .. q(tmp .. "/rug-state") .. " --registry " .. q("echo=" .. reg) .. " -- "
       .. changed)
-    assert.same({ "add" }, names(r[2].ok.tools))
+    assert.same({ "add", "roots" }, names(r[2].ok.tools))
     assert.equal(-32001, r[3].error.code)
     assert.equal("PIN_CHANGED", r[3].error.data.decision.code)
     assert.equal("5", r[4].ok.content[1].text)
     assert.truthy(perr:find("tool echo changed", 1, true), perr)
+  end)
+
+  it("relays the server's own request (roots/list) to the client while a call waits on its answer", function()
+    if not need(pending) then return end
+    local reg = tmp .. "/roots.json"
+    local server = "node " .. q(dir .. "/server.mjs")
+    local code, out, err = h.toolgate("registry record --server echo --output " .. q(reg) .. " -- " .. server)
+    assert(code == 0, out .. err)
+    local steps = assert(value.encode({ { op = "call", name = "roots", arguments = {} },
+      { op = "call", name = "echo", arguments = { message = "after" } } }))
+    local r = client(steps, "--registry " .. q("echo=" .. reg) .. " -- " .. server, "ROOTS=1")
+    assert.equal("file:///spec-root", r[2].ok.content[1].text)
+    assert.equal("after", r[3].ok.content[1].text)
   end)
 
   it("relays a burst of 10,000 calls while the server sends 10,000 notifications: in order, nothing lost", function()

@@ -3,7 +3,8 @@
 // description of its tool "echo" (a rug pull: the description changes
 // between runs); PAGE_SIZE > 0 splits tools/list into pages of that many
 // tools (nextCursor).  MODE:
-//   (none)   serves echo and add
+//   (none)   serves echo, add and roots (which asks the client for its
+//            roots, roots/list, while the call waits, and answers with them)
 //   exit     exits (status 3) on the first tools/call, without answering
 //   hang     never answers tools/call, ignores SIGTERM and outlives its input
 //   garbage  answers each tools/call with a line that is not JSON, then
@@ -39,6 +40,18 @@ server.registerTool(
     annotations: { readOnlyHint: true, openWorldHint: false },
   },
   async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }),
+);
+server.registerTool(
+  "roots",
+  {
+    description: "Lists the client's roots.",
+    inputSchema: {},
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  },
+  async () => {
+    const { roots } = await server.server.listRoots();
+    return { content: [{ type: "text", text: roots.map((r) => r.uri).join(",") }] };
+  },
 );
 if (mode === "hang") {
   process.on("SIGTERM", () => {});
