@@ -233,6 +233,38 @@ describe("toolgate.mcp", function()
     assert.equals("not json", gw:response(route, { pending = {} }, "not json"))
   end)
 
+  it("reads a stream's every message (stdio): a line that is not JSON answers nothing, and what waits still waits", function()
+    local gw, route = gateway()
+    local session = { pending = {}, stream = true }
+    local plan = gw:request(route, call(7, "add", '{"a":1,"b":2}'))
+    for id, p in pairs(plan.pending) do session.pending[id] = p end
+    local out, why = gw:response(route, session, "not json")
+    assert.is_nil(out)
+    assert.matches("^not JSON", why)
+    assert.is_nil(gw:response(route, { pending = {}, stream = true }, "{"))
+    assert.truthy(session.pending["7"])
+    -- notifications and the server's own requests pass as they are
+    local note = '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}'
+    assert.equals(note, gw:response(route, session, note))
+    local answer = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"3"}],"structuredContent":'
+      .. '{"sum":3}}}'
+    assert.equals(answer, gw:response(route, session, answer))
+    assert.is_nil(session.pending["7"])
+  end)
+
+  it("writes the decision log's lines with sorted keys and the time to the millisecond, for nginx and stdio", function()
+    local gw, route, events = gateway()
+    gw:request(route, call(1, "add", '{"a":1,"b":"x"}'))
+    local ev = events[#events]
+    local line = mcp.decision_line(ev, 12.5, '"worker":3')
+    assert.truthy(line:find(',"time":12.500,"worker":3}$'))
+    assert.equals((line:gsub("12%.500", "12.5")), assert(codec:canon(line)))
+    local t = json(line)
+    assert.same({ "H3", "call", "counter", 12.5, 3 }, { t.decision.code, t.phase, t.route, t.time, t.worker })
+    local pin = mcp.pin_change_line({ server = "counter", change = { tool = "add", change = "removed" } }, 1)
+    assert.equals('{"pin_change":{"change":"removed","tool":"add"},"route":"counter","time":1.000}', pin)
+  end)
+
   describe("approvals", function()
     local now = 1000
     local function clock() return now end

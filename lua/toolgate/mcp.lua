@@ -440,7 +440,8 @@ end
 --- pin_change_line(ev, time) -> the decision log's line for an observe
 -- event of kind "pin_change".
 function M.pin_change_line(ev, time)
-  return '{"pin_change":' .. enc(ev.change) .. ',"route":' .. enc(ev.server) .. ',"time":'
+  -- (a Lua table's keys come in no order: the change is written canonically)
+  return '{"pin_change":' .. assert(decision.codec():canon(enc(ev.change))) .. ',"route":' .. enc(ev.server) .. ',"time":'
     .. string.format("%.3f", time) .. "}"
 end
 
