@@ -170,6 +170,9 @@ describe("toolgate mcp-proxy", function()
       if l.phase == "call" then seen[#seen + 1] = l.decision.verdict .. (l.approved and "+approved" or "") end
     end
     assert.same({ "defer", "defer+approved", "defer", "defer" }, seen)
+    local all = lines(out)
+    local _, tail = h.toolgate("log --after " .. string.format("%d", all[#all - 1].seq) .. " --state " .. q(st))
+    assert.same({ all[#all] }, lines(tail))
   end)
 
   it("records the filesystem server's registry: the shipped example's tools and pins", function()
@@ -349,6 +352,36 @@ describe("toolgate mcp-proxy", function()
     local _, out = h.run("sh -c " .. q(script))
     assert.truthy(out:find("status=7", 1, true), out)
     assert.truthy(h.read_file(errf):find("got TERM", 1, true))
+  end)
+
+  it("exits 2 on bad usage, before starting anything", function()
+    if not need(pending) then return end
+    local reg = "--registry " .. q("filesystem=" .. fs_registry)
+    local cases = {
+      { reg, "the server's command is missing" },
+      { reg .. " --grace 0 -- true", "--grace takes seconds" },
+      { reg .. " --registry " .. q("other=" .. root .. "/examples/registries/mcp-memory.json") .. " -- true",
+        "the registry holds several servers (filesystem, other): say which with --server" },
+      { reg .. " --server nope -- true", "the registry holds no tool of server nope" },
+      { "--registry " .. q(root .. "/examples/quickstart/openai-tools.json") .. " -- true",
+        "the registry names no server" },
+      { reg .. " --policy no-such-policy -- true", "no shipped policy named" },
+      { reg .. " --state /dev/null/x -- true", "--state: cannot open" },
+    }
+    for _, c in ipairs(cases) do
+      local code, out, err = h.run(proxy .. " " .. c[1])
+      assert.equal(2, code, c[1] .. ": " .. err)
+      assert.equal("", out)
+      assert.truthy(err:find(c[2], 1, true), c[1] .. ": " .. err)
+    end
+    local st = " --state " .. q(tmp .. "/usage-state")
+    for _, a in ipairs({ "", "frob", "grant", "grant not-hex", "deny a b", "list x" }) do
+      assert.equal(2, (h.toolgate("approvals " .. a .. st)), a)
+    end
+    local code, _, err = h.toolgate("approvals grant 0123abcd" .. st)
+    assert.equal(1, code)
+    assert.truthy(err:find("no approval request 0123abcd", 1, true), err)
+    assert.equal(2, (h.toolgate("log --after x" .. st)))
   end)
 
   it("exits 1, saying why, when the server cannot be started", function()
