@@ -5,7 +5,7 @@
 --   spawn(argv) -> {pid, stdin, stdout, stderr} | nil, message
 --   signals({signo...}) -> fd;  next_signal(fd) -> signo | nil
 --   poll(fds, events, timeout_ms) -> revents list
---   read(fd) -> bytes | false (end of file) | nil, "again" | nil, message
+--   read(fd) -> bytes (at most READ_CHUNK) | false (end of file) | nil, "again" | nil, message
 --   write(fd, s[, from]) -> bytes written (0: the pipe is full) | nil, message
 --   nonblock(fd, on) -> was_on;  wait(pid, nohang) -> "exited"|"signaled", n | false
 --   kill(pid, signo), close(fd), signum(name), now(); POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL

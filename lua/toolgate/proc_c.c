@@ -250,5 +250,7 @@ int luaopen_toolgate_proc_c(lua_State *L)
     }
     lua_pushliteral(L, "c");
     lua_setfield(L, -2, "BINDING");
+    lua_pushinteger(L, READ_CHUNK);
+    lua_setfield(L, -2, "READ_CHUNK");
     return 1;
 }

@@ -29,7 +29,7 @@ const char *tg_proc_strerror(int errnum);
 local READ_CHUNK, MAX_FDS = 65536, 16
 local EAGAIN = 11 -- Linux
 
-local M = { BINDING = "ffi" }
+local M = { BINDING = "ffi", READ_CHUNK = READ_CHUNK }
 M.POLLIN, M.POLLOUT, M.POLLERR, M.POLLHUP, M.POLLNVAL =
   C.tg_proc_poll_bits(0), C.tg_proc_poll_bits(1), C.tg_proc_poll_bits(2), C.tg_proc_poll_bits(3),
   C.tg_proc_poll_bits(4)

@@ -210,13 +210,16 @@ function M.run(opts)
     if w then exited, how, status_n = true, w, n end
   end
 
-  -- reads what a descriptor has now: false at its end
+  -- reads what a descriptor has now: false at its end.  A short read
+  -- took all there was (poll says so again if more comes): no second
+  -- read to learn it.
   local function drain(fd, feed)
     for _ = 1, 64 do
       local chunk, why = proc.read(fd)
       if chunk == false then return false end
       if not chunk then return why == "again" end
       feed(chunk)
+      if #chunk < proc.READ_CHUNK then return true end
     end
     return true
   end
