@@ -15,7 +15,10 @@ trap 'for p in $pids; do kill "$p" 2>/dev/null; done' EXIT INT TERM
 set -- $(node nginx/test/http.mjs port 3)
 listen=127.0.0.1:$1 admin=127.0.0.1:$2 up=$3
 
-(cd nginx/test && PORT=$up exec node node_modules/@modelcontextprotocol/server-everything/dist/index.js \
+# (server-everything uses the global crypto, which Debian 12's Node 18 gives
+# module code only with --experimental-global-webcrypto; Node 20 accepts it too)
+(cd nginx/test && PORT=$up exec node --experimental-global-webcrypto \
+  node_modules/@modelcontextprotocol/server-everything/dist/index.js \
   streamableHttp) >"$dir/everything.log" 2>&1 &
 pids="$pids $!"
 head -c 24 /dev/urandom | base64 >"$dir/admin.token"
@@ -44,7 +47,8 @@ echo "-- tools/list through the gateway: the registry's tools, each pin checked"
 sdk '[{"op":"list"}]' | $LUA -e 'local cjson = require "cjson"
   local names = {}
   for _, t in ipairs(cjson.decode(io.read("*a")).ok.tools) do names[#names + 1] = t.name end
-  print(#names .. " tools: " .. table.concat(names, ", "))'
+  print(#names .. " tools: " .. table.concat(names, ", "))' ||
+  { echo "gateway demo: no tools/list answer through the gateway (logs in $dir)"; exit 1; }
 echo "-- echo (read-only: passes), echo with an argument it does not declare (H2: never reaches the server)"
 client '[{"op":"call","name":"echo","arguments":{"message":"hello"}},
   {"op":"call","name":"echo","arguments":{"message":"hello","to":"attacker"}}]'
