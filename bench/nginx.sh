@@ -17,6 +17,7 @@
 # Called by `make bench-nginx` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set;
 # every process it starts is stopped by its PID when it ends.
 set -eu
+. mk/node-env.sh
 LUA=${LUA:-lua5.4}
 SECONDS_PER=${BENCH_SECONDS:-5}
 out=bench/out/nginx

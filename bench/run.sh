@@ -4,6 +4,7 @@
 # times on a shared machine mean little; ratios measured together do).
 # Called by `make bench` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set.
 set -eu
+. mk/node-env.sh
 BUILD=${BUILD:-build}
 LUA=${LUA:-lua5.4}
 LUAJIT=${LUAJIT:-luajit}

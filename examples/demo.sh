@@ -2,6 +2,7 @@
 # make demo: toolgate's main job on the shipped examples.
 # Run from the repository root by `make demo` (which builds first).
 set -u
+. mk/node-env.sh
 tg="$LUA bin/toolgate"
 
 echo "== RFC 8785 canonical form and XXH3-128 of each example document"

@@ -15,10 +15,7 @@ trap 'for p in $pids; do kill "$p" 2>/dev/null; done' EXIT INT TERM
 set -- $(node nginx/test/http.mjs port 3)
 listen=127.0.0.1:$1 admin=127.0.0.1:$2 up=$3
 
-# (server-everything uses the global crypto, which Debian 12's Node 18 gives
-# module code only with --experimental-global-webcrypto; Node 20 accepts it too)
-(cd nginx/test && PORT=$up exec node --experimental-global-webcrypto \
-  node_modules/@modelcontextprotocol/server-everything/dist/index.js \
+(cd nginx/test && PORT=$up exec node node_modules/@modelcontextprotocol/server-everything/dist/index.js \
   streamableHttp) >"$dir/everything.log" 2>&1 &
 pids="$pids $!"
 head -c 24 /dev/urandom | base64 >"$dir/admin.token"

@@ -44,6 +44,7 @@ run_suite() {
 }
 
 # ---- set-up the suites rely on ----------------------------------------------
+. mk/node-env.sh
 # A decimal-comma locale, so the C tests can prove numbers ignore LC_NUMERIC.
 export LOCPATH="$PWD/$BUILD/locale"
 if [ ! -d "$LOCPATH/de_DE.UTF-8" ]; then

@@ -69,9 +69,7 @@ describe("toolgate gateway (nginx)", function()
     local ports = fx.ports(5)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
 
-    -- server-everything uses the global crypto, which Debian 12's Node 18
-    -- gives module code only with this flag (Node 20 accepts it too)
-    pids.everything = spawn("PORT=" .. ports[3] .. " exec node --experimental-global-webcrypto " ..
+    pids.everything = spawn("PORT=" .. ports[3] .. " exec node " ..
       "node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp", dir .. "/everything.log")
     pids.counter = spawn("PORT=" .. ports[4] .. " JSON_RESPONSE=1 exec node upstream.mjs", dir .. "/counter.log")
     pids.rug = spawn("PORT=" .. ports[5] .. " RUG_PULL=1 exec node upstream.mjs", dir .. "/rug.log")
