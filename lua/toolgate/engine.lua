@@ -503,6 +503,23 @@ function Engine:context(t)
   return setmetatable({ snap = snap, compiled = compiled, table = merged }, Context)
 end
 
+-- One call through the policy's pipeline, on the snapshot in force from
+-- start to end (engine:check); with keep, also what verifying its result
+-- needs when the call was not refused (engine:check_resolved).
+local function check_call(self, call, ctx, line, keep)
+  local snap = self.current
+  local cctx, lua_ctx, cerr = call_context(snap, ctx)
+  if not cctx then return bad_context(snap, lua_ctx or cerr, line) end
+  local text, failed = call_text(call)
+  if not text then
+    failed.line = line
+    return decision.from_table(finish(snap, failed, lua_ctx))
+  end
+  local d, tool, digest = run_check(self, snap, snap.compiled, text, cctx, lua_ctx, line, keep)
+  if not keep or d.verdict == "reject" or not tool or not digest then return d end
+  return d, { snap = snap, text = text, tool = tool, args_digest = digest }
+end
+
 --- Runs the policy's stages on one tool call.
 -- check(call[, ctx[, line]]) -> decision (toolgate.decision)
 -- @param call JSON text in any call format, or a table {server=, name=, arguments=, id=}
@@ -516,15 +533,7 @@ end
 -- text that holds several calls, or none, is a BAD_CALL reject saying how
 -- many: check_all decides each.
 function Engine:check(call, ctx, line)
-  local snap = self.current -- this decision's snapshot, start to end
-  local cctx, lua_ctx, cerr = call_context(snap, ctx)
-  if not cctx then return bad_context(snap, lua_ctx or cerr, line) end
-  local text, failed = call_text(call)
-  if not text then
-    failed.line = line
-    return decision.from_table(finish(snap, failed, lua_ctx))
-  end
-  return run_check(self, snap, snap.compiled, text, cctx, lua_ctx, line)
+  return (check_call(self, call, ctx, line))
 end
 
 --- Runs the policy's stages on every call a text holds.
@@ -927,14 +936,7 @@ end
 -- gateway checks each tools/call and verifies its answer.
 -- check_resolved(call[, ctx]) -> decision, resolved | nil
 function Engine:check_resolved(call, ctx)
-  local snap = self.current
-  local cctx, lua_ctx, cerr = call_context(snap, ctx)
-  if not cctx then return bad_context(snap, lua_ctx or cerr) end
-  local text, failed = call_text(call)
-  if not text then return decision.from_table(finish(snap, failed, lua_ctx)) end
-  local d, tool, digest = run_check(self, snap, snap.compiled, text, cctx, lua_ctx, nil, true)
-  if d.verdict == "reject" or not tool or not digest then return d end
-  return d, { snap = snap, text = text, tool = tool, args_digest = digest }
+  return check_call(self, call, ctx, nil, true)
 end
 
 --- verify for a call check_resolved let through: the same decision as
