@@ -534,6 +534,13 @@ describe("toolgate classify", function()
     assert.matches('"code":"ASK"', out1, 1, true)
   end)
 
+  it("decides on one thread by default on a machine of two processors or fewer", function()
+    -- a second thread there was measured slower (README, Performance)
+    local cli = require "toolgate.cli"
+    assert.same({ 1, 1, 3, 4, 4 }, { cli.default_threads(1), cli.default_threads(2), cli.default_threads(3),
+      cli.default_threads(4), cli.default_threads(64) })
+  end)
+
   it("refuses a --threads or --fail-on it cannot honour", function()
     for _, args in ipairs({ "--threads 0", "--threads 65", "--threads x", "--fail-on maybe" }) do
       local code, _, err = classify(h.lua, args)

@@ -187,13 +187,24 @@ function M.open_state(cmd, dir)
   return store
 end
 
--- The threads a command decides on: --threads N (1 .. 64), or by default the
--- processors online, at most 4 (beyond that the reading and writing of
--- lines, on one thread, is what limits a run).
+-- The threads a command decides on: --threads N (1 .. 64), or by default
+-- default_threads(the processors online).
 M.DEFAULT_MAX_THREADS = 4
 
+--- default_threads(cpus) -> 1 on a machine of one or two processors, else
+-- the processors, at most DEFAULT_MAX_THREADS (beyond that the reading and
+-- writing of lines, on one thread, is what limits a run).  On two, a second
+-- thread was measured slower, not faster (README, Performance: check and
+-- classify 1.2-1.8x the wall time of one thread on a 2-vCPU machine): the
+-- worker is woken for every chunk, and the wake-up costs about what it takes
+-- over, while the caller's thread also reads and writes every line.
+function M.default_threads(cpus)
+  if cpus <= 2 then return 1 end
+  return math.min(cpus, M.DEFAULT_MAX_THREADS)
+end
+
 function M.threads(arg)
-  if arg == nil then return math.min(require("toolgate.core").cpu_count(), M.DEFAULT_MAX_THREADS) end
+  if arg == nil then return M.default_threads(require("toolgate.core").cpu_count()) end
   local n = tonumber(arg)
   if not n or n ~= math.floor(n) or n < 1 or n > 64 then M.usage_error("--threads takes a whole number from 1 to 64") end
   return n

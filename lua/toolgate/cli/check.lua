@@ -47,11 +47,12 @@ nothing; a line that cannot be decoded gets one reject without index.
   --server NAME             server for calls that name none
   --also                    for accepted calls, list the other tools whose input
                             schemas also accept the arguments (H5)
-  --threads N               threads that decide together (default: the
-                            processors online, at most 4; 1 for none); the
-                            output is the same bytes whatever N.  A policy
-                            with custom stages or its own gate rule decides
-                            on one thread
+  --threads N               threads that decide together (default: 1 on a
+                            machine of one or two processors, where a second
+                            measured slower; else the processors online, at
+                            most 4); the output is the same bytes whatever
+                            N.  A policy with custom stages or its own gate
+                            rule decides on one thread
   --fail-on VERDICT         exit 1 if any call's decision has this verdict
   --explain                 each decision carries "explain": a trace of each
                             stage that ran, what it looked at (the call, the
