@@ -23,10 +23,12 @@ enum tg_stage_kind {
 };
 
 typedef struct tg_pstage {
-    int kind;     /* enum tg_stage_kind */
-    int in_host;  /* custom stage, or a gate with the policy's own rule */
-    tg_text name; /* shown as "stage" */
-    tg_text code; /* custom stages: the code of their rejects */
+    int kind;          /* enum tg_stage_kind */
+    int in_host;       /* custom stage, or a gate with the policy's own rule */
+    tg_text name;      /* shown as "stage" */
+    tg_text name_json; /* name as a JSON string (quotes and escapes): what
+                        * every decision writes, worked out once */
+    tg_text code;      /* custom stages: the code of their rejects */
 } tg_pstage;
 
 /* One segment of a resolve rule's pattern, unescaped. */
@@ -57,6 +59,7 @@ typedef struct tg_ptool {
     const tg_norm_t *norm; /* its normalization plan (tg_policy_set_norm), or NULL */
     tg_presolve *resolve;  /* the "id" rules a policy function resolves */
     size_t n_resolve;
+    tg_text server_json, name_json; /* the registry's names as JSON strings */
 } tg_ptool;
 
 struct tg_policy_t {
@@ -65,6 +68,7 @@ struct tg_policy_t {
     const tg_registry_t *r;
     tg_text version;
     tg_text registry_hash;
+    tg_text version_json, registry_hash_json; /* as JSON strings, as name_json */
     tg_pstage *stages;
     size_t n_stages;
     tg_text *levels;

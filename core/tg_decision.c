@@ -16,13 +16,21 @@ typedef struct writer {
     int rc;
 } writer;
 
-static void raw(writer *w, const char *s, size_t n)
+/* Inlined wherever they are used (raw and lit mostly write constants:
+ * then the copy is a few moves and lit's strlen is folded away). */
+#if defined(__GNUC__)
+#define WRITE_INLINE __attribute__((always_inline)) inline
+#else
+#define WRITE_INLINE inline
+#endif
+
+static WRITE_INLINE void raw(writer *w, const char *s, size_t n)
 {
     if (w->rc == TG_OK)
         w->rc = tg_buf_put(w->b, s, n, NULL);
 }
 
-static void lit(writer *w, const char *s)
+static WRITE_INLINE void lit(writer *w, const char *s)
 {
     raw(w, s, strlen(s));
 }
@@ -40,14 +48,43 @@ static void ctext(writer *w, const char *s)
     text(w, s, strlen(s));
 }
 
+/* A string the policy wrote as JSON once, at load (tg_policy.c, json_of). */
+static void json_text(writer *w, const tg_text *json)
+{
+    raw(w, json->s, json->len);
+}
+
+/* A name of the core's own (a call shape's): ASCII letters and '-',
+ * nothing to escape. */
+static void name_text(writer *w, const char *s)
+{
+    raw(w, "\"", 1);
+    raw(w, s, strlen(s));
+    raw(w, "\"", 1);
+}
+
+/* A digest: 32 hex digits, nothing to escape. */
+static void digest_text(writer *w, const char *digest)
+{
+    char q[34];
+    q[0] = '"';
+    memcpy(q + 1, digest, 32);
+    q[33] = '"';
+    raw(w, q, sizeof q);
+}
+
 /* "key": -- keys are ASCII constants, written as they are; key() takes a
  * string literal only (the "" around it say so to the compiler), so its
  * length is known without a strlen on every member of every decision. */
 #define key(w, k) key_n((w), "" k "", sizeof(k) - 1)
-static void key_n(writer *w, const char *k, size_t n)
+static WRITE_INLINE void key_n(writer *w, const char *k, size_t n)
 {
     char *p;
-    if (w->rc != TG_OK || (w->rc = tg_buf_reserve(w->b, n + 4, NULL)) != TG_OK)
+    /* inlined at each key: n is a constant there, so the copy is a few
+     * moves, and the room is nearly always there already (reserved for
+     * the whole decision up front) */
+    if (w->rc != TG_OK ||
+        (n + 4 > w->b->cap - w->b->len && (w->rc = tg_buf_reserve(w->b, n + 4, NULL)) != TG_OK))
         return;
     p = w->b->data + w->b->len;
     if (!w->first)
@@ -136,9 +173,13 @@ static void findings_of(writer *w, const tg_rung_result_t *res)
 
 static const char *const verdict_names[] = {"\"accept\"", "\"reject\"", "\"defer\""};
 
-static const char *stage_name(const tg_decider_t *d, size_t stage)
+/* "stage": the decode step's or a policy stage's name. */
+static void stage_text(writer *w, const tg_decider_t *d, size_t stage)
 {
-    return stage == TG_DECODE_STAGE ? "decode" : d->p->stages[stage].name.s;
+    if (stage == TG_DECODE_STAGE)
+        lit(w, "\"decode\"");
+    else
+        json_text(w, &d->p->stages[stage].name_json);
 }
 
 static void code_of(writer *w, const tg_decider_t *d, const tg_objection *o)
@@ -170,9 +211,9 @@ static void binding_of(writer *w, const tg_policy_t *p, const char *digest, cons
     else
         lit(w, "null");
     key(w, "policy_version");
-    text(w, p->version.s, p->version.len);
+    json_text(w, &p->version_json);
     key(w, "registry_hash");
-    text(w, p->registry_hash.s, p->registry_hash.len);
+    json_text(w, &p->registry_hash_json);
     key(w, "server");
     text_or_null(w, server, server_len);
     key(w, "tool");
@@ -218,7 +259,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     }
     if (d->has_digest) {
         key(&w, "args_digest");
-        text(&w, d->digest, 32);
+        digest_text(&w, d->digest);
     }
     if (verdict == TG_DEFER) {
         key(&w, "binding");
@@ -238,7 +279,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         findings_of(&w, res);
     if (d->calls) {
         key(&w, "format");
-        ctext(&w, tg_call_shape_name(tg_calls_shape(d->calls)));
+        name_text(&w, tg_call_shape_name(tg_calls_shape(d->calls)));
     }
     if (d->call && tg_call_id(d->call)) {
         key(&w, "id");
@@ -276,7 +317,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
             key(&w, "code");
             code_of(&w, d, &d->obj[i]);
             key(&w, "stage");
-            ctext(&w, stage_name(d, d->obj[i].stage));
+            stage_text(&w, d, d->obj[i].stage);
             key(&w, "verdict");
             lit(&w, verdict_names[d->obj[i].verdict]);
             close_(&w, "}");
@@ -288,33 +329,41 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         ctext(&w, res->findings[0].pointer);
     }
     key(&w, "policy_version");
-    text(&w, p->version.s, p->version.len);
+    json_text(&w, &p->version_json);
     key(&w, "registry_hash");
-    text(&w, p->registry_hash.s, p->registry_hash.len);
+    json_text(&w, &p->registry_hash_json);
     if (verdict == TG_DEFER && p->requires_approval) {
         key(&w, "requires_approval");
         lit(&w, "true");
     }
-    if (d->server) {
+    if (d->tool >= 0) { /* resolved: the registry's names, written at load */
+        key(&w, "server");
+        json_text(&w, &p->tools[d->tool].server_json);
+    } else if (d->server) {
         key(&w, "server");
         text(&w, d->server, d->server_len);
     }
     key(&w, "stage");
     if (o)
-        ctext(&w, stage_name(d, o->stage));
+        stage_text(&w, d, o->stage);
+    else if (d->n_ran)
+        json_text(&w, &p->stages[d->n_ran - 1].name_json);
     else
-        ctext(&w, d->n_ran ? p->stages[d->n_ran - 1].name.s : "");
+        lit(&w, "\"\"");
     if (!d->decode_failed) {
         key(&w, "stages");
         raw(&w, "[", 1);
         for (size_t i = 0; i < d->n_ran; i++) {
             if (i)
                 raw(&w, ",", 1);
-            text(&w, p->stages[i].name.s, p->stages[i].name.len);
+            json_text(&w, &p->stages[i].name_json);
         }
         raw(&w, "]", 1);
     }
-    if (d->name) {
+    if (d->tool >= 0) {
+        key(&w, "tool");
+        json_text(&w, &p->tools[d->tool].name_json);
+    } else if (d->name) {
         key(&w, "tool");
         text(&w, d->name, d->name_len);
     }
@@ -381,20 +430,17 @@ static void plan_binding(writer *w, const tg_decider_t *d, const tg_plan *pl, co
     binding_of(w, d->p, digest, epoch, epoch_len, server, slen, name, nlen);
 }
 
-static void tool_text(writer *w, const tg_registry_t *r, long tool, int server)
+static void tool_text(writer *w, const tg_policy_t *p, long tool, int server)
 {
-    size_t len;
-    const char *s = server ? tg_registry_server(r, (size_t)tool, &len)
-                           : tg_registry_name(r, (size_t)tool, &len);
-    text(w, s, len);
+    json_text(w, server ? &p->tools[tool].server_json : &p->tools[tool].name_json);
 }
 
 static void trailer_head(writer *w, const tg_decider_t *d)
 {
     key(w, "policy_version");
-    text(w, d->p->version.s, d->p->version.len);
+    json_text(w, &d->p->version_json);
     key(w, "registry_hash");
-    text(w, d->p->registry_hash.s, d->p->registry_hash.len);
+    json_text(w, &d->p->registry_hash_json);
 }
 
 static void approval(writer *w, const tg_decider_t *d, int verdict)
@@ -465,7 +511,7 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
     share_of(w, pl->args.modal_count, pl->n);
     if (o && d->has_digest) {
         key(w, "args_digest");
-        text(w, d->digest, 32);
+        digest_text(w, d->digest);
     }
     if (o && res->resolution == TG_AMBIGUOUS) {
         key(w, "candidates");
@@ -604,7 +650,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
     key(w, "arg_agreement");
     share_of(w, pl->args.modal_count, pl->n);
     key(w, "args_digest");
-    text(w, digest, 32);
+    digest_text(w, digest);
     if (verdict == TG_DEFER) {
         key(w, "binding");
         plan_binding(w, d, pl, digest, tool);
@@ -669,7 +715,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
         plan_id(w, pl);
     }
     key(w, "policy_version");
-    text(w, d->p->version.s, d->p->version.len);
+    json_text(w, &d->p->version_json);
     if (!by && cv->quarantine) {
         key(w, "quarantined");
         raw(w, "[", 1);
@@ -681,7 +727,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
         raw(w, "]", 1);
     }
     key(w, "registry_hash");
-    text(w, d->p->registry_hash.s, d->p->registry_hash.len);
+    json_text(w, &d->p->registry_hash_json);
     key(w, "representative");
     u64(w, pl->rep + 1);
     approval(w, d, verdict);
@@ -715,7 +761,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
     }
     if (tool >= 0) {
         key(w, "server");
-        tool_text(w, d->p->r, tool, 1);
+        tool_text(w, d->p, tool, 1);
     }
     key(w, "stage");
     ctext(w, by ? by->stage : "consistency");
@@ -725,7 +771,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
         for (size_t i = 0; i < by->n_ran; i++) {
             if (i)
                 raw(w, ",", 1);
-            text(w, d->p->stages[i].name.s, d->p->stages[i].name.len);
+            json_text(w, &d->p->stages[i].name_json);
         }
         raw(w, "]", 1);
         if (pl->rep_steps > 1) {
@@ -737,7 +783,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
         plan_steps(w, pl);
     if (tool >= 0) {
         key(w, "tool");
-        tool_text(w, d->p->r, tool, 0);
+        tool_text(w, d->p, tool, 0);
     }
     key(w, "verdict");
     lit(w, verdict_names[verdict]);

@@ -33,6 +33,23 @@ static int take_text(tg_arena *a, const tg_value_t *v, tg_text *out, tg_error_t 
     return TG_OK;
 }
 
+/* t as a JSON string, its canonical form (quotes and escapes), in a: the
+ * decision writer copies it instead of escaping it for every decision. */
+static int json_of(tg_policy_t *p, const tg_text *t, tg_text *out, tg_error_t *err)
+{
+    tg_buf_t b;
+    int rc;
+    tg_buf_init(&b, p->e);
+    if ((rc = tg_canon_string(&b, t->s, t->len, err)) == TG_OK) {
+        if ((out->s = tg_arena_strdup(&p->arena, b.data, b.len)) != NULL)
+            out->len = b.len;
+        else
+            rc = tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    }
+    tg_buf_free(&b);
+    return rc;
+}
+
 /* An optional boolean member: 0 when absent. */
 static int take_flag(const tg_value_t *obj, const char *key, int *out, tg_error_t *err)
 {
@@ -336,6 +353,12 @@ static int read_policy(tg_policy_t *p, const tg_value_t *root, tg_error_t *err)
         if ((rc = read_stage(p, &stages->p.items[i], &p->stages[i], err)) != TG_OK)
             return rc;
     p->n_stages = stages->len;
+    for (size_t i = 0; i < p->n_stages; i++)
+        if ((rc = json_of(p, &p->stages[i].name, &p->stages[i].name_json, err)) != TG_OK)
+            return rc;
+    if ((rc = json_of(p, &p->version, &p->version_json, err)) != TG_OK ||
+        (rc = json_of(p, &p->registry_hash, &p->registry_hash_json, err)) != TG_OK)
+        return rc;
     for (size_t i = p->n_stages; i-- > 0;)
         if (p->stages[i].kind == TG_STAGE_RUNG)
             p->rung_stage = i;
@@ -344,9 +367,15 @@ static int read_policy(tg_policy_t *p, const tg_value_t *root, tg_error_t *err)
     if (!(p->tools = tg_arena_alloc(&p->arena, (tools->len ? tools->len : 1) * sizeof *p->tools)))
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     memset(p->tools, 0, (tools->len ? tools->len : 1) * sizeof *p->tools);
-    for (uint32_t i = 0; i < tools->len; i++)
-        if ((rc = read_tool(p, &tools->p.items[i], &p->tools[i], err)) != TG_OK)
+    for (uint32_t i = 0; i < tools->len; i++) {
+        tg_text server, name;
+        server.s = tg_registry_server(p->r, i, &server.len);
+        name.s = tg_registry_name(p->r, i, &name.len);
+        if ((rc = read_tool(p, &tools->p.items[i], &p->tools[i], err)) != TG_OK ||
+            (rc = json_of(p, &server, &p->tools[i].server_json, err)) != TG_OK ||
+            (rc = json_of(p, &name, &p->tools[i].name_json, err)) != TG_OK)
             return rc;
+    }
     p->n_tools = tools->len;
     return TG_OK;
 }
