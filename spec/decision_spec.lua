@@ -60,6 +60,21 @@ describe("a decision", function()
     assert.equal("verifier", d.stage)
   end)
 
+  it("writes names that need escaping as their canonical JSON strings", function()
+    -- the policy's version, its stage names and the registry's names are
+    -- written as JSON once, at load, and copied into every decision
+    local server, stage = 's"v\\1\226\128\168', 'st"age\n' -- \226\128\168: U+2028, written as it is
+    local reg = '{"toolgate":1,"server":"s\\"v\\\\1\\u2028","tools":[{"name":"t.1","input_schema":{"type":"object"}}]}'
+    local odd = assert(toolgate.new({ registry = { { label = "odd.json", text = reg } },
+      policy = { name = 'p"q', version = "1\\2", stages = { "rung", { name = stage, run = function() return false, "no" end } } } }))
+    local d = odd:check({ server = server, name = "t.1", arguments = {} })
+    local t = d:table()
+    assert.same({ "reject", stage, server, "t.1" }, { t.verdict, t.stage, t.server, t.tool })
+    assert.same({ "rung", stage }, t.stages)
+    assert.equal('p"q@1\\2', t.policy_version)
+    assert.equal(d:json(), toolgate.canon(d:json()))
+  end)
+
   it("built in Lua writes the same way", function()
     local d = e:classify('{"plan_id":"p","samples":[]}')
     assert.is_true(decision.is(d))
