@@ -5,8 +5,12 @@
 local h = require "helpers"
 local state = require "toolgate.state"
 local sqlite = require "toolgate.state.sqlite"
+local contract = require "state_contract"
 
 local q = h.shell_quote
+
+-- the file behind each SQLite store the contract opened (its peer opens it again)
+local opened = setmetatable({}, { __mode = "k" })
 
 local function tmpdb()
   local path = h.tmpname(".sqlite")
@@ -14,96 +18,47 @@ local function tmpdb()
   return path
 end
 
+-- The stores this process can open; spec/state_nginx_spec.lua runs the same
+-- cases on the shared-dict and Redis stores, inside nginx.
 local STORES = {
-  memory = function(clock) return state.memory({ clock = clock }) end,
-  sqlite = function(clock) return assert(sqlite.open(tmpdb(), { clock = clock })) end,
+  {
+    name = "memory", clock = contract.fake_clock, clock_kind = "fake (the store's expiry follows it)",
+    open = function(clock, opts)
+      if opts.bounded then return nil, "in-process tables: no capacity of its own to fill" end
+      if opts.unreachable then return nil, "in process: nothing to reach" end
+      return state.memory({ clock = clock.now })
+    end,
+    peer = function() return nil, "in process: one handle is all there is" end,
+  },
+  {
+    name = "sqlite", clock = contract.fake_clock, clock_kind = "fake (the store's expiry follows it)",
+    open = function(clock, opts)
+      if opts.bounded then return nil, "a file: it fills only with the disk" end
+      if opts.unreachable then return nil, "a local file: nothing to reach" end
+      local path = tmpdb()
+      local s, err = sqlite.open(path, { clock = clock.now })
+      if s then opened[s] = { path = path, clock = clock } end
+      return s, err
+    end,
+    -- another connection on the same file
+    peer = function(s) return assert(sqlite.open(opened[s].path, { clock = opened[s].clock.now })) end,
+    settle = function() end,
+  },
 }
 
-for _, kind in ipairs({ "memory", "sqlite" }) do
-  describe("toolgate.state contract: " .. kind, function()
-    local now = 1000
-    local function clock() return now end
-    local store
-    before_each(function()
-      now = 1000
-      store = STORES[kind](clock)
-    end)
-
-    it("keeps determinism records: verified, quarantined (first reason kept), lifted in a later epoch", function()
-      assert.is_nil(store:get("s", "t"))
-      store:verified("s", "t", '"e1"')
-      assert.equal('"e1"', store:get("s", "t").verified_epoch)
-      assert.is_nil(store:get("s", "t").quarantined)
-      store:quarantine("s", "t", "RESULT_DISAGREE", '"e1"')
-      store:quarantine("s", "t", "a later reason", '"e1"')
-      local r = store:get("s", "t")
-      assert.is_nil(r.verified_epoch)
-      assert.equal("RESULT_DISAGREE", r.quarantined.reason)
-      assert.equal('"e1"', r.quarantined.epoch)
-      store:verified("s", "t", '"e2"')
-      r = store:get("s", "t")
-      assert.equal('"e2"', r.verified_epoch)
-      assert.is_nil(r.quarantined)
-      store:verified("s", "u", "7")
-      local all = store:records()
-      assert.equal('"e2"', all["s\0t"].verified_epoch)
-      assert.equal("7", all["s\0u"].verified_epoch)
-    end)
-
-    it("opens an approval once, grants its uses once each, and refuses a second decision", function()
-      assert.is_true(store:approval_open("a1", { server = "s", tool = "t", args_digest = "d1" }, 60, 2))
-      assert.is_false(store:approval_open("a1", { server = "s", tool = "t" }, 60, 2))
-      assert.same({ false, "pending" }, { store:approval_take("a1") })
-      local r = store:approval("a1")
-      assert.equal("pending", r.status)
-      assert.equal("d1", r.args_digest)
-      assert.equal(1060, r.expires)
-      assert.equal("granted", store:approval_decide("a1", "grant").status)
-      assert.same({ true, "granted" }, { store:approval_take("a1") })
-      assert.same({ true, "used" }, { store:approval_take("a1") })
-      assert.same({ false, "used" }, { store:approval_take("a1") })
-      assert.same({ nil, "approval a1 is already used", "ALREADY_DECIDED" }, { store:approval_decide("a1", "deny") })
-      assert.is_true(store:approval_open("a2", { server = "s", tool = "t" }, 60, 1))
-      assert.equal("denied", store:approval_decide("a2", "deny").status)
-      assert.same({ false, "denied" }, { store:approval_take("a2") })
-      local ids = {}
-      for _, a in ipairs(store:approvals()) do ids[#ids + 1] = a.id end
-      assert.same({ "a1", "a2" }, ids)
-    end)
-
-    it("lets approvals expire with their ttl, a grant's from when it was given", function()
-      store:approval_open("a", { server = "s", tool = "t" }, 60, 1)
-      now = 1050
-      store:approval_decide("a", "grant")
-      now = 1100 -- past the request's first ttl, within the grant's
-      assert.equal("granted", store:approval("a").status)
-      now = 1111
-      assert.is_nil(store:approval("a"))
-      assert.same({ false }, { store:approval_take("a") })
-      assert.equal("NOT_FOUND", select(3, store:approval_decide("a", "grant")))
-      assert.same({}, store:approvals())
-      assert.is_true(store:approval_open("a", { server = "s", tool = "t" }, 60, 1))
-    end)
-
-    it("reports a pin change once per registry and keeps a server's first quarantine", function()
-      local change = { tool = "t", change = "changed", pin = "p1", upstream_pin = "p2" }
-      assert.is_true(store:pin_report("h1", "s", "t", change))
-      assert.is_false(store:pin_report("h1", "s", "t", change))
-      assert.is_true(store:pin_report("h2", "s", "t", change))
-      assert.is_true(store:pin_report("h1", "s", "n", { tool = "n", change = "added" }))
-      assert.same(change, store:pin_change("h1", "s", "t"))
-      assert.is_nil(store:pin_change("h1", "s", "n")) -- added, not changed
-      assert.is_nil(store:pin_change("h3", "s", "t"))
-      assert.equal(3, #store:pin_reports())
-      assert.is_nil(store:server_quarantine("h1", "s"))
-      store:quarantine_server("h1", "s", "first")
-      store:quarantine_server("h1", "s", "second")
-      assert.equal("first", store:server_quarantine("h1", "s").reason)
-      assert.is_nil(store:server_quarantine("h2", "s"))
-      local qs = store:quarantined_servers()
-      assert.equal(1, #qs)
-      assert.same({ "h1", "s", "first" }, { qs[1].registry_hash, qs[1].server, qs[1].reason })
-    end)
+for _, st in ipairs(STORES) do
+  describe("toolgate.state contract: " .. st.name .. " (clock: " .. st.clock_kind .. ")", function()
+    for _, c in ipairs(contract.cases) do
+      it(c.name, function()
+        local status, message = contract.run_case(st, c)
+        if status == "n/a" then
+          io.stderr:write("# contract: " .. st.name .. ": n/a: " .. c.name .. ": " .. message .. "\n")
+          pending("contract case n/a for " .. st.name .. ": " .. c.name .. ": " .. message)
+          return
+        end
+        assert(status == "pass", st.name .. ": " .. c.name .. ": " .. tostring(message))
+      end)
+    end
   end)
 end
 

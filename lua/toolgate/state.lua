@@ -81,9 +81,10 @@ function Memory:verified(server, name, epoch)
 end
 
 -- A declaration already quarantined keeps its first reason and time: that is
--- where a person starts looking.
+-- where a person starts looking.  Its time is the store's clock (the core
+-- keeps whole seconds), as every other store's.
 function Memory:quarantine(server, name, reason, epoch)
-  assert(self.c:quarantine(server, name, reason, epoch, os.time()))
+  assert(self.c:quarantine(server, name, reason, epoch, math.floor(self.clock())))
 end
 
 function Memory:records()

@@ -1,0 +1,248 @@
+-- spec/state_contract.lua: the toolgate.state contract, one implementation
+-- of each case, run on every store: under busted for the in-process and
+-- SQLite stores (spec/state_spec.lua), inside nginx for the shared-dict and
+-- Redis stores (spec/state_nginx_spec.lua through
+-- spec/state_contract_nginx.lua: cosockets need a request).  Plain Lua, no
+-- busted: inside nginx there is none.
+--
+-- A store under test is a table:
+--   name                  "memory", "sqlite", ...
+--   open(clock, opts)     -> a new, empty store | nil, why not.  opts.bounded:
+--                            one that can fill up; opts.unreachable: one kept
+--                            somewhere it cannot reach
+--   peer(store)           -> a second handle on the same records (another
+--                            connection, worker or node) | nil, why there is none
+--   settle(store, peer)   makes what store wrote visible through peer (the
+--                            Redis store: its journal written, peer synced)
+--   clock                 -> { now = fn, advance = fn(seconds) }: a fake clock
+--                            for a store whose expiry follows the one it is
+--                            given, the real one (advance sleeps) for a store
+--                            whose expiry is its server's own
+--   clock_kind            what clock() is, for the case list
+local M = {}
+
+-- Checks: each raises with the case's line (level 2: the caller's).
+local function show(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) ~= "table" then return tostring(v) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = tostring(k) .. " = " .. show(v[k]) end
+  return "{ " .. table.concat(parts, ", ") .. " }"
+end
+
+local function same(a, b)
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
+local function eq(want, got, what)
+  if not same(want, got) then error((what or "value") .. ": expected " .. show(want) .. ", got " .. show(got), 2) end
+end
+
+local function check(cond, what)
+  if not cond then error(what, 2) end
+  return cond
+end
+
+-- results(...) -> the call's results as a list, nils in place
+local function results(...) return { n = select("#", ...), ... } end
+local function eq_results(want, got, what)
+  local n = math.max(#want, got.n)
+  for i = 1, n do
+    if not same(want[i], got[i]) then
+      error((what or "results") .. ": result " .. i .. " expected " .. show(want[i]) .. ", got " .. show(got[i]), 2)
+    end
+  end
+end
+
+local function raises(fn)
+  local ok, err = pcall(fn)
+  return not ok, err
+end
+
+M.cases = {}
+local function case(name, run) M.cases[#M.cases + 1] = { name = name, run = run } end
+
+case("determinism records: verified, quarantined (first reason and time kept), lifted only in a later epoch",
+  function(t)
+    local s, clock = t.store, t.clock
+    eq(nil, s:get("s", "t"), "get before any record")
+    s:verified("s", "t", '"e1"')
+    eq({ verified_epoch = '"e1"' }, s:get("s", "t"), "after verified e1")
+    local at = clock.now()
+    s:quarantine("s", "t", "RESULT_DISAGREE", '"e1"')
+    clock.advance(1)
+    s:quarantine("s", "t", "a later reason", '"e1"')
+    eq({ quarantined = { reason = "RESULT_DISAGREE", since = at, epoch = '"e1"' } }, s:get("s", "t"),
+      "after two quarantines")
+    -- a probe passing again in the quarantine's own epoch does not lift it
+    s:verified("s", "t", '"e1"')
+    eq({ reason = "RESULT_DISAGREE", since = at, epoch = '"e1"' }, s:get("s", "t").quarantined,
+      "quarantine after verified in its epoch")
+    s:verified("s", "t", '"e2"')
+    eq({ verified_epoch = '"e2"' }, s:get("s", "t"), "after verified e2")
+    s:verified("s", "u", "7")
+    local all = s:records()
+    eq('"e2"', all["s\0t"] and all["s\0t"].verified_epoch, "records()[s t]")
+    eq("7", all["s\0u"] and all["s\0u"].verified_epoch, "records()[s u]")
+  end)
+
+case("approvals: opened once, each granted use taken once, a second decision refused", function(t)
+  local s, clock = t.store, t.clock
+  local at = clock.now()
+  eq(true, s:approval_open("a1", { server = "s", tool = "t", args_digest = "d1" }, 60, 2), "first open")
+  eq(false, s:approval_open("a1", { server = "s", tool = "t" }, 60, 2), "second open")
+  eq_results({ false, "pending" }, results(s:approval_take("a1")), "take while pending")
+  local r = check(s:approval("a1"), "approval a1 is there")
+  eq({ "pending", "d1", at + 60, 2 }, { r.status, r.args_digest, r.expires, r.uses }, "a1 {status, digest, expires, uses}")
+  eq("granted", (s:approval_decide("a1", "grant") or {}).status, "grant")
+  eq_results({ true, "granted" }, results(s:approval_take("a1")), "first use")
+  eq_results({ true, "used" }, results(s:approval_take("a1")), "second use")
+  eq_results({ false, "used" }, results(s:approval_take("a1")), "a third take")
+  local d = results(s:approval_decide("a1", "deny"))
+  eq_results({ nil, d[2], "ALREADY_DECIDED" }, d, "deny after the grant")
+  check(type(d[2]) == "string" and d[2]:find("a1", 1, true), "the refusal names a1: " .. show(d[2]))
+  eq("used", s:approval("a1").status, "a1 after the refused deny")
+  eq(true, s:approval_open("a2", { server = "s", tool = "t" }, 60, 1), "open a2")
+  eq("denied", (s:approval_decide("a2", "deny") or {}).status, "deny a2")
+  eq_results({ false, "denied" }, results(s:approval_take("a2")), "take a denied one")
+  eq_results({ false, nil }, results(s:approval_take("none")), "take an unknown one")
+  eq("NOT_FOUND", select(3, s:approval_decide("none", "grant")), "decide an unknown one")
+  local ids = {}
+  for _, a in ipairs(s:approvals() or {}) do ids[#ids + 1] = a.id .. "=" .. a.status end
+  eq({ "a1=used", "a2=denied" }, ids, "approvals()")
+end)
+
+case("approvals expire with their ttl, a grant's counted from when it was given", function(t)
+  local s, clock = t.store, t.clock
+  -- ttl 2 s: run on the real clock where the store's expiry is its server's
+  eq(true, s:approval_open("a", { server = "s", tool = "t" }, 2, 1), "open")
+  clock.advance(1)
+  eq("granted", (s:approval_decide("a", "grant") or {}).status, "grant after 1 s")
+  clock.advance(1.1) -- past the request's own ttl, within the grant's
+  eq("granted", (s:approval("a") or {}).status, "2.1 s after opening, 1.1 s after the grant")
+  clock.advance(1.1)
+  eq(nil, s:approval("a"), "2.2 s after the grant")
+  eq_results({ false, nil }, results(s:approval_take("a")), "take an expired one")
+  eq("NOT_FOUND", select(3, s:approval_decide("a", "grant")), "decide an expired one")
+  eq({}, s:approvals(), "approvals() after expiry")
+  eq(true, s:approval_open("a", { server = "s", tool = "t" }, 2, 1), "open again")
+  eq("pending", s:approval("a").status, "opened again: pending, not the old grant")
+end)
+
+case("pin reports: each change once per registry; a server's first quarantine kept", function(t)
+  local s = t.store
+  local change = { tool = "t", change = "changed", pin = "p1", upstream_pin = "p2" }
+  eq(true, s:pin_report("h1", "s", "t", change), "first report")
+  eq(false, s:pin_report("h1", "s", "t", change), "the same again")
+  eq(true, s:pin_report("h2", "s", "t", change), "under another registry")
+  eq(true, s:pin_report("h1", "s", "n", { tool = "n", change = "added" }), "an added tool")
+  eq(change, s:pin_change("h1", "s", "t"), "pin_change")
+  eq(nil, s:pin_change("h1", "s", "n"), "an added tool is no changed pin")
+  eq(nil, s:pin_change("h3", "s", "t"), "another registry")
+  eq(3, #s:pin_reports(), "pin_reports()")
+  eq(nil, s:server_quarantine("h1", "s"), "server before any quarantine")
+  s:quarantine_server("h1", "s", "first")
+  s:quarantine_server("h1", "s", "second")
+  eq("first", (s:server_quarantine("h1", "s") or {}).reason, "a server's first quarantine")
+  eq(nil, s:server_quarantine("h2", "s"), "the server under another registry")
+  local qs = s:quarantined_servers()
+  eq(1, #qs, "quarantined_servers()")
+  eq({ "h1", "s", "first" }, { qs[1].registry_hash, qs[1].server, qs[1].reason }, "the quarantined server")
+end)
+
+case("a second handle on the same records sees every write of the first", function(t)
+  local a = t.store
+  local b, why = t.peer(a)
+  if not b then return "n/a", why end
+  a:verified("s", "t", '"e1"')
+  a:quarantine("s", "q", "RESULT_DISAGREE", '"e1"')
+  a:pin_report("h", "s", "t", { tool = "t", change = "changed" })
+  a:quarantine_server("h", "s", "by a")
+  eq(true, a:approval_open("x", { server = "s", tool = "t" }, 60, 1), "open through a")
+  t.settle(a, b)
+  eq('"e1"', (b:get("s", "t") or {}).verified_epoch, "b: verified")
+  eq("RESULT_DISAGREE", ((b:get("s", "q") or {}).quarantined or {}).reason, "b: quarantined")
+  eq("changed", (b:pin_change("h", "s", "t") or {}).change, "b: pin change")
+  eq("by a", (b:server_quarantine("h", "s") or {}).reason, "b: server quarantine")
+  eq("granted", (b:approval_decide("x", "grant") or {}).status, "grant through b")
+  eq("ALREADY_DECIDED", select(3, a:approval_decide("x", "deny")), "deny through a after b's grant")
+  eq_results({ true, "used" }, results(a:approval_take("x")), "the use taken through a")
+  eq_results({ false, "used" }, results(b:approval_take("x")), "and not again through b")
+end)
+
+case("a store that fills up raises on the write it cannot keep and never drops a quarantine", function(t)
+  local s, why = t.open(t.clock, { bounded = true })
+  if not s then return "n/a", why end
+  s:quarantine("s", "t", "RESULT_DISAGREE", '"e1"')
+  s:quarantine_server("h", "s", "first")
+  s:pin_report("h", "s", "t", { tool = "t", change = "changed" })
+  local pad = string.rep("x", 500)
+  local full, err
+  for i = 1, 20000 do
+    full, err = raises(function()
+      s:approval_open("fill" .. i, { server = "s", tool = "t", message = pad }, 60, 1)
+      s:pin_report("h", "s", "fill" .. i, { tool = "fill" .. i, change = "added", pad = pad })
+    end)
+    if full then break end
+  end
+  check(full, "20000 approvals and pin reports written and no write raised: the store dropped records instead")
+  check(tostring(err):find("cannot", 1, true), "the error says what it could not store: " .. tostring(err))
+  eq("RESULT_DISAGREE", ((s:get("s", "t") or {}).quarantined or {}).reason, "the quarantine, once full")
+  eq("first", (s:server_quarantine("h", "s") or {}).reason, "the server quarantine, once full")
+  eq("changed", (s:pin_change("h", "s", "t") or {}).change, "the pin change, once full")
+  eq_results({ false, "pending" }, results(s:approval_take("fill1")), "a pending approval, once full")
+end)
+
+case("a store it cannot reach grants nothing and lifts no quarantine", function(t)
+  local s, why = t.open(t.clock, { unreachable = true })
+  if not s then return "n/a", why end
+  s:quarantine_server("h", "s", "seen while away")
+  s:quarantine("s", "q", "RESULT_DISAGREE", '"e1"')
+  s:verified("s", "t", '"e1"')
+  check((s:get("s", "t") or {}).verified_epoch == nil, "a verification it cannot share counts as unverified: "
+    .. show(s:get("s", "t")))
+  eq("RESULT_DISAGREE", ((s:get("s", "q") or {}).quarantined or {}).reason, "the quarantine learned while away")
+  eq("seen while away", (s:server_quarantine("h", "s") or {}).reason, "the server quarantine learned while away")
+  eq(false, s:approval_open("x", { server = "s", tool = "t" }, 60, 1), "open")
+  eq_results({ false, "unavailable" }, results(s:approval_take("x")), "take")
+  eq("UNAVAILABLE", select(3, s:approval_decide("x", "grant")), "grant")
+  eq("UNAVAILABLE", select(3, s:approval("x")), "approval")
+  eq(nil, (s:approvals()), "approvals")
+end)
+
+--- run_case(store, case) -> "pass" | "fail" | "n/a", message: one case on a
+-- new store made by store.open.
+function M.run_case(st, c)
+  local clock = st.clock()
+  local s, why = st.open(clock, {})
+  if not s then return "fail", "cannot open a " .. st.name .. " store: " .. tostring(why) end
+  local t = { store = s, clock = clock, open = st.open, peer = st.peer, settle = st.settle }
+  local ok, status, message = pcall(c.run, t)
+  if not ok then return "fail", status end
+  if status == "n/a" then return "n/a", message end
+  return "pass"
+end
+
+--- run(store) -> { {name =, status =, message =}, ... } for every case, in order.
+function M.run(st)
+  local out = {}
+  for _, c in ipairs(M.cases) do
+    local status, message = M.run_case(st, c)
+    out[#out + 1] = { name = c.name, status = status, message = message }
+  end
+  return out
+end
+
+--- fake_clock() -> a clock control starting at 1000 whose advance moves it.
+function M.fake_clock()
+  local now = 1000
+  return { now = function() return now end, advance = function(s) now = now + s end }
+end
+
+return M
