@@ -98,11 +98,12 @@ end
 
 local function lua_string(s) return string.format("%q", s) end
 
--- Where nginx's LuaJIT finds toolgate: beside this module (a source tree's
--- lua/, or make install's share/lua/5.4, whose LuaJIT twin is share/lua/5.1),
--- and the core library (a source tree's build/, else the FFI binding's own
--- search: package.cpath, the system loader).
-local function lua_paths()
+--- lua_paths() -> lua_dir, lib, lua_cdir: where nginx's LuaJIT finds
+-- toolgate: beside this module (a source tree's lua/, or make install's
+-- share/lua/5.4, whose LuaJIT twin is share/lua/5.1), and the core library
+-- (a source tree's build/, else the FFI binding's own search: package.cpath,
+-- the system loader).  (spec/state_nginx_spec.lua's nginx finds it so too.)
+function M.lua_paths()
   local here = assert(package.searchpath("toolgate", package.path))
   local dir = here:match("^(.*)/toolgate%.lua$")
   local jit_dir = dir:gsub("/lua/5%.4$", "/lua/5.1")
@@ -365,7 +366,7 @@ function M.run(args)
     cli.diag("gateway", "cannot make " .. prefix .. "/tmp")
     return cli.EXIT_FAILED
   end
-  local lua_dir, lib, lua_cdir = lua_paths()
+  local lua_dir, lib, lua_cdir = M.lua_paths()
   local text = M.conf({ prefix = prefix, workers = workers, listen = o.listen, admin = o.admin,
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
     contexts = contexts, upstreams = upstreams, lua_dir = lua_dir, lib = lib, lua_cdir = lua_cdir, redis = redis })
