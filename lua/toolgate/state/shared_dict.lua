@@ -44,7 +44,10 @@ local function decode(text) return text and json.decode(decision.codec(), text) 
 
 -- A full dict must not pass silently: an approval that cannot be stored
 -- would be asked for forever, a pin change that cannot be kept would be
--- forgotten; the caller's error handling fails the request closed.
+-- forgotten; the caller's error handling fails the request closed.  Every
+-- write is safe_add / safe_set: add and set make room by evicting the least
+-- recently used records, a quarantine or a pin report among them, which
+-- would lift it without a word.
 -- stored(what, ok, err) with what dict:add/set returned: ok, or false for
 -- a key that exists (add)
 local function stored(what, ok, err)
@@ -65,14 +68,15 @@ end
 
 function Store:verified(server, name, epoch)
   local k = key(server, name)
-  stored("a determinism record", self.dict:set(K.verified .. k, epoch))
+  stored("a determinism record", self.dict:safe_set(K.verified .. k, epoch))
   local q = decode(self.dict:get(K.quarantined .. k))
   if q and q.epoch ~= epoch then self.dict:delete(K.quarantined .. k) end
 end
 
 function Store:quarantine(server, name, reason, epoch)
   local k = key(server, name)
-  stored("a quarantine", self.dict:add(K.quarantined .. k, encode({ reason = reason, since = self.clock(), epoch = epoch })))
+  local q = encode({ reason = reason, since = self.clock(), epoch = epoch })
+  stored("a quarantine", self.dict:safe_add(K.quarantined .. k, q))
   self.dict:delete(K.verified .. k)
 end
 
@@ -123,7 +127,7 @@ end
 
 function Store:approval_open(id, fields, ttl, uses)
   local r = M.approval_request(id, fields, ttl, uses, self.clock())
-  return stored("an approval request", self.dict:add("a:" .. id, r, ttl)) and true or false
+  return stored("an approval request", self.dict:safe_add("a:" .. id, r, ttl)) and true or false
 end
 
 function Store:approval(id)
@@ -142,18 +146,18 @@ function Store:approval_decide(id, verdict)
   local r = self:approval(id)
   if not r then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
   -- one decision wins, whichever worker the operators reach
-  local ok = stored("an approval's decision", self.dict:add("a#" .. id, verdict, r.ttl))
+  local ok = stored("an approval's decision", self.dict:safe_add("a#" .. id, verdict, r.ttl))
   if not ok then return nil, "approval " .. id .. " is already decided", "ALREADY_DECIDED" end
   local now = self.clock()
   r.expires = now + r.ttl
   if verdict == "grant" then
-    stored("an approval's uses", self.dict:set("a+" .. id, r.uses, r.ttl))
+    stored("an approval's uses", self.dict:safe_set("a+" .. id, r.uses, r.ttl))
     r.status = "granted"
   else
     r.status = "denied"
   end
   -- the request lives as long as its decision
-  stored("an approval", self.dict:set("a:" .. id, encode(r), r.ttl))
+  stored("an approval", self.dict:safe_set("a:" .. id, encode(r), r.ttl))
   return r
 end
 
@@ -171,7 +175,7 @@ end
 function Store:pin_report(registry_hash, server, tool, change)
   local k = K.pin .. registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
   local r = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
-  return stored("a pin report", self.dict:add(k, encode(r))) and true or false
+  return stored("a pin report", self.dict:safe_add(k, encode(r))) and true or false
 end
 
 function Store:pin_change(registry_hash, server, tool)
@@ -190,7 +194,7 @@ end
 
 function Store:quarantine_server(registry_hash, server, reason)
   local r = encode({ reason = reason, since = self.clock() })
-  stored("a quarantine", self.dict:add(K.server .. registry_hash .. "\0" .. server, r))
+  stored("a quarantine", self.dict:safe_add(K.server .. registry_hash .. "\0" .. server, r))
 end
 
 function Store:server_quarantine(registry_hash, server)
