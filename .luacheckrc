@@ -43,6 +43,8 @@ files["spec/data/policies/"] = { std = "policy", unused_args = false }
 files["lua/toolgate/nginx.lua"] = { globals = { "ngx" } }
 files["lua/toolgate/state/shared_dict.lua"] = { read_globals = { "ngx" } }
 files["lua/toolgate/state/redis.lua"] = { read_globals = { "ngx" } }
+-- the contract's cases as nginx runs them (spec/state_nginx_spec.lua)
+files["spec/state_contract_nginx.lua"] = { std = "min+portable", globals = { "ngx" } }
 
 -- busted specs: describe/it/assert.* and friends
 files["spec/"] = { std = "+busted" }

@@ -1,7 +1,8 @@
--- toolgate.state: one contract, every store that runs outside nginx held to
--- it (the in-process store and the SQLite file; the shared-dict store is
--- held to the same by spec/nginx_spec.lua, inside nginx).  Then what only a
--- file can do: survive a reopen, and be shared by several processes.
+-- toolgate.state: the contract's cases (spec/state_contract.lua) on the two
+-- stores that run outside nginx, the in-process store and the SQLite file,
+-- on a fake clock; spec/state_nginx_spec.lua runs the same cases on the
+-- shared-dict and Redis stores, inside nginx.  Then what only a file can
+-- do: survive a reopen, and be shared by several processes.
 local h = require "helpers"
 local state = require "toolgate.state"
 local sqlite = require "toolgate.state.sqlite"
