@@ -10,8 +10,9 @@
 --   open(clock, opts)     -> a new, empty store | nil, why not.  opts.bounded:
 --                            one that can fill up; opts.unreachable: one kept
 --                            somewhere it cannot reach
---   peer(store)           -> a second handle on the same records (another
---                            connection, worker or node) | nil, why there is none
+--   peer(store, opts)     -> a second handle on the same records (another
+--                            connection, worker or node) | nil, why there is
+--                            none; opts.bounded: one that can fill up
 --   settle(store, peer)   makes what store wrote visible through peer (the
 --                            Redis store: its journal written, peer synced)
 --   clock                 -> { now = fn, advance = fn(seconds) }: a fake clock
@@ -197,6 +198,26 @@ case("a store that fills up raises on the write it cannot keep and never drops a
   eq("first", (s:server_quarantine("h", "s") or {}).reason, "the server quarantine, once full")
   eq("changed", (s:pin_change("h", "s", "t") or {}).change, "the pin change, once full")
   eq_results({ false, "pending" }, results(s:approval_take("fill1")), "a pending approval, once full")
+end)
+
+case("a second handle that fills up with the first's records keeps its own quarantines", function(t)
+  local a = t.store
+  local b, why = t.peer(a, { bounded = true })
+  if not b then return "n/a", why end
+  b:quarantine("s", "t", "RESULT_DISAGREE", '"e1"')
+  b:quarantine_server("h", "s", "by b")
+  b:pin_report("h", "s", "t", { tool = "t", change = "changed" })
+  local pad = string.rep("x", 500)
+  for i = 1, 300 do a:pin_report("h", "s", "fill" .. i, { tool = "fill" .. i, change = "added", pad = pad }) end
+  -- b takes in a's records, more than it holds: that may fail (then b's copy goes stale, unverified)
+  pcall(t.settle, a, b)
+  check((b:get("s", "t") or {}).quarantined, "b's quarantine, once full: " .. show(b:get("s", "t")))
+  eq("by b", (b:server_quarantine("h", "s") or {}).reason, "b's server quarantine, once full")
+  eq("changed", (b:pin_change("h", "s", "t") or {}).change, "b's pin change, once full")
+  -- and what b learned reached a
+  t.settle(b, a)
+  eq("RESULT_DISAGREE", ((a:get("s", "t") or {}).quarantined or {}).reason, "b's quarantine, seen through a")
+  eq("by b", (a:server_quarantine("h", "s") or {}).reason, "b's server quarantine, seen through a")
 end)
 
 case("a store it cannot reach grants nothing and lifts no quarantine", function(t)

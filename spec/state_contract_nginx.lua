@@ -36,7 +36,10 @@ local function dict_store()
       return shared_dict.new(fresh(opts.bounded and "contract_small" or "contract"), clock.now)
     end,
     -- another worker's handle on the same dict
-    peer = function(s) return shared_dict.new(s.dict, s.clock) end,
+    peer = function(s, opts)
+      if opts and opts.bounded then return nil, "one dict for every worker: the full-dict case is this one" end
+      return shared_dict.new(s.dict, s.clock)
+    end,
     settle = function() end,
   }
 end
@@ -76,7 +79,9 @@ local function redis_store(port, down, tag)
       return synced(s)
     end,
     -- another node: its own dict, the same keys on Redis
-    peer = function(s) return synced(redis.new(fresh("contract"), s.c, s.clock)) end,
+    peer = function(s, opts)
+      return synced(redis.new(fresh(opts and opts.bounded and "contract_small" or "contract"), s.c, s.clock))
+    end,
     -- the writer's journal on Redis, then the peer's copy of it
     settle = function(a, b)
       wait("the journal written to Redis", 3, function() return a:health().pending == 0 end)

@@ -42,7 +42,10 @@ local STORES = {
       return s, err
     end,
     -- another connection on the same file
-    peer = function(s) return assert(sqlite.open(opened[s].path, { clock = opened[s].clock.now })) end,
+    peer = function(s, opts)
+      if opts and opts.bounded then return nil, "a file: it fills only with the disk" end
+      return assert(sqlite.open(opened[s].path, { clock = opened[s].clock.now }))
+    end,
     settle = function() end,
   },
 }

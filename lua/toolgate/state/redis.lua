@@ -148,6 +148,24 @@ local J_TAIL, J_HEAD, J_ENTRY, J_GAP = "r:j#", "r:j<", "r:j:", "r:gap:"
 local GAP_SECONDS = 5
 local OK_AT, VERSION, UP, ERRORS, LOCK = "r:ok", "r:ver", "r:up", "r:err:", "r:lock"
 
+-- Every write to the dict is a safe one: set, add and incr with an initial
+-- value make room by evicting the least recently used records, and those may
+-- be a quarantine, a pin report or a journal entry not yet on Redis.  A
+-- write that does not fit raises (in sync: the poll fails, the copy goes
+-- stale and counts as unverified); the records already kept stay.
+local function put(d, key, v, ttl)
+  local ok, err = d:safe_set(key, v, ttl)
+  if not ok then error("toolgate redis: cannot store " .. key:sub(1, 40) .. " in the shared dict: " .. tostring(err), 2) end
+end
+
+-- incr(key, by) -> the new value, the key made first without evicting (nil, message: no room)
+local function bump(d, key, by)
+  local v = d:incr(key, by)
+  if v then return v end
+  d:safe_add(key, 0) -- "exists": another worker made it meanwhile
+  return d:incr(key, by)
+end
+
 local Store = {}
 Store.__index = Store
 
@@ -169,7 +187,7 @@ function M.new(dict, o, clock)
 end
 
 local function count_error(self, op, err)
-  self.dict:incr(ERRORS .. op, 1, 0)
+  bump(self.dict, ERRORS .. op, 1) -- (a count that does not fit is not worth an error of its own)
   ngx.log(ngx.WARN, "toolgate redis: ", op, " failed: ", tostring(err))
 end
 
@@ -268,14 +286,15 @@ local function write_journal(self)
       if not text then
         -- numbered by a writer in another worker that has not stored it yet:
         -- wait for it, unless it never comes (that worker died in between)
-        d:add(J_GAP .. n, ngx.now(), 60)
-        if ngx.now() - (d:get(J_GAP .. n) or 0) < GAP_SECONDS then return true end
+        d:safe_add(J_GAP .. n, ngx.now(), 60)
+        local since = d:get(J_GAP .. n) -- (none: no room to note it; keep waiting)
+        if not since or ngx.now() - since < GAP_SECONDS then return true end
       else
         local name, keys, args = entry_call(self, decode(text))
         local res, serr = script(self, red, name, keys, args)
         if res == nil or res == false then return res, serr end
       end
-      d:set(J_HEAD, n + 1)
+      put(d, J_HEAD, n + 1)
       d:delete(J_ENTRY .. n)
     end
     return true
@@ -290,7 +309,7 @@ end
 local function locked(self, fn)
   -- a writer that dies holding the lock loses it after the timeouts it could have waited
   local ttl = math.max(1, 4 * (self.c.connect_timeout + self.c.send_timeout + self.c.read_timeout))
-  if not self.dict:add(LOCK, true, ttl) then return false end
+  if not self.dict:safe_add(LOCK, true, ttl) then return false end
   local out = { pcall(fn) }
   self.dict:delete(LOCK)
   if not out[1] then
@@ -310,7 +329,8 @@ end
 -- to Redis from a timer now (later: at the next poll).
 local function journal(self, entry, later)
   local d = self.dict
-  local n = d:incr(J_TAIL, 1, 0)
+  local n, nerr = bump(d, J_TAIL, 1)
+  if not n then error("toolgate redis: cannot number a write for Redis: " .. tostring(nerr), 3) end
   local ok, err = d:safe_set(J_ENTRY .. n, encode(entry))
   if not ok then error("toolgate redis: cannot keep a write for Redis: " .. tostring(err), 3) end
   if not later then ngx.timer.at(0, flush, self) end
@@ -338,7 +358,7 @@ end
 
 local function set_all(d, prefix, list, keep)
   for i = 1, #list, 2 do
-    d:set(prefix .. list[i], list[i + 1])
+    put(d, prefix .. list[i], list[i + 1])
     if keep then keep[prefix .. list[i]] = true end
   end
 end
@@ -387,7 +407,7 @@ end
 local function mark(self, up, err)
   local d = self.dict
   local was = d:get(UP)
-  d:set(UP, up and 1 or 0)
+  put(d, UP, up and 1 or 0)
   if up and was == 0 then
     ngx.log(ngx.NOTICE, "toolgate redis: reachable again; the writes kept while it was away are written")
   elseif not up and was ~= 0 then
@@ -412,8 +432,8 @@ function Store:sync()
       empty = false
     end
     if v ~= d:get(VERSION) or not empty then copy(self, res, empty) end
-    d:set(VERSION, v)
-    d:set(OK_AT, ngx.now())
+    put(d, VERSION, v)
+    put(d, OK_AT, ngx.now())
     return true
   end)
   if ok == false then return nil, "another writer holds the lock" end
