@@ -26,7 +26,8 @@ end
 -- The dict's TTLs and Redis's EX are their servers' clocks: a fake clock
 -- cannot move them, so these stores run every case on nginx's own.
 local function real_clock() return { now = ngx.now, advance = ngx.sleep } end
-local CLOCK_KIND = "real (expiry is the dict's TTL / Redis's EX, not a clock the store is given)"
+M.CLOCK_KIND = "real: expiry is the dict's TTL / Redis's EX, not a clock the store is given"
+local CLOCK_KIND = M.CLOCK_KIND
 
 local function dict_store()
   return {

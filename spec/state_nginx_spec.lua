@@ -51,11 +51,11 @@ local function results(query)
   return by_name
 end
 
-describe("toolgate.state contract inside nginx", function()
+describe("toolgate.state contract inside nginx (clock: " .. nginx_side.CLOCK_KIND .. ")", function()
   local why = {}
   local got = {}
 
-  setup(function()
+  local function start()
     if h.run("test -x " .. q(gateway.NGINX)) ~= 0 or
       h.run("test -f " .. q(gateway.MODULE_DIR .. "/ngx_http_lua_module.so")) ~= 0 or not h.have("node") then
       why.shared_dict = "needs Debian's nginx and libnginx-mod-http-lua, and node for the fixture's ports " ..
@@ -90,6 +90,13 @@ describe("toolgate.state contract inside nginx", function()
         tostring(math.random(1e9)))
     end)
     if not ok then got.redis_error = err .. "\n" .. (h.read_file(env.dir .. "/nginx.log") or ""):sub(-2000) end
+  end
+
+  setup(function()
+    start()
+    for _, store in ipairs({ "shared_dict", "redis" }) do
+      if why[store] then io.stderr:write("# contract: " .. store .. ": skipped: " .. why[store] .. "\n") end
+    end
   end)
 
   teardown(function()
@@ -101,7 +108,7 @@ describe("toolgate.state contract inside nginx", function()
   for _, store in ipairs({ "shared_dict", "redis" }) do
     for _, c in ipairs(contract.cases) do
       it(store .. ": " .. c.name, function()
-        if why[store] then return pending(why[store]) end
+        if why[store] then return pending(store .. ": " .. why[store]) end
         assert(got[store], "no results from nginx for " .. store .. ": " .. tostring(got[store .. "_error"]))
         local r = assert(got[store][c.name], "nginx ran no case named " .. c.name .. " on " .. store)
         if r.status == "n/a" then
