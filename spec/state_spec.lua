@@ -10,8 +10,10 @@ local contract = require "state_contract"
 
 local q = h.shell_quote
 
--- the file behind each SQLite store the contract opened (its peer opens it again)
+-- the file behind each SQLite store the contract opened (its peer opens it
+-- again); removed when the contract's cases are done
 local opened = setmetatable({}, { __mode = "k" })
+local files = {}
 
 local function tmpdb()
   local path = h.tmpname(".sqlite")
@@ -38,6 +40,7 @@ local STORES = {
       if opts.unreachable then return nil, "a local file: nothing to reach" end
       local path = tmpdb()
       local s, err = sqlite.open(path, { clock = clock.now })
+      files[#files + 1] = path
       if s then opened[s] = { path = path, clock = clock } end
       return s, err
     end,
@@ -63,6 +66,11 @@ for _, st in ipairs(STORES) do
         assert(status == "pass", st.name .. ": " .. c.name .. ": " .. tostring(message))
       end)
     end
+    teardown(function()
+      for _, path in ipairs(files) do
+        for _, suffix in ipairs({ "", "-wal", "-shm" }) do os.remove(path .. suffix) end
+      end
+    end)
   end)
 end
 
