@@ -138,8 +138,11 @@ describe("toolgate.state.sqlite", function()
     local total = 0
     for i = 1, 4 do total = total + assert(tonumber(h.read_file(path .. ".out" .. i))) end
     assert.equal(25, total)
-    assert.equal("used", assert(sqlite.open(path)):approval("shared").status)
+    local after = assert(sqlite.open(path))
+    assert.equal("used", after:approval("shared").status)
+    after:close()
     for i = 1, 4 do os.remove(path .. ".out" .. i) end
+    for _, suffix in ipairs({ "", "-wal", "-shm" }) do os.remove(path .. suffix) end
     os.remove(script)
   end)
 end)
