@@ -66,7 +66,8 @@ describe("a decision", function()
     local server, stage = 's"v\\1\226\128\168', 'st"age\n' -- \226\128\168: U+2028, written as it is
     local reg = '{"toolgate":1,"server":"s\\"v\\\\1\\u2028","tools":[{"name":"t.1","input_schema":{"type":"object"}}]}'
     local odd = assert(toolgate.new({ registry = { { label = "odd.json", text = reg } },
-      policy = { name = 'p"q', version = "1\\2", stages = { "rung", { name = stage, run = function() return false, "no" end } } } }))
+      policy = { name = 'p"q', version = "1\\2",
+        stages = { "rung", { name = stage, run = function() return false, "no" end } } } }))
     local d = odd:check({ server = server, name = "t.1", arguments = {} })
     local t = d:table()
     assert.same({ "reject", stage, server, "t.1" }, { t.verdict, t.stage, t.server, t.tool })
