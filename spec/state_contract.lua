@@ -49,6 +49,7 @@ local function check(cond, what)
   if not cond then error(what, 2) end
   return cond
 end
+M.check = check -- for the cases a store's own spec adds (spec/state_contract_nginx.lua)
 
 -- results(...) -> the call's results as a list, nils in place
 local function results(...) return { n = select("#", ...), ... } end

@@ -105,6 +105,15 @@ describe("toolgate.state contract inside nginx (clock: " .. nginx_side.CLOCK_KIN
     if env.dir then os.execute("rm -rf " .. q(env.dir)) end
   end)
 
+  for _, name in ipairs(nginx_side.REDIS_CASES) do
+    it("redis: " .. name, function()
+      if why.redis then return pending("redis: " .. why.redis) end
+      assert(got.redis, "no results from nginx for redis: " .. tostring(got.redis_error))
+      local r = assert(got.redis[name], "nginx ran no case named " .. name .. " on redis")
+      assert(r.status == "pass", "redis: " .. name .. ": " .. tostring(r.message))
+    end)
+  end
+
   for _, store in ipairs({ "shared_dict", "redis" }) do
     for _, c in ipairs(contract.cases) do
       it(store .. ": " .. c.name, function()

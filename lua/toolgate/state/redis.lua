@@ -290,9 +290,12 @@ local function write_journal(self)
         local since = d:get(J_GAP .. n) -- (none: no room to note it; keep waiting)
         if not since or ngx.now() - since < GAP_SECONDS then return true end
       else
-        local name, keys, args = entry_call(self, decode(text))
-        local res, serr = script(self, red, name, keys, args)
-        if res == nil or res == false then return res, serr end
+        local e = decode(text)
+        if e[1] ~= "none" then
+          local name, keys, args = entry_call(self, e)
+          local res, serr = script(self, red, name, keys, args)
+          if res == nil or res == false then return res, serr end
+        end
       end
       put(d, J_HEAD, n + 1)
       d:delete(J_ENTRY .. n)
@@ -324,16 +327,35 @@ local function flush(premature, self)
   locked(self, function() return write_journal(self) end)
 end
 
--- Records a write: into the journal (never evicted: safe_set fails on a
--- full dict instead, and that raises, as the shared-dict store does), then
--- to Redis from a timer now (later: at the next poll).
-local function journal(self, entry, later)
-  local d = self.dict
-  local n, nerr = bump(d, J_TAIL, 1)
-  if not n then error("toolgate redis: cannot number a write for Redis: " .. tostring(nerr), 3) end
-  local ok, err = d:safe_set(J_ENTRY .. n, encode(entry))
+-- Numbers a write for the journal.
+local function reserve(self)
+  local n, err = bump(self.dict, J_TAIL, 1)
+  if not n then error("toolgate redis: cannot number a write for Redis: " .. tostring(err), 3) end
+  return n
+end
+
+-- Keeps write n for Redis (never evicted: safe_set fails on a full dict
+-- instead, and that raises, as the shared-dict store does), then writes
+-- the journal from a timer now (later: at the next poll).  entry nil: the
+-- number is used up with nothing to write.
+local function fill(self, n, entry, later)
+  local ok, err = self.dict:safe_set(J_ENTRY .. n, encode(entry or { "none" }))
   if not ok then error("toolgate redis: cannot keep a write for Redis: " .. tostring(err), 3) end
   if not later then ngx.timer.at(0, flush, self) end
+end
+
+local function journal(self, entry, later) fill(self, reserve(self), entry, later) end
+
+-- A determinism record written here, numbered for Redis before it is
+-- made: worker 0's poll drops a record Redis does not have only while no
+-- write is waiting, so a poll that runs between the local write and its
+-- entry must already see it waiting (else it lifted a fresh quarantine
+-- here until a later poll brought it back).  entry() says what Redis gets.
+local function determinism_write(self, write, entry)
+  local n = reserve(self)
+  local ok, err = pcall(write)
+  fill(self, n, ok and entry() or nil)
+  if not ok then error(err, 0) end
 end
 
 -- The copy: the fleet's records, polled ----------------------------------------
@@ -480,14 +502,15 @@ function Store:get(server, name)
 end
 
 function Store:verified(server, name, epoch)
-  self.here:verified(server, name, epoch)
-  journal(self, { "verified", field(server, name), epoch })
+  determinism_write(self, function() self.here:verified(server, name, epoch) end,
+    function() return { "verified", field(server, name), epoch } end)
 end
 
 function Store:quarantine(server, name, reason, epoch)
-  self.here:quarantine(server, name, reason, epoch)
-  local q = self.dict:get(K.quarantined .. field(server, name))
-  if q then journal(self, { "quarantine", field(server, name), q }) end
+  determinism_write(self, function() self.here:quarantine(server, name, reason, epoch) end, function()
+    local q = self.dict:get(K.quarantined .. field(server, name))
+    return q and { "quarantine", field(server, name), q }
+  end)
 end
 
 function Store:records() return self.here:records() end
