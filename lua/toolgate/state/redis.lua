@@ -25,9 +25,10 @@
 --   written when Redis answers again.  Worker 0 of each node polls the
 --   version key every sync_interval and, when it moved, copies the fleet's
 --   records into the dict: a change made through another node holds here
---   within sync_interval plus one round trip to Redis.  A version that went
---   back (Redis lost its data) makes the node write its copy's quarantines
---   and pin reports again.
+--   within sync_interval plus one round trip to Redis.  When Redis lost its
+--   data (a version that went back, or a generation key that changed: the
+--   first node to find none makes a new one), each node writes its copy's
+--   quarantines and pin reports again.
 --
 -- While the copy is older than stale_after (no successful poll), a tool's
 -- determinism verification is unread: get() answers it as unverified
@@ -100,6 +101,13 @@ end
 
 -- Scripts Redis runs: each is one atomic step of the fleet's state -----------
 
+-- KEYS generation; ARGV a new generation: the records' generation, made
+-- when there is none (in fetch's pipeline, so sent as EVAL)
+local GENERATION_SCRIPT = [[
+local g = redis.call('GET', KEYS[1])
+if not g then g = ARGV[1]; redis.call('SET', KEYS[1], g) end
+return g]]
+
 local SCRIPTS = {
   -- KEYS det:v det:q version; ARGV field record: the first quarantine wins,
   -- the verified epoch goes
@@ -147,6 +155,7 @@ local function hex(bin) return (bin:gsub(".", function(c) return string.format("
 local J_TAIL, J_HEAD, J_ENTRY, J_GAP = "r:j#", "r:j<", "r:j:", "r:gap:"
 local GAP_SECONDS = 5
 local OK_AT, VERSION, UP, ERRORS, LOCK = "r:ok", "r:ver", "r:up", "r:err:", "r:lock"
+local GENERATION = "r:gen" -- the generation of Redis's records this node last saw
 
 -- Every write to the dict is a safe one: set, add and incr with an initial
 -- value make room by evicting the least recently used records, and those may
@@ -179,7 +188,7 @@ function M.new(dict, o, clock)
   local p = c.prefix
   local self = setmetatable({ dict = dict, c = c, clock = clock or ngx.now, here = shared_dict.new(dict, clock),
     keys = { detv = p .. "det:v", detq = p .. "det:q", pins = p .. "pins", servers = p .. "servers",
-      version = p .. "version" },
+      version = p .. "version", generation = p .. "generation" },
     pool = table.concat({ "toolgate", c.host, c.port, c.database, c.username or "", p }, ":"),
     scripts = {} }, Store)
   for name, src in pairs(SCRIPTS) do self.scripts[name] = { src = src, sha = hex(ngx.sha1_bin(src)) } end
@@ -363,12 +372,15 @@ end
 local function fetch(self)
   local k = self.keys
   return with(self, function(red)
-    red:init_pipeline(5)
+    red:init_pipeline(6)
     red:get(k.version)
     red:hgetall(k.detv)
     red:hgetall(k.detq)
     red:hgetall(k.pins)
     red:hgetall(k.servers)
+    -- the records' generation: made by the first node to find none (a new
+    -- fleet, or a Redis that lost its data), one per data set
+    red:eval(GENERATION_SCRIPT, 1, k.generation, string.format("%.3f-%d", ngx.now(), ngx.worker.pid()))
     local res, err = red:commit_pipeline()
     if not res then return nil, err end
     for _, r in ipairs(res) do
@@ -409,7 +421,7 @@ end
 -- Redis lost what it held (restarted without its data, flushed): its
 -- version went back.  This node writes the quarantines, pin reports and
 -- quarantined servers of its copy again, so the fleet's refusals outlive it.
-local function restore(self, from, to)
+local function restore(self, why)
   local d = self.dict
   local kinds = { { K.quarantined, "quarantine" }, { K.pin, "pin" }, { K.server, "server" } }
   local n = 0
@@ -422,8 +434,7 @@ local function restore(self, from, to)
       end
     end
   end
-  ngx.log(ngx.WARN, "toolgate redis: its version went back from ", from, " to ", to, " (its data was lost): ",
-    "writing this node's ", n, " records again")
+  ngx.log(ngx.WARN, "toolgate redis: ", why, " (its data was lost): writing this node's ", n, " records again")
 end
 
 local function mark(self, up, err)
@@ -447,12 +458,19 @@ function Store:sync()
     local empty = write_journal(self)
     local res, ferr = fetch(self)
     if not res then return nil, ferr end
-    local v = tostring(null(res[1]) or 0)
-    local last = tonumber(d:get(VERSION) or "")
-    if last and tonumber(v) < last then
-      restore(self, last, v)
+    local v, generation = tostring(null(res[1]) or 0), res[6]
+    local last, last_generation = tonumber(d:get(VERSION) or ""), d:get(GENERATION)
+    -- a version that went back says Redis lost its data, but only until the
+    -- other nodes write past what this one saw: a new generation says so
+    -- however far the version moved
+    if last_generation and generation ~= last_generation then
+      restore(self, "its records are a new generation (" .. generation .. ", was " .. last_generation .. ")")
+      empty = false
+    elseif last and tonumber(v) < last then
+      restore(self, "its version went back from " .. last .. " to " .. v)
       empty = false
     end
+    put(d, GENERATION, generation)
     if v ~= d:get(VERSION) or not empty then copy(self, res, empty) end
     put(d, VERSION, v)
     put(d, OK_AT, ngx.now())
