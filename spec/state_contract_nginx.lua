@@ -141,8 +141,8 @@ local function data_loss(st, port)
   contract.check((s:get("srv", "t") or {}).quarantined, "the quarantine holds on the node after its poll")
   assert(s:sync()) -- the next poll writes what the node restores
   st.settle(s, peer)
-  local fresh = st.peer(s) -- a node that starts now reads what Redis holds
-  contract.check((fresh:get("srv", "t") or {}).quarantined, "the quarantine is on Redis again")
+  local newcomer = st.peer(s) -- a node that starts now reads what Redis holds
+  contract.check((newcomer:get("srv", "t") or {}).quarantined, "the quarantine is on Redis again")
 end
 
 function M.run()
