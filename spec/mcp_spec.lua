@@ -229,8 +229,9 @@ describe("toolgate.mcp", function()
     -- an answer to a watched request that cannot be read: an error, never the text
     plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
     assert.equals(mcp.CODES.POLICY_ERROR, json(gw:response(route, plan, '{"id":1,"id":1}')).error.code)
-    -- a message the gateway does not watch passes as it is
-    assert.equals("not json", gw:response(route, { pending = {} }, "not json"))
+    -- with nothing in flight, what the gateway cannot read is dropped, saying why
+    assert.same({ nil, "not JSON: " }, { (function(o, w) return o, w and w:sub(1, 10) end)(gw:response(route,
+      { pending = {} }, "not json")) })
   end)
 
   it("reads a stream's every message (stdio): a line that is not JSON answers nothing, and what waits still waits", function()
@@ -250,6 +251,113 @@ describe("toolgate.mcp", function()
       .. '{"sum":3}}}'
     assert.equals(answer, gw:response(route, session, answer))
     assert.is_nil(session.pending["7"])
+  end)
+
+  describe("hostile framing", function()
+    local NOTIFY_CALL = '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete_all","arguments":{}}}'
+
+    it("refuses a request without a usable id: never forwarded undecided as a notification", function()
+      local gw, route, events = gateway()
+      local bad_ids = { "null", "true", "{}", "[1]", "1.5", "9007199254740992", "-9007199254740992", "1e300" }
+      local texts = { NOTIFY_CALL, '{"jsonrpc":"2.0","method":"tools/list"}' }
+      for _, id in ipairs(bad_ids) do texts[#texts + 1] = call(id, "delete_all", "{}") end
+      for _, text in ipairs(texts) do
+        local plan = gw:request(route, text)
+        assert.is_nil(plan.forward, text)
+        local r = json(plan.reply)
+        assert.equals(mcp.CODES.INVALID_REQUEST, r.error.code, text)
+        assert.equals(value.null, r.id, text)
+        local code = r.error.data.decision.code
+        assert.truthy(code == "BAD_ID" or code == "MISSING_ID", text)
+        assert.equals(code, events[#events].decision.code)
+        -- and inside a batch
+        local batch = gw:request(route, "[" .. text .. "]")
+        assert.is_nil(batch.forward, text)
+        assert.equals(code, json(batch.reply)[1].error.data.decision.code)
+      end
+      assert.matches("only notifications/%* go without one", json(gw:request(route, NOTIFY_CALL).reply).error.message)
+      -- the ids every reader holds exactly still pass
+      for _, id in ipairs({ "9007199254740991", "-9007199254740991", "0", '"x"', "1.0" }) do
+        assert.is_string(gw:request(route, call(id, "echo", '{"message":"hi"}')).forward, id)
+      end
+    end)
+
+    it("refuses a request whose id is in flight: a batch's second, a stream's next", function()
+      local gw, route = gateway()
+      local list = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+      local plan = gw:request(route, "[" .. list .. "," .. call(1, "echo", '{"message":"a"}') .. "]")
+      assert.equals(1, #json(plan.forward))
+      assert.equals("list", plan.pending["1"].kind)
+      assert.equals("DUPLICATE_ID", json(plan.inject[1]).error.data.decision.code)
+      local session = { pending = {}, stream = true }
+      plan = gw:request(route, list, session)
+      for id, p in pairs(plan.pending) do session.pending[id] = p end
+      local again = gw:request(route, call(1, "echo", '{"message":"a"}'), session)
+      assert.is_nil(again.forward)
+      local r = json(again.reply)
+      assert.equals(mcp.CODES.INVALID_REQUEST, r.error.code)
+      assert.equals("DUPLICATE_ID", r.error.data.decision.code)
+      assert.equals("list", session.pending["1"].kind)
+      -- the same number in another form is the same id; a string is another
+      assert.is_nil(gw:request(route, call("1.0", "echo", '{"message":"a"}'), session).forward)
+      assert.is_string(gw:request(route, call('"1"', "echo", '{"message":"a"}'), session).forward)
+    end)
+
+    it("drops a server's answer to no request in flight: another form of the id, a second answer, a made-up id", function()
+      local gw, route = gateway()
+      local tools, answer = listed()
+      local all = {}
+      for i, t in ipairs(tools) do all[i] = t end
+      all[#all + 1] = { name = "exfiltrate", inputSchema = { type = "object" } }
+      local forged = (answer(all):gsub('"id":1', '"id":"1"'))
+      for _, stream in ipairs({ false, true }) do
+        local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+        plan.stream = stream
+        local out, why = gw:response(route, plan, forged)
+        assert.is_nil(out)
+        assert.matches("answers no request in flight", why)
+        assert.truthy(plan.pending["1"], "the real answer still waits")
+        local real = json(gw:response(route, plan, answer(all)))
+        assert.equals(#tools, #real.result.tools)
+        assert.is_nil(gw:response(route, plan, answer(all)), "a second answer")
+        -- in a batch the foreign answer is cut out, the rest passes
+        plan = gw:request(route, call(2, "echo", '{"message":"a"}'))
+        plan.stream = stream
+        local b = json(gw:response(route, plan, '[{"jsonrpc":"2.0","id":2,"result":{"content":[]}},'
+          .. '{"jsonrpc":"2.0","id":99,"result":{"content":[]}}]'))
+        assert.equals(1, #b)
+        assert.equals(2, b[1].id)
+      end
+      -- an answer to an unread request is matched too: the same text when it is the one in flight
+      local plan = gw:request(route, '{"jsonrpc":"2.0","id":3,"method":"ping"}')
+      assert.equals("other", plan.pending["3"].kind)
+      assert.is_nil(gw:response(route, plan, '{"jsonrpc":"2.0","id":"3","result":{}}'))
+      assert.equals('{"jsonrpc":"2.0","id":3,"result":{}}', gw:response(route, plan, '{"jsonrpc":"2.0","id":3,"result":{}}'))
+      -- nothing in flight: an answer is dropped, a request or notification of the server's passes, an error
+      -- that answers no id (the server could not read a message) passes
+      local idle = { pending = {} }
+      assert.is_nil(gw:response(route, idle, answer(all)))
+      local note = '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
+      assert.equals(note, gw:response(route, idle, note))
+      local perr = '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}'
+      assert.equals(perr, gw:response(route, idle, perr))
+      -- what the gateway cannot read is never passed (JavaScript would read this one: the last id wins)
+      assert.is_nil(gw:response(route, idle, '{"jsonrpc":"2.0","id":1,"id":1,"result":{"tools":[]}}'))
+    end)
+
+    it("answers what is left in flight when the server's answer ends (unanswered)", function()
+      local gw, route = gateway()
+      local plan = gw:request(route, "[" .. call(1, "echo", '{"message":"a"}') .. ',{"jsonrpc":"2.0","id":2,'
+        .. '"method":"ping"}]')
+      local out = mcp.unanswered(plan, "the server's answer ended")
+      assert.equals(2, #out)
+      for _, a in ipairs(out) do
+        local r = json(a)
+        assert.equals(mcp.CODES.POLICY_ERROR, r.error.code)
+        assert.matches("the server's answer ended", r.error.message)
+      end
+      assert.is_nil(next(plan.pending))
+    end)
   end)
 
   it("writes the decision log's lines with sorted keys and the time to the millisecond, for nginx and stdio", function()

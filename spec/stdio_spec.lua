@@ -274,6 +274,19 @@ describe("toolgate mcp-proxy", function()
     assert.equal(0, r.status)
   end)
 
+  it("drops a hostile server's answers under another form of the id: the SDK client gets the checked ones", function()
+    if not need(pending) then return end
+    local reg = tmp .. "/forge-echo.json"
+    h.write_file(reg, '{"server":"echo","tools":[{"name":"echo","description":"Echoes the message back.",'
+      .. '"inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]},'
+      .. '"annotations":{"readOnlyHint":true,"openWorldHint":false}}]}')
+    local steps = assert(value.encode({ { op = "list" }, { op = "call", name = "echo", arguments = { message = "real" } } }))
+    local r, err = client(steps, "--registry " .. q("echo=" .. reg) .. " -- node echo.mjs", "FORGE=1")
+    assert.same({ "echo" }, names(r[2].ok.tools))
+    assert.equal("real", r[3].ok.content[1].text)
+    assert.truthy(err:find('answers no request in flight (id "1")', 1, true), err)
+  end)
+
   -- raw(server_mode, input_lines[, grace]) -> exit status, answers, stderr
   local function raw(mode, input, grace)
     local reg = tmp .. "/echo-raw.json"

@@ -262,13 +262,23 @@ end
 
 -- Requests -----------------------------------------------------------------
 
--- A JSON-RPC id as JSON text: a string or a number, nil for anything else.
+-- The largest integer every reader of an id holds exactly (a JavaScript
+-- client reads 2^53 + 1 as 2^53: an answer would match another request).
+local MAX_ID = 9007199254740991
+
+-- A JSON-RPC id as the key the gateway files it under (its canonical text):
+-- a string, or an integer of at most MAX_ID; nil for anything else, and
+-- then true when the message has an id member all the same.
 local function id_of(msg)
   local n = msg:get("id")
-  if not n then return nil end
+  if not n then return nil, false end
   local ty = n:type()
-  if ty == "string" or ty == "number" then return (n:canon(nil, "exact")) end
-  return nil
+  if ty == "string" then return (n:canon(nil, "exact")) end
+  if ty == "number" then
+    local t = n:canon(nil, "exact")
+    if t and t:match("^%-?%d+$") and #t <= 17 and math.abs(tonumber(t)) <= MAX_ID then return t end
+  end
+  return nil, true
 end
 
 -- The call the engine decides: the route's server, the tool's name and the
@@ -339,13 +349,22 @@ local function decide_call(self, snap, settings, route, id, msg)
   return refusal(settings, id, d, d.verdict == "defer" and approval or nil)
 end
 
+-- A message refused before its method is looked at (its framing): answered
+-- with id null, since the id is what is wrong or it has none.
+local function refuse_framing(self, snap, route, id, code, message)
+  local d = gateway_decision(snap, "decode", code, message, route.server)
+  self.observe({ kind = "decision", phase = "method", server = route.server, decision = d })
+  return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: " .. message, '{"decision":' .. d:json() .. "}")
+end
+
 -- Decides one message of a request: the answer to give now (refused), or
 -- nil and what to expect back (pending record, or false for nothing).
-local function decide_message(self, snap, settings, route, msg)
+-- in_flight(id) says whether a request with that id waits for its answer.
+local function decide_message(self, snap, settings, route, msg, in_flight)
   if msg:type() ~= "object" then
     return error_reply("null", M.CODES.INVALID_REQUEST, "toolgate: a JSON-RPC message must be an object")
   end
-  local id = id_of(msg)
+  local id, bad_id = id_of(msg)
   local method = msg:get("method")
   if not method then
     -- the client's answer to a request of the server's (sampling, roots, ...)
@@ -356,6 +375,20 @@ local function decide_message(self, snap, settings, route, msg)
     return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: method must be a string")
   end
   local m = method:value()
+  -- a request the gateway could not match its answer to, or one a server
+  -- might run although it reads as a notification here, is never forwarded
+  if bad_id then
+    return refuse_framing(self, snap, route, nil, "BAD_ID", "the id of " .. m .. " must be a string or an integer "
+      .. "from -" .. MAX_ID .. " to " .. MAX_ID)
+  end
+  if not id and m:sub(1, 14) ~= "notifications/" then
+    return refuse_framing(self, snap, route, nil, "MISSING_ID", m .. " without an id is no request: only "
+      .. "notifications/* go without one")
+  end
+  if id and in_flight(id) then
+    return refuse_framing(self, snap, route, nil, "DUPLICATE_ID", "id " .. id .. " is in use by a request that "
+      .. "waits for its answer")
+  end
   if not allowed(settings, m) then
     local d = gateway_decision(snap, "method", "METHOD_NOT_ALLOWED", "the policy does not let " .. m .. " through",
       route.server)
@@ -370,12 +403,14 @@ local function decide_message(self, snap, settings, route, msg)
     local params = msg:get("params")
     return nil, { kind = "list", paged = params ~= nil and params:type() == "object" and params:get("cursor") ~= nil }
   end
-  return nil, false
+  return nil, { kind = "other" } -- read back only to know it was asked
 end
 
 --- Decides a client's message (one JSON-RPC message or a batch).
--- request(route, text) -> plan {forward =, reply =, inject =, pending =, batch =}
-function Gateway:request(route, text)
+-- request(route, text[, session]) -> plan {forward =, reply =, inject =,
+-- pending =, batch =}; session is a stream's plan (stdio), whose requests
+-- in flight an id must not repeat.
+function Gateway:request(route, text, session)
   local snap, settings = current(self)
   local plan = { pending = {}, batch = false }
   if not settings then
@@ -390,8 +425,10 @@ function Gateway:request(route, text)
     return plan
   end
   local root = doc:root()
+  local seen = {}
+  local function in_flight(id) return seen[id] or (session ~= nil and session.pending[id] ~= nil) end
   if root:type() ~= "array" then
-    local answer, pending = decide_message(self, snap, settings, route, root)
+    local answer, pending = decide_message(self, snap, settings, route, root, in_flight)
     if answer then
       plan.reply = answer ~= "" and answer or nil
     else
@@ -405,7 +442,9 @@ function Gateway:request(route, text)
   local forward, answers = {}, {}
   for i = 1, root:len() do
     local msg = root:at(i)
-    local answer, pending = decide_message(self, snap, settings, route, msg)
+    local answer, pending = decide_message(self, snap, settings, route, msg, in_flight)
+    local id = msg:type() == "object" and id_of(msg)
+    if id and msg:get("method") then seen[id] = true end
     if answer then
       if answer ~= "" then answers[#answers + 1] = answer end
     else
@@ -445,10 +484,19 @@ function M.pin_change_line(ev, time)
     .. string.format("%.3f", time) .. "}"
 end
 
---- Whether the plan reads any of the server's answers back (a host that
--- streams can pass everything else through untouched).
+--- Whether the plan waits for any of the server's answers.
 function M.watches(plan)
   return next(plan.pending) ~= nil
+end
+
+--- unanswered(plan, why) -> the errors that answer the requests still in
+-- flight (a list of JSON-RPC texts), which are then no longer in flight:
+-- for a host whose server's answer ended (exit, end of body) without them.
+function M.unanswered(plan, why)
+  local out = {}
+  for id in pairs(plan.pending) do out[#out + 1] = error_reply(id, M.CODES.POLICY_ERROR, "toolgate: " .. why) end
+  plan.pending = {}
+  return out
 end
 
 --- merge(batch_text, inject) -> the server's batch answer with the
@@ -555,32 +603,42 @@ local function call_answer(self, settings, route, root, pending)
   return refusal(settings, assert(root:get("id"):canon(nil, "exact")), d)
 end
 
+-- One message of the server's: nil (it passes as it is), the text to give
+-- instead, or false and why (dropped).  An answer must answer a request in
+-- flight with its id as the client wrote it: a client may read "3" or 3.0
+-- as 3 (the TypeScript SDK's Number(id)), and an answer the gateway does not
+-- match would reach the model unread, a second answer, or one to a request
+-- never sent, as well.
 local function answer_one(self, snap, settings, route, plan, msg)
-  if msg:type() ~= "object" then return nil end
+  if msg:type() ~= "object" or msg:get("method") then return nil end -- the server's requests and notifications
   local id = id_of(msg)
   local pending = id and plan.pending[id]
-  if not pending or msg:get("method") then return nil end
+  if not pending then
+    local n = msg:get("id")
+    -- an error that answers no id (the server could not read a message) carries no result
+    if n and n:type() == "null" and not msg:get("result") then return nil end
+    return false, "an answer that answers no request in flight (id " .. (n and n:canon(nil, "exact") or "none") .. ")"
+  end
   plan.pending[id] = nil
+  if pending.kind == "other" then return nil end
   if pending.kind == "list" then return list_answer(self, snap, settings, route, msg, pending) end
   return call_answer(self, settings, route, msg, pending)
 end
 
 --- Reads one message from the server (a JSON-RPC message or batch) and
 -- returns what the client gets: the same text, or the filtered, verified
--- one.  A message the gateway cannot read passes when it answers nothing
--- the gateway watches; an answer to a watched request that cannot be read
--- is replaced by an error (fail closed).
--- A stream's plan (plan.stream: a stdio session, where one plan gathers
--- every request's pending answers and a server's line answers no request
--- in particular) reads every message, and one that is not JSON answers
--- nothing: response returns nil and why (the host drops it, saying so;
--- the requests it might have answered stay pending).
+-- one, or nil and why when nothing of it may reach the client (the host
+-- drops it, saying so).  An answer to no request in flight is dropped (in
+-- a batch, cut out).  A message that is not JSON is dropped when nothing
+-- is in flight, or in a stream's plan (plan.stream: a stdio session, where
+-- one plan gathers every request in flight and a server's line answers no
+-- request in particular: the requests stay in flight); otherwise each
+-- request in flight gets an error instead (fail closed).
 -- response(route, plan, text) -> text | nil, message
 function Gateway:response(route, plan, text)
-  if not plan.stream and not M.watches(plan) then return text end
   local snap, settings = current(self)
   local doc, perr = decision.codec():parse(text)
-  if not doc and plan.stream then return nil, "not JSON: " .. tostring(perr) end
+  if not doc and (plan.stream or not M.watches(plan)) then return nil, "not JSON: " .. tostring(perr) end
   if not doc then
     -- which watched request it answers is unknown: each gets an error
     local out = {}
@@ -591,21 +649,24 @@ function Gateway:response(route, plan, text)
     return #out == 1 and out[1] or ("[" .. table.concat(out, ",") .. "]")
   end
   local root = doc:root()
-  local out
+  local out, why
   if root:type() == "array" then
     local parts, changed = {}, false
     for i = 1, root:len() do
       local msg = root:at(i)
-      local a = answer_one(self, snap, settings, route, plan, msg)
+      local a, w = answer_one(self, snap, settings, route, plan, msg)
       changed = changed or a ~= nil
-      parts[i] = a or assert(msg:canon(nil, "exact"))
+      if a == false then why = w else parts[#parts + 1] = a or assert(msg:canon(nil, "exact")) end
     end
-    out = changed and ("[" .. table.concat(parts, ",") .. "]") or text
+    if #parts == 0 and root:len() > 0 then out = nil
+    else out = changed and ("[" .. table.concat(parts, ",") .. "]") or text end
   else
-    out = answer_one(self, snap, settings, route, plan, root) or text
+    local a
+    a, why = answer_one(self, snap, settings, route, plan, root)
+    out = a ~= false and (a or text) or nil
   end
   doc:free()
-  return out
+  return out, out == nil and why or nil
 end
 
 return M

@@ -16,8 +16,9 @@
 -- it drains, so memory stays bounded); the server's standard error goes to
 -- ours; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed to the server.
 -- Messages keep their order in each direction.  A line from the client
--- that is not JSON, or not JSON-RPC, is answered with the gateway's error;
--- a line from the server that is not JSON is dropped with a log line.
+-- that is not JSON, or not JSON-RPC, or a request whose id is in flight, is
+-- answered with the gateway's error; a line from the server that is not
+-- JSON, or an answer to no request in flight, is dropped with a log line.
 --
 -- The end: when the client closes its side, the server's standard input
 -- is closed (the MCP stdio transport's shutdown), then after `grace`
@@ -156,7 +157,7 @@ function M.run(opts)
   if opts.ready then opts.ready(note) end
 
   local function client_line(line)
-    local ok, plan = pcall(gw.request, gw, route, line)
+    local ok, plan = pcall(gw.request, gw, route, line, session)
     if not ok then
       note("deciding a message failed: " .. tostring(plan))
       push(to_client, mcp.error_reply("null", mcp.CODES.POLICY_ERROR, "toolgate: the message could not be decided")
@@ -301,10 +302,9 @@ function M.run(opts)
     how, status_n = w, n
   end
 
-  for id in pairs(session.pending) do
-    push(to_client, mcp.error_reply(id, mcp.CODES.POLICY_ERROR, "toolgate: the server exited before answering") .. "\n")
+  for _, answer in ipairs(mcp.unanswered(session, "the server exited before answering")) do
+    push(to_client, answer .. "\n")
   end
-  session.pending = {}
   for _, fd in ipairs({ child.stdout, child.stderr, sigfd }) do proc.close(fd) end
   close_server_input()
   -- what is left for the client and for standard error, written out now
