@@ -106,8 +106,9 @@ function M.call_body(id, name, args)
 end
 
 -- raw POSTs to url: count identical ones at once
-function M.send(url, body, count)
-  local code, out, err = M.node("http.mjs send " .. q(url) .. " " .. q(body) .. " " .. (count or 1))
+function M.send(url, body, count, headers)
+  local code, out, err = M.node("http.mjs send " .. q(url) .. " " .. q(body) .. " " .. (count or 1)
+    .. (headers and (" " .. q(headers)) or ""))
   assert(code == 0, "http.mjs failed: " .. err)
   local r = M.lines(out)
   for _, x in ipairs(r) do

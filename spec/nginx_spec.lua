@@ -28,7 +28,9 @@ local function client(server, steps) return fx.client("http://" .. env.listen ..
 local call_body, curl = fx.call_body, fx.curl
 
 -- raw POSTs to an MCP endpoint: count identical ones at once
-local function send(server, body, count) return fx.send("http://" .. env.listen .. "/mcp/" .. server, body, count) end
+local function send(server, body, count, headers)
+  return fx.send("http://" .. env.listen .. "/mcp/" .. server, body, count, headers)
+end
 
 local function admin(method, path)
   return curl("-X " .. method .. " -H " .. q("Authorization: Bearer " .. env.token) .. " " ..
@@ -209,6 +211,20 @@ describe("toolgate gateway (nginx)", function()
     assert.is_nil(names.secret_tool)
     assert.is_nil(names.hidden)
     assert.is_true(names.echo)
+  end)
+
+  it("reads an answer as the client's SSE parser does: CR line ends, a byte order mark, an unended event, a string id", function()
+    if not need(pending) then return end
+    for _, mode in ipairs({ "sse-cr", "sse-bom", "sse-tail", "string-id" }) do
+      local r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}', 1, '{"x-hostile":"' .. mode .. '"}')[1]
+      assert.equals(200, r.status, mode)
+      assert.is_nil(r.body:find("secret_tool", 1, true), mode .. ": " .. r.body)
+      -- what came back is the filtered list, or an error for the request the server did not answer
+      assert.truthy(r.body:find('"name":"echo"', 1, true) or r.body:find('"id":3,"error"', 1, true), mode .. ": " .. r.body)
+    end
+    local r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}', 1, '{"x-hostile":"string-id"}')[1]
+    assert.equals(-32003, r.json.error.code)
+    assert.matches("answers no request in flight", r.json.error.message)
   end)
 
   it("decides a body nginx buffered to a file", function()

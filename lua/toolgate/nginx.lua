@@ -295,7 +295,11 @@ function M.access(server)
   if not route then
     return send(500, '{"error":' .. enc("toolgate: no route for server " .. tostring(server)) .. "}")
   end
-  if ngx.req.get_method() ~= "POST" then return end -- GET streams and DELETE pass as they are
+  local method = ngx.req.get_method()
+  -- a GET stream carries the server's requests and notifications; an answer
+  -- on it answers no request of this one's, and is dropped (body_filter)
+  if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route } end
+  if method ~= "POST" then return end -- DELETE passes as it is
   local body = read_body()
   if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
   local t0 = now()
@@ -309,7 +313,9 @@ function M.access(server)
   if plan.reply then return send(200, plan.reply) end
   if not plan.forward then return ngx.exit(202) end -- refused notifications: nothing to answer
   if plan.forward ~= body then ngx.req.set_body_data(plan.forward) end
-  if mcp.watches(plan) or plan.inject then ngx.ctx.toolgate = { plan = plan, route = route } end
+  -- every answer is read: one to a request of another stream's would reach
+  -- the client unread (clients match answers by id, whatever the stream)
+  ngx.ctx.toolgate = { plan = plan, route = route }
 end
 
 --- header_filter(): in header_filter_by_lua of an MCP endpoint.
@@ -329,37 +335,50 @@ function M.header_filter()
   ngx.header["Content-Length"] = nil
 end
 
+-- The server's message as the client gets it: text, or nil and why it is
+-- dropped (logged here).
 local function respond(c, text)
   local t0 = now()
-  local ok, out = pcall(W.gw.response, W.gw, c.route, c.plan, text)
+  local ok, out, why = pcall(W.gw.response, W.gw, c.route, c.plan, text)
   W.latency.response:observe(now() - t0)
-  if ok then return out end
+  if ok then
+    if not out then ngx.log(ngx.WARN, "toolgate: dropped a message from the server ", c.route.server, ": ", why) end
+    return out, why
+  end
   ngx.log(ngx.ERR, "toolgate: reading the server's answer failed: ", out)
   return '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR
     .. ',"message":"toolgate: the server\'s answer could not be checked"}}'
 end
 
--- One SSE event: its data lines are one JSON-RPC message; the event comes
--- back unchanged unless the gateway rewrote the message.
+-- One SSE event (its lines end in LF): its data lines are one JSON-RPC
+-- message; the event comes back unchanged unless the gateway rewrote the
+-- message, or a comment when it dropped it.
 local function sse_event(c, event)
   local data, others = {}, {}
-  for line in (event .. "\n"):gmatch("(.-)\r?\n") do
-    local d = line:match("^data: ?(.*)$")
+  for line in (event .. "\n"):gmatch("(.-)\n") do
+    local d = line == "data" and "" or line:match("^data: ?(.*)$")
     if d then data[#data + 1] = d else others[#others + 1] = line end
   end
   local text = table.concat(data, "\n")
   -- no message (a priming event for resumption: an id and empty data)
   if not text:find("%S") then return event end
-  local out = respond(c, text)
+  local out, why = respond(c, text)
   if out == text then return event end
+  if not out then return ": toolgate dropped a message: " .. tostring(why):gsub("[\r\n]", " ") end
   others[#others + 1] = "data: " .. out
   return table.concat(others, "\n")
 end
 
-local function injected_events(c)
+local function events(list)
   local out = {}
-  for _, a in ipairs(c.plan.inject or {}) do out[#out + 1] = "event: message\ndata: " .. a .. "\n\n" end
+  for _, a in ipairs(list or {}) do out[#out + 1] = "event: message\ndata: " .. a .. "\n\n" end
   return table.concat(out)
+end
+
+-- Errors for the requests the server's answer left in flight (it ended).
+local function unanswered(c, why)
+  return mcp.unanswered(c.plan, "the server's answer ended without answering this request"
+    .. (why and (" (it dropped " .. why .. ")") or ""))
 end
 
 --- body_filter(): in body_filter_by_lua of an MCP endpoint.
@@ -375,29 +394,50 @@ function M.body_filter()
       return
     end
     local text = table.concat(c.buf)
-    local out = text:find("%S") and respond(c, text) or nil
-    if c.plan.batch then out = mcp.merge(out, c.plan.inject) end
+    local out, why
+    if text:find("%S") then out, why = respond(c, text) end
+    local left = unanswered(c, why)
+    if c.plan.batch then
+      for _, a in ipairs(c.plan.inject or {}) do left[#left + 1] = a end
+      out = mcp.merge(out, left)
+    elseif #left > 0 then
+      if out then table.insert(left, 1, out) end
+      out = #left == 1 and left[1] or ("[" .. table.concat(left, ",") .. "]")
+    end
     ngx.arg[1] = out or ""
     return
   end
-  -- text/event-stream: complete events are decided as they arrive
-  if not mcp.watches(c.plan) and not c.pending then
-    if eof then ngx.arg[1] = chunk .. injected_events(c) end
-    return
-  end
+  -- text/event-stream: complete events are decided as they arrive, read as
+  -- the SSE standard (and so the client's parser) reads them: a line ends
+  -- in CRLF, LF or CR alone, and a byte order mark before the first is no
+  -- part of it.  What goes on is the gateway's writing of what it read
+  -- (lines end in LF), so the client reads what was checked.
   local buf = (c.pending or "") .. chunk
+  if not c.started then
+    if #buf < 3 and not eof then
+      c.pending, ngx.arg[1] = buf, nil
+      return
+    end
+    c.started, buf = true, buf:gsub("^\239\187\191", "")
+  end
+  local held = ""
+  if not eof and buf:sub(-1) == "\r" then held, buf = "\r", buf:sub(1, -2) end -- an LF may follow
+  buf = buf:gsub("\r\n?", "\n")
   local out, pos = {}, 1
   while true do
-    local s, e = buf:find("\r?\n\r?\n", pos)
+    local s, e = buf:find("\n\n", pos, true)
     if not s then break end
-    out[#out + 1] = sse_event(c, buf:sub(pos, s - 1)) .. buf:sub(s, e)
+    out[#out + 1] = sse_event(c, buf:sub(pos, s - 1)) .. "\n\n"
     pos = e + 1
   end
-  c.pending = buf:sub(pos)
+  c.pending = buf:sub(pos) .. held
   if c.pending == "" then c.pending = nil end
   if eof then
-    out[#out + 1] = c.pending or ""
-    out[#out + 1] = injected_events(c)
+    -- an event the stream ended in the middle of is dropped (so does the client's parser)
+    if c.pending and c.pending:find("%S") then
+      ngx.log(ngx.WARN, "toolgate: dropped an unended event from the server ", c.route.server)
+    end
+    out[#out + 1] = events(c.plan.inject) .. events(unanswered(c))
     c.pending = nil
   end
   ngx.arg[1] = table.concat(out)

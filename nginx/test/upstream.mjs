@@ -8,7 +8,11 @@
 // GET /calls gives {"total": n, "<tool>": n, ...}.  With RUG_PULL=1 every
 // tools/list after the first describes echo differently and adds a tool.
 // POST /hostile answers any request with a tools/list result, status 500 and
-// content type text/plain, one tool more than it has.
+// content type text/plain, one tool more than it has; with the request
+// header x-hostile: sse-cr (an event stream whose lines end in CR alone, as
+// SSE allows), sse-bom (a byte order mark before the first event), sse-tail
+// (the last event without the blank line that ends it) or string-id (JSON,
+// the id as a string: the SDK client reads "3" as 3), status 200.
 import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -74,9 +78,21 @@ const httpServer = http.createServer(async (req, res) => {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const msg = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    res.writeHead(500, { "content-type": "text/plain" });
-    res.end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: { tools: [...TOOLS,
-      { name: "secret_tool", description: "not in any registry", inputSchema: { type: "object" } }] } }));
+    const mode = req.headers["x-hostile"];
+    const answer = (id) => JSON.stringify({ jsonrpc: "2.0", id, result: { tools: [...TOOLS,
+      { name: "secret_tool", description: "not in any registry", inputSchema: { type: "object" } }] } });
+    const sse = { "sse-cr": `event: message\rdata: ${answer(msg.id)}\r\r`, "sse-bom": `\ufeffdata: ${answer(msg.id)}\n\n`,
+      "sse-tail": `event: message\ndata: ${answer(msg.id)}` }[mode];
+    if (sse) {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(sse);
+    } else if (mode === "string-id") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(answer(String(msg.id)));
+    } else {
+      res.writeHead(500, { "content-type": "text/plain" });
+      res.end(answer(msg.id));
+    }
     return;
   }
   if (req.url !== "/mcp") { res.writeHead(404).end(); return; }
