@@ -345,6 +345,19 @@ describe("toolgate.mcp", function()
       assert.is_nil(gw:response(route, idle, '{"jsonrpc":"2.0","id":1,"id":1,"result":{"tools":[]}}'))
     end)
 
+    it("refuses a tools/list answer it cannot read as a list, never passing it unfiltered", function()
+      local gw, route = gateway()
+      for _, result in ipairs({ '{"tools":{"0":{"name":"secret"}}}', "[1]", '"tools"', "{}" }) do
+        local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+        local r = json(gw:response(route, plan, '{"jsonrpc":"2.0","id":1,"result":' .. result .. "}"))
+        assert.equals(mcp.CODES.POLICY_ERROR, r.error.code, result)
+        assert.matches("no tools array", r.error.message)
+      end
+      local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+      local err = '{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"down"}}'
+      assert.equals(err, gw:response(route, plan, err))
+    end)
+
     it("answers what is left in flight when the server's answer ends (unanswered)", function()
       local gw, route = gateway()
       local plan = gw:request(route, "[" .. call(1, "echo", '{"message":"a"}') .. ',{"jsonrpc":"2.0","id":2,'

@@ -227,6 +227,14 @@ describe("toolgate gateway (nginx)", function()
     assert.matches("answers no request in flight", r.json.error.message)
   end)
 
+  it("drops an answer on a GET stream, which answers no request of its own, and passes its notifications", function()
+    if not need(pending) then return end
+    local out = curl("-H 'accept: text/event-stream' " .. q("http://" .. env.listen .. "/mcp/hostile"))
+    assert.truthy(out:find("notifications/tools/list_changed", 1, true), out)
+    assert.is_nil(out:find("secret_tool", 1, true), out)
+    assert.truthy(out:find(": toolgate dropped a message: an answer that answers no request in flight (id 3)", 1, true), out)
+  end)
+
   it("decides a body nginx buffered to a file", function()
     if not need(pending) then return end
     local before = calls("counter").total

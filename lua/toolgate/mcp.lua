@@ -571,8 +571,12 @@ end
 -- A tools/list answer cut to the pinned tools.
 local function list_answer(self, snap, settings, route, root, pending)
   local result = root:get("result")
-  local tools = result and result:type() == "object" and result:get("tools")
-  if not tools or tools:type() ~= "array" then return nil end
+  if not result then return nil end -- a JSON-RPC error from the server passes
+  local tools = result:type() == "object" and result:get("tools")
+  if not tools or tools:type() ~= "array" then
+    return error_reply(assert(root:get("id"):canon(nil, "exact")), M.CODES.POLICY_ERROR,
+      "toolgate: the server's tools/list answer has no tools array: it cannot be checked")
+  end
   local full = not pending.paged and not result:get("nextCursor")
   local keep, changes = filter_tools(snap, route.server, tools, full)
   if #changes > 0 then report_changes(self, snap, settings, route.server, changes) end

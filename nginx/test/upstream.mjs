@@ -12,7 +12,9 @@
 // header x-hostile: sse-cr (an event stream whose lines end in CR alone, as
 // SSE allows), sse-bom (a byte order mark before the first event), sse-tail
 // (the last event without the blank line that ends it) or string-id (JSON,
-// the id as a string: the SDK client reads "3" as 3), status 200.
+// the id as a string: the SDK client reads "3" as 3), status 200.  GET
+// /hostile is a server's stream that carries a notification and an answer to
+// tools/list id 3, which that stream was never asked.
 import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -70,6 +72,12 @@ const httpServer = http.createServer(async (req, res) => {
   if (req.method === "GET" && req.url === "/calls") {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify(calls));
+    return;
+  }
+  if (req.method === "GET" && req.url === "/hostile") {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(`event: message\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n`
+      + `event: message\ndata: {"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"secret_tool","inputSchema":{"type":"object"}}]}}\n\n`);
     return;
   }
   if (req.method === "POST" && req.url === "/hostile") {
