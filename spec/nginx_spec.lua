@@ -227,6 +227,21 @@ describe("toolgate gateway (nginx)", function()
     assert.matches("answers no request in flight", r.json.error.message)
   end)
 
+  it("refuses a message the gateway would not decide: another method, a body on a GET or DELETE", function()
+    if not need(pending) then return end
+    local before = calls("counter").total
+    local url = q("http://" .. env.listen .. "/mcp/counter")
+    local body = q(call_body(41, "delete_all", "{}"))
+    for _, c in ipairs({ { "PUT", "405", "method PUT is not allowed" }, { "PATCH", "405", "method PATCH is not allowed" },
+                         { "GET", "400", "a GET request with a body" }, { "DELETE", "400", "a DELETE request with a body" } }) do
+      local out = curl("-w '\n%{http_code}' -X " .. c[1] .. " -H 'content-type: application/json' --data-binary " .. body
+        .. " " .. url)
+      assert.equals(c[2], out:match("(%d+)$"), c[1])
+      assert.truthy(out:find(c[3], 1, true), out)
+    end
+    assert.equals(before, calls("counter").total)
+  end)
+
   it("drops an answer on a GET stream, which answers no request of its own, and passes its notifications", function()
     if not need(pending) then return end
     local out = curl("-H 'accept: text/event-stream' " .. q("http://" .. env.listen .. "/mcp/hostile"))

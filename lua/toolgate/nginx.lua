@@ -287,6 +287,9 @@ end
 
 -- The MCP endpoint ---------------------------------------------------------------
 
+-- The methods of an MCP endpoint that pass undecided, and only without a body.
+local BODYLESS = { GET = true, DELETE = true, HEAD = true, OPTIONS = true }
+
 --- access(server): in access_by_lua of the location of server's MCP endpoint.
 function M.access(server)
   if not W.gw then return unavailable() end
@@ -296,10 +299,23 @@ function M.access(server)
     return send(500, '{"error":' .. enc("toolgate: no route for server " .. tostring(server)) .. "}")
   end
   local method = ngx.req.get_method()
-  -- a GET stream carries the server's requests and notifications; an answer
-  -- on it answers no request of this one's, and is dropped (body_filter)
-  if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route } end
-  if method ~= "POST" then return end -- DELETE passes as it is
+  if method ~= "POST" then
+    -- what is not decided carries no message: a server that read one from
+    -- a PUT, or from a GET's body, would run what nobody checked
+    if not BODYLESS[method] then
+      return send(405, '{"error":' .. enc("toolgate: method " .. method .. " is not allowed on an MCP endpoint "
+        .. "(POST, GET, DELETE, HEAD, OPTIONS)") .. "}")
+    end
+    local length = ngx.var.http_content_length
+    if ngx.var.http_transfer_encoding or (length and length ~= "0") then
+      return send(400, '{"error":' .. enc("toolgate: a " .. method .. " request with a body: only a POST's body "
+        .. "is decided") .. "}")
+    end
+    -- a GET stream carries the server's requests and notifications; an
+    -- answer on it answers no request of this one's, and is dropped (body_filter)
+    if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route } end
+    return
+  end
   local body = read_body()
   if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
   local t0 = now()
