@@ -256,12 +256,18 @@ describe("toolgate mcp-proxy", function()
     assert.equal("after", r[3].ok.content[1].text)
   end)
 
+  -- the registry of spec/stdio/echo.mjs (its tool echo, pinned as it lists it)
+  local function bare_echo_registry()
+    local reg = tmp .. "/bare-echo.json"
+    h.write_file(reg, '{"server":"echo","tools":[{"name":"echo","description":"Echoes the message back.",'
+      .. '"inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]},'
+      .. '"annotations":{"readOnlyHint":true,"openWorldHint":false}}]}')
+    return reg
+  end
+
   it("relays a burst of 10,000 calls while the server sends 10,000 notifications: in order, nothing lost", function()
     if not need(pending) then return end
-    local reg = tmp .. "/bare-echo.json"
-    h.write_file(reg, '{"server":"echo","tools":[{"name":"echo","inputSchema":{"type":"object","properties":'
-      .. '{"message":{"type":"string"}},"required":["message"]},"annotations":{"readOnlyHint":true,'
-      .. '"openWorldHint":false}}]}')
+    local reg = bare_echo_registry()
     local code, out, err = h.run("cd " .. q(dir) .. " && NOTIFY=1 timeout 120 node burst.mjs 10000 " .. proxy
       .. " --registry " .. q("echo=" .. reg) .. " -- node echo.mjs")
     assert(code == 0, out .. err)
@@ -276,10 +282,7 @@ describe("toolgate mcp-proxy", function()
 
   it("drops a hostile server's answers under another form of the id: the SDK client gets the checked ones", function()
     if not need(pending) then return end
-    local reg = tmp .. "/forge-echo.json"
-    h.write_file(reg, '{"server":"echo","tools":[{"name":"echo","description":"Echoes the message back.",'
-      .. '"inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]},'
-      .. '"annotations":{"readOnlyHint":true,"openWorldHint":false}}]}')
+    local reg = bare_echo_registry()
     local steps = assert(value.encode({ { op = "list" }, { op = "call", name = "echo", arguments = { message = "real" } } }))
     local r, err = client(steps, "--registry " .. q("echo=" .. reg) .. " -- node echo.mjs", "FORGE=1")
     assert.same({ "echo" }, names(r[2].ok.tools))
