@@ -345,6 +345,36 @@ describe("toolgate.mcp", function()
       assert.is_nil(gw:response(route, idle, '{"jsonrpc":"2.0","id":1,"id":1,"result":{"tools":[]}}'))
     end)
 
+    it("sees a tool's annotations change under its pin: the contract was read from them", function()
+      local gw, route, events = gateway()
+      local tools, answer = listed()
+      for _, ann in ipairs({ { readOnlyHint = false, destructiveHint = true, openWorldHint = false }, value.null }) do
+        local changed = {}
+        for i, t in ipairs(tools) do changed[i] = t end
+        changed[1] = { name = tools[1].name, description = tools[1].description, inputSchema = tools[1].inputSchema,
+          annotations = ann ~= value.null and ann or nil }
+        local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+        local out = json(gw:response(route, plan, answer(changed)))
+        assert.equals(#tools - 1, #out.result.tools)
+        for _, t in ipairs(out.result.tools) do assert.not_equals(tools[1].name, t.name) end
+      end
+      local seen
+      for _, ev in ipairs(events) do
+        if ev.kind == "pin_change" then seen = ev.change end
+      end
+      assert.same({ tools[1].name, "changed", "annotations" }, { seen.tool, seen.change, seen.field })
+      local r = json(gw:request(route, call(9, tools[1].name, '{"message":"x"}')).reply)
+      assert.equals("PIN_CHANGED", r.error.data.decision.code)
+      -- the same annotations in another key order are the same
+      local gw2, route2 = gateway()
+      local same = {}
+      for i, t in ipairs(tools) do same[i] = t end
+      local plan = gw2:request(route2, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+      local text = answer(same):gsub('"annotations":{"openWorldHint":false,"readOnlyHint":true}',
+        '"annotations":{"readOnlyHint":true,"openWorldHint":false}')
+      assert.equals(#tools, #json(gw2:response(route2, plan, text)).result.tools)
+    end)
+
     it("refuses a tools/list answer it cannot read as a list, never passing it unfiltered", function()
       local gw, route = gateway()
       for _, result in ipairs({ '{"tools":{"0":{"name":"secret"}}}', "[1]", '"tools"', "{}" }) do

@@ -47,6 +47,7 @@
 -- @module toolgate.mcp
 
 local decision = require "toolgate.decision"
+local json = require "toolgate.json"
 local value = require "toolgate.value"
 
 local M = {}
@@ -519,6 +520,15 @@ end
 -- differs, a tool the registry lacks, a tool the server no longer lists,
 -- the last only when full, tools being the server's whole list).
 -- tool_changes(snap, server, tools_node, full) -> keep, changes
+-- A tool's annotations (readOnlyHint, destructiveHint, ...) are outside the
+-- pin, but a policy reads its contract from them: where the registry has
+-- them (and in an MCP registry, where none is a statement too) the
+-- server's must be the same, or the tool changed (field = "annotations").
+local function annotations_text(lua_value)
+  if lua_value == nil then return "null" end
+  return assert(decision.codec():canon(enc(lua_value)))
+end
+
 local function filter_tools(snap, server, tools, full)
   local scratch = snap.core:registry()
   local settings = snap.registry.settings
@@ -539,8 +549,13 @@ local function filter_tools(snap, server, tools, full)
         local index = scratch:add(server, name, desc and desc:type() == "string" and desc:value() or nil,
           t:get("inputSchema"), t:get("outputSchema"), opts)
         local pin = index and scratch:tool(index).pin
-        if pin == known.pin then
+        local ann = t:get("annotations")
+        if pin == known.pin and (known.annotations == nil and known.format ~= "mcp"
+            or annotations_text(ann and json.to_lua(ann)) == annotations_text(known.annotations)) then
           keep[#keep + 1] = assert(t:canon(nil, "exact"))
+        elseif pin == known.pin then
+          changes[#changes + 1] = { tool = name, change = "changed", field = "annotations", pin = known.pin,
+            upstream_pin = pin }
         else
           changes[#changes + 1] = { tool = name, change = "changed", pin = known.pin, upstream_pin = pin or value.null }
         end
