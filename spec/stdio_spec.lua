@@ -290,6 +290,20 @@ describe("toolgate mcp-proxy", function()
     assert.truthy(err:find('answers no request in flight (id "1")', 1, true), err)
   end)
 
+  it("reports a tool whose annotations changed under a matching pin (registry record --check)", function()
+    if not need(pending) then return end
+    local reg = bare_echo_registry()
+    local code, out = h.toolgate("registry record --check " .. q(reg) .. " -- node " .. q(dir .. "/echo.mjs"))
+    assert.equal(0, code, out)
+    local claimed = tmp .. "/echo-claimed.json"
+    h.write_file(claimed, (h.read_file(reg):gsub('"readOnlyHint":true', '"readOnlyHint":false,"destructiveHint":true')))
+    code, out = h.toolgate("registry record --check " .. q(claimed) .. " -- node " .. q(dir .. "/echo.mjs"))
+    assert.equal(1, code, out)
+    local report = lines(out)
+    assert.same({ "echo", "changed", "annotations" }, { report[1].tool, report[1].change, report[1].field })
+    assert.equal(report[1].pin, report[1].upstream_pin)
+  end)
+
   -- raw(server_mode, input_lines[, grace]) -> exit status, answers, stderr
   local function raw(mode, input, grace)
     local reg = tmp .. "/echo-raw.json"

@@ -53,6 +53,8 @@ record --check FILE compares the live server with the registry FILE
 (a rug-pull check, by hand or in CI): one line per tool that changed under
 its pin, that the registry lacks, or that the server no longer lists,
   {"server","tool","change":"changed|added|removed","pin","upstream_pin"}
+(a tool whose pin matches but whose annotations changed: "changed" with
+"field":"annotations"),
 then {"summary":{"changed":N,"added":N,"removed":N,"registry_hash":"..."}};
 exit status 1 when anything changed, 0 when the server matches its pins.
 ]]
@@ -103,7 +105,7 @@ local function record(rest)
     for _, c in ipairs(changes) do
       count[c.change] = count[c.change] + 1
       io.stdout:write(cli.encode({ server = server, tool = c.tool, change = c.change, pin = c.pin,
-        upstream_pin = c.upstream_pin }), "\n")
+        upstream_pin = c.upstream_pin, field = c.field }), "\n")
     end
     count.registry_hash = snap.hash
     io.stdout:write(cli.encode({ summary = count }), "\n")
