@@ -242,6 +242,17 @@ describe("toolgate gateway (nginx)", function()
     assert.equals(before, calls("counter").total)
   end)
 
+  it("never holds an answer longer than MAX_MESSAGE_BYTES: JSON gets an error, an event stream loses the event", function()
+    if not need(pending) then return end
+    local r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}', 1, '{"x-hostile":"huge-json"}')[1]
+    assert.equals(-32003, r.json.error.code)
+    assert.matches("an answer longer than 67108864 bytes", r.json.error.message)
+    r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}', 1, '{"x-hostile":"huge-sse"}')[1]
+    assert.is_true(#r.body < 100000, "the long event passed")
+    assert.is_nil(r.body:find("secret_tool", 1, true), r.body)
+    assert.truthy(r.body:find('"name":"echo"', 1, true), r.body)
+  end)
+
   it("drops an answer on a GET stream, which answers no request of its own, and passes its notifications", function()
     if not need(pending) then return end
     local out = curl("-H 'accept: text/event-stream' " .. q("http://" .. env.listen .. "/mcp/hostile"))

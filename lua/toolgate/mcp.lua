@@ -79,6 +79,9 @@ M.DEFAULTS = {
   approval_uses = 1,          -- calls one approval lets through (1 .. 1000)
   approval_ttl = 3600,        -- seconds an approval request, and a grant, lasts (1 .. 30 days)
 }
+--- The longest message either side may send a gateway, in bytes (a longer
+-- one is refused or dropped whole, unread: it is never held whole).
+M.MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 M.MAX_APPROVAL_USES = 1000
 M.MAX_APPROVAL_TTL = 30 * 24 * 3600
 

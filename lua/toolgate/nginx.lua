@@ -403,8 +403,12 @@ function M.body_filter()
   if not c or not c.mode then return end
   local chunk, eof = ngx.arg[1], ngx.arg[2]
   if c.mode == "json" then
-    c.buf = c.buf or {}
-    c.buf[#c.buf + 1] = chunk
+    -- (an answer longer than MAX_MESSAGE_BYTES is not held: it is dropped)
+    if not c.over then
+      c.buf, c.size = c.buf or {}, (c.size or 0) + #chunk
+      c.buf[#c.buf + 1] = chunk
+      if c.size > mcp.MAX_MESSAGE_BYTES then c.over, c.buf = true, {} end
+    end
     if not eof then
       ngx.arg[1] = nil
       return
@@ -412,6 +416,10 @@ function M.body_filter()
     local text = table.concat(c.buf)
     local out, why
     if text:find("%S") then out, why = respond(c, text) end
+    if c.over then
+      why = "an answer longer than " .. mcp.MAX_MESSAGE_BYTES .. " bytes"
+      ngx.log(ngx.WARN, "toolgate: dropped ", why, " from the server ", c.route.server)
+    end
     local left = unanswered(c, why)
     if c.plan.batch then
       for _, a in ipairs(c.plan.inject or {}) do left[#left + 1] = a end
@@ -427,34 +435,59 @@ function M.body_filter()
   -- the SSE standard (and so the client's parser) reads them: a line ends
   -- in CRLF, LF or CR alone, and a byte order mark before the first is no
   -- part of it.  What goes on is the gateway's writing of what it read
-  -- (lines end in LF), so the client reads what was checked.
-  local buf = (c.pending or "") .. chunk
+  -- (lines end in LF), so the client reads what was checked.  An event's
+  -- parts wait in a list and only the new bytes are searched, so a long
+  -- event costs its length once, not once a chunk; one longer than
+  -- MAX_MESSAGE_BYTES is dropped as it comes.
+  chunk = (c.held or "") .. chunk
+  c.held = nil
   if not c.started then
-    if #buf < 3 and not eof then
-      c.pending, ngx.arg[1] = buf, nil
+    if #chunk < 3 and not eof then
+      c.held, ngx.arg[1] = chunk, nil
       return
     end
-    c.started, buf = true, buf:gsub("^\239\187\191", "")
+    c.started, chunk = true, chunk:gsub("^\239\187\191", "")
+    c.parts, c.size, c.tail = {}, 0, ""
   end
-  local held = ""
-  if not eof and buf:sub(-1) == "\r" then held, buf = "\r", buf:sub(1, -2) end -- an LF may follow
-  buf = buf:gsub("\r\n?", "\n")
+  if not eof and chunk:sub(-1) == "\r" then c.held, chunk = "\r", chunk:sub(1, -2) end -- an LF may follow
+  chunk = chunk:gsub("\r\n?", "\n")
+  -- the search runs over the last byte before this chunk (an LF there and
+  -- one first here end an event) and the chunk
+  local search, off = c.tail .. chunk, #c.tail
   local out, pos = {}, 1
   while true do
-    local s, e = buf:find("\n\n", pos, true)
+    local s, e = search:find("\n\n", pos, true)
     if not s then break end
-    out[#out + 1] = sse_event(c, buf:sub(pos, s - 1)) .. "\n\n"
+    local event
+    if pos == 1 and c.size > 0 then -- the event began in an earlier chunk
+      event = c.skipping and "" or table.concat(c.parts)
+      event = s <= off and event:sub(1, -2) or (event .. search:sub(off + 1, s - 1))
+      c.parts, c.size = {}, 0
+    else
+      event = search:sub(pos > off and pos or off + 1, s - 1)
+    end
+    if c.skipping then c.skipping = false else out[#out + 1] = sse_event(c, event) .. "\n\n" end
     pos = e + 1
   end
-  c.pending = buf:sub(pos) .. held
-  if c.pending == "" then c.pending = nil end
+  local rest = search:sub(math.max(pos, off + 1))
+  if rest ~= "" then
+    if not c.skipping then c.parts[#c.parts + 1] = rest end
+    c.size, c.tail = c.size + #rest, rest:sub(-1) == "\n" and "\n" or ""
+  elseif pos > 1 then
+    c.tail = ""
+  end
+  if not c.skipping and c.size > mcp.MAX_MESSAGE_BYTES then
+    ngx.log(ngx.WARN, "toolgate: dropped an event longer than ", mcp.MAX_MESSAGE_BYTES, " bytes from the server ",
+      c.route.server)
+    c.skipping, c.parts = true, {}
+  end
   if eof then
     -- an event the stream ended in the middle of is dropped (so does the client's parser)
-    if c.pending and c.pending:find("%S") then
+    if not c.skipping and table.concat(c.parts):find("%S") then
       ngx.log(ngx.WARN, "toolgate: dropped an unended event from the server ", c.route.server)
     end
     out[#out + 1] = events(c.plan.inject) .. events(unanswered(c))
-    c.pending = nil
+    c.parts, c.size = {}, 0
   end
   ngx.arg[1] = table.concat(out)
 end

@@ -34,8 +34,8 @@ local proc = require "toolgate.proc"
 local M = {}
 
 --- The longest line either side may send, in bytes (a longer one is
--- refused, or dropped, whole).
-M.MAX_LINE_BYTES = 64 * 1024 * 1024
+-- refused, or dropped, whole): toolgate.mcp's MAX_MESSAGE_BYTES.
+M.MAX_LINE_BYTES = mcp.MAX_MESSAGE_BYTES
 --- A queue holding this many bytes stops the reading of the side that
 -- fills it.
 M.HIGH_WATER_BYTES = 4 * 1024 * 1024

@@ -12,7 +12,9 @@
 // header x-hostile: sse-cr (an event stream whose lines end in CR alone, as
 // SSE allows), sse-bom (a byte order mark before the first event), sse-tail
 // (the last event without the blank line that ends it) or string-id (JSON,
-// the id as a string: the SDK client reads "3" as 3), status 200.  GET
+// the id as a string: the SDK client reads "3" as 3), huge-json (JSON of
+// 65 MiB) or huge-sse (a notification of 65 MiB, then the answer), status
+// 200.  GET
 // /hostile is a server's stream that carries a notification and an answer to
 // tools/list id 3, which that stream was never asked.
 import http from "node:http";
@@ -91,7 +93,12 @@ const httpServer = http.createServer(async (req, res) => {
       { name: "secret_tool", description: "not in any registry", inputSchema: { type: "object" } }] } });
     const sse = { "sse-cr": `event: message\rdata: ${answer(msg.id)}\r\r`, "sse-bom": `\ufeffdata: ${answer(msg.id)}\n\n`,
       "sse-tail": `event: message\ndata: ${answer(msg.id)}` }[mode];
-    if (sse) {
+    const huge = "x".repeat(65 * 1024 * 1024);
+    if (mode === "huge-json" || mode === "huge-sse") {
+      const note = JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: huge } });
+      res.writeHead(200, { "content-type": mode === "huge-sse" ? "text/event-stream" : "application/json" });
+      res.end(mode === "huge-sse" ? `data: ${note}\n\ndata: ${answer(msg.id)}\n\n` : answer(msg.id).replace("not in any registry", huge));
+    } else if (sse) {
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.end(sse);
     } else if (mode === "string-id") {
