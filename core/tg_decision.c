@@ -117,27 +117,29 @@ static void u64(writer *w, uint64_t v)
     raw(w, digits, (size_t)tg_u64_text(v, digits));
 }
 
-static void tool_ref(writer *w, const tg_registry_t *r, size_t i)
+/* A registry tool's server or name, as the policy wrote it at load. */
+static void tool_text(writer *w, const tg_policy_t *p, long tool, int server)
 {
-    size_t len;
-    const char *s;
+    json_text(w, server ? &p->tools[tool].server_json : &p->tools[tool].name_json);
+}
+
+static void tool_ref(writer *w, const tg_policy_t *p, size_t i)
+{
     open_(w, "{");
     key(w, "name");
-    s = tg_registry_name(r, i, &len);
-    text(w, s, len);
+    tool_text(w, p, (long)i, 0);
     key(w, "server");
-    s = tg_registry_server(r, i, &len);
-    text(w, s, len);
+    tool_text(w, p, (long)i, 1);
     close_(w, "}");
 }
 
-static void tool_refs(writer *w, const tg_registry_t *r, const size_t *list, size_t n)
+static void tool_refs(writer *w, const tg_policy_t *p, const size_t *list, size_t n)
 {
     raw(w, "[", 1);
     for (size_t i = 0; i < n; i++) {
         if (i)
             raw(w, ",", 1);
-        tool_ref(w, r, list[i]);
+        tool_ref(w, p, list[i]);
     }
     raw(w, "]", 1);
 }
@@ -182,6 +184,23 @@ static void stage_text(writer *w, const tg_decider_t *d, size_t stage)
         json_text(w, &d->p->stages[stage].name_json);
 }
 
+/* "server" or "tool", when the call has one: once the rung resolved the
+ * call, the registry's, as the policy wrote it at load; else the call's own. */
+static void call_name(writer *w, const tg_decider_t *d, int server)
+{
+    const char *s = server ? d->server : d->name;
+    if (d->tool < 0 && !s)
+        return;
+    if (server)
+        key(w, "server");
+    else
+        key(w, "tool");
+    if (d->tool >= 0)
+        tool_text(w, d->p, d->tool, server);
+    else
+        text(w, s, server ? d->server_len : d->name_len);
+}
+
 static void code_of(writer *w, const tg_decider_t *d, const tg_objection *o)
 {
     text(w, d->texts.data + o->code, o->code_len);
@@ -204,7 +223,10 @@ static void binding_of(writer *w, const tg_policy_t *p, const char *digest, cons
 {
     open_(w, "{");
     key(w, "args_digest");
-    text_or_null(w, digest, 32);
+    if (digest)
+        digest_text(w, digest);
+    else
+        lit(w, "null");
     key(w, "epoch");
     if (epoch)
         raw(w, epoch, epoch_len);
@@ -255,7 +277,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     open_(&w, "{");
     if (!o && d->rung_ran && p->report_also) {
         key(&w, "also_accepted_by");
-        tool_refs(&w, p->r, res->also, res->n_also);
+        tool_refs(&w, p, res->also, res->n_also);
     }
     if (d->has_digest) {
         key(&w, "args_digest");
@@ -267,7 +289,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     }
     if (rung_decided && res->resolution == TG_AMBIGUOUS) {
         key(&w, "candidates");
-        tool_refs(&w, p->r, res->candidates,
+        tool_refs(&w, p, res->candidates,
                   res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates
                                                            : TG_RUNG_MAX_FINDINGS);
     }
@@ -336,13 +358,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         key(&w, "requires_approval");
         lit(&w, "true");
     }
-    if (d->tool >= 0) { /* resolved: the registry's names, written at load */
-        key(&w, "server");
-        json_text(&w, &p->tools[d->tool].server_json);
-    } else if (d->server) {
-        key(&w, "server");
-        text(&w, d->server, d->server_len);
-    }
+    call_name(&w, d, 1);
     key(&w, "stage");
     if (o)
         stage_text(&w, d, o->stage);
@@ -360,13 +376,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         }
         raw(&w, "]", 1);
     }
-    if (d->tool >= 0) {
-        key(&w, "tool");
-        json_text(&w, &p->tools[d->tool].name_json);
-    } else if (d->name) {
-        key(&w, "tool");
-        text(&w, d->name, d->name_len);
-    }
+    call_name(&w, d, 0);
     key(&w, "verdict");
     lit(&w, verdict_names[verdict]);
     close_(&w, "}");
@@ -428,11 +438,6 @@ static void plan_binding(writer *w, const tg_decider_t *d, const tg_plan *pl, co
         name = tg_registry_name(d->p->r, (size_t)tool, &nlen);
     }
     binding_of(w, d->p, digest, epoch, epoch_len, server, slen, name, nlen);
-}
-
-static void tool_text(writer *w, const tg_policy_t *p, long tool, int server)
-{
-    json_text(w, server ? &p->tools[tool].server_json : &p->tools[tool].name_json);
 }
 
 static void trailer_head(writer *w, const tg_decider_t *d)
@@ -515,7 +520,7 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
     }
     if (o && res->resolution == TG_AMBIGUOUS) {
         key(w, "candidates");
-        tool_refs(w, d->p->r, res->candidates,
+        tool_refs(w, d->p, res->candidates,
                   res->n_candidates < TG_RUNG_MAX_FINDINGS ? res->n_candidates
                                                            : TG_RUNG_MAX_FINDINGS);
     }
@@ -550,20 +555,16 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
     u64(w, pl->rep + 1);
     key(w, "result_agreement");
     share_of(w, pl->results.modal_count, pl->n);
-    if (o && d->server) {
-        key(w, "server");
-        text(w, d->server, d->server_len);
-    }
+    if (o)
+        call_name(w, d, 1);
     key(w, "stage");
     lit(w, "\"rung\"");
     if (!pl->single) {
         key(w, "step");
         u64(w, pl->rung_step);
     }
-    if (o && d->name) {
-        key(w, "tool");
-        text(w, d->name, d->name_len);
-    }
+    if (o)
+        call_name(w, d, 0);
     key(w, "verdict");
     lit(w, verdict_names[TG_REJECT]);
     close_(w, "}");
@@ -722,7 +723,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
         for (size_t i = 0; i < pl->n_quarantines; i++) {
             if (i)
                 raw(w, ",", 1);
-            tool_ref(w, d->p->r, (size_t)pl->quarantines[i].tool);
+            tool_ref(w, d->p, (size_t)pl->quarantines[i].tool);
         }
         raw(w, "]", 1);
     }
