@@ -43,6 +43,7 @@ static const char *const code_names[TG_E_CODE_COUNT] = {
     [TG_E_UNSUPPORTED_FORMAT] = "UNSUPPORTED_FORMAT",
     [TG_E_REGEX_BUDGET] = "REGEX_BUDGET",
     [TG_E_UNSUPPORTED_CALL] = "UNSUPPORTED_CALL",
+    [TG_E_IO] = "IO_ERROR",
 };
 
 const char *tg_code_name(int code)

@@ -111,6 +111,7 @@ enum tg_code {
     TG_E_UNSUPPORTED_FORMAT, /* "UNSUPPORTED_FORMAT": assert_formats, and a format toolgate does not assert */
     TG_E_REGEX_BUDGET,     /* "REGEX_BUDGET": the pattern matches of one validation would pass max_regex_steps */
     TG_E_UNSUPPORTED_CALL, /* "UNSUPPORTED_CALL": a call toolgate cannot gate (tg_calls_decode) */
+    TG_E_IO,               /* "IO_ERROR": a read or write of a file descriptor failed (tg_reader_lines, tg_write_all) */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
 /* clang-format on */
@@ -1149,6 +1150,46 @@ TG_API int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_po
                                    int format, int flags, size_t *line, size_t *used, tg_buf_t *out,
                                    size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
 
+/* Input read from a file descriptor into a buffer of the core's, for the
+ * chunk entry points above, and output written from one: no host string
+ * per piece, so pieces can be large enough to share among threads.
+ *   tg_reader_new   reads fd (the caller keeps it open and closes it);
+ *   tg_reader_open  opens path to read (TG_E_IO saying why it cannot),
+ *                   closed by tg_reader_free;
+ *   tg_reader_lines reads until the complete lines held (those ending in
+ *                   '\n') are at least want bytes, or the input ends
+ *                   (a last line without its '\n' gets one); *text and
+ *                   *len are those lines, *len 0 at the end of the input;
+ *                   a line longer than the buffer grows it; TG_E_IO when
+ *                   read(2) fails, TG_E_NOMEM;
+ *   tg_reader_take  says that the first used bytes of them were read (the
+ *                   *used of tg_check_lines and its kin): they are gone;
+ *   tg_write_all    writes len bytes to fd, all of them, or TG_E_IO.
+ * TG_E_IO messages say what could not be read or written, and why. */
+typedef struct tg_reader_t tg_reader_t;
+TG_API tg_reader_t *tg_reader_new(tg_engine_t *e, int fd, tg_error_t *err);
+TG_API tg_reader_t *tg_reader_open(tg_engine_t *e, const char *path, tg_error_t *err);
+TG_API void tg_reader_free(tg_reader_t *r);
+TG_API int tg_reader_lines(tg_reader_t *r, size_t want, const char **text, size_t *len,
+                           tg_error_t *err);
+TG_API void tg_reader_take(tg_reader_t *r, size_t used);
+TG_API int tg_write_all(int fd, const char *data, size_t len, tg_error_t *err);
+
+/* One step of a stream: tg_check_lines (tg_check_lines_parallel when w is
+ * not NULL) on the complete lines r holds, read first until they are at
+ * least want bytes or the input ends; the bytes read taken from r; out
+ * (reset by the caller) written to fd, the decisions of the lines before
+ * a failed line included.  Returns as tg_check_lines does (an error: the
+ * failed line is taken, *line its number, for the host to refuse, and
+ * *end 0).  *end is -1 when reading or writing failed (TG_E_IO, or
+ * TG_E_NOMEM for a line the buffer cannot grow to hold): the stream
+ * cannot go on; 1 once the input is done and nothing was left to decide;
+ * else 0.
+ * tg_classify_reader, with the plans, is below tg_classify_lines. */
+TG_API int tg_check_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
+                           const tg_context_t *ctx, tg_reader_t *r, size_t want, int fd,
+                           int format, int flags, size_t *line, tg_buf_t *out, size_t verdicts[3],
+                           tg_outcome_t *o, int *end, tg_error_t *err);
 /* The same for the other JSON Lines commands, one call per chunk (the line
  * rules of tg_check_lines):
  *   tg_canon_lines     appends each line's RFC 8785 canonical form, or with
@@ -1414,6 +1455,15 @@ TG_API int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg
                                       size_t len, int flags, int64_t now, size_t *line,
                                       size_t *used, tg_buf_t *out, size_t verdicts[3],
                                       tg_outcome_t *o, tg_error_t *err);
+
+/* tg_check_reader for plans: tg_classify_lines (or its parallel form) on
+ * the plans r holds, the decisions written to fd. */
+TG_API int tg_classify_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
+                              const tg_context_t *ctx, tg_store_t *store, tg_reader_t *r,
+                              size_t want, int fd, int flags, int64_t now, size_t *line,
+                              tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, int *end,
+                              tg_error_t *err);
+
 
 /* ------------------------------------------------------------------------ */
 /* Threshold sweeps over labeled plans                                       */

@@ -7,7 +7,6 @@
 
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
-local lines = require "toolgate.lines"
 local value = require "toolgate.value"
 
 local M = {}
@@ -236,21 +235,16 @@ function M.engine_context(cmd, engine, opts, extra)
 end
 
 -- stream(cmd, path, decide) -> accepts, rejects, defers | nil (after a
--- diagnostic): FILE (or standard input) through decide(read, write), an
--- engine's stream method, its decisions on standard output.  The core
--- reads and decides whole chunks; Lua only moves the bytes.
+-- diagnostic): FILE (or standard input) through decide(input, output), an
+-- engine's file method (check_file, classify_file) given the path (or 0)
+-- and standard output's descriptor: the core reads the input, decides
+-- whole chunks and writes the decisions itself; Lua only answers what is
+-- Lua's.
 function M.stream(cmd, path, decide)
-  local f, name = M.open_input(cmd, path)
-  if not f then return nil end
-  local read, read_failed = lines.reader(f)
-  local a, r, d = decide(read, function(...) io.stdout:write(...) end)
-  if f ~= io.stdin then f:close() end
-  io.stdout:flush()
-  if read_failed() then
-    M.diag(cmd, "cannot read " .. name .. ": " .. tostring(read_failed()))
-    return nil
-  end
-  if a == nil then -- nothing was decided (no threads could be made): say why
+  local input = (path == nil or path == "-") and 0 or path
+  io.stdout:flush() -- what Lua buffered comes before what the core writes
+  local a, r, d = decide(input, 1)
+  if a == nil then -- nothing more was decided: say why
     M.diag(cmd, tostring(r))
     return nil
   end

@@ -35,6 +35,7 @@
 #define WORKERS_MT "toolgate.core.workers"
 #define STORE_MT "toolgate.core.store"
 #define SWEEP_MT "toolgate.core.sweep"
+#define READER_MT "toolgate.core.reader"
 
 typedef struct {
     tg_engine_t *e;
@@ -95,6 +96,9 @@ typedef struct {
 typedef struct {
     tg_workers_t *w;
 } workers_ud;
+typedef struct {
+    tg_reader_t *r;
+} reader_ud;
 
 static engine_ud *check_engine(lua_State *L, int i)
 {
@@ -1079,6 +1083,131 @@ static int l_decider_check_lines(lua_State *L)
     return 8;
 }
 
+/* engine:reader(fd | path) -> reader | nil, message, code: JSON Lines read
+ * into the core's own buffer (a path is opened here and closed by the
+ * reader's __gc; a descriptor stays the caller's) */
+static int l_engine_reader(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    reader_ud *r;
+    tg_error_t err;
+    int is_fd = lua_type(L, 2) == LUA_TNUMBER;
+    const char *path = is_fd ? NULL : check_string(L, 2, &(size_t){0});
+    lua_Integer fd = is_fd ? luaL_checkinteger(L, 2) : -1;
+    luaL_argcheck(L, !is_fd || (fd >= 0 && fd <= 0x7fffffff), 2, "file descriptor out of range");
+    r = new_child(L, sizeof *r, READER_MT, 1, 1);
+    if (!(r->r = is_fd ? tg_reader_new(u->e, (int)fd, &err) : tg_reader_open(u->e, path, &err)))
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+static int l_reader_gc(lua_State *L)
+{
+    reader_ud *r = luaL_checkudata(L, 1, READER_MT);
+    tg_reader_free(r->r);
+    r->r = NULL;
+    return 0;
+}
+
+static tg_reader_t *check_reader(lua_State *L, int i)
+{
+    reader_ud *r = luaL_checkudata(L, i, READER_MT);
+    if (!r->r)
+        luaL_error(L, "toolgate reader already freed");
+    return r->r;
+}
+
+/* engine:write_fd(fd, text) -> true | nil, message, code */
+static int l_engine_write_fd(lua_State *L)
+{
+    size_t len;
+    lua_Integer fd;
+    const char *text;
+    tg_error_t err;
+    check_engine(L, 1);
+    fd = luaL_checkinteger(L, 2);
+    text = check_string(L, 3, &len);
+    luaL_argcheck(L, fd >= 0 && fd <= 0x7fffffff, 2, "file descriptor out of range");
+    if (tg_write_all((int)fd, text, len, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* What check_reader and classify_reader return first, for the end of the
+ * input or a stream that stopped (0 when neither: the caller pushes). */
+static int push_reader_end(lua_State *L, int end, const tg_error_t *err)
+{
+    if (end == 1) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    if (end != -1)
+        return 0;
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, err->message);
+    lua_pushstring(L, tg_code_name(err->code));
+    return 3;
+}
+
+static void push_counts(lua_State *L, const size_t counts[3])
+{
+    for (int i = 0; i < 3; i++)
+        lua_pushinteger(L, (lua_Integer)counts[i]);
+}
+
+static int reader_fd(lua_State *L, int i)
+{
+    lua_Integer fd = luaL_checkinteger(L, i);
+    luaL_argcheck(L, fd >= 0 && fd <= 0x7fffffff, i, "file descriptor out of range");
+    return (int)fd;
+}
+
+/* decider:check_reader(policy, context|nil, reader, want, format, flags,
+ *   line, fd[, workers]): check_lines on the complete lines the reader
+ *   holds (at least want bytes of them, reading more first when it holds
+ *   fewer), the decisions written to fd ->
+ *   true (the end of the input) |
+ *   2 (every line held done) or 1 (a stage for the host), the last line
+ *   number, accepts, rejects, defers[, the pending stage (from 1)] |
+ *   nil, message, code, the failed line's number, accepts, rejects,
+ *   defers (the decisions before it written, the line read) |
+ *   false, message, code (reading or writing failed: the stream stops) */
+static int l_decider_check_reader(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    policy_ud *p = luaL_checkudata(L, 2, POLICY_MT);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    tg_reader_t *r = check_reader(L, 4);
+    size_t want = (size_t)luaL_checkinteger(L, 5), line, counts[3] = {0, 0, 0};
+    int format = (int)luaL_optinteger(L, 6, 0), flags = (int)luaL_optinteger(L, 7, 0);
+    int fd, rc, end = 0, n;
+    workers_ud *w;
+    tg_error_t err;
+    line = (size_t)luaL_optinteger(L, 8, 0);
+    fd = reader_fd(L, 9);
+    w = lua_isnoneornil(L, 10) ? NULL : luaL_checkudata(L, 10, WORKERS_MT);
+    end_pending(L);
+    tg_buf_reset(&d->batch);
+    rc = tg_check_reader(w ? w->w : NULL, d->d, p->p, c ? c->c : NULL, r, want, fd, format, flags,
+                         &line, &d->batch, counts, &d->out, &end, &err);
+    if ((n = push_reader_end(L, end, &err)) != 0)
+        return n;
+    if (rc != TG_OK) {
+        push_error(L, &err, 0);
+        lua_pushinteger(L, (lua_Integer)line);
+        push_counts(L, counts);
+        return 7;
+    }
+    lua_pushinteger(L, d->out.status == TG_NEEDS_STAGE ? 1 : 2);
+    lua_pushinteger(L, (lua_Integer)line);
+    push_counts(L, counts);
+    if (d->out.status != TG_NEEDS_STAGE)
+        return 5;
+    lua_pushinteger(L, (lua_Integer)d->out.pending + 1);
+    return 6;
+}
+
 static int l_decider_next(lua_State *L)
 {
     decider_ud *d = check_decider(L);
@@ -1250,6 +1379,57 @@ static int l_decider_classify_lines(lua_State *L)
         return 8;
     }
     return 7;
+}
+
+/* decider:classify_reader(policy, context|nil, store|nil, reader, want,
+ *   flags, line, now, fd[, workers]): classify_lines on the plans the
+ *   reader holds, as check_reader does for calls -> true (the end) |
+ *   status (as classify_lines'), the last line number, accepts, rejects,
+ *   defers[, then as classify_lines] | nil, message, code, the failed
+ *   line's number, accepts, rejects, defers | false, message, code */
+static int l_decider_classify_reader(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    policy_ud *p = luaL_checkudata(L, 2, POLICY_MT);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    tg_store_t *store = opt_store(L, 4);
+    tg_reader_t *r = check_reader(L, 5);
+    size_t want = (size_t)luaL_checkinteger(L, 6), line, counts[3] = {0, 0, 0};
+    int flags = (int)luaL_optinteger(L, 7, 0), fd, rc, end = 0, n;
+    lua_Integer now;
+    workers_ud *w;
+    tg_error_t err;
+    line = (size_t)luaL_optinteger(L, 8, 0);
+    now = luaL_optinteger(L, 9, 0);
+    fd = reader_fd(L, 10);
+    w = lua_isnoneornil(L, 11) ? NULL : luaL_checkudata(L, 11, WORKERS_MT);
+    end_pending(L);
+    tg_buf_reset(&d->batch);
+    rc = tg_classify_reader(w ? w->w : NULL, d->d, p->p, c ? c->c : NULL, store, r, want, fd,
+                            flags, (int64_t)now, &line, &d->batch, counts, &d->out, &end, &err);
+    if ((n = push_reader_end(L, end, &err)) != 0)
+        return n;
+    if (rc != TG_OK) {
+        push_error(L, &err, 0);
+        lua_pushinteger(L, (lua_Integer)line);
+        push_counts(L, counts);
+        return 7;
+    }
+    lua_pushinteger(L, d->out.status);
+    lua_pushinteger(L, (lua_Integer)line);
+    push_counts(L, counts);
+    if (d->out.status == TG_DECIDED) {
+        lua_pushinteger(L, d->out.verdict);
+        lua_pushlstring(L, d->out.json, d->out.json_len);
+        lua_pushstring(L, d->out.code);
+        lua_pushstring(L, d->out.stage);
+        return 9;
+    }
+    if (d->out.status == TG_NEEDS_STAGE) {
+        lua_pushinteger(L, (lua_Integer)d->out.pending + 1);
+        return 6;
+    }
+    return 5;
 }
 
 /* decider:query() -> tool (from 1), resolver, id | nil: the ID waiting */
@@ -2233,6 +2413,8 @@ static const luaL_Reg engine_methods[] = {
     {"canon_lines", l_engine_canon_lines},
     {"store", l_engine_store},
     {"workers", l_engine_workers},
+    {"reader", l_engine_reader},
+    {"write_fd", l_engine_write_fd},
     {NULL, NULL},
 };
 
@@ -2309,8 +2491,10 @@ static const luaL_Reg decider_methods[] = {
     {"call", l_decider_call},
     {"resolved", l_decider_resolved},
     {"check_lines", l_decider_check_lines},
+    {"check_reader", l_decider_check_reader},
     {"classify", l_decider_classify},
     {"classify_lines", l_decider_classify_lines},
+    {"classify_reader", l_decider_classify_reader},
     {"query", l_decider_query},
     {"resolve", l_decider_resolve},
     {"store_tool", l_decider_store_tool},
@@ -2633,6 +2817,9 @@ static const luaL_Reg no_methods[] = {{NULL, NULL}};
 
 static const luaL_Reg workers_methods[] = {{"count", l_workers_count}, {NULL, NULL}};
 
+/* reader:close() closes what it opened now rather than at collection */
+static const luaL_Reg reader_methods[] = {{"close", l_reader_gc}, {NULL, NULL}};
+
 static const luaL_Reg functions[] = {
     {"new_engine", l_new_engine},
     {"format_number", l_format_number},
@@ -2677,6 +2864,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, TEXT_MT, no_methods, l_text_gc);
     new_class(L, STORE_MT, store_methods, l_store_gc);
     new_class(L, SWEEP_MT, sweep_methods, l_sweep_gc);
+    new_class(L, READER_MT, reader_methods, l_reader_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

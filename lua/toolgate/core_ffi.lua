@@ -182,6 +182,14 @@ void tg_workers_free(tg_workers_t *w);
 size_t tg_workers_count(const tg_workers_t *w);
 size_t tg_cpu_count(void);
 int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, int format, int flags, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
+typedef struct tg_reader_t tg_reader_t;
+tg_reader_t *tg_reader_new(tg_engine_t *e, int fd, tg_error_t *err);
+tg_reader_t *tg_reader_open(tg_engine_t *e, const char *path, tg_error_t *err);
+void tg_reader_free(tg_reader_t *r);
+int tg_reader_lines(tg_reader_t *r, size_t want, const char **text, size_t *len, tg_error_t *err);
+void tg_reader_take(tg_reader_t *r, size_t used);
+int tg_write_all(int fd, const char *data, size_t len, tg_error_t *err);
+int tg_check_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_reader_t *r, size_t want, int fd, int format, int flags, size_t *line, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, int *end, tg_error_t *err);
 int tg_canon_lines(tg_engine_t *e, const char *text, size_t len, int hash, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
 int tg_validate_lines(tg_engine_t *e, const tg_schema_t *schema, const char *text, size_t len, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
 int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, int format, int flags, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
@@ -220,6 +228,7 @@ size_t tg_classify_quarantines(const tg_decider_t *d);
 long tg_classify_quarantine(const tg_decider_t *d, size_t i, const char **reason, size_t *reason_len, const char **epoch, size_t *epoch_len);
 int tg_classify_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, const char *text, size_t len, int flags, int64_t now, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
 int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, const char *text, size_t len, int flags, int64_t now, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
+int tg_classify_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_store_t *store, tg_reader_t *r, size_t want, int fd, int flags, int64_t now, size_t *line, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, int *end, tg_error_t *err);
 typedef struct tg_consistency_t {
     size_t min_samples;
     size_t max_samples;
@@ -1202,6 +1211,126 @@ function Decider:classify_lines(policy, context, store, text, pos, flags, line, 
   end
   if o.status == 1 then return 1, next_pos, last, out, a, r, d, tonumber(o.pending) + 1 end
   return tonumber(o.status), next_pos, last, out, a, r, d
+end
+
+-- JSON Lines read into the core's own buffer, decisions written from it -----------------
+
+local Reader = {}
+Reader.__index = Reader
+
+local function check_fd(fd, i, fname)
+  if type(fd) ~= "number" or fd < 0 or fd > 0x7fffffff or fd % 1 ~= 0 then
+    error("bad argument #" .. i .. " to '" .. fname .. "' (file descriptor out of range)", 3)
+  end
+  return fd
+end
+
+-- reader(fd | path) -> reader | nil, message, code (a path is opened here
+-- and closed with the reader; a descriptor stays the caller's)
+function Engine:reader(source)
+  local st = check_engine(self)
+  local r
+  if type(source) == "number" then
+    r = C.tg_reader_new(st.e, check_fd(source, 1, "reader"), st.err)
+  else
+    check_string(source, 1)
+    r = C.tg_reader_open(st.e, source, st.err)
+  end
+  if r == nil then return error_values(st.err, false) end
+  return setmetatable({ engine = self, r = ffi.gc(r, C.tg_reader_free) }, Reader)
+end
+
+-- reader:close() closes what it opened now rather than at collection
+function Reader:close()
+  if self.r ~= nil then
+    C.tg_reader_free(ffi.gc(self.r, nil))
+    self.r = nil
+  end
+end
+
+-- write_fd(fd, text) -> true | nil, message, code
+function Engine:write_fd(fd, text)
+  local st = check_engine(self)
+  check_fd(fd, 1, "write_fd")
+  check_string(text, 2)
+  if C.tg_write_all(fd, text, #text, st.err) ~= 0 then return error_values(st.err, false) end
+  return true
+end
+
+local end_box = ffi.new("int[1]")
+
+-- The frame of check_reader and classify_reader: call(r) runs the core's
+-- step; returns rc, or true (the end), or false, message, code.
+local function reader_step(self, reader, line, call)
+  if getmetatable(reader) ~= Reader then error("bad argument to the reader step (toolgate reader expected)", 3) end
+  if reader.r == nil then error("toolgate reader already freed", 3) end
+  if self.pending then self.pending.c = nil; self.pending = nil end
+  line_box[0] = line or 0
+  verdict_counts[0], verdict_counts[1], verdict_counts[2] = 0, 0, 0
+  C.tg_buf_reset(self.batch)
+  end_box[0] = 0
+  local rc = call(reader.r)
+  if end_box[0] == 1 then return true end
+  if end_box[0] == -1 then
+    local _, message, code = error_values(self.engine.st.err, false)
+    return false, message, code
+  end
+  return rc
+end
+
+-- check_reader(policy, context|nil, reader, want, format, flags, line, fd[, workers])
+--   -> true (the end of the input) | 2 (every line held done) or 1 (a
+--   stage for the host), the last line number, accepts, rejects, defers[,
+--   the pending stage (from 1)] | nil, message, code, the failed line's
+--   number, accepts, rejects, defers (the decisions before it written,
+--   the line read) | false, message, code (reading or writing failed: the
+--   stream stops)
+function Decider:check_reader(policy, context, reader, want, format, flags, line, fd, workers)
+  if getmetatable(policy) ~= Policy then error("bad argument #1 to 'check_reader' (toolgate policy expected)", 2) end
+  check_fd(fd, 8, "check_reader")
+  local st, c = self.engine.st, context and context.c
+  local rc, message, code = reader_step(self, reader, line, function(r)
+    return C.tg_check_reader(workers and workers.w, self.d, policy.p, c, r, want, fd, format or 0, flags or 0,
+      line_box, self.batch, verdict_counts, self.out, end_box, st.err)
+  end)
+  if rc == true or rc == false then return rc, message, code end
+  local last = tonumber(line_box[0])
+  local a, r, d = counts()
+  if rc ~= 0 then
+    local _, m, k = error_values(st.err, false)
+    return nil, m, k, last, a, r, d
+  end
+  if self.out.status == 1 then return 1, last, a, r, d, tonumber(self.out.pending) + 1 end
+  return 2, last, a, r, d
+end
+
+-- classify_reader(policy, context|nil, store|nil, reader, want, flags, line, now, fd[, workers])
+--   -> as check_reader, the statuses and what follows them those of
+--   classify_lines
+function Decider:classify_reader(policy, context, store, reader, want, flags, line, now, fd, workers)
+  if getmetatable(policy) ~= Policy then
+    error("bad argument #1 to 'classify_reader' (toolgate policy expected)", 2)
+  end
+  local s = opt_store(store, 3, "classify_reader")
+  check_fd(fd, 9, "classify_reader")
+  local st, c = self.engine.st, context and context.c
+  local rc, message, code = reader_step(self, reader, line, function(r)
+    return C.tg_classify_reader(workers and workers.w, self.d, policy.p, c, s, r, want, fd, flags or 0, now or 0,
+      line_box, self.batch, verdict_counts, self.out, end_box, st.err)
+  end)
+  if rc == true or rc == false then return rc, message, code end
+  local last = tonumber(line_box[0])
+  local a, r, d = counts()
+  if rc ~= 0 then
+    local _, m, k = error_values(st.err, false)
+    return nil, m, k, last, a, r, d
+  end
+  local o = self.out
+  if o.status == 0 then
+    return 0, last, a, r, d, o.verdict, ffi.string(o.json, o.json_len), ffi.string(o.code), ffi.string(o.stage)
+  end
+  if o.status == 1 then return 1, last, a, r, d, tonumber(o.pending) + 1 end
+  return tonumber(o.status), last, a, r, d
 end
 
 local query_r, query_id = ffi.new("const char *[1]"), ffi.new("const char *[1]")

@@ -601,8 +601,25 @@ local function refused_line(snap, line, code, message, what)
   return undecided(snap, line, code, message, what or "call"):json()
 end
 
+-- A call line the core left to the host (a stage it runs): settled here,
+-- its decision or its refusal written and counted.
+local function settle_call_line(self, snap, dec, lua_ctx, write, counts, line, pending)
+  local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, 1, nil, nil, nil, nil, pending)
+  if st == 0 then
+    write(text, "\n")
+    counts[verdict] = counts[verdict] + 1
+  else
+    write(refused_line(snap, line, text, verdict), "\n")
+    counts[1] = counts[1] + 1
+  end
+end
+
+local function add_counts(counts, a, r, d)
+  counts[0], counts[1], counts[2] = counts[0] + a, counts[1] + r, counts[2] + d
+end
+
 --- Decides a stream of JSON Lines, one decision per call, the lines read
--- and decided in chunks by the core (what toolgate check runs).
+-- and decided in chunks by the core.
 -- check_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
 -- @tparam function read returns the next piece of input (any size), nil at the end
 -- @tparam function write takes output text (decisions, each ending in "\n")
@@ -625,26 +642,98 @@ function Engine:check_stream(read, write, ctx, threads)
         -- stand, that one is refused, the next go on
         local message, code, after, number, before = res[2], res[3], res[4], res[5], res[6]
         write(before, refused_line(snap, number, code, message), "\n")
-        counts[0], counts[1], counts[2] = counts[0] + res[7], counts[1] + res[8] + 1, counts[2] + res[9]
+        add_counts(counts, res[7], res[8] + 1, res[9])
         pos, line = after, number
       else
         write(res[4])
-        counts[0], counts[1], counts[2] = counts[0] + res[5], counts[1] + res[6], counts[2] + res[7]
+        add_counts(counts, res[5], res[6], res[7])
         pos, line = res[2], res[3]
         if status == 2 then return pos end
-        local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, 1, nil, nil, nil, nil, res[8])
-        if st == 0 then
-          write(text, "\n")
-          counts[verdict] = counts[verdict] + 1
-        else
-          write(refused_line(snap, line, text, verdict), "\n")
-          counts[1] = counts[1] + 1
-        end
+        settle_call_line(self, snap, dec, lua_ctx, write, counts, line, res[8])
       end
     end
   end)
   local pool = snap.deciders
   pool[#pool + 1] = dec
+  return counts[0], counts[1], counts[2]
+end
+
+-- Bytes of input each decider call takes: small on one thread (the
+-- lines stay in the cache), large enough with workers that a thread's
+-- share is worth waking it for.
+local function piece_bytes(workers)
+  return workers and lines.SHARED_CHUNK * workers:count() or lines.CHUNK
+end
+
+-- The lines of input (a path, or a file descriptor the caller keeps)
+-- decided by step(reader, want, line) -- the decider's check_reader or
+-- classify_reader with the rest bound -- which writes the core's
+-- decisions to the descriptor output itself; what the host must do for a
+-- line (refuse one the core failed on, settle one that waits for it) is
+-- host(status, line, ...) with write writing to output too.
+-- -> counts | nil, message
+local function drive_reader(snap, input, output, workers, step, host)
+  local reader, rerr = snap.core:reader(input)
+  if not reader then return nil, rerr end
+  local counts, line, want, failed = { [0] = 0, 0, 0 }, 0, piece_bytes(workers), nil
+  local function write(...)
+    if failed then return end
+    local ok, err = snap.core:write_fd(output, table.concat({ ... }))
+    if not ok then failed = err end
+  end
+  while not failed do
+    local res = { step(reader, want, line) }
+    local status = res[1]
+    if status == true then break end
+    if status == false then
+      failed = res[2]
+    elseif status == nil then
+      -- the core failed on a line (out of memory): the lines before it
+      -- are written, that one is refused, the next go on
+      local message, code, number = res[2], res[3], res[4]
+      add_counts(counts, res[5], res[6], res[7])
+      line = number
+      host(nil, line, counts, write, code, message)
+    else
+      line = res[2]
+      add_counts(counts, res[3], res[4], res[5])
+      host(status, line, counts, write, res[6], res[7], res[8], res[9])
+    end
+  end
+  reader:close()
+  if failed then return nil, failed end
+  return counts
+end
+
+--- Decides the JSON Lines of a file, one decision per call, as
+-- check_stream does, with the reading and writing done by the core: the
+-- input read into a buffer of its own, the decisions written from it to
+-- a file descriptor (what toolgate check runs; no Lua string per piece,
+-- so the pieces are large enough for threads to share).
+-- check_file(input, output[, ctx[, threads]]) -> accepts, rejects, defers | nil, message
+-- @param input a path, or a file descriptor to read (0: standard input; left open)
+-- @tparam number output the file descriptor the decisions are written to
+-- (1: standard output; anything buffered for it in Lua must be flushed first)
+-- @param[opt] ctx as for check
+-- @tparam[opt] number threads as for check_stream
+function Engine:check_file(input, output, ctx, threads)
+  local snap = self.current
+  local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
+  if not cctx then return nil, lua_ctx end
+  local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
+  local counts, err = drive_reader(snap, input, output, workers, function(reader, want, line)
+    return dec:check_reader(snap.compiled, cctx, reader, want, format, flags, line, output, workers)
+  end, function(status, line, counts, write, a, b)
+    if status == nil then
+      write(refused_line(snap, line, a, b), "\n")
+      counts[1] = counts[1] + 1
+    elseif status == 1 then
+      settle_call_line(self, snap, dec, lua_ctx, write, counts, line, a)
+    end
+  end)
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  if not counts then return nil, err end
   return counts[0], counts[1], counts[2]
 end
 
@@ -694,6 +783,22 @@ function Engine:classify(plan, ctx, line)
   return decision.new(VERDICTS[verdict], code, stage, out)
 end
 
+-- A plan the core left to the host (a stage, an ID, a record: status 1,
+-- 3, 4), or decided with quarantines for the engine's own store (status
+-- 0, verdict and text given): settled here, written and counted.
+local function settle_plan_line(self, snap, dec, lua_ctx, cstore, write, counts, line, status, verdict, text)
+  local st = status
+  if status ~= 0 then st, verdict, text = settle(self, snap, dec, lua_ctx, nil, status, nil, nil, nil, nil, verdict) end
+  if st == 0 then
+    if not cstore then write_quarantines(self, snap, dec) end
+    write(text, "\n")
+    counts[verdict] = counts[verdict] + 1
+  else
+    write(refused_line(snap, line, text, verdict, "plan"), "\n")
+    counts[1] = counts[1] + 1
+  end
+end
+
 --- Classifies a stream of JSON Lines, one decision per plan, the lines
 -- read and decided in chunks by the core (what toolgate classify runs).
 -- classify_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
@@ -718,30 +823,48 @@ function Engine:classify_stream(read, write, ctx, threads)
         -- stand, that one is refused, the next go on
         local message, code, after, number, before = res[2], res[3], res[4], res[5], res[6]
         write(before, refused_line(snap, number, code, message, "plan"), "\n")
-        counts[0], counts[1], counts[2] = counts[0] + res[7], counts[1] + res[8] + 1, counts[2] + res[9]
+        add_counts(counts, res[7], res[8] + 1, res[9])
         pos, line = after, number
       else
         write(res[4])
-        counts[0], counts[1], counts[2] = counts[0] + res[5], counts[1] + res[6], counts[2] + res[7]
+        add_counts(counts, res[5], res[6], res[7])
         pos, line = res[2], res[3]
         if status == 2 then return pos end
-        -- a plan waits for the host (a stage, an ID, a record), or its
-        -- quarantines do (the engine's own store)
-        local st, verdict, text = status, res[8], res[9]
-        if status ~= 0 then st, verdict, text = settle(self, snap, dec, lua_ctx, nil, status, nil, nil, nil, nil, res[8]) end
-        if st == 0 then
-          if not cstore then write_quarantines(self, snap, dec) end
-          write(text, "\n")
-          counts[verdict] = counts[verdict] + 1
-        else
-          write(refused_line(snap, line, text, verdict, "plan"), "\n")
-          counts[1] = counts[1] + 1
-        end
+        settle_plan_line(self, snap, dec, lua_ctx, cstore, write, counts, line, status, res[8], res[9])
       end
     end
   end)
   local pool = snap.deciders
   pool[#pool + 1] = dec
+  return counts[0], counts[1], counts[2]
+end
+
+--- Classifies the JSON Lines of a file, one decision per plan, as
+-- classify_stream does, with the reading and writing done by the core (see
+-- check_file; what toolgate classify runs).
+-- classify_file(input, output[, ctx[, threads]]) -> accepts, rejects, defers | nil, message
+-- @param input a path, or a file descriptor to read (0: standard input; left open)
+-- @tparam number output the file descriptor the decisions are written to
+-- @param[opt] ctx as for classify
+-- @tparam[opt] number threads as for classify_stream
+function Engine:classify_file(input, output, ctx, threads)
+  local snap = self.current
+  local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
+  if not cctx then return nil, lua_ctx end
+  local dec, flags, cstore = take_decider(snap), flags_of(self), state_mod.core_store(self.store)
+  local counts, err = drive_reader(snap, input, output, workers, function(reader, want, line)
+    return dec:classify_reader(snap.compiled, cctx, cstore, reader, want, flags, line, os.time(), output, workers)
+  end, function(status, line, counts, write, a, b)
+    if status == nil then
+      write(refused_line(snap, line, a, b, "plan"), "\n")
+      counts[1] = counts[1] + 1
+    elseif status ~= 2 then
+      settle_plan_line(self, snap, dec, lua_ctx, cstore, write, counts, line, status, a, b)
+    end
+  end)
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  if not counts then return nil, err end
   return counts[0], counts[1], counts[2]
 end
 

@@ -21,6 +21,10 @@ function M.pump(read, consume)
 end
 
 M.CHUNK = 65536 -- bytes read at a time (LuaJIT collects large strings late: keep them small)
+-- Bytes a thread takes at a time when the core reads the input itself
+-- (engine:check_file): a share of 64 KiB is decided in about as long as
+-- waking a sleeping thread takes on a small virtual machine.
+M.SHARED_CHUNK = 1048576
 
 --- reader(f) -> read function over file handle f, and a function that
 -- says the read error, if any.

@@ -116,8 +116,8 @@ function M.run(args)
     end)
     if not ok then return cli.EXIT_USAGE end
   else
-    local counts = { cli.stream("check", pos[1], function(read, write)
-      return engine:check_stream(read, write, ctx, threads)
+    local counts = { cli.stream("check", pos[1], function(input, output)
+      return engine:check_file(input, output, ctx, threads)
     end) }
     if not counts[1] then return cli.EXIT_USAGE end
     n = { accept = counts[1], reject = counts[2], defer = counts[3] }

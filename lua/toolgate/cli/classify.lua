@@ -58,8 +58,8 @@ function M.run(args)
   if not engine then return cli.EXIT_USAGE end
   local ctx = cli.engine_context("classify", engine, opts)
   if not ctx then return cli.EXIT_USAGE end
-  local counts = { cli.stream("classify", pos[1], function(read, write)
-    return engine:classify_stream(read, write, ctx, threads)
+  local counts = { cli.stream("classify", pos[1], function(input, output)
+    return engine:classify_file(input, output, ctx, threads)
   end) }
   if not counts[1] then return cli.EXIT_USAGE end
   local names = {}
