@@ -99,6 +99,39 @@ describe("toolgate check", function()
     assert.equal("/entities/0/observations", d[11].path)
   end)
 
+  it("says why and exits 2 when its input cannot be read or its output written", function()
+    local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check " .. regs .. " "
+    local code, out, err = h.run(base .. "/nonexistent/calls.jsonl")
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate check: cannot read /nonexistent/calls.jsonl: No such file or directory\n", err)
+    code, out, err = h.run(base .. "/")
+    assert.equal(2, code)
+    assert.equal("toolgate check: cannot read /: Is a directory\n", err)
+    -- a full disk: said, not a silent success with the decisions lost
+    code, out, err = h.run("sh -c " .. h.shell_quote(base .. "examples/calls/mcp-calls.jsonl > /dev/full"))
+    assert.equal(2, code)
+    assert.equal("toolgate check: cannot write the output: No space left on device\n", err)
+    code, out, err = h.run("sh -c " .. h.shell_quote(base .. "--threads 2 examples/calls/mcp-calls.jsonl > /dev/full"))
+    assert.equal(2, code)
+    assert.matches("No space left on device", err, 1, true)
+  end)
+
+  it("reads standard input given as a pipe, in any pieces, and a last line without its newline", function()
+    local file = h.root .. "/examples/calls/mcp-calls.jsonl"
+    local base = "cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check " .. regs
+    local code, want, err = h.run(base .. " " .. file)
+    assert.equal(0, code, err)
+    -- the calls a few bytes at a time through a pipe, the final newline dropped
+    local feed = "python3 -c " .. h.shell_quote("import sys,time\nt=open(sys.argv[1],'rb').read().rstrip(b'\\n')\n"
+      .. "for i in range(0,len(t),7):\n  sys.stdout.buffer.write(t[i:i+7]); sys.stdout.flush()\n") .. " " .. file
+    local got
+    code, got, err = h.run("sh -c " .. h.shell_quote(feed .. " | " .. h.lua .. " " .. h.root .. "/bin/toolgate check "
+      .. regs:gsub("examples/", h.root .. "/examples/") .. " -"))
+    assert.equal(0, code, err)
+    assert.equal(want, got)
+  end)
+
   it("exits 1 with --fail-on reject when something is refused, 0 when nothing is", function()
     local code = h.run("cd " .. h.root .. " && " .. h.lua .. " bin/toolgate check --fail-on reject " .. regs ..
       " examples/calls/mcp-calls.jsonl")
@@ -506,6 +539,13 @@ describe("toolgate classify", function()
       assert.equal(one, many)
       assert.equal(err, err2)
     end
+    -- the core reading the file (engine:classify_file) gives what
+    -- classify_stream gives from Lua's pieces
+    local e = assert(require("toolgate").new({ policy = policy, registry = { registry } }))
+    local text, got, done = h.read_file(plans), {}, false
+    e:classify_stream(function() if done then return nil end done = true return text end,
+      function(...) got[#got + 1] = table.concat({ ... }) end)
+    assert.equal(one, table.concat(got))
   end)
 
   it("gives the same bytes under both interpreters", function()
@@ -534,11 +574,19 @@ describe("toolgate classify", function()
     assert.matches('"code":"ASK"', out1, 1, true)
   end)
 
-  it("decides on one thread by default on a machine of two processors or fewer", function()
-    -- a second thread there was measured slower (README, Performance)
+  it("decides on as many threads as there are processors by default, at most 4", function()
+    -- two on a 2-vCPU machine were measured faster than one (README, Performance)
     local cli = require "toolgate.cli"
-    assert.same({ 1, 1, 3, 4, 4 }, { cli.default_threads(1), cli.default_threads(2), cli.default_threads(3),
+    assert.same({ 1, 2, 3, 4, 4 }, { cli.default_threads(1), cli.default_threads(2), cli.default_threads(3),
       cli.default_threads(4), cli.default_threads(64) })
+  end)
+
+  it("says why and exits 2 when its output cannot be written", function()
+    local code, _, err = h.run("sh -c " .. h.shell_quote(string.format(
+      "%s %s/bin/toolgate classify --policy %s --registry %s %s > /dev/full", h.lua, h.root,
+      h.shell_quote(policy), h.shell_quote(registry), h.shell_quote(plans))))
+    assert.equal(2, code)
+    assert.matches("toolgate classify: cannot write the output: No space left on device", err, 1, true)
   end)
 
   it("refuses a --threads or --fail-on it cannot honour", function()

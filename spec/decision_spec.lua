@@ -1,7 +1,8 @@
 -- toolgate.decision and the decision path in C: what engine:check returns,
 -- and that every way of deciding the same calls gives the same bytes --
--- the per-call API, the chunk path (check_stream), several threads, and
--- the other interpreter's binding.
+-- the per-call API, the chunk path (check_stream), the input read and the
+-- decisions written by the core (check_file, what toolgate check runs),
+-- several threads, and the other interpreter's binding.
 local toolgate = require "toolgate"
 local decision = require "toolgate.decision"
 local h = require "helpers"
@@ -114,6 +115,36 @@ describe("every way of deciding gives the same bytes", function()
     end)
   end
 
+  -- toolgate check reads the input and writes the decisions in the core
+  -- (engine:check_file): the same bytes as per call, from a file or a pipe
+  -- (which read(2) gives in pieces), the last line without its newline
+  for _, name in ipairs(POLICIES) do
+    it("read and written by the core, from a file and a pipe, on threads: " .. name, function()
+      local e = engine(name)
+      local per_call = {}
+      for i, l in ipairs(calls) do
+        if l:find("%S") then per_call[#per_call + 1] = e:check(l, nil, i):json() .. "\n" end
+      end
+      local want = table.concat(per_call)
+      local ctx, input = h.tmpname(".json"), h.tmpname(".jsonl")
+      h.write_file(ctx, '{"scopes":["filesystem:read"],"max_risk":"medium","epoch":"e1"}')
+      h.write_file(input, table.concat(calls, "\n"))
+      local regs = name == "example" and { REG .. "mcp-everything.json" } or REGS
+      local cmd = h.lua .. " " .. h.root .. "/bin/toolgate check --policy " .. h.root .. "/policies/" .. name
+        .. ".lua --context " .. ctx .. " --registry " .. table.concat(regs, " --registry ")
+      for _, threads in ipairs({ 1, 3 }) do
+        local code, out, err = h.run(cmd .. " --threads " .. threads .. " " .. input)
+        assert.equal(0, code, err)
+        assert.equal(want, out, name .. ", a file, " .. threads .. " threads")
+        code, out, err = h.run("sh -c " .. h.shell_quote("cat " .. input .. " | " .. cmd .. " --threads " .. threads))
+        assert.equal(0, code, err)
+        assert.equal(want, out, name .. ", a pipe, " .. threads .. " threads")
+      end
+      os.remove(ctx)
+      os.remove(input)
+    end)
+  end
+
   it("on threads, over a corpus large enough to be shared out", function()
     local e = engine("default")
     local base = table.concat(corpus(), "\n") .. "\n"
@@ -127,6 +158,24 @@ describe("every way of deciding gives the same bytes", function()
     local one = run(1)
     assert.equal(one, run(2))
     assert.equal(one, run(4))
+    -- read by the core in pieces of 1 MiB a thread (engine:check_file)
+    local text4 = text:rep(3) -- about 5 MiB, several pieces
+    local ctx, input = h.tmpname(".json"), h.tmpname(".jsonl")
+    h.write_file(ctx, '{"scopes":["filesystem:read"],"max_risk":"medium","epoch":"e1"}')
+    h.write_file(input, text4)
+    local cmd = h.lua .. " " .. h.root .. "/bin/toolgate check --policy " .. h.root .. "/policies/default.lua"
+      .. " --context " .. ctx .. " --registry " .. table.concat(REGS, " --registry ") .. " " .. input
+    local outs = {}
+    for _, threads in ipairs({ 1, 2, 4 }) do
+      local code, out, err = h.run(cmd .. " --threads " .. threads)
+      assert.equal(0, code, err)
+      outs[#outs + 1] = out
+    end
+    os.remove(ctx)
+    os.remove(input)
+    assert.is_true(#outs[1] > #one * 2)
+    assert.equal(outs[1], outs[2])
+    assert.equal(outs[1], outs[3])
   end)
 
   it("whichever interpreter runs the command", function()

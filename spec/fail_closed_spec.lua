@@ -395,6 +395,74 @@ describe("failing closed", function()
     assert.is_true(faults > 0)
   end)
 
+  -- engine:check_file (what toolgate check runs) reads and writes through
+  -- the core: a fault in opening the input, in a step of reading and
+  -- deciding, or in writing a line the host decided stops the stream with
+  -- a message, after decisions as without the fault -- never a line lost
+  -- in the middle, never an accept.  In a child process, whose standard
+  -- output the core writes to.  (A core failure at a line is
+  -- spec/c/test_fail_closed.c's tg_check_reader property.)
+  it("a fault reading or writing a stream read by the core stops it, after decisions as without it", function()
+    local calls = h.tmpname(".jsonl")
+    local good = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}'
+    local bad = '{"server":"filesystem","name":"read_text_file","arguments":{"path":1}}'
+    local lines = {}
+    for i = 1, 300 do lines[i] = i % 3 == 0 and bad or good end
+    h.write_file(calls, table.concat(lines, "\n") .. "\n")
+    local script = h.tmpname(".lua")
+    h.write_file(script, [[
+      package.path = ]] .. string.format("%q", package.path) .. [[
+      package.cpath = ]] .. string.format("%q", package.cpath) .. [[
+      local k, threads = tonumber(arg[1]), tonumber(arg[2])
+      local toolgate = require "toolgate"
+      -- a custom stage, so the host writes lines too
+      local e = assert(toolgate.new({ registry = { ]] .. string.format("%q", REG .. "mcp-filesystem.json") .. [[ },
+        policy = { name = "io", version = "1", stages = { "rung",
+                   { name = "mine", run = function(call) return call.arguments.path == "/a" end } } } }))
+      local snap = e:snapshot()
+      local count, fired = 0, nil
+      local function wrap(cls, m, failure)
+        local f = cls[m]
+        cls[m] = function(...)
+          count = count + 1
+          if count == k then fired = m; return failure, "injected fault", "IO_ERROR" end
+          return f(...)
+        end
+      end
+      wrap(getmetatable(snap.core).__index, "reader", nil)
+      wrap(getmetatable(snap.core).__index, "write_fd", nil)
+      wrap(getmetatable(assert(snap.core:decider())).__index, "check_reader", false)
+      local a, r, d = e:check_file(]] .. string.format("%q", calls) .. [[, 1, nil, threads)
+      io.stderr:write(string.format("fired=%s count=%d result=%s %s %s\n", tostring(fired), count,
+        tostring(a), tostring(r), tostring(d)))
+    ]])
+    local function run(k, threads)
+      local code, out, err = h.run(h.lua .. " " .. script .. " " .. k .. " " .. threads)
+      assert.equal(0, code, err)
+      return out, err
+    end
+    for _, threads in ipairs({ 1, 2 }) do
+      local clean, info = run(0, threads)
+      assert.matches("fired=nil", info, 1, true)
+      assert.equal(300, select(2, clean:gsub("\n", "")))
+      local calls_made = tonumber(info:match("count=(%d+)"))
+      assert.is_true(calls_made > 200, info)
+      -- the first faults, then a sample of the rest (a child process each)
+      local k = 1
+      while k <= calls_made do
+        local out, err = run(k, threads)
+        assert.not_matches("fired=nil", err)
+        -- stopped with the fault's message, after a prefix of the clean output
+        assert.matches("result=nil injected fault", err, 1, true)
+        assert.equal(clean:sub(1, #out), out, "fault " .. k)
+        assert.equal("\n", out == "" and "\n" or out:sub(-1))
+        k = k + (k < 12 and 1 or 23)
+      end
+    end
+    os.remove(script)
+    os.remove(calls)
+  end)
+
   it("a policy that errors in any hook never yields an accept", function()
     local boom = function() error("boom") end
     local call = { server = "ops", name = "read_log", arguments = { n = 1 } }

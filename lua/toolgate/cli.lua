@@ -190,16 +190,14 @@ end
 -- default_threads(the processors online).
 M.DEFAULT_MAX_THREADS = 4
 
---- default_threads(cpus) -> 1 on a machine of one or two processors, else
--- the processors, at most DEFAULT_MAX_THREADS (beyond that the reading and
--- writing of lines, on one thread, is what limits a run).  On two, a second
--- thread was measured slower, not faster (README, Performance: check and
--- classify 1.2-1.8x the wall time of one thread on a 2-vCPU machine): the
--- worker is woken for every chunk, and the wake-up costs about what it takes
--- over, while the caller's thread also reads and writes every line.
+--- default_threads(cpus) -> the processors, at most DEFAULT_MAX_THREADS
+-- (beyond that the reading and writing of lines, on one thread, is what
+-- limits a run).  Since the core reads the input itself, in pieces of
+-- 1 MiB a thread (engine:check_file), two threads on a 2-vCPU machine take
+-- 0.65-0.8x the wall time of one (README, Performance); with 64 KiB pieces
+-- handed over from Lua they took 1.2-1.8x, a worker woken for each.
 function M.default_threads(cpus)
-  if cpus <= 2 then return 1 end
-  return math.min(cpus, M.DEFAULT_MAX_THREADS)
+  return math.max(1, math.min(cpus, M.DEFAULT_MAX_THREADS))
 end
 
 function M.threads(arg)

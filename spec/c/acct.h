@@ -17,26 +17,34 @@ typedef struct {
     long calls;   /* successful (re)allocations */
     long fail_at; /* refuse the allocation that would be call fail_at (0: never) */
     int sticky;   /* and, with fail_at, every allocation after it too */
+    int once;     /* or only that one: the allocations after it succeed */
     int fired;    /* an allocation was refused */
 } acct;
 
+/* The counts are atomic: a pool of worker threads allocates from one engine's
+ * allocator at once (which allocation a fault hits is then up to timing). */
 static void *acct_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     acct *a = ud;
+    long calls, fail_at;
     if (nsize == 0) {
         if (ptr)
-            a->live -= (long)osize;
+            __atomic_sub_fetch(&a->live, (long)osize, __ATOMIC_RELAXED);
         free(ptr);
         return NULL;
     }
-    if (a->fail_at && (a->sticky ? a->calls + 1 >= a->fail_at : a->calls + 1 == a->fail_at)) {
+    calls = __atomic_load_n(&a->calls, __ATOMIC_RELAXED);
+    fail_at = __atomic_load_n(&a->fail_at, __ATOMIC_RELAXED);
+    if (fail_at && (a->sticky ? calls + 1 >= fail_at : calls + 1 == fail_at)) {
         a->fired = 1;
+        if (a->once)
+            __atomic_store_n(&a->fail_at, 0, __ATOMIC_RELAXED);
         return NULL;
     }
     ptr = realloc(ptr, nsize);
     if (ptr) {
-        a->calls++;
-        a->live += (long)nsize - (long)osize;
+        __atomic_add_fetch(&a->calls, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&a->live, (long)nsize - (long)osize, __ATOMIC_RELAXED);
     }
     return ptr;
 }

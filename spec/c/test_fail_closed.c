@@ -13,12 +13,14 @@
  * several calls, with the in-process store and with the host's (whose
  * questions are answered), and for tg_classify_lines.
  */
+#define _XOPEN_SOURCE 700
 #include "acct.h"
 #include "tap.h"
 #include "toolgate.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* ---- the registry -------------------------------------------------------- */
 
@@ -422,6 +424,182 @@ static void test_check_lines_faults(void)
            "a fault in tg_check_lines stops it with NOMEM after decisions as without it");
 }
 
+/* The host's loop over a stream read by tg_check_reader, as the bindings
+ * run it: a line the core fails on gets the host's refusal ("REFUSED N"),
+ * and the stream goes on.  in and out are file descriptors; returns the
+ * last rc that stopped the stream (TG_OK at its end). */
+static int run_reader(checker *k, int in, int out, size_t want, tg_workers_t *w)
+{
+    tg_reader_t *r = tg_reader_new(k->e, in, NULL);
+    size_t line = 0, v[3];
+    tg_buf_t batch;
+    tg_outcome_t o;
+    int rc = TG_OK, end = 0;
+    if (!r)
+        return TG_E_NOMEM;
+    tg_buf_init(&batch, k->e);
+    while (!end) {
+        tg_buf_reset(&batch);
+        rc = tg_check_reader(w, k->d, k->p, k->c, r, want, out, TG_FORMAT_AUTO, 0, &line, &batch, v,
+                             &o, &end, NULL);
+        if (end == -1)
+            break;
+        if (rc != TG_OK) {
+            char refused[64];
+            int n = snprintf(refused, sizeof refused, "REFUSED %zu\n", line);
+            if (tg_write_all(out, refused, (size_t)n, NULL) != TG_OK)
+                break;
+        }
+        rc = TG_OK;
+    }
+    tg_buf_free(&batch);
+    tg_reader_free(r);
+    return end == -1 ? TG_E_NOMEM : rc;
+}
+
+static int holds(const char *s, size_t n, const char *part)
+{
+    size_t k = strlen(part);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(s + i, part, k))
+            return 1;
+    return 0;
+}
+
+/* The line number a line of output is about ("line":N, or REFUSED N). */
+static size_t line_of(const char *s, size_t n)
+{
+    const char *key = !strncmp(s, "REFUSED ", 8) ? "REFUSED " : "\"line\":";
+    size_t k = strlen(key);
+    for (size_t i = 0; i + k < n; i++)
+        if (!memcmp(s + i, key, k))
+            return (size_t)strtoul(s + i + k, NULL, 10);
+    return 0;
+}
+
+static char *slurp(int fd, size_t *len)
+{
+    off_t n = lseek(fd, 0, SEEK_END);
+    char *t = malloc((size_t)n + 1);
+    *len = pread(fd, t, (size_t)n, 0) == n ? (size_t)n : 0;
+    return t;
+}
+
+/* Each allocation of a stream read from a file fails in turn, one at a
+ * time: every line still gets its line of output, in order, either the
+ * decision it gets without the fault or the host's refusal -- never an
+ * accept it would not get -- or, when the reader itself cannot grow, the
+ * stream stops after decisions as without the fault; every byte is given
+ * back.  On one thread and on two. */
+static void test_check_reader_faults(void)
+{
+    char in_path[] = "/tmp/tg_fc_in_XXXXXX", out_path[] = "/tmp/tg_fc_out_XXXXXX";
+    int in = mkstemp(in_path), out = mkstemp(out_path);
+    long faults = 0, bad = 0, stopped = 0, refused = 0;
+    size_t lines = 300, clean_len;
+    unsigned char clean_seen[400] = {0};
+    char *clean;
+    for (size_t i = 0; i < lines; i++) {
+        char *text = gen_call();
+        if (write(in, text, strlen(text)) < 0 || write(in, "\n", 1) != 1)
+            bad++;
+        free(text);
+    }
+    {
+        checker k;
+        acct a = {0};
+        check_setup(&a, &k);
+        if (lseek(in, 0, SEEK_SET) != 0 || run_reader(&k, in, out, 4096, NULL) != TG_OK)
+            bad++;
+        check_teardown(&k);
+        clean = slurp(out, &clean_len);
+        for (size_t at = 0; at < clean_len;) {
+            const char *nl = memchr(clean + at, '\n', clean_len - at);
+            size_t n = nl ? (size_t)(nl - (clean + at)) + 1 : clean_len - at;
+            size_t number = line_of(clean + at, n);
+            if (number < sizeof clean_seen)
+                clean_seen[number] = 1;
+            at += n;
+        }
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+        for (long f = 1;; f++) {
+            checker j;
+            acct b = {.once = 1};
+            tg_workers_t *w = NULL;
+            size_t got_len, at = 0, cat = 0;
+            unsigned char seen[400];
+            char *got;
+            int rc;
+            check_setup(&b, &j);
+            if (threads > 1 && !(w = tg_workers_new(j.e, 2, NULL)))
+                bad++;
+            if (lseek(in, 0, SEEK_SET) != 0 || ftruncate(out, 0) != 0 || lseek(out, 0, SEEK_SET))
+                bad++;
+            b.fail_at = b.calls + f;
+            rc = run_reader(&j, in, out, 4096, w);
+            tg_workers_free(w);
+            check_teardown(&j);
+            if (b.live != 0) {
+                bad++;
+                printf("# fault %ld, %d threads: %ld bytes not given back\n", f, threads, b.live);
+            }
+            if (!b.fired)
+                break;
+            faults++;
+            got = slurp(out, &got_len);
+            /* in order against the clean output: each decision one the
+             * clean run made (the clean ones of a refused line skipped),
+             * each input line decided or refused */
+            memset(seen, 0, sizeof seen);
+            while (at < got_len) {
+                const char *nl = memchr(got + at, '\n', got_len - at);
+                size_t n = nl ? (size_t)(nl - (got + at)) + 1 : got_len - at;
+                size_t number = line_of(got + at, n);
+                if (number < sizeof seen)
+                    seen[number] = 1;
+                if (!strncmp(got + at, "REFUSED ", 8) ||
+                    (holds(got + at, n, "\"code\":\"NOMEM\"") &&
+                     holds(got + at, n, "\"verdict\":\"reject\""))) {
+                    refused++; /* by the host, or by the core itself */
+                } else {
+                    int found = 0;
+                    while (!found && cat < clean_len) {
+                        const char *cnl = memchr(clean + cat, '\n', clean_len - cat);
+                        size_t cn = cnl ? (size_t)(cnl - (clean + cat)) + 1 : clean_len - cat;
+                        found = cn == n && !memcmp(clean + cat, got + at, n);
+                        cat += cn;
+                    }
+                    if (!found) {
+                        bad++;
+                        printf("# fault %ld, %d threads: not a clean decision: %.*s", f, threads,
+                               (int)n, got + at);
+                    }
+                }
+                at += n;
+            }
+            for (size_t l = 1; rc == TG_OK && l <= lines; l++)
+                if (clean_seen[l] && !seen[l]) {
+                    bad++; /* a stream that went on to its end lost no line */
+                    printf("# fault %ld, %d threads: line %zu lost\n", f, threads, l);
+                }
+            if (rc != TG_OK)
+                stopped++;
+            free(got);
+        }
+    }
+    free(clean);
+    close(in);
+    close(out);
+    unlink(in_path);
+    unlink(out_path);
+    printf("# tg_check_reader: %ld faults fired, %ld lines refused, %ld streams stopped\n", faults,
+           refused, stopped);
+    tap_ok(faults > 20 && refused > 0 && bad == 0,
+           "a fault in a stream read by tg_check_reader: each line its clean decision or refused, "
+           "never lost");
+}
+
 /* ---- sampled plans ----------------------------------------------------- */
 
 /* A plan on the registry above: single-tool or of two calls, n samples,
@@ -721,6 +899,7 @@ int main(void)
     write_policy();
     test_check_faults();
     test_check_lines_faults();
+    test_check_reader_faults();
     plans_property();
     return tap_done();
 }

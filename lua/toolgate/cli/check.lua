@@ -47,12 +47,11 @@ nothing; a line that cannot be decoded gets one reject without index.
   --server NAME             server for calls that name none
   --also                    for accepted calls, list the other tools whose input
                             schemas also accept the arguments (H5)
-  --threads N               threads that decide together (default: 1 on a
-                            machine of one or two processors, where a second
-                            measured slower; else the processors online, at
-                            most 4); the output is the same bytes whatever
-                            N.  A policy with custom stages or its own gate
-                            rule decides on one thread
+  --threads N               threads that decide together (default: the
+                            processors online, at most 4); the output is
+                            the same bytes whatever N.  A policy with custom
+                            stages or its own gate rule decides on one
+                            thread
   --fail-on VERDICT         exit 1 if any call's decision has this verdict
   --explain                 each decision carries "explain": a trace of each
                             stage that ran, what it looked at (the call, the
@@ -85,8 +84,9 @@ When the policy's gate will refuse tools only because they declare no risk,
 a warning on stderr says so once, at load, and how to give them one.
 
 exit status: 0 done, 1 --fail-on matched (or a line met an internal error:
-it gets an INTERNAL_ERROR reject and a note on stderr), 2 bad usage, or a
-policy or registry that cannot be loaded (one line on stderr saying why)
+it gets an INTERNAL_ERROR reject and a note on stderr), 2 bad usage, a
+policy or registry that cannot be loaded, or an input that cannot be read
+or an output that cannot be written (one line on stderr saying why)
 ]]
 
 function M.run(args)

@@ -33,17 +33,16 @@ plans that follow; quarantined tools are listed on standard error.
                             toolgate check --help)
   --registry [SERVER=]FILE  registry files (repeatable), added to the policy's
   --context FILE            the context (a JSON object)
-  --threads N               threads that classify together (default: 1 on a
-                            machine of one or two processors, where a second
-                            measured slower; else the processors online, at
-                            most 4); the output and the quarantines are the
-                            same whatever N.  A policy with custom stages, its
-                            own gate rule or resolver functions classifies on
-                            one thread
+  --threads N               threads that classify together (default: the
+                            processors online, at most 4); the output and
+                            the quarantines are the same whatever N.  A
+                            policy with custom stages, its own gate rule or
+                            resolver functions classifies on one thread
   --fail-on VERDICT         exit 1 if any decision has this verdict
 
-exit status: 0 done, 1 --fail-on matched, 2 bad usage or an unloadable
-policy or registry
+exit status: 0 done, 1 --fail-on matched, 2 bad usage, an unloadable
+policy or registry, or an input that cannot be read or an output that
+cannot be written
 ]]
 
 function M.run(args)

@@ -1,0 +1,283 @@
+/*
+ * test_reader.c -- tg_reader and tg_write_all: what the chunk entry points
+ * are given is exactly the input's complete lines, in order, whatever
+ * sizes read(2) returns (a pipe fed in random pieces by a child), with a
+ * '\n' added to an unended last line; a line longer than the buffer is
+ * held whole; what is not taken comes back; reading and writing errors
+ * say what failed; an allocation that fails is an error, never lost or
+ * invented bytes, and every byte is given back.
+ */
+#define _XOPEN_SOURCE 700
+#include "acct.h"
+#include "tap.h"
+#include "toolgate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static uint64_t rng = 0x2545f4914f6cdd1du;
+static size_t pick(size_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (size_t)(rng % n);
+}
+
+/* Random JSON-Lines-like text: lines of 0 .. max bytes (blank ones too),
+ * the last one ended or not. */
+static char *gen_text(size_t lines, size_t max, size_t *len)
+{
+    size_t cap = lines * (max + 1) + 1, n = 0;
+    char *t = malloc(cap);
+    for (size_t i = 0; i < lines; i++) {
+        size_t k = pick(max + 1);
+        for (size_t j = 0; j < k; j++)
+            t[n++] = (char)('a' + pick(26));
+        if (i + 1 < lines || pick(2))
+            t[n++] = '\n';
+    }
+    *len = n;
+    return t;
+}
+
+/* A pipe whose other end a child fills with text in random pieces (1 byte
+ * to 100 KB), then closes. */
+static int feed(const char *text, size_t len, pid_t *pid)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    if ((*pid = fork()) == 0) {
+        size_t at = 0;
+        close(fds[0]);
+        while (at < len) {
+            size_t n = 1 + pick(pick(2) ? 16 : 100000);
+            ssize_t w;
+            if (n > len - at)
+                n = len - at;
+            if ((w = write(fds[1], text + at, n)) < 0)
+                _exit(1);
+            at += (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    return fds[0];
+}
+
+/* Reads all of fd through a reader, taking a random part of what each
+ * call holds; returns what was handed over, joined. */
+static char *drain(tg_engine_t *e, int fd, size_t want, size_t *len, int *rc)
+{
+    tg_reader_t *r = tg_reader_new(e, fd, NULL);
+    size_t cap = 1 << 16, n = 0;
+    char *got = malloc(cap);
+    *rc = TG_OK;
+    for (;;) {
+        const char *text;
+        size_t held, take;
+        if ((*rc = tg_reader_lines(r, want, &text, &held, NULL)) != TG_OK || held == 0)
+            break;
+        if (text[held - 1] != '\n')
+            *rc = -1; /* only complete lines are ever handed over */
+        /* take whole lines, as tg_check_lines does: up to a random one */
+        take = held;
+        if (pick(3) == 0) {
+            const char *nl = memchr(text, '\n', pick(held) + 1);
+            take = nl ? (size_t)(nl - text) + 1 : held;
+        }
+        while (n + take > cap)
+            got = realloc(got, cap *= 2);
+        memcpy(got + n, text, take);
+        n += take;
+        tg_reader_take(r, take);
+    }
+    tg_reader_free(r);
+    *len = n;
+    return got;
+}
+
+static void test_pieces(void)
+{
+    tg_engine_t *e = tg_engine_new(NULL, NULL, NULL, NULL);
+    int bad = 0;
+    for (int round = 0; round < 60; round++) {
+        size_t len, got_len, want = round % 3 == 0 ? 1 : round % 3 == 1 ? 4096 : 1 << 20;
+        size_t max = round % 4 == 0 ? 200000 : 300; /* some lines longer than the buffer */
+        char *text = gen_text(1 + pick(round % 4 == 0 ? 12 : 2000), max, &len);
+        pid_t pid = -1;
+        int fd = feed(text, len, &pid), rc, status;
+        char *got = drain(e, fd, want, &got_len, &rc);
+        size_t expect = len + (len && text[len - 1] != '\n');
+        close(fd);
+        waitpid(pid, &status, 0);
+        if (rc != TG_OK || got_len != expect || memcmp(got, text, len) != 0 ||
+            (expect > len && got[len] != '\n')) {
+            bad++;
+            printf("# round %d: rc %d, %zu bytes for %zu\n", round, rc, got_len, expect);
+        }
+        free(text);
+        free(got);
+    }
+    tap_ok(bad == 0, "a pipe fed in random pieces: the complete lines, in order, an unended last "
+                     "line ended, whatever was taken at a time");
+    tg_engine_free(e);
+}
+
+static void test_edges(void)
+{
+    tg_engine_t *e = tg_engine_new(NULL, NULL, NULL, NULL);
+    char path[] = "/tmp/tg_reader_XXXXXX";
+    int fd = mkstemp(path);
+    tg_reader_t *r;
+    tg_error_t err;
+    const char *text;
+    size_t len;
+
+    /* empty input: the end at once */
+    r = tg_reader_open(e, path, &err);
+    tap_ok(r && tg_reader_lines(r, 100, &text, &len, &err) == TG_OK && len == 0,
+           "an empty file holds no lines");
+    tg_reader_free(r);
+
+    /* what is not taken comes back, with what follows */
+    if (write(fd, "a\nbb\ncc", 7) != 7)
+        tap_ok(0, "write the test file");
+    r = tg_reader_open(e, path, &err);
+    tap_ok(tg_reader_lines(r, 1 << 20, &text, &len, &err) == TG_OK &&
+               tap_is_mem(text, len, "a\nbb\ncc\n", "the last line gets its newline"),
+           "a file read to its end");
+    tg_reader_take(r, 2);
+    tap_ok(tg_reader_lines(r, 1 << 20, &text, &len, &err) == TG_OK &&
+               tap_is_mem(text, len, "bb\ncc\n", "the lines not taken"),
+           "lines not taken are held");
+    tg_reader_take(r, len);
+    tap_ok(tg_reader_lines(r, 1, &text, &len, &err) == TG_OK && len == 0, "then the end");
+    tg_reader_free(r);
+    close(fd);
+    unlink(path);
+
+    /* errors say what failed */
+    tap_ok(!tg_reader_open(e, path, &err) && err.code == TG_E_IO &&
+               strstr(err.message, path) && strstr(err.message, strerror(ENOENT)),
+           "a missing file: TG_E_IO naming it and why");
+    r = tg_reader_open(e, "/", &err);
+    tap_ok(r && tg_reader_lines(r, 1, &text, &len, &err) == TG_E_IO &&
+               strstr(err.message, "cannot read /") && strstr(err.message, strerror(EISDIR)),
+           "a directory: opened, then TG_E_IO on reading, naming it");
+    tg_reader_free(r);
+    {
+        int dev_full = open("/dev/full", O_WRONLY);
+        tap_ok(tg_write_all(dev_full, "x\n", 2, &err) == TG_E_IO &&
+                   strstr(err.message, strerror(ENOSPC)),
+               "a full device: TG_E_IO saying why");
+        close(dev_full);
+    }
+    {
+        int fds[2];
+        if (pipe(fds) == 0) {
+            signal(SIGPIPE, SIG_IGN);
+            close(fds[0]);
+            tap_ok(tg_write_all(fds[1], "x\n", 2, &err) == TG_E_IO &&
+                       strstr(err.message, strerror(EPIPE)),
+                   "a pipe nobody reads: TG_E_IO (EPIPE), not a silent loss");
+            close(fds[1]);
+        }
+    }
+    tg_engine_free(e);
+}
+
+/* A pipe's reader gets every byte of a write larger than the pipe's
+ * buffer (tg_write_all loops over short writes). */
+static void test_write_all(void)
+{
+    size_t len = 3 << 20, n = 0;
+    char *text = malloc(len), *got = malloc(len);
+    int fds[2];
+    pid_t pid;
+    for (size_t i = 0; i < len; i++)
+        text[i] = (char)('a' + i % 26);
+    if (pipe(fds) != 0)
+        return;
+    if ((pid = fork()) == 0) {
+        close(fds[0]);
+        _exit(tg_write_all(fds[1], text, len, NULL) == TG_OK ? 0 : 1);
+    }
+    close(fds[1]);
+    for (ssize_t k; (k = read(fds[0], got + n, len - n)) > 0;)
+        n += (size_t)k;
+    close(fds[0]);
+    {
+        int status;
+        waitpid(pid, &status, 0);
+        tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && n == len &&
+                   memcmp(got, text, len) == 0,
+               "3 MiB through a pipe: every byte, in order");
+    }
+    free(text);
+    free(got);
+}
+
+/* Each allocation of reading a file of long lines fails in turn: the
+ * reader says NOMEM, hands over only lines the file holds, and gives back
+ * every byte. */
+static void test_alloc_faults(void)
+{
+    char path[] = "/tmp/tg_reader_XXXXXX";
+    int fd = mkstemp(path), bad = 0, fired = 0;
+    size_t len;
+    char *text = gen_text(40, 150000, &len);
+    if (write(fd, text, len) != (ssize_t)len)
+        bad++;
+    close(fd);
+    for (long f = 1; f < 64; f++) {
+        acct a = {0};
+        tg_engine_t *e = tg_engine_new(NULL, acct_alloc, &a, NULL);
+        tg_reader_t *r;
+        size_t at = 0;
+        int rc = TG_OK;
+        a.calls = 0;
+        a.fail_at = f;
+        if ((r = tg_reader_open(e, path, NULL)) != NULL) {
+            const char *held;
+            size_t n;
+            while ((rc = tg_reader_lines(r, 4096, &held, &n, NULL)) == TG_OK && n) {
+                if (at + n > len + 1 || memcmp(held, text + at, n - (at + n > len)) != 0)
+                    bad++;
+                at += n;
+                tg_reader_take(r, n);
+            }
+            tg_reader_free(r);
+        }
+        if (a.fired) {
+            fired++;
+            if (rc != TG_E_NOMEM && r)
+                bad++;
+        }
+        tg_engine_free(e);
+        if (a.live != 0)
+            bad++;
+        if (!a.fired)
+            break;
+    }
+    unlink(path);
+    free(text);
+    printf("# %d allocation faults fired\n", fired);
+    tap_ok(fired > 3 && bad == 0, "an allocation that fails: NOMEM, only the file's own lines "
+                                  "handed over, every byte given back");
+}
+
+int main(void)
+{
+    test_pieces();
+    test_edges();
+    test_write_all();
+    test_alloc_faults();
+    return tap_done();
+}
