@@ -197,9 +197,11 @@ static void timed_classify(tg_engine_t *e, tg_decider_t *d, const tg_policy_t *p
            elapsed * 1e6 / ((double)passes * (double)n), sink);
 }
 
-/* The file's text classified as the command reads it: 64 KiB pieces
- * (toolgate.lines.CHUNK), one tg_classify_lines call each. */
+/* The file's text classified as the command reads it: pieces of 64 KiB
+ * on one thread, 1 MiB a thread on several (toolgate.lines.CHUNK and
+ * SHARED_CHUNK), one tg_classify_lines call each. */
 #define CHUNK 65536
+#define SHARED_CHUNK 1048576
 static void timed_lines(tg_engine_t *e, tg_decider_t *d, const tg_policy_t *p, const char *text,
                         size_t len, size_t n, size_t threads, double min_seconds)
 {
@@ -217,9 +219,10 @@ static void timed_lines(tg_engine_t *e, tg_decider_t *d, const tg_policy_t *p, c
         int rc;
         size_t at = 0;
         tg_buf_reset(&out);
-        /* in the pieces toolgate classify reads (toolgate.lines.CHUNK) */
+        /* in the pieces toolgate classify reads */
         while (at < len) {
-            size_t piece = len - at < CHUNK ? len - at : CHUNK;
+            size_t want = w ? SHARED_CHUNK * threads : CHUNK;
+            size_t piece = len - at < want ? len - at : want;
             rc = w ? tg_classify_lines_parallel(w, d, p, NULL, store, text + at, piece, 0, 0, &line,
                                                 &used, &out, verdicts, &o, &err)
                    : tg_classify_lines(d, p, NULL, store, text + at, piece, 0, 0, &line, &used,

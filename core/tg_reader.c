@@ -23,7 +23,7 @@
 
 struct tg_reader_t {
     tg_engine_t *e;
-    int fd, own; /* own: opened by tg_reader_open, closed by tg_reader_free */
+    int fd, own;    /* own: opened by tg_reader_open, closed by tg_reader_free */
     char name[256]; /* for messages: the path, or which descriptor */
     char *buf;
     size_t cap;
@@ -223,11 +223,11 @@ static int decide(tg_decider_t *d, const job *j, const char *text, size_t len, s
                   size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
 {
     if (j->classify)
-        return j->w ? tg_classify_lines_parallel(j->w, d, j->p, j->ctx, j->store, text, len,
-                                                 j->flags, j->now, line, used, out, verdicts, o,
-                                                 err)
-                    : tg_classify_lines(d, j->p, j->ctx, j->store, text, len, j->flags, j->now,
-                                        line, used, out, verdicts, o, err);
+        return j->w
+                   ? tg_classify_lines_parallel(j->w, d, j->p, j->ctx, j->store, text, len,
+                                                j->flags, j->now, line, used, out, verdicts, o, err)
+                   : tg_classify_lines(d, j->p, j->ctx, j->store, text, len, j->flags, j->now, line,
+                                       used, out, verdicts, o, err);
     return j->w ? tg_check_lines_parallel(j->w, d, j->p, j->ctx, text, len, j->format, j->flags,
                                           line, used, out, verdicts, o, err)
                 : tg_check_lines(d, j->p, j->ctx, text, len, j->format, j->flags, line, used, out,
@@ -258,10 +258,9 @@ static int step(tg_decider_t *d, const job *j, tg_reader_t *r, size_t want, int 
     return rc;
 }
 
-int tg_check_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
-                    const tg_context_t *ctx, tg_reader_t *r, size_t want, int fd, int format,
-                    int flags, size_t *line, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o,
-                    int *end, tg_error_t *err)
+int tg_check_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
+                    tg_reader_t *r, size_t want, int fd, int format, int flags, size_t *line,
+                    tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, int *end, tg_error_t *err)
 {
     job j = {w, p, ctx, NULL, 0, format, flags, 0};
     tg_error_clear(err);

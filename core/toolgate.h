@@ -1187,8 +1187,8 @@ TG_API int tg_write_all(int fd, const char *data, size_t len, tg_error_t *err);
  * else 0.
  * tg_classify_reader, with the plans, is below tg_classify_lines. */
 TG_API int tg_check_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
-                           const tg_context_t *ctx, tg_reader_t *r, size_t want, int fd,
-                           int format, int flags, size_t *line, tg_buf_t *out, size_t verdicts[3],
+                           const tg_context_t *ctx, tg_reader_t *r, size_t want, int fd, int format,
+                           int flags, size_t *line, tg_buf_t *out, size_t verdicts[3],
                            tg_outcome_t *o, int *end, tg_error_t *err);
 /* The same for the other JSON Lines commands, one call per chunk (the line
  * rules of tg_check_lines):
@@ -1463,7 +1463,6 @@ TG_API int tg_classify_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_
                               size_t want, int fd, int flags, int64_t now, size_t *line,
                               tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, int *end,
                               tg_error_t *err);
-
 
 /* ------------------------------------------------------------------------ */
 /* Threshold sweeps over labeled plans                                       */

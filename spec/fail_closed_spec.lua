@@ -406,9 +406,9 @@ describe("failing closed", function()
     local calls = h.tmpname(".jsonl")
     local good = '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}'
     local bad = '{"server":"filesystem","name":"read_text_file","arguments":{"path":1}}'
-    local lines = {}
-    for i = 1, 300 do lines[i] = i % 3 == 0 and bad or good end
-    h.write_file(calls, table.concat(lines, "\n") .. "\n")
+    local call_lines = {}
+    for i = 1, 300 do call_lines[i] = i % 3 == 0 and bad or good end
+    h.write_file(calls, table.concat(call_lines, "\n") .. "\n")
     local script = h.tmpname(".lua")
     h.write_file(script, [[
       package.path = ]] .. string.format("%q", package.path) .. [[

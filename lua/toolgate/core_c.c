@@ -1405,8 +1405,8 @@ static int l_decider_classify_reader(lua_State *L)
     w = lua_isnoneornil(L, 11) ? NULL : luaL_checkudata(L, 11, WORKERS_MT);
     end_pending(L);
     tg_buf_reset(&d->batch);
-    rc = tg_classify_reader(w ? w->w : NULL, d->d, p->p, c ? c->c : NULL, store, r, want, fd,
-                            flags, (int64_t)now, &line, &d->batch, counts, &d->out, &end, &err);
+    rc = tg_classify_reader(w ? w->w : NULL, d->d, p->p, c ? c->c : NULL, store, r, want, fd, flags,
+                            (int64_t)now, &line, &d->batch, counts, &d->out, &end, &err);
     if ((n = push_reader_end(L, end, &err)) != 0)
         return n;
     if (rc != TG_OK) {

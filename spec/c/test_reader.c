@@ -164,8 +164,8 @@ static void test_edges(void)
     unlink(path);
 
     /* errors say what failed */
-    tap_ok(!tg_reader_open(e, path, &err) && err.code == TG_E_IO &&
-               strstr(err.message, path) && strstr(err.message, strerror(ENOENT)),
+    tap_ok(!tg_reader_open(e, path, &err) && err.code == TG_E_IO && strstr(err.message, path) &&
+               strstr(err.message, strerror(ENOENT)),
            "a missing file: TG_E_IO naming it and why");
     r = tg_reader_open(e, "/", &err);
     tap_ok(r && tg_reader_lines(r, 1, &text, &len, &err) == TG_E_IO &&
