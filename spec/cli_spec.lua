@@ -58,6 +58,17 @@ describe("toolgate canon", function()
     assert.equal(2, code)
   end)
 
+  it("exits 2 saying so when its output cannot be written, as every command does", function()
+    local docs = h.root .. "/examples/calls/mcp-calls.jsonl"
+    for _, args in ipairs({ "canon --lines " .. docs, "canon --lines --hash " .. docs,
+        "registry lint " .. h.root .. "/examples/registries/mcp-memory.json" }) do
+      local code, _, err = h.run("sh -c " .. h.shell_quote(h.lua .. " " .. h.root .. "/bin/toolgate " .. args
+        .. " > /dev/full"))
+      assert.equal(2, code, args)
+      assert.matches(": cannot write the output: No space left on device\n$", err, 1, false)
+    end
+  end)
+
   it("helps", function()
     local code, out = h.toolgate("--help")
     assert.equal(0, code)

@@ -88,6 +88,20 @@ function M.diag(cmd, msg)
   io.stderr:write("toolgate ", cmd, ": ", msg, "\n")
 end
 
+-- Standard output, checked: the first write or flush that fails is kept,
+-- and main then ends the command with exit status 2 saying so, so that a
+-- full disk or a closed output is never a silent success.
+local output_error
+function M.out(...)
+  local ok, err = io.stdout:write(...)
+  if not ok and not output_error then output_error = tostring(err) end
+end
+
+function M.flush()
+  local ok, err = io.stdout:flush()
+  if not ok and not output_error then output_error = tostring(err) end
+end
+
 -- open_input(cmd, path) -> file handle, display name | nil (after a diagnostic)
 function M.open_input(cmd, path)
   if path == nil or path == "-" then return io.stdin, "<stdin>" end
@@ -240,7 +254,7 @@ end
 -- Lua's.
 function M.stream(cmd, path, decide)
   local input = (path == nil or path == "-") and 0 or path
-  io.stdout:flush() -- what Lua buffered comes before what the core writes
+  M.flush() -- what Lua buffered comes before what the core writes
   local a, r, d = decide(input, 1)
   if a == nil then -- nothing more was decided: say why
     M.diag(cmd, tostring(r))
@@ -335,7 +349,11 @@ function M.main(argv)
   end
   io.stdout:setvbuf("full")
   local ok, result = pcall(mod.run, args)
-  io.stdout:flush()
+  M.flush()
+  if ok and output_error then
+    M.diag(cmd, "cannot write the output: " .. output_error)
+    return M.EXIT_USAGE
+  end
   if ok then return result end
   if getmetatable(result) == UsageError then
     io.stderr:write("toolgate ", cmd, ": ", result.msg, "\n", mod.usage)

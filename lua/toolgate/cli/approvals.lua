@@ -36,7 +36,7 @@ function M.run(args)
   local store = cli.open_state("approvals", opts.state)
   if not store then return cli.EXIT_USAGE end
   if verb == "list" then
-    for _, r in ipairs(store:approvals()) do io.stdout:write(cli.encode(r), "\n") end
+    for _, r in ipairs(store:approvals()) do cli.out(cli.encode(r), "\n") end
     store:close()
     return cli.EXIT_OK
   end
@@ -46,7 +46,7 @@ function M.run(args)
     cli.diag("approvals", err)
     return cli.EXIT_FAILED
   end
-  io.stdout:write(cli.encode(r), "\n")
+  cli.out(cli.encode(r), "\n")
   return cli.EXIT_OK
 end
 

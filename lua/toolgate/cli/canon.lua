@@ -40,7 +40,7 @@ function M.run(args)
       cli.diag("canon", name .. ": " .. cli.describe(err, code, offset))
       return cli.EXIT_FAILED
     end
-    io.stdout:write(out, "\n")
+    cli.out(out, "\n")
     return cli.EXIT_OK
   end
 
@@ -54,11 +54,11 @@ function M.run(args)
     local at = 1
     while true do
       local ok, err, code, offset, next_pos, last, out = engine:canon_lines(buf, at, opts.hash, line)
-      io.stdout:write(out)
+      cli.out(out)
       at, line = next_pos, last
       if ok then return at end
       failed = failed + 1
-      io.stdout:flush() -- keep stdout and stderr in order for a reader of both
+      cli.flush() -- keep stdout and stderr in order for a reader of both
       cli.diag("canon", name .. ":" .. last .. ": " .. cli.describe(err, code, offset))
     end
   end)

@@ -110,7 +110,7 @@ function M.run(args)
     -- a call at a time through check_all, whose decisions carry the trace
     local ok = cli.each_line("check", pos[1], function(line, number)
       for _, d in ipairs(engine:check_all(line, ctx, number)) do
-        io.stdout:write(d:json(), "\n")
+        cli.out(d:json(), "\n")
         n[d.verdict] = n[d.verdict] + 1
       end
     end)

@@ -373,7 +373,7 @@ function M.run(args)
   local conf = prefix .. "/nginx.conf"
   if not cli.write_file("gateway", conf, text) then return cli.EXIT_FAILED end
   if o["conf-only"] then
-    io.stdout:write(conf, "\n")
+    cli.out(conf, "\n")
     return cli.EXIT_OK
   end
 

@@ -38,10 +38,10 @@ function M.run(args)
     for _, r in ipairs(got) do
       -- the sequence number joins the line's members (it sorts before "time")
       local line = r.line:gsub(',"time":([%d.]+)}$', ',"seq":' .. string.format("%d", r.seq) .. ',"time":%1}')
-      io.stdout:write(line, "\n")
+      cli.out(line, "\n")
       after = r.seq
     end
-    io.stdout:flush()
+    cli.flush()
     if #got < PAGE then
       if not opts.follow then break end
       require("toolgate.proc").poll({}, {}, POLL_MS)

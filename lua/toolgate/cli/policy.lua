@@ -61,7 +61,7 @@ local function lint_one(opts, name)
   if not text then return cli.EXIT_USAGE end
   local function load_failed(err, code)
     local line = error_line(text, err, code)
-    io.stdout:write(path, line and (":" .. line) or "", ": error: ", code and (code .. ": ") or "", tostring(err), "\n")
+    cli.out(path, line and (":" .. line) or "", ": error: ", code and (code .. ": ") or "", tostring(err), "\n")
     return cli.EXIT_USAGE
   end
   local pol, err, code = policy_mod.load(path)
@@ -100,10 +100,10 @@ local function lint_one(opts, name)
     local note = f.severity == "note"
     if note then notes = notes + 1 else warnings = warnings + 1 end
     if opts.notes or not note then
-      io.stdout:write(path, f.line and (":" .. f.line) or "", ": ", f.severity, ": ", f.message, "\n")
+      cli.out(path, f.line and (":" .. f.line) or "", ": ", f.severity, ": ", f.message, "\n")
     end
   end
-  io.stdout:write(warnings, warnings == 1 and " warning, " or " warnings, ", notes, notes == 1 and " note" or " notes",
+  cli.out(warnings, warnings == 1 and " warning, " or " warnings, ", notes, notes == 1 and " note" or " notes",
     (notes > 0 and not opts.notes) and " (--notes lists them)\n" or "\n")
   return warnings > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end

@@ -69,7 +69,7 @@ function M.run(args)
     end
     report.line = n
     if report.verdict ~= "verified" then all_verified = false end
-    io.stdout:write(cli.encode(report), "\n")
+    cli.out(cli.encode(report), "\n")
   end)
   if not read then return cli.EXIT_USAGE end
   return all_verified and cli.EXIT_OK or cli.EXIT_FAILED

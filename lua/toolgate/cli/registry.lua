@@ -104,11 +104,11 @@ local function record(rest)
     local count = { changed = 0, added = 0, removed = 0 }
     for _, c in ipairs(changes) do
       count[c.change] = count[c.change] + 1
-      io.stdout:write(cli.encode({ server = server, tool = c.tool, change = c.change, pin = c.pin,
+      cli.out(cli.encode({ server = server, tool = c.tool, change = c.change, pin = c.pin,
         upstream_pin = c.upstream_pin, field = c.field }), "\n")
     end
     count.registry_hash = snap.hash
-    io.stdout:write(cli.encode({ summary = count }), "\n")
+    cli.out(cli.encode({ summary = count }), "\n")
     return #changes > 0 and cli.EXIT_FAILED or cli.EXIT_OK
   end
   local server = opts.server or name
@@ -120,7 +120,7 @@ local function record(rest)
     .. assert(value.encode(protocol or value.null)) .. ',"tools":' .. tools .. "}"
   text = assert(require("toolgate.decision").codec():canon(text)) .. "\n"
   if not opts.output then
-    io.stdout:write(text)
+    cli.out(text)
     return cli.EXIT_OK
   end
   if not cli.write_file("registry", opts.output, text) then return cli.EXIT_USAGE end
@@ -131,9 +131,9 @@ local function record(rest)
   end
   local snap = e:snapshot()
   for _, t in ipairs(snap.registry.tools) do
-    io.stdout:write(cli.encode({ server = t.server, tool = t.name, pin = t.pin }), "\n")
+    cli.out(cli.encode({ server = t.server, tool = t.name, pin = t.pin }), "\n")
   end
-  io.stdout:write(cli.encode({ summary = { tools = #snap.registry.tools, registry_hash = snap.hash } }), "\n")
+  cli.out(cli.encode({ summary = { tools = #snap.registry.tools, registry_hash = snap.hash } }), "\n")
   return cli.EXIT_OK
 end
 
@@ -164,9 +164,9 @@ function M.run(args)
     count[f.severity] = count[f.severity] + 1
     local line = { kind = f.kind, severity = f.severity, message = f.message, code = f.code, pointer = f.pointer }
     if f.tools then line.tools = setmetatable(f.tools, value.array_mt) end
-    io.stdout:write(cli.encode(line), "\n")
+    cli.out(cli.encode(line), "\n")
   end
-  io.stdout:write(cli.encode({ summary = {
+  cli.out(cli.encode({ summary = {
     tools = #snap.tools, errors = count.error, rejects = count.reject, warnings = count.warning,
     registry_hash = snap.hash,
   } }), "\n")

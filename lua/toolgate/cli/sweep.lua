@@ -123,7 +123,7 @@ local function print_table(rows)
     for j, cell in ipairs(row) do
       cells[j] = j == #row and cell or cell .. string.rep(" ", widths[j] - #cell)
     end
-    io.stdout:write("  ", table.concat(cells, "  "), "\n")
+    cli.out("  ", table.concat(cells, "  "), "\n")
   end
 end
 
@@ -257,27 +257,27 @@ function M.run(args)
   end
 
   local l = exp.labels
-  io.stdout:write(string.format("toolgate sweep: %d plans (%d correct, %d fabricated, %d unlabeled%s); %d grid points%s\n",
+  cli.out(string.format("toolgate sweep: %d plans (%d correct, %d fabricated, %d unlabeled%s); %d grid points%s\n",
     exp.n, l.correct, l.fabricated, l.none, l.other > 0 and (", " .. l.other .. " with another label") or "",
     #results, #skipped > 0 and (", " .. #skipped .. " skipped (" .. tostring(skipped[1].why) .. ")") or ""))
-  io.stdout:write("quarantine carries over from plan to plan in input order, as in toolgate classify\n")
+  cli.out("quarantine carries over from plan to plan in input order, as in toolgate classify\n")
   local mis = exp:misdeclared()
   if #mis > 0 then
     local names = {}
     for _, t in ipairs(mis) do names[#names + 1] = t.name end
-    io.stdout:write("labeled not deterministic but declared deterministic: ", table.concat(names, ", "), "\n")
+    cli.out("labeled not deterministic but declared deterministic: ", table.concat(names, ", "), "\n")
   end
   local best = experiment.best(results, obj)
-  io.stdout:write("\nbest points (", obj.text, "):\n")
+  cli.out("\nbest points (", obj.text, "):\n")
   if #best == 0 then
-    io.stdout:write("  no point meets the objective\n")
+    cli.out("  no point meets the objective\n")
   else
     local shown = {}
     for i = 1, math.min(top, #best) do shown[i] = best[i] end
     print_table(table_rows(axes, shown, true))
   end
   if baseline then
-    io.stdout:write("\nnaive baseline (one agreement score over arguments and result, reject below the threshold):\n")
+    cli.out("\nnaive baseline (one agreement score over arguments and result, reject below the threshold):\n")
     print_table(table_rows({}, baseline, false))
   end
 

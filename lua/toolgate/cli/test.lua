@@ -205,15 +205,15 @@ end
 -- Each decision's trace, a line per stage, under a failing case.
 local function write_traces(got)
   for i, d in ipairs(got) do
-    if #got > 1 then io.stdout:write("  [", i - 1, "]\n") end
+    if #got > 1 then cli.out("  [", i - 1, "]\n") end
     for _, e in ipairs(d.explain or {}) do
       local said = e.said == "pass" and "pass" or (e.said.verdict .. " " .. tostring(e.said.code))
-      io.stdout:write("  ", e.stage, ": ", said, " (", e.cpu_us, " us) looked at ", canonical(e.looked_at))
+      cli.out("  ", e.stage, ": ", said, " (", e.cpu_us, " us) looked at ", canonical(e.looked_at))
       if e.budget then
-        io.stdout:write("; returned ", e.returned == value.null and "nothing (it failed)" or canonical(e.returned),
+        cli.out("; returned ", e.returned == value.null and "nothing (it failed)" or canonical(e.returned),
           ", ", e.instructions, " of ", e.budget, " instructions")
       end
-      io.stdout:write("\n")
+      cli.out("\n")
     end
   end
 end
@@ -270,14 +270,14 @@ local function run_file(opts, path, base_ctx, warn, update)
         c.case.expect = updated_expect(c.case, got)
         replaced[c.line] = canonical(c.case)
         changed = true
-        io.stdout:write(c.where, ": updated\n")
+        cli.out(c.where, ": updated\n")
       end
     elseif #diff == 0 then
       passed = passed + 1
     else
       failed = failed + 1
       local label = c.case.name and (tostring(c.case.name) .. ": ") or ""
-      io.stdout:write(c.where, ": ", label, table.concat(diff, "; "), "\n")
+      cli.out(c.where, ": ", label, table.concat(diff, "; "), "\n")
       if opts.explain then write_traces(got) end
     end
   end
@@ -311,10 +311,10 @@ function M.run(args)
     passed, failed = passed + p, failed + f
   end
   if opts.update then
-    io.stdout:write(passed, " cases written\n")
+    cli.out(passed, " cases written\n")
     return cli.EXIT_OK
   end
-  io.stdout:write(passed, " passed, ", failed, " failed\n")
+  cli.out(passed, " passed, ", failed, " failed\n")
   return failed > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

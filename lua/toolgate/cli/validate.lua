@@ -74,14 +74,14 @@ function M.run(args)
     local idoc, ierr, icode, ioffset = engine:parse(instance_text)
     if not idoc then
       failed = true
-      io.stdout:flush()
+      cli.flush()
       cli.diag("validate", label .. ": " .. cli.describe(ierr, icode, ioffset))
       return
     end
     local findings, verr, vcode = schema:validate(idoc:root())
     if not findings then
       failed = true
-      io.stdout:flush()
+      cli.flush()
       cli.diag("validate", label .. ": " .. tostring(vcode) .. ": " .. tostring(verr))
       return
     end
@@ -90,7 +90,7 @@ function M.run(args)
       errors[i] = { code = f.code, keyword = f.keyword, path = f.pointer,
                     schema_path = f.schema_pointer, message = f.message }
     end
-    io.stdout:write(cli.encode({ valid = #findings == 0, errors = errors, line = n }), "\n")
+    cli.out(cli.encode({ valid = #findings == 0, errors = errors, line = n }), "\n")
   end
 
   if opts.lines then
@@ -103,11 +103,11 @@ function M.run(args)
       local at = 1
       while true do
         local ok, lerr, lcode, loffset, next_pos, last, out = schema:validate_lines(buf, at, line)
-        io.stdout:write(out)
+        cli.out(out)
         at, line = next_pos, last
         if ok then return at end
         failed = true
-        io.stdout:flush()
+        cli.flush()
         cli.diag("validate", name .. ":" .. last .. ": " .. cli.describe(lerr, lcode, loffset))
       end
     end)
