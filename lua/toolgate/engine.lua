@@ -10,6 +10,9 @@
 --   engine:check_all(call[, ctx])        -> a decision per call the text holds
 --   engine:verify(call, result[, ctx])   -> decision
 --   engine:classify(plan[, ctx])         -> decision (self-consistency of a sampled plan)
+--   engine:check_file(input, out_fd[, ctx[, threads]])   -> accepts, rejects, defers (what toolgate check runs)
+--   engine:check_stream(read, write[, ctx[, threads]])   -> the same, from and to Lua functions
+--   engine:classify_file(input, out_fd[, ctx[, threads]]) -> accepts, rejects, defers (toolgate classify)
 --   engine:classify_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
 --   engine:sweep_stream(read[, ctx])     -> the features of labeled plans (toolgate.experiment)
 --   engine:probe(tool, args, call_fn, epoch) -> report (determinism probe)
@@ -800,7 +803,7 @@ local function settle_plan_line(self, snap, dec, lua_ctx, cstore, write, counts,
 end
 
 --- Classifies a stream of JSON Lines, one decision per plan, the lines
--- read and decided in chunks by the core (what toolgate classify runs).
+-- read and decided in chunks by the core.
 -- classify_stream(read, write[, ctx[, threads]]) -> accepts, rejects, defers
 -- @tparam function read returns the next piece of input (any size), nil at the end
 -- @tparam function write takes output text (decisions, each ending in "\n")
