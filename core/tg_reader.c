@@ -208,21 +208,36 @@ int tg_write_all(int fd, const char *data, size_t len, tg_error_t *err)
 
 /* ---- the chunk entry points on a reader --------------------------------- */
 
-/* What a step decides the lines with: tg_check_lines or tg_classify_lines,
- * on the workers' threads when there are some. */
+/* What a step runs on the lines: tg_check_lines or tg_classify_lines (on
+ * the workers' threads when there are some), tg_canon_lines or
+ * tg_validate_lines. */
+enum {
+    CHECK,
+    CLASSIFY,
+    CANON,
+    VALIDATE
+};
 typedef struct {
+    int kind;
     tg_workers_t *w;
     const tg_policy_t *p;
     const tg_context_t *ctx;
     tg_store_t *store; /* classify */
-    int classify, format, flags;
+    int format, flags;
     int64_t now;
+    tg_engine_t *e; /* canon, validate */
+    const tg_schema_t *schema;
+    int hash;
 } job;
 
 static int decide(tg_decider_t *d, const job *j, const char *text, size_t len, size_t *line,
                   size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err)
 {
-    if (j->classify)
+    if (j->kind == CANON)
+        return tg_canon_lines(j->e, text, len, j->hash, line, used, out, err);
+    if (j->kind == VALIDATE)
+        return tg_validate_lines(j->e, j->schema, text, len, line, used, out, err);
+    if (j->kind == CLASSIFY)
         return j->w
                    ? tg_classify_lines_parallel(j->w, d, j->p, j->ctx, j->store, text, len,
                                                 j->flags, j->now, line, used, out, verdicts, o, err)
@@ -254,7 +269,7 @@ static int step(tg_decider_t *d, const job *j, tg_reader_t *r, size_t want, int 
             *err = werr;
         return wrc;
     }
-    *end = !len && rc == TG_OK && o->status == TG_NO_MORE_CALLS && !out->len;
+    *end = !len && rc == TG_OK && (!o || o->status == TG_NO_MORE_CALLS) && !out->len;
     return rc;
 }
 
@@ -262,7 +277,7 @@ int tg_check_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, cons
                     tg_reader_t *r, size_t want, int fd, int format, int flags, size_t *line,
                     tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, int *end, tg_error_t *err)
 {
-    job j = {w, p, ctx, NULL, 0, format, flags, 0};
+    job j = {.kind = CHECK, .w = w, .p = p, .ctx = ctx, .format = format, .flags = flags};
     tg_error_clear(err);
     if (!d || !p || !r || !line || !out || !verdicts || !o || !end)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but w and ctx is required");
@@ -274,10 +289,33 @@ int tg_classify_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
                        int fd, int flags, int64_t now, size_t *line, tg_buf_t *out,
                        size_t verdicts[3], tg_outcome_t *o, int *end, tg_error_t *err)
 {
-    job j = {w, p, ctx, store, 1, 0, flags, now};
+    job j = {
+        .kind = CLASSIFY, .w = w, .p = p, .ctx = ctx, .store = store, .flags = flags, .now = now};
     tg_error_clear(err);
     if (!d || !p || !r || !line || !out || !verdicts || !o || !end)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
                        "every argument but w, ctx and store is required");
     return step(d, &j, r, want, fd, line, out, verdicts, o, end, err);
+}
+
+int tg_canon_reader(tg_engine_t *e, tg_reader_t *r, size_t want, int fd, int hash, size_t *line,
+                    tg_buf_t *out, int *end, tg_error_t *err)
+{
+    job j = {.kind = CANON, .e = e, .hash = hash};
+    tg_error_clear(err);
+    if (!e || !r || !line || !out || !end)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "engine, reader, line, out and end are required");
+    return step(NULL, &j, r, want, fd, line, out, NULL, NULL, end, err);
+}
+
+int tg_validate_reader(tg_engine_t *e, const tg_schema_t *schema, tg_reader_t *r, size_t want,
+                       int fd, size_t *line, tg_buf_t *out, int *end, tg_error_t *err)
+{
+    job j = {.kind = VALIDATE, .e = e, .schema = schema};
+    tg_error_clear(err);
+    if (!e || !schema || !r || !line || !out || !end)
+        return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
+                       "engine, schema, reader, line, out and end are required");
+    return step(NULL, &j, r, want, fd, line, out, NULL, NULL, end, err);
 }

@@ -1208,6 +1208,18 @@ TG_API int tg_validate_lines(tg_engine_t *e, const tg_schema_t *schema, const ch
                              size_t len, size_t *line, size_t *used, tg_buf_t *out,
                              tg_error_t *err);
 
+/* tg_check_reader for them: tg_canon_lines / tg_validate_lines on the
+ * complete lines r holds (at least want bytes, as above), out (reset by
+ * the caller) written to fd.  Returns TG_OK when every line held is done,
+ * or the error of the first that failed (taken; *line its number, the
+ * error's offset within it): report it and call again.  *end as for
+ * tg_check_reader. */
+TG_API int tg_canon_reader(tg_engine_t *e, tg_reader_t *r, size_t want, int fd, int hash,
+                           size_t *line, tg_buf_t *out, int *end, tg_error_t *err);
+TG_API int tg_validate_reader(tg_engine_t *e, const tg_schema_t *schema, tg_reader_t *r,
+                              size_t want, int fd, size_t *line, tg_buf_t *out, int *end,
+                              tg_error_t *err);
+
 /* About the call in progress (for the host running a pending stage): its
  * server (NULL when none), name, arguments, args_digest (32 hex digits and
  * a NUL), the resolved tool's registry index (-1 before the rung resolved

@@ -60,13 +60,38 @@ describe("toolgate canon", function()
 
   it("exits 2 saying so when its output cannot be written, as every command does", function()
     local docs = h.root .. "/examples/calls/mcp-calls.jsonl"
+    local schema = h.tmpname(".json")
+    h.write_file(schema, '{"type":"object"}')
     for _, args in ipairs({ "canon --lines " .. docs, "canon --lines --hash " .. docs,
+        "validate --lines --schema " .. schema .. " " .. docs,
         "registry lint " .. h.root .. "/examples/registries/mcp-memory.json" }) do
       local code, _, err = h.run("sh -c " .. h.shell_quote(h.lua .. " " .. h.root .. "/bin/toolgate " .. args
         .. " > /dev/full"))
       assert.equal(2, code, args)
       assert.matches(": cannot write the output: No space left on device\n$", err, 1, false)
     end
+    os.remove(schema)
+  end)
+
+  it("with --lines, reads a pipe in any pieces as it reads the file, bad lines reported in order", function()
+    local input = h.tmpname(".jsonl")
+    local docs = {}
+    for i = 1, 3000 do docs[i] = i % 97 == 0 and "[1," or string.format('{"n":%d.50,"s":"\\u00e9%d"}', i, i) end
+    h.write_file(input, table.concat(docs, "\n"))
+    local cmd = h.lua .. " " .. h.root .. "/bin/toolgate canon --lines --hash"
+    local code, want, werr = h.run(cmd .. " " .. input)
+    assert.equal(1, code)
+    assert.equal(3000 - 30, select(2, want:gsub("\n", "")))
+    assert.matches(":97: UNEXPECTED_END", werr, 1, true)
+    local feed = "python3 -c " .. h.shell_quote("import sys\nt=open(sys.argv[1],'rb').read()\n"
+      .. "for i in range(0,len(t),333):\n  sys.stdout.buffer.write(t[i:i+333]); sys.stdout.flush()\n") .. " " .. input
+    local code2, got, gerr = h.run("sh -c " .. h.shell_quote(feed .. " | " .. cmd))
+    os.remove(input)
+    assert.equal(1, code2)
+    assert.equal(want, got)
+    local function by_line(err) return (err:gsub("toolgate canon: [^\n]-:(%d+): ", "%1: ")) end
+    assert.matches("^toolgate canon: <stdin>:97: ", gerr)
+    assert.equal(by_line(werr), by_line(gerr))
   end)
 
   it("helps", function()

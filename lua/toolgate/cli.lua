@@ -7,6 +7,7 @@
 
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
+local lines = require "toolgate.lines"
 local value = require "toolgate.value"
 
 local M = {}
@@ -261,6 +262,40 @@ function M.stream(cmd, path, decide)
     return nil
   end
   return a, r, d
+end
+
+-- read_lines(cmd, path, core_engine, step) -> the count of lines that
+-- failed | nil (after a diagnostic): FILE (or standard input) read by the
+-- core, step(reader, want, line) -- a core engine's canon_reader or a
+-- schema's validate_reader, which write their output to standard output
+-- themselves -- called until the input is done; a line that fails is
+-- reported with its number, in order with the output, and the run goes on.
+function M.read_lines(cmd, path, core_engine, step)
+  local input = (path == nil or path == "-") and 0 or path
+  local name = input == 0 and "<stdin>" or path
+  local reader, err = core_engine:reader(input)
+  if not reader then
+    M.diag(cmd, tostring(err))
+    return nil
+  end
+  M.flush() -- what Lua buffered comes before what the core writes
+  local line, failed = 0, 0
+  while true do
+    local ok, message, code, offset, last, done = step(reader, lines.CHUNK, line)
+    if ok == false then
+      reader:close()
+      M.diag(cmd, tostring(message))
+      return nil
+    end
+    line = last
+    if ok == nil then
+      failed = failed + 1
+      M.diag(cmd, name .. ":" .. last .. ": " .. M.describe(message, code, offset))
+    end
+    if done then break end
+  end
+  reader:close()
+  return failed
 end
 
 -- read_context(cmd, core_engine, path) -> table | nil (after a diagnostic)

@@ -1934,6 +1934,62 @@ static int l_schema_validate_lines(lua_State *L)
     return push_chunk(L, rc, &err, pos, used, line, &u->out);
 }
 
+/* The values of canon_reader and validate_reader: true (every line held
+ * done) | nil, message, code, offset (a line failed: report it and call
+ * again), then the last line number and whether the input is done |
+ * false, message, code (reading or writing failed: the stream stops). */
+static int push_reader_chunk(lua_State *L, int rc, int end, const tg_error_t *err, size_t line)
+{
+    if (end == -1) {
+        lua_pushboolean(L, 0);
+        lua_pushstring(L, err->message);
+        lua_pushstring(L, tg_code_name(err->code));
+        return 3;
+    }
+    if (rc == TG_OK) {
+        lua_pushboolean(L, 1);
+        lua_pushnil(L);
+        lua_pushnil(L);
+        lua_pushnil(L);
+    } else {
+        push_error(L, err, 1);
+    }
+    lua_pushinteger(L, (lua_Integer)line);
+    lua_pushboolean(L, end == 1);
+    return 6;
+}
+
+/* engine:canon_reader(reader, want, hash, line, fd) -> see push_reader_chunk */
+static int l_engine_canon_reader(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    tg_reader_t *r = check_reader(L, 2);
+    size_t want = (size_t)luaL_checkinteger(L, 3), line;
+    int hash = lua_toboolean(L, 4), fd, rc, end = 0;
+    tg_error_t err;
+    line = (size_t)luaL_optinteger(L, 5, 0);
+    fd = reader_fd(L, 6);
+    tg_buf_reset(&u->out);
+    rc = tg_canon_reader(u->e, r, want, fd, hash, &line, &u->out, &end, &err);
+    return push_reader_chunk(L, rc, end, &err, line);
+}
+
+/* schema:validate_reader(reader, want, line, fd) -> see push_reader_chunk */
+static int l_schema_validate_reader(lua_State *L)
+{
+    schema_ud *sc = luaL_checkudata(L, 1, SCHEMA_MT);
+    engine_ud *u = engine_of(L, 1);
+    tg_reader_t *r = check_reader(L, 2);
+    size_t want = (size_t)luaL_checkinteger(L, 3), line;
+    int fd, rc, end = 0;
+    tg_error_t err;
+    line = (size_t)luaL_optinteger(L, 4, 0);
+    fd = reader_fd(L, 5);
+    tg_buf_reset(&u->out);
+    rc = tg_validate_reader(u->e, sc->s, r, want, fd, &line, &u->out, &end, &err);
+    return push_reader_chunk(L, rc, end, &err, line);
+}
+
 /* ---- registries ---------------------------------------------------------------- */
 
 static int l_engine_registry(lua_State *L)
@@ -2411,6 +2467,7 @@ static const luaL_Reg engine_methods[] = {
     {"pointer_agreement", l_engine_pointer_agreement},
     {"decider", l_engine_decider},
     {"canon_lines", l_engine_canon_lines},
+    {"canon_reader", l_engine_canon_reader},
     {"store", l_engine_store},
     {"workers", l_engine_workers},
     {"reader", l_engine_reader},
@@ -2460,8 +2517,10 @@ static const luaL_Reg calls_methods[] = {
     {NULL, NULL},
 };
 
-static const luaL_Reg schema_methods[] = {
-    {"validate", l_schema_validate}, {"validate_lines", l_schema_validate_lines}, {NULL, NULL}};
+static const luaL_Reg schema_methods[] = {{"validate", l_schema_validate},
+                                          {"validate_lines", l_schema_validate_lines},
+                                          {"validate_reader", l_schema_validate_reader},
+                                          {NULL, NULL}};
 
 static const luaL_Reg registry_methods[] = {
     {"add", l_registry_add},

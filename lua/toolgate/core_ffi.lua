@@ -191,6 +191,8 @@ void tg_reader_take(tg_reader_t *r, size_t used);
 int tg_write_all(int fd, const char *data, size_t len, tg_error_t *err);
 int tg_check_reader(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, tg_reader_t *r, size_t want, int fd, int format, int flags, size_t *line, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, int *end, tg_error_t *err);
 int tg_canon_lines(tg_engine_t *e, const char *text, size_t len, int hash, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
+int tg_canon_reader(tg_engine_t *e, tg_reader_t *r, size_t want, int fd, int hash, size_t *line, tg_buf_t *out, int *end, tg_error_t *err);
+int tg_validate_reader(tg_engine_t *e, const tg_schema_t *schema, tg_reader_t *r, size_t want, int fd, size_t *line, tg_buf_t *out, int *end, tg_error_t *err);
 int tg_validate_lines(tg_engine_t *e, const tg_schema_t *schema, const char *text, size_t len, size_t *line, size_t *used, tg_buf_t *out, tg_error_t *err);
 int tg_check_lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, int format, int flags, size_t *line, size_t *used, tg_buf_t *out, size_t verdicts[3], tg_outcome_t *o, tg_error_t *err);
 int tg_check_answer(tg_decider_t *d, int verdict, const char *code, size_t code_len, const char *message, size_t message_len, tg_outcome_t *out, tg_error_t *err);
@@ -1661,6 +1663,48 @@ function Schema:validate_lines(text, pos, line)
   local rc = C.tg_validate_lines(st.e, self.s, ffi.cast("const char *", text) + (pos - 1), #text - pos + 1,
     chunk_line, chunk_used, st.out, st.err)
   return chunk_result(st, rc, pos)
+end
+
+-- The values of canon_reader and validate_reader (core_c.c push_reader_chunk):
+-- true (every line held done) | nil, message, code, offset (a line failed),
+-- then the last line number and whether the input is done | false,
+-- message, code (reading or writing failed: the stream stops).
+local function reader_chunk(st, rc)
+  if end_box[0] == -1 then
+    local _, message, code = error_values(st.err, false)
+    return false, message, code
+  end
+  local line, done = tonumber(chunk_line[0]), end_box[0] == 1
+  if rc == 0 then return true, nil, nil, nil, line, done end
+  local _, message, code, offset = error_values(st.err, true)
+  return nil, message, code, offset, line, done
+end
+
+local function open_reader(reader)
+  if getmetatable(reader) ~= Reader then error("bad argument #1 (toolgate reader expected)", 3) end
+  if reader.r == nil then error("toolgate reader already freed", 3) end
+  return reader.r
+end
+
+-- canon_reader(reader, want, hash, line, fd) -> see reader_chunk
+function Engine:canon_reader(reader, want, hash, line, fd)
+  local st = check_engine(self)
+  local r = open_reader(reader)
+  check_fd(fd, 5, "canon_reader")
+  chunk_line[0], end_box[0] = line or 0, 0
+  C.tg_buf_reset(st.out)
+  return reader_chunk(st, C.tg_canon_reader(st.e, r, want, fd, hash and 1 or 0, chunk_line, st.out, end_box,
+    st.err))
+end
+
+-- validate_reader(reader, want, line, fd) -> see reader_chunk
+function Schema:validate_reader(reader, want, line, fd)
+  local st = self.engine.st
+  local r = open_reader(reader)
+  check_fd(fd, 4, "validate_reader")
+  chunk_line[0], end_box[0] = line or 0, 0
+  C.tg_buf_reset(st.out)
+  return reader_chunk(st, C.tg_validate_reader(st.e, self.s, r, want, fd, chunk_line, st.out, end_box, st.err))
 end
 
 -- Plain functions ------------------------------------------------------------------

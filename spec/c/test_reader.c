@@ -273,11 +273,113 @@ static void test_alloc_faults(void)
                                   "handed over, every byte given back");
 }
 
+static void grow_append(char **all, size_t *n, size_t *cap, const char *s, size_t k)
+{
+    while (*n + k > *cap)
+        *all = realloc(*all, *cap *= 2);
+    memcpy(*all + *n, s, k);
+    *n += k;
+}
+
+/* The whole of text through tg_canon_lines (each failing line noted as
+ * "E<line>\n" and gone past), as one call per failure. */
+static char *canon_all(tg_engine_t *e, const char *text, size_t len, size_t *out_len)
+{
+    tg_buf_t out;
+    size_t at = 0, line = 0, n = 0, cap = 1 << 16;
+    char *all = malloc(cap);
+    tg_buf_init(&out, e);
+    for (;;) {
+        size_t used = 0;
+        int rc;
+        tg_buf_reset(&out);
+        rc = tg_canon_lines(e, text + at, len - at, 1, &line, &used, &out, NULL);
+        grow_append(&all, &n, &cap, out.data, out.len);
+        at += used;
+        if (rc == TG_OK)
+            break;
+        {
+            char note[32];
+            int k = snprintf(note, sizeof note, "E%zu\n", line);
+            grow_append(&all, &n, &cap, note, (size_t)k);
+        }
+    }
+    *out_len = n;
+    tg_buf_free(&out);
+    return all;
+}
+
+/* tg_canon_reader over a pipe fed in random pieces gives, line for line,
+ * what tg_canon_lines gives over the whole text, failures included. */
+static void test_canon_reader(void)
+{
+    tg_engine_t *e = tg_engine_new(NULL, NULL, NULL, NULL);
+    static const char *const docs[] = {
+        "{\"b\":1,\"a\":[1.50,2e3]}", "[1,]", "",      "\"x\"",
+        "{\"a\":1,\"a\":2}",          "  ",   "1e400", "{\"k\":\"\\u00e9\"}"};
+    int bad = 0;
+    for (int round = 0; round < 10; round++) {
+        size_t cap = 1 << 18, len = 0, want_len, got_len = 0;
+        char *text = malloc(cap), *want, path[] = "/tmp/tg_reader_out_XXXXXX";
+        int out = mkstemp(path), in, end = 0;
+        pid_t pid = -1;
+        tg_reader_t *r;
+        size_t line = 0;
+        tg_buf_t buf;
+        while (len < cap - 64) {
+            const char *d = docs[pick(sizeof docs / sizeof *docs)];
+            len += (size_t)snprintf(text + len, cap - len, "%s\n", d);
+        }
+        want = canon_all(e, text, len, &want_len);
+        in = feed(text, len, &pid);
+        r = tg_reader_new(e, in, NULL);
+        tg_buf_init(&buf, e);
+        while (end == 0) {
+            int rc;
+            tg_buf_reset(&buf);
+            rc = tg_canon_reader(e, r, round % 2 ? 1 : 65536, out, 1, &line, &buf, &end, NULL);
+            if (end == -1)
+                break;
+            if (rc != TG_OK) {
+                char note[32];
+                int n = snprintf(note, sizeof note, "E%zu\n", line);
+                if (write(out, note, (size_t)n) != n)
+                    end = -1;
+            }
+        }
+        tg_buf_free(&buf);
+        tg_reader_free(r);
+        close(in);
+        {
+            int status;
+            waitpid(pid, &status, 0);
+        }
+        {
+            off_t n = lseek(out, 0, SEEK_END);
+            char *got = malloc((size_t)n + 1);
+            got_len = pread(out, got, (size_t)n, 0) == n ? (size_t)n : 0;
+            if (end != 1 || got_len != want_len || memcmp(got, want, want_len) != 0) {
+                bad++;
+                printf("# round %d: end %d, %zu bytes for %zu\n", round, end, got_len, want_len);
+            }
+            free(got);
+        }
+        close(out);
+        unlink(path);
+        free(want);
+        free(text);
+    }
+    tap_ok(bad == 0, "tg_canon_reader over a pipe: what tg_canon_lines gives over the whole text, "
+                     "failing lines at the same numbers");
+    tg_engine_free(e);
+}
+
 int main(void)
 {
     test_pieces();
     test_edges();
     test_write_all();
     test_alloc_faults();
+    test_canon_reader();
     return tap_done();
 }

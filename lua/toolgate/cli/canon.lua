@@ -1,6 +1,5 @@
 -- toolgate canon: RFC 8785 canonical form of JSON documents.
 local cli = require "toolgate.cli"
-local lines = require "toolgate.lines"
 local toolgate = require "toolgate"
 
 local M = {}
@@ -44,29 +43,13 @@ function M.run(args)
     return cli.EXIT_OK
   end
 
-  local f, name = cli.open_input("canon", pos[1])
-  if not f then return cli.EXIT_USAGE end
+  -- the core reads the input and canonicalizes every complete line of a
+  -- piece in one call, writing the output itself
   local engine = toolgate.codec().engine
-  local read, read_failed = lines.reader(f)
-  local failed, line = 0, 0
-  -- the core canonicalizes every complete line of a piece in one call
-  lines.pump(read, function(buf)
-    local at = 1
-    while true do
-      local ok, err, code, offset, next_pos, last, out = engine:canon_lines(buf, at, opts.hash, line)
-      cli.out(out)
-      at, line = next_pos, last
-      if ok then return at end
-      failed = failed + 1
-      cli.flush() -- keep stdout and stderr in order for a reader of both
-      cli.diag("canon", name .. ":" .. last .. ": " .. cli.describe(err, code, offset))
-    end
+  local failed = cli.read_lines("canon", pos[1], engine, function(reader, want, line)
+    return engine:canon_reader(reader, want, opts.hash, line, 1)
   end)
-  if f ~= io.stdin then f:close() end
-  if read_failed() then
-    cli.diag("canon", "cannot read " .. name .. ": " .. tostring(read_failed()))
-    return cli.EXIT_USAGE
-  end
+  if not failed then return cli.EXIT_USAGE end
   return failed > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

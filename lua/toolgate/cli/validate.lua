@@ -1,6 +1,5 @@
 -- toolgate validate: JSON Schema validation of instances.
 local cli = require "toolgate.cli"
-local lines = require "toolgate.lines"
 local core = require "toolgate.core"
 local value = require "toolgate.value"
 
@@ -94,28 +93,13 @@ function M.run(args)
   end
 
   if opts.lines then
-    local f, name = cli.open_input("validate", pos[1])
-    if not f then return cli.EXIT_USAGE end
-    local read, read_failed = lines.reader(f)
-    local line = 0
-    -- the core validates every complete line of a piece in one call
-    lines.pump(read, function(buf)
-      local at = 1
-      while true do
-        local ok, lerr, lcode, loffset, next_pos, last, out = schema:validate_lines(buf, at, line)
-        cli.out(out)
-        at, line = next_pos, last
-        if ok then return at end
-        failed = true
-        cli.flush()
-        cli.diag("validate", name .. ":" .. last .. ": " .. cli.describe(lerr, lcode, loffset))
-      end
+    -- the core reads the input and validates every complete line of a
+    -- piece in one call, writing the verdicts itself
+    local n = cli.read_lines("validate", pos[1], engine, function(reader, want, line)
+      return schema:validate_reader(reader, want, line, 1)
     end)
-    if f ~= io.stdin then f:close() end
-    if read_failed() then
-      cli.diag("validate", "cannot read " .. name .. ": " .. tostring(read_failed()))
-      return cli.EXIT_USAGE
-    end
+    if not n then return cli.EXIT_USAGE end
+    failed = failed or n > 0
   else
     local data, name = cli.read_all("validate", pos[1])
     if not data then return cli.EXIT_USAGE end
