@@ -275,6 +275,8 @@ static void test_alloc_faults(void)
 
 static void grow_append(char **all, size_t *n, size_t *cap, const char *s, size_t k)
 {
+    if (!k)
+        return;
     while (*n + k > *cap)
         *all = realloc(*all, *cap *= 2);
     memcpy(*all + *n, s, k);
