@@ -88,14 +88,19 @@ end)
 describe("every way of deciding gives the same bytes", function()
   local calls = corpus()
 
+  -- what engine:check gives call line by call line: every other way must give it
+  local function per_call(e)
+    local out = {}
+    for i, l in ipairs(calls) do
+      if l:find("%S") then out[#out + 1] = e:check(l, nil, i):json() .. "\n" end
+    end
+    return table.concat(out)
+  end
+
   for _, name in ipairs(POLICIES) do
     it("per call, by chunks and on threads: " .. name, function()
       local e = engine(name)
-      local per_call = {}
-      for i, l in ipairs(calls) do
-        if l:find("%S") then per_call[#per_call + 1] = e:check(l, nil, i):json() .. "\n" end
-      end
-      local want = table.concat(per_call)
+      local want = per_call(e)
       local text = table.concat(calls, "\n") .. "\n"
       for _, piece in ipairs({ 1, 7, 64, #text }) do
         for _, threads in ipairs({ 1, 3 }) do
@@ -121,11 +126,7 @@ describe("every way of deciding gives the same bytes", function()
   for _, name in ipairs(POLICIES) do
     it("read and written by the core, from a file and a pipe, on threads: " .. name, function()
       local e = engine(name)
-      local per_call = {}
-      for i, l in ipairs(calls) do
-        if l:find("%S") then per_call[#per_call + 1] = e:check(l, nil, i):json() .. "\n" end
-      end
-      local want = table.concat(per_call)
+      local want = per_call(e)
       local ctx, input = h.tmpname(".json"), h.tmpname(".jsonl")
       h.write_file(ctx, '{"scopes":["filesystem:read"],"max_risk":"medium","epoch":"e1"}')
       h.write_file(input, table.concat(calls, "\n"))

@@ -103,6 +103,12 @@ function M.flush()
   if not ok and not output_error then output_error = tostring(err) end
 end
 
+-- What the core reads for FILE: the path, or 0 (standard input) for none or "-".
+local function core_input(path)
+  if path == nil or path == "-" then return 0, "<stdin>" end
+  return path, path
+end
+
 -- open_input(cmd, path) -> file handle, display name | nil (after a diagnostic)
 function M.open_input(cmd, path)
   if path == nil or path == "-" then return io.stdin, "<stdin>" end
@@ -254,7 +260,7 @@ end
 -- whole chunks and writes the decisions itself; Lua only answers what is
 -- Lua's.
 function M.stream(cmd, path, decide)
-  local input = (path == nil or path == "-") and 0 or path
+  local input = core_input(path)
   M.flush() -- what Lua buffered comes before what the core writes
   local a, r, d = decide(input, 1)
   if a == nil then -- nothing more was decided: say why
@@ -271,8 +277,7 @@ end
 -- themselves -- called until the input is done; a line that fails is
 -- reported with its number, in order with the output, and the run goes on.
 function M.read_lines(cmd, path, core_engine, step)
-  local input = (path == nil or path == "-") and 0 or path
-  local name = input == 0 and "<stdin>" or path
+  local input, name = core_input(path)
   local reader, err = core_engine:reader(input)
   if not reader then
     M.diag(cmd, tostring(err))

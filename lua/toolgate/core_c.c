@@ -1083,6 +1083,13 @@ static int l_decider_check_lines(lua_State *L)
     return 8;
 }
 
+static int check_fd(lua_State *L, int i)
+{
+    lua_Integer fd = luaL_checkinteger(L, i);
+    luaL_argcheck(L, fd >= 0 && fd <= 0x7fffffff, i, "file descriptor out of range");
+    return (int)fd;
+}
+
 /* engine:reader(fd | path) -> reader | nil, message, code: JSON Lines read
  * into the core's own buffer (a path is opened here and closed by the
  * reader's __gc; a descriptor stays the caller's) */
@@ -1093,10 +1100,9 @@ static int l_engine_reader(lua_State *L)
     tg_error_t err;
     int is_fd = lua_type(L, 2) == LUA_TNUMBER;
     const char *path = is_fd ? NULL : check_string(L, 2, &(size_t){0});
-    lua_Integer fd = is_fd ? luaL_checkinteger(L, 2) : -1;
-    luaL_argcheck(L, !is_fd || (fd >= 0 && fd <= 0x7fffffff), 2, "file descriptor out of range");
+    int fd = is_fd ? check_fd(L, 2) : -1;
     r = new_child(L, sizeof *r, READER_MT, 1, 1);
-    if (!(r->r = is_fd ? tg_reader_new(u->e, (int)fd, &err) : tg_reader_open(u->e, path, &err)))
+    if (!(r->r = is_fd ? tg_reader_new(u->e, fd, &err) : tg_reader_open(u->e, path, &err)))
         return push_error(L, &err, 0);
     return 1;
 }
@@ -1121,17 +1127,25 @@ static tg_reader_t *check_reader(lua_State *L, int i)
 static int l_engine_write_fd(lua_State *L)
 {
     size_t len;
-    lua_Integer fd;
+    int fd;
     const char *text;
     tg_error_t err;
     check_engine(L, 1);
-    fd = luaL_checkinteger(L, 2);
+    fd = check_fd(L, 2);
     text = check_string(L, 3, &len);
-    luaL_argcheck(L, fd >= 0 && fd <= 0x7fffffff, 2, "file descriptor out of range");
-    if (tg_write_all((int)fd, text, len, &err) != TG_OK)
+    if (tg_write_all(fd, text, len, &err) != TG_OK)
         return push_error(L, &err, 0);
     lua_pushboolean(L, 1);
     return 1;
+}
+
+/* A stream that stopped (reading or writing failed): false, message, code. */
+static int push_stopped(lua_State *L, const tg_error_t *err)
+{
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, err->message);
+    lua_pushstring(L, tg_code_name(err->code));
+    return 3;
 }
 
 /* What check_reader and classify_reader return first, for the end of the
@@ -1142,25 +1156,13 @@ static int push_reader_end(lua_State *L, int end, const tg_error_t *err)
         lua_pushboolean(L, 1);
         return 1;
     }
-    if (end != -1)
-        return 0;
-    lua_pushboolean(L, 0);
-    lua_pushstring(L, err->message);
-    lua_pushstring(L, tg_code_name(err->code));
-    return 3;
+    return end == -1 ? push_stopped(L, err) : 0;
 }
 
 static void push_counts(lua_State *L, const size_t counts[3])
 {
     for (int i = 0; i < 3; i++)
         lua_pushinteger(L, (lua_Integer)counts[i]);
-}
-
-static int reader_fd(lua_State *L, int i)
-{
-    lua_Integer fd = luaL_checkinteger(L, i);
-    luaL_argcheck(L, fd >= 0 && fd <= 0x7fffffff, i, "file descriptor out of range");
-    return (int)fd;
 }
 
 /* decider:check_reader(policy, context|nil, reader, want, format, flags,
@@ -1185,7 +1187,7 @@ static int l_decider_check_reader(lua_State *L)
     workers_ud *w;
     tg_error_t err;
     line = (size_t)luaL_optinteger(L, 8, 0);
-    fd = reader_fd(L, 9);
+    fd = check_fd(L, 9);
     w = lua_isnoneornil(L, 10) ? NULL : luaL_checkudata(L, 10, WORKERS_MT);
     end_pending(L);
     tg_buf_reset(&d->batch);
@@ -1401,7 +1403,7 @@ static int l_decider_classify_reader(lua_State *L)
     tg_error_t err;
     line = (size_t)luaL_optinteger(L, 8, 0);
     now = luaL_optinteger(L, 9, 0);
-    fd = reader_fd(L, 10);
+    fd = check_fd(L, 10);
     w = lua_isnoneornil(L, 11) ? NULL : luaL_checkudata(L, 11, WORKERS_MT);
     end_pending(L);
     tg_buf_reset(&d->batch);
@@ -1940,12 +1942,8 @@ static int l_schema_validate_lines(lua_State *L)
  * false, message, code (reading or writing failed: the stream stops). */
 static int push_reader_chunk(lua_State *L, int rc, int end, const tg_error_t *err, size_t line)
 {
-    if (end == -1) {
-        lua_pushboolean(L, 0);
-        lua_pushstring(L, err->message);
-        lua_pushstring(L, tg_code_name(err->code));
-        return 3;
-    }
+    if (end == -1)
+        return push_stopped(L, err);
     if (rc == TG_OK) {
         lua_pushboolean(L, 1);
         lua_pushnil(L);
@@ -1968,7 +1966,7 @@ static int l_engine_canon_reader(lua_State *L)
     int hash = lua_toboolean(L, 4), fd, rc, end = 0;
     tg_error_t err;
     line = (size_t)luaL_optinteger(L, 5, 0);
-    fd = reader_fd(L, 6);
+    fd = check_fd(L, 6);
     tg_buf_reset(&u->out);
     rc = tg_canon_reader(u->e, r, want, fd, hash, &line, &u->out, &end, &err);
     return push_reader_chunk(L, rc, end, &err, line);
@@ -1984,7 +1982,7 @@ static int l_schema_validate_reader(lua_State *L)
     int fd, rc, end = 0;
     tg_error_t err;
     line = (size_t)luaL_optinteger(L, 4, 0);
-    fd = reader_fd(L, 5);
+    fd = check_fd(L, 5);
     tg_buf_reset(&u->out);
     rc = tg_validate_reader(u->e, sc->s, r, want, fd, &line, &u->out, &end, &err);
     return push_reader_chunk(L, rc, end, &err, line);

@@ -1261,22 +1261,31 @@ end
 
 local end_box = ffi.new("int[1]")
 
+-- The core's reader of a reader object, for the reader steps.
+local function open_reader(reader)
+  if getmetatable(reader) ~= Reader then error("bad argument (toolgate reader expected)", 3) end
+  if reader.r == nil then error("toolgate reader already freed", 3) end
+  return reader.r
+end
+
+-- A stream that stopped (reading or writing failed): false, message, code.
+local function stopped(st)
+  local _, message, code = error_values(st.err, false)
+  return false, message, code
+end
+
 -- The frame of check_reader and classify_reader: call(r) runs the core's
 -- step; returns rc, or true (the end), or false, message, code.
 local function reader_step(self, reader, line, call)
-  if getmetatable(reader) ~= Reader then error("bad argument to the reader step (toolgate reader expected)", 3) end
-  if reader.r == nil then error("toolgate reader already freed", 3) end
+  local r = open_reader(reader)
   if self.pending then self.pending.c = nil; self.pending = nil end
   line_box[0] = line or 0
   verdict_counts[0], verdict_counts[1], verdict_counts[2] = 0, 0, 0
   C.tg_buf_reset(self.batch)
   end_box[0] = 0
-  local rc = call(reader.r)
+  local rc = call(r)
   if end_box[0] == 1 then return true end
-  if end_box[0] == -1 then
-    local _, message, code = error_values(self.engine.st.err, false)
-    return false, message, code
-  end
+  if end_box[0] == -1 then return stopped(self.engine.st) end
   return rc
 end
 
@@ -1670,20 +1679,11 @@ end
 -- then the last line number and whether the input is done | false,
 -- message, code (reading or writing failed: the stream stops).
 local function reader_chunk(st, rc)
-  if end_box[0] == -1 then
-    local _, message, code = error_values(st.err, false)
-    return false, message, code
-  end
+  if end_box[0] == -1 then return stopped(st) end
   local line, done = tonumber(chunk_line[0]), end_box[0] == 1
   if rc == 0 then return true, nil, nil, nil, line, done end
   local _, message, code, offset = error_values(st.err, true)
   return nil, message, code, offset, line, done
-end
-
-local function open_reader(reader)
-  if getmetatable(reader) ~= Reader then error("bad argument #1 (toolgate reader expected)", 3) end
-  if reader.r == nil then error("toolgate reader already freed", 3) end
-  return reader.r
 end
 
 -- canon_reader(reader, want, hash, line, fd) -> see reader_chunk

@@ -671,11 +671,12 @@ end
 -- The lines of input (a path, or a file descriptor the caller keeps)
 -- decided by step(reader, want, line) -- the decider's check_reader or
 -- classify_reader with the rest bound -- which writes the core's
--- decisions to the descriptor output itself; what the host must do for a
--- line (refuse one the core failed on, settle one that waits for it) is
--- host(status, line, ...) with write writing to output too.
+-- decisions to the descriptor output itself.  A line the core failed on
+-- is refused here (what: "call" or "plan"); a line that waits for the
+-- host is host(status, line, counts, write, a, b), a and b the values the
+-- step gave after the counts, write writing to output too.
 -- -> counts | nil, message
-local function drive_reader(snap, input, output, workers, step, host)
+local function drive_reader(snap, input, output, workers, what, step, host)
   local reader, rerr = snap.core:reader(input)
   if not reader then return nil, rerr end
   local counts, line, want, failed = { [0] = 0, 0, 0 }, 0, piece_bytes(workers), nil
@@ -693,14 +694,14 @@ local function drive_reader(snap, input, output, workers, step, host)
     elseif status == nil then
       -- the core failed on a line (out of memory): the lines before it
       -- are written, that one is refused, the next go on
-      local message, code, number = res[2], res[3], res[4]
-      add_counts(counts, res[5], res[6], res[7])
-      line = number
-      host(nil, line, counts, write, code, message)
+      local message, code = res[2], res[3]
+      line = res[4]
+      add_counts(counts, res[5], res[6] + 1, res[7])
+      write(refused_line(snap, line, code, message, what), "\n")
     else
       line = res[2]
       add_counts(counts, res[3], res[4], res[5])
-      host(status, line, counts, write, res[6], res[7], res[8], res[9])
+      if status ~= 2 then host(status, line, counts, write, res[6], res[7]) end
     end
   end
   reader:close()
@@ -724,15 +725,10 @@ function Engine:check_file(input, output, ctx, threads)
   local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
   if not cctx then return nil, lua_ctx end
   local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
-  local counts, err = drive_reader(snap, input, output, workers, function(reader, want, line)
+  local counts, err = drive_reader(snap, input, output, workers, "call", function(reader, want, line)
     return dec:check_reader(snap.compiled, cctx, reader, want, format, flags, line, output, workers)
-  end, function(status, line, counts, write, a, b)
-    if status == nil then
-      write(refused_line(snap, line, a, b), "\n")
-      counts[1] = counts[1] + 1
-    elseif status == 1 then
-      settle_call_line(self, snap, dec, lua_ctx, write, counts, line, a)
-    end
+  end, function(_, line, counts, write, pending)
+    settle_call_line(self, snap, dec, lua_ctx, write, counts, line, pending)
   end)
   local pool = snap.deciders
   pool[#pool + 1] = dec
@@ -855,15 +851,10 @@ function Engine:classify_file(input, output, ctx, threads)
   local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
   if not cctx then return nil, lua_ctx end
   local dec, flags, cstore = take_decider(snap), flags_of(self), state_mod.core_store(self.store)
-  local counts, err = drive_reader(snap, input, output, workers, function(reader, want, line)
+  local counts, err = drive_reader(snap, input, output, workers, "plan", function(reader, want, line)
     return dec:classify_reader(snap.compiled, cctx, cstore, reader, want, flags, line, os.time(), output, workers)
   end, function(status, line, counts, write, a, b)
-    if status == nil then
-      write(refused_line(snap, line, a, b, "plan"), "\n")
-      counts[1] = counts[1] + 1
-    elseif status ~= 2 then
-      settle_plan_line(self, snap, dec, lua_ctx, cstore, write, counts, line, status, a, b)
-    end
+    settle_plan_line(self, snap, dec, lua_ctx, cstore, write, counts, line, status, a, b)
   end)
   local pool = snap.deciders
   pool[#pool + 1] = dec
