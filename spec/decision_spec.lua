@@ -61,6 +61,45 @@ describe("a decision", function()
     assert.equal("verifier", d.stage)
   end)
 
+  -- Under LuaJIT (the nginx path) a check is compiled, accept and reject
+  -- alike: a trace that cannot be compiled is retried at every exit taken,
+  -- and the calls that take it run interpreted.  (A guard on the code after
+  -- the decision table was allocated made every reject abort its side trace
+  -- with "register coalescing too complex", hundreds of times a run.)
+  it("is decided by compiled code under LuaJIT, accepts and rejects alike", function()
+    if not jit then return pending("LuaJIT only: Lua 5.4 has no JIT") end
+    local calls = {
+      '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/a"}}',
+      '{"server":"filesystem","name":"read_text_file","arguments":{"path":1}}',
+      '{"server":"filesystem","name":"read_text_file","arguments":{"path":"/b","x":2}}',
+      '{"server":"filesystem","name":"list_allowed_directories","arguments":{}}',
+    }
+    local r = engine("rung")
+    local aborts = {}
+    local function on_trace(what, _, func, pc, code, info)
+      if what == "abort" then
+        local why = require("jit.vmdef").traceerr[code] or tostring(code)
+        aborts[#aborts + 1] = tostring(require("jit.util").funcinfo(func, pc).loc) .. ": "
+          .. (type(info) == "string" and why:format(info) or why)
+      end
+    end
+    jit.flush()
+    jit.attach(on_trace, "trace")
+    local verdicts = {}
+    local ok, err = pcall(function()
+      for i = 1, 4000 do
+        local d = r:check(calls[i % #calls + 1])
+        verdicts[d.verdict] = (verdicts[d.verdict] or 0) + 1
+      end
+    end)
+    jit.attach(on_trace)
+    assert(ok, err)
+    assert.same({ accept = 2000, reject = 2000 }, verdicts)
+    -- a few aborts while the loop's traces settle are LuaJIT's way; one
+    -- retried at every exit is not
+    assert.is_true(#aborts <= 20, #aborts .. " trace aborts, first: " .. tostring(aborts[1]))
+  end)
+
   it("writes names that need escaping as their canonical JSON strings", function()
     -- the policy's version, its stage names and the registry's names are
     -- written as JSON once, at load, and copied into every decision

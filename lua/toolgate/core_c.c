@@ -942,7 +942,8 @@ static int l_decider_gc(lua_State *L)
 
 /* Pushes what a check step says: status (0 decided, 1 a stage for the host,
  * 2 no more calls, 3 an ID to resolve, 4 a record), verdict (0 accept, 1 reject, 2 defer), the
- * decision's JSON, code, stage, and the pending stage (from 1); or nil, message, code. */
+ * decision's JSON, code (nil for none: an accept), stage, and the pending stage (from 1); or
+ * nil, message, code. */
 static int push_outcome(lua_State *L, const decider_ud *d, int rc, const tg_error_t *err)
 {
     const tg_outcome_t *o = &d->out;
@@ -952,7 +953,10 @@ static int push_outcome(lua_State *L, const decider_ud *d, int rc, const tg_erro
     if (o->status == TG_DECIDED) {
         lua_pushinteger(L, o->verdict);
         lua_pushlstring(L, o->json, o->json_len);
-        lua_pushstring(L, o->code);
+        if (*o->code)
+            lua_pushstring(L, o->code);
+        else
+            lua_pushnil(L);
         lua_pushstring(L, o->stage);
         return 5;
     }

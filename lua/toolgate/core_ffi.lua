@@ -1063,13 +1063,17 @@ end
 
 -- What each check step returns: status (0 decided, 1 a stage for the host,
 -- 2 no more calls, 3 an ID to resolve, 4 a record), verdict (0 accept, 1
--- reject, 2 defer), the decision's JSON, code, stage, and the pending stage
--- (from 1) | nil, message, code.
+-- reject, 2 defer), the decision's JSON, code (nil for none: an accept),
+-- stage, and the pending stage (from 1) | nil, message, code.  (The code's
+-- nil is made here, not in toolgate.decision: a guard on it there, after
+-- the decision table is allocated, made LuaJIT's side trace for rejects
+-- fail to compile, so every reject ran interpreted.)
 local function outcome(self, rc)
   if rc ~= 0 then return error_values(self.engine.st.err, false) end
   local o = self.out
   if o.status == 0 then
-    return 0, o.verdict, ffi.string(o.json, o.json_len), ffi.string(o.code), ffi.string(o.stage)
+    return 0, o.verdict, ffi.string(o.json, o.json_len), o.code[0] ~= 0 and ffi.string(o.code) or nil,
+      ffi.string(o.stage)
   end
   if o.status == 1 then return 1, nil, nil, nil, nil, tonumber(o.pending) + 1 end
   return tonumber(o.status)

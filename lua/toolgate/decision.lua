@@ -82,10 +82,10 @@ end
 
 M.mt = Decision
 
---- new(verdict, code, stage, json) -> decision: one the core wrote.
+--- new(verdict, code, stage, json) -> decision: one the core wrote (code
+-- nil for an accept, as the bindings give it).
 function M.new(verdict, code, stage, text)
-  return setmetatable({ verdict = verdict, code = code ~= "" and code or nil, stage = stage, _json = text },
-    Decision)
+  return setmetatable({ verdict = verdict, code = code, stage = stage, _json = text }, Decision)
 end
 
 --- from_table(t) -> decision: one built in Lua (its JSON is written on demand).
