@@ -124,6 +124,7 @@ build = {
         "core/tg_store.c",
         "core/tg_strtod.c",
         "core/tg_sweep.c",
+        "core/tg_utf8.c",
         "core/tg_workers.c",
       },
       incdirs = { "core", "$(XXHASH_INCDIR)", "$(PCRE2_INCDIR)" },

@@ -312,6 +312,19 @@ static inline size_t tg_utf8_sequence(const unsigned char *s, size_t n)
     return len;
 }
 
+/* 1 when the len bytes at s are well-formed UTF-8 and this processor can
+ * tell at SIMD speed (AVX2, chosen at run time: tg_utf8.c); 0 when they are
+ * not, or when there is no fast check here -- the caller then validates
+ * each sequence as it meets it.  s must be followed by at least 31 NUL
+ * bytes (the parser's input copy is: TG_INPUT_PAD). */
+int tg_utf8_check_fast(const char *s, size_t len);
+
+/* tg_parse, with the fast UTF-8 check (fast_utf8 1, what tg_parse does) or
+ * without it (0: every sequence validated where it stands, as where no
+ * fast check exists).  Both give the same document or the same error. */
+int tg_parse_utf8(tg_engine_t *e, const char *json, size_t len, int fast_utf8, tg_doc_t **out,
+                  tg_error_t *err);
+
 /* Frees the engine's PCRE2 contexts and match data (tg_regex.c); called
  * when the engine itself goes. */
 void tg_regex_cache_free(tg_engine_t *e);

@@ -13,7 +13,11 @@
  * digits at a time.  Strings are decoded in place in that copy (a decoded
  * string is never longer than its escaped form), so a string costs no
  * allocation of its own.  Numbers are split into digits and exponent in
- * the same pass that checks them (tg_strtod.c makes the double).  Along
+ * the same pass that checks them (tg_strtod.c makes the double).  Where
+ * the processor can check a whole text's UTF-8 at SIMD speed (tg_utf8.c)
+ * and the text passes, strings are scanned without stopping at non-ASCII
+ * bytes; otherwise each sequence is validated where it stands, so that
+ * errors still come in source order.  Along
  * the way the parser notes which strings, keys and numbers are already in
  * canonical form (TG_F_RAW_*), so that the writer can copy them.
  *
@@ -56,7 +60,8 @@ typedef struct parser {
     size_t stack_len, stack_cap;
     int stack_heap; /* stack was allocated with the engine's allocator */
     size_t depth;
-    int rc; /* the error code, once a parse function returned NULL */
+    int utf8_checked; /* the whole input is well-formed UTF-8 (tg_utf8_check_fast) */
+    int rc;           /* the error code, once a parse function returned NULL */
     tg_error_t *err;
 } parser;
 
@@ -158,17 +163,19 @@ static inline size_t utf8_seq(const unsigned char *p, const unsigned char *end)
 }
 
 #if defined(__SSE2__) && defined(__GNUC__)
-/* Sixteen bytes at a time: '"', '\\', and (one signed compare) both the
- * control characters and the non-ASCII bytes, where the scanner must look
- * closer. */
-static inline char *skip_plain(char *r)
+/* Sixteen bytes at a time: '"', '\\', and (one signed compare) the
+ * control characters and, unless the input's UTF-8 is known good, the
+ * non-ASCII bytes, where the scanner must look closer.  (Flipping the top
+ * bit first makes the signed compare an unsigned one: below 0x20 only.) */
+static inline char *skip_plain(char *r, int utf8_checked)
 {
     const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-    const __m128i space = _mm_set1_epi8(' ');
+    const __m128i flip = _mm_set1_epi8(utf8_checked ? (char)0x80 : 0);
+    const __m128i below = _mm_set1_epi8(utf8_checked ? (char)(' ' ^ 0x80) : ' ');
     for (;;) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)r);
         __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                                 _mm_cmplt_epi8(x, space));
+                                 _mm_cmplt_epi8(_mm_xor_si128(x, flip), below));
         unsigned bits = (unsigned)_mm_movemask_epi8(m);
         if (bits)
             return r + __builtin_ctz(bits);
@@ -177,28 +184,31 @@ static inline char *skip_plain(char *r)
 }
 #else
 /* Eight bytes at a time: a mask with the high bit set in each byte of x
- * that is '"', '\\', a control character or non-ASCII, i.e. where the
- * string scanner must look closer.  (The classic has-zero-byte tricks: a
- * borrow can only flag bytes above a real hit, so the lowest flag is exact.) */
-static inline uint64_t string_special8(uint64_t x)
+ * that is '"', '\\', a control character or (non_ascii set) non-ASCII,
+ * i.e. where the string scanner must look closer.  (The classic
+ * has-zero-byte tricks: a borrow can only flag bytes above a real hit, so
+ * the lowest flag is exact.) */
+static inline uint64_t string_special8(uint64_t x, uint64_t non_ascii)
 {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-    return (x | ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
+    return ((x & non_ascii) | ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) &
+           high;
 }
 
-static inline char *skip_plain(char *r)
+static inline char *skip_plain(char *r, int utf8_checked)
 {
+    const uint64_t non_ascii = utf8_checked ? 0 : 0x8080808080808080ull;
     for (;;) {
         uint64_t x, m;
         memcpy(&x, r, 8);
-        m = string_special8(x);
+        m = string_special8(x, non_ascii);
         if (m) {
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
             return r + (__builtin_ctzll(m) >> 3);
 #else
-            while (
-                !(*r == '"' || *r == '\\' || (unsigned char)*r < 0x20 || (unsigned char)*r >= 0x80))
+            while (!(*r == '"' || *r == '\\' || (unsigned char)*r < 0x20 ||
+                     ((unsigned char)*r >= 0x80 && !utf8_checked)))
                 r++;
             return r;
 #endif
@@ -208,7 +218,7 @@ static inline char *skip_plain(char *r)
 }
 #endif
 /* skip_plain's contract: returns the first byte at or after r that is '"',
- * '\\', below 0x20 or above 0x7F.  It reads whole 16- or 8-byte blocks: the
+ * '\\', below 0x20 or (unless utf8_checked) above 0x7F.  It reads whole 16- or 8-byte blocks: the
  * input copy ends in TG_INPUT_PAD NUL bytes, which stop it like any control
  * character, so it never reads past them.  (So an oversized string is
  * scanned to its end, as fast as the input copy was made, before it is
@@ -230,7 +240,7 @@ static ALWAYS_INLINE char *parse_string(parser *P, char *p, const char **s, uint
     char *start = p, *r = p;
     for (;;) {
         unsigned char c;
-        r = skip_plain(r);
+        r = skip_plain(r, P->utf8_checked);
         c = (unsigned char)*r;
         if (c == '"') {
             if ((size_t)(r - start) > P->lim->max_string_bytes)
@@ -353,9 +363,10 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
             *raw = plain;
             return r + 1;
         }
-        if (c >= 0x80) {
+        if (c >= 0x80 && !P->utf8_checked) {
             /* A run of multi-byte characters (CJK text, emoji) is checked
-             * sequence by sequence, then moved down in one go. */
+             * sequence by sequence, then moved down in one go (text known
+             * to be good UTF-8 is a plain run, below). */
             char *run = r;
             do {
                 size_t n = utf8_seq((const unsigned char *)r, (const unsigned char *)end);
@@ -374,7 +385,7 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
         {
             /* A run of plain bytes, no longer than the string may still grow. */
             size_t budget = max + 1 - (size_t)(w - start);
-            size_t n = (size_t)(skip_plain(r) - r);
+            size_t n = (size_t)(skip_plain(r, P->utf8_checked) - r);
             if (n > budget)
                 n = budget;
             move_down(w, r, n);
@@ -753,6 +764,12 @@ static ALWAYS_INLINE char *parse_value(parser *P, char *p, size_t at)
 
 int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err)
 {
+    return tg_parse_utf8(e, json, len, 1, out, err);
+}
+
+int tg_parse_utf8(tg_engine_t *e, const char *json, size_t len, int fast_utf8, tg_doc_t **out,
+                  tg_error_t *err)
+{
     parser P;
     tg_value_t local[LOCAL_STACK];
     tg_doc_t *doc;
@@ -792,6 +809,7 @@ int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_er
     P.stack_cap = LOCAL_STACK;
     P.stack_heap = 0;
     P.depth = 0;
+    P.utf8_checked = fast_utf8 && tg_utf8_check_fast(P.base, len);
     P.rc = TG_OK;
     P.err = err;
 

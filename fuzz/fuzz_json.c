@@ -9,9 +9,13 @@
  * is its own exact form and has the source's RFC 8785 form; each number's
  * exact form is its RFC 8785 form exactly when tg_num_round_trips says the
  * double spells it, and a document whose numbers all round-trip has one
- * form in both modes.
+ * form in both modes.  Parsing without the fast whole-text UTF-8 check
+ * (each sequence validated where it stands) gives the same document or
+ * the same error, at the same offset.
  */
+#define _POSIX_C_SOURCE 200809L /* tg_internal.h names locale_t */
 #include "fuzz.h"
+#include "tg_internal.h"
 
 /* Walks the DOM through the public accessors: counts must match what the
  * accessors return, keys must be findable with tg_get. */
@@ -95,6 +99,29 @@ static void exact(tg_engine_t *e, const tg_value_t *root, const tg_buf_t *rfc)
     tg_buf_free(&again);
 }
 
+/* The parse without the fast UTF-8 check: the same outcome as rc/err, and
+ * (when it parsed) the same canonical bytes as canon. */
+static void same_without_fast_utf8(tg_engine_t *e, const uint8_t *data, size_t size, int rc,
+                                   const tg_error_t *err, const tg_buf_t *canon)
+{
+    tg_doc_t *slow = NULL;
+    tg_error_t serr;
+    int src = tg_parse_utf8(e, (const char *)data, size, 0, &slow, &serr);
+    FUZZ_CHECK(src == rc);
+    if (rc != TG_OK) {
+        FUZZ_CHECK(serr.offset == err->offset && strcmp(serr.message, err->message) == 0);
+        return;
+    }
+    if (canon) {
+        tg_buf_t b;
+        tg_buf_init(&b, e);
+        FUZZ_CHECK(tg_canon_value(tg_doc_root(slow), &b, &serr) == TG_OK);
+        FUZZ_CHECK(b.len == canon->len && memcmp(b.data, canon->data, b.len) == 0);
+        tg_buf_free(&b);
+    }
+    tg_doc_free(slow);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tg_engine_t *e = fuzz_engine();
@@ -114,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_check_error(&err, rc_direct);
         FUZZ_CHECK(doc == NULL);
         FUZZ_CHECK(rc_direct == rc); /* the same input fails the same way */
+        same_without_fast_utf8(e, data, size, rc, &err, NULL);
         goto done;
     }
     walk(tg_doc_root(doc), 0);
@@ -122,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == TG_OK);
     FUZZ_CHECK(rc_direct == TG_OK && direct.len == one.len &&
                memcmp(direct.data, one.data, one.len) == 0);
+    same_without_fast_utf8(e, data, size, TG_OK, &err, &one);
 
     /* The fixed point: canonical text is valid JSON and its own canonical form. */
     rc = tg_parse(e, one.data, one.len, &again, &err);
