@@ -281,6 +281,40 @@ static inline void move_down(char *w, const char *r, size_t n)
     }
 }
 
+/* Moves the run of plain bytes at r (what skip_plain would pass over) down
+ * to w (w < r) and returns its length.  With SSE2 each 16-byte block is
+ * stored as soon as it is found plain: the bytes it overwrites were read
+ * already (w < r), so scanning and moving are one pass; the last block is
+ * stored whole only when that cannot reach bytes not yet read. */
+static inline size_t move_plain(char *w, char *r, int utf8_checked)
+{
+#if defined(__SSE2__) && defined(__GNUC__)
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i flip = _mm_set1_epi8(utf8_checked ? (char)0x80 : 0);
+    const __m128i below = _mm_set1_epi8(utf8_checked ? (char)(' ' ^ 0x80) : ' ');
+    size_t n = 0;
+    for (;;) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(r + n));
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                                 _mm_cmplt_epi8(_mm_xor_si128(x, flip), below));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (!bits || r - w >= 16)
+            _mm_storeu_si128((__m128i *)(void *)(w + n), x);
+        if (bits) {
+            size_t k = (size_t)__builtin_ctz(bits);
+            if (r - w < 16)
+                memmove(w + n, r + n, k);
+            return n + k;
+        }
+        n += 16;
+    }
+#else
+    size_t n = (size_t)(skip_plain(r, utf8_checked) - r);
+    move_down(w, r, n);
+    return n;
+#endif
+}
+
 /* The general case from r on (nothing before r was decoded differently
  * from its bytes).  Decoded bytes are written at w, which falls behind r
  * from the first escape on (every escape is longer than its decoding);
@@ -383,12 +417,9 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
         if (c < 0x20)
             return fail_at(P, r, TG_E_CONTROL_CHAR, "control character in string must be escaped");
         {
-            /* A run of plain bytes, no longer than the string may still grow. */
-            size_t budget = max + 1 - (size_t)(w - start);
-            size_t n = (size_t)(skip_plain(r, P->utf8_checked) - r);
-            if (n > budget)
-                n = budget;
-            move_down(w, r, n);
+            /* A run of plain bytes (one longer than the string may still
+             * grow is refused at the top of the loop) */
+            size_t n = move_plain(w, r, P->utf8_checked);
             w += n;
             r += n;
         }
