@@ -369,6 +369,12 @@ int tg_decimal_multiple(const tg_decimal *x, const tg_decimal *d);
  * every zero.  TG_OK or TG_E_NOMEM. */
 int tg_decimal_write(tg_buf_t *out, const char *text, size_t len, tg_error_t *err);
 
+/* ---- hashing (tg_hash.c) ------------------------------------------------- */
+
+/* tg_hash128_hex by a table of digit pairs, what it runs where SSE2 is
+ * missing; here so spec/c/test_hash.c checks it on every machine. */
+void tg_hash128_hex_portable(const tg_hash128_t *h, char out[TG_HASH_HEX]);
+
 /* ---- self-consistency (tg_consistency.c) --------------------------------- */
 
 /* Writes x with two decimals and a NUL into out ("0.12" for 0.125: the
