@@ -1,9 +1,32 @@
 /*
- * tg_hash.c -- XXH3 hashing.  xxhash.h is included with XXH_INLINE_ALL so
- * the hash inlines here and no XXH_* symbol leaves the library (a host that
- * links its own xxHash cannot clash with ours).
+ * tg_hash.c -- XXH3 hashing and the hex form of a 128-bit hash.  xxhash.h
+ * is included with XXH_INLINE_ALL so the hash inlines here and no XXH_*
+ * symbol leaves the library (a host that links its own xxHash cannot clash
+ * with ours).
+ *
+ * Inputs past 240 bytes go through XXH3's vector loop.  The library is
+ * built for baseline x86-64, where xxhash.h picks its SSE2 loop; on x86-64
+ * with GCC or Clang its AVX2 loop is compiled as well, in functions marked
+ * for AVX2, and taken when the CPU has AVX2.  Both loops compute the same
+ * hash (spec/c/test_hash.c): only the speed differs.
  */
 #include "tg_internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)
+#define TG_HASH_AVX2 1
+/* every intrinsic is declared whatever the -m flags; a function may use
+ * those of its own target attribute */
+#include <immintrin.h>
+/* xxhash.h's AVX2 kernels besides the SSE2 ones it picks for the build,
+ * each marked for AVX2 */
+#define XXH_DISPATCH_AVX2 1
+#define XXH_TARGET_AVX2 __attribute__((target("avx2")))
+/* the AVX2 kernels keep the accumulators in aligned 32-byte vectors (the
+ * SSE2 build's default is 16) */
+#define XXH_ACC_ALIGN 32
+#else
+#define TG_HASH_AVX2 0
+#endif
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -12,16 +35,94 @@
 #include <emmintrin.h>
 #endif
 
+#if TG_HASH_AVX2
+/* XXH3's loop for inputs past XXH3_MIDSIZE_MAX bytes with its default
+ * secret (seed 0), on the AVX2 kernels.  Not inlined: the callers are not
+ * compiled for AVX2.  The explicit vzeroupper: GCC 12 leaves it out here
+ * (the accumulators are merged by a call it knows keeps the vector
+ * registers), and SSE code run while the upper halves are dirty pays for
+ * them (a state switch on older Intel cores, a false dependency on every
+ * instruction on newer ones). */
+__attribute__((target("avx2"))) static XXH128_hash_t long128_avx2(const void *data, size_t len)
+{
+    XXH128_hash_t h = XXH3_hashLong_128b_internal(data, len, XXH3_kSecret, sizeof XXH3_kSecret,
+                                                  XXH3_accumulate_512_avx2, XXH3_scrambleAcc_avx2);
+    _mm256_zeroupper();
+    return h;
+}
+
+__attribute__((target("avx2"))) static XXH64_hash_t long64_avx2(const void *data, size_t len)
+{
+    XXH64_hash_t h = XXH3_hashLong_64b_internal(data, len, XXH3_kSecret, sizeof XXH3_kSecret,
+                                                XXH3_accumulate_512_avx2, XXH3_scrambleAcc_avx2);
+    _mm256_zeroupper();
+    return h;
+}
+
+/* The long-input loops XXH3_128bits and XXH3_64bits are given below, in
+ * place of their defaults, so shorter inputs run exactly as before and
+ * only long ones ask the CPU.  __builtin_cpu_supports reads what libgcc's
+ * constructor found once, at load time, before any caller (CPUID, and
+ * whether the OS saves the AVX registers): one load and a test, nothing
+ * of ours written, so any number of threads may ask at once. */
+static XXH128_hash_t long128(const void *data, size_t len, XXH64_hash_t seed, const void *secret,
+                             size_t secret_len)
+{
+    if (__builtin_cpu_supports("avx2"))
+        return long128_avx2(data, len);
+    return XXH3_hashLong_128b_default(data, len, seed, secret, secret_len);
+}
+
+static XXH64_hash_t long64(const void *data, size_t len, XXH64_hash_t seed, const xxh_u8 *secret,
+                           size_t secret_len)
+{
+    if (__builtin_cpu_supports("avx2"))
+        return long64_avx2(data, len);
+    return XXH3_hashLong_64b_default(data, len, seed, secret, secret_len);
+}
+#endif
+
 void tg_hash128(const void *data, size_t len, tg_hash128_t *out)
 {
+#if TG_HASH_AVX2
+    XXH128_hash_t h =
+        XXH3_128bits_internal(data, len, 0, XXH3_kSecret, sizeof XXH3_kSecret, long128);
+#else
     XXH128_hash_t h = XXH3_128bits(data, len);
+#endif
     out->hi = h.high64;
     out->lo = h.low64;
 }
 
 uint64_t tg_hash64(const void *data, size_t len)
 {
+#if TG_HASH_AVX2
+    return XXH3_64bits_internal(data, len, 0, XXH3_kSecret, sizeof XXH3_kSecret, long64);
+#else
     return XXH3_64bits(data, len);
+#endif
+}
+
+const char *tg_hash_loop(void)
+{
+#if TG_HASH_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        return "avx2";
+#endif
+    switch (XXH_VECTOR) {
+    case XXH_SSE2:
+        return "sse2";
+    case XXH_AVX2:
+        return "avx2";
+    case XXH_AVX512:
+        return "avx512";
+    case XXH_NEON:
+        return "neon";
+    case XXH_VSX:
+        return "vsx";
+    default:
+        return "scalar";
+    }
 }
 
 /* clang-format off */

@@ -5,11 +5,11 @@
  * scalar loop (XXH_VECTOR = XXH_SCALAR): every length 0..4096 with fresh
  * random contents at several unaligned starts, and a few long inputs of
  * many blocks.  Whatever vector loop the core runs on this CPU must give
- * the scalar loop's value.  tg_hash128_hex, and the portable renderer it
- * falls back on without SSE2, against printf's "%016llx%016llx" on edge and
+ * the scalar loop's value, and on a CPU with AVX2 that loop is AVX2's.  tg_hash128_hex, and the
+ * portable renderer it falls back on without SSE2, against printf's "%016llx%016llx" on edge and
  * random values, each writing exactly TG_HASH_HEX bytes.
  */
-#include "tg_internal.h" /* tg_hash128_hex_portable; first: it sets _GNU_SOURCE */
+#include "tg_internal.h" /* tg_hash_loop, tg_hash128_hex_portable; first: _GNU_SOURCE */
 #include "tap.h"
 
 #include <stdint.h>
@@ -190,8 +190,27 @@ static void test_hex(void)
     free(hs);
 }
 
+/* Which loop ran the tests above: a CPU with AVX2 must get it (or
+ * AVX-512, in a build for such CPUs), or the library's run-time switch to
+ * it is broken and the equality above proved less than it seems. */
+static void test_loop(void)
+{
+    const char *loop = tg_hash_loop();
+    printf("# XXH3 loop for long inputs on this machine: %s\n", loop);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2"))
+        tap_ok(strcmp(loop, "avx2") == 0 || strcmp(loop, "avx512") == 0,
+               "this CPU has AVX2: long inputs take the AVX2 loop");
+    else
+        tap_ok(strcmp(loop, "sse2") == 0, "this CPU has no AVX2: long inputs take the SSE2 loop");
+#else
+    tap_ok(loop[0] != '\0', "the loop has a name");
+#endif
+}
+
 int main(void)
 {
+    test_loop();
     test_every_length();
     test_long();
     test_hex();
