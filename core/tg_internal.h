@@ -382,6 +382,17 @@ int tg_decimal_multiple(const tg_decimal *x, const tg_decimal *d);
  * every zero.  TG_OK or TG_E_NOMEM. */
 int tg_decimal_write(tg_buf_t *out, const char *text, size_t len, tg_error_t *err);
 
+/* ---- hashing (tg_hash.c) ------------------------------------------------- */
+
+/* The name of the XXH3 loop tg_hash128 and tg_hash64 run on this machine
+ * for inputs past 240 bytes ("sse2", "avx2", "neon", "scalar", ...): what
+ * the build chose, or "avx2" when the CPU has it and the build can switch;
+ * for the tests and benchmarks to say which loop they measured. */
+const char *tg_hash_loop(void);
+/* tg_hash128_hex by a table of digit pairs, what it runs where SSE2 is
+ * missing; here so spec/c/test_hash.c checks it on every machine. */
+void tg_hash128_hex_portable(const tg_hash128_t *h, char out[TG_HASH_HEX]);
+
 /* ---- self-consistency (tg_consistency.c) --------------------------------- */
 
 /* Writes x with two decimals and a NUL into out ("0.12" for 0.125: the
