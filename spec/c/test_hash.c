@@ -198,7 +198,9 @@ static void test_loop(void)
     const char *loop = tg_hash_loop();
     printf("# XXH3 loop for long inputs on this machine: %s\n", loop);
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx2"))
+    if (XXH_VERSION_NUMBER != 801) /* tg_hash.c switches on xxHash 0.8.1 only */
+        tap_ok(strcmp(loop, "sse2") == 0, "another xxHash than 0.8.1: the build's SSE2 loop");
+    else if (__builtin_cpu_supports("avx2"))
         tap_ok(strcmp(loop, "avx2") == 0 || strcmp(loop, "avx512") == 0,
                "this CPU has AVX2: long inputs take the AVX2 loop");
     else
