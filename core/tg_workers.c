@@ -257,12 +257,14 @@ int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t 
 {
     piece pcs[TG_MAX_THREADS];
     tg_decider_t *ds[TG_MAX_THREADS];
-    size_t complete, k, i;
+    size_t complete, k, i, out_len, counts[3];
     int rc = TG_OK;
 
     tg_error_clear(err);
     if (!w || !d || !p || !text || !line || !used || !out || !verdicts || !o)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx is required");
+    out_len = out->len;
+    memcpy(counts, verdicts, sizeof counts);
     if (!(complete = shareable(w, p, text, len, flags)))
         return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
                               err);
@@ -286,8 +288,12 @@ int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t 
     for (i = 0; i < k; i++)
         tg_buf_free(&pcs[i].out);
     if (rc != TG_OK) {
-        /* a piece failed: the chunk is decided again on one thread, which
-         * stops at the failing line as tg_check_lines does */
+        /* a piece failed, or its decisions could not be joined: the chunk
+         * is decided again on one thread, which stops at the failing line
+         * as tg_check_lines does -- from the output and counts as they
+         * came, without the pieces joined before the failure */
+        out->len = out_len;
+        memcpy(verdicts, counts, sizeof counts);
         return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
                               err);
     }

@@ -16,8 +16,10 @@
 #define _XOPEN_SOURCE 700
 #include "acct.h"
 #include "tap.h"
+#include "tg_internal.h" /* tg_buf_append */
 #include "toolgate.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -600,6 +602,125 @@ static void test_check_reader_faults(void)
            "never lost");
 }
 
+/* An allocator that refuses, once, the first allocation of at least
+ * `big` bytes made on the thread that armed it: on two threads, the one
+ * that joins the pieces' decisions. */
+typedef struct {
+    acct a;
+    size_t big;
+    pthread_t owner;
+    int armed;
+} big_fault;
+
+static void *big_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    big_fault *b = ud;
+    if (b->armed && nsize >= b->big && pthread_equal(pthread_self(), b->owner)) {
+        b->armed = 0;
+        b->a.fired = 1;
+        return NULL;
+    }
+    return acct_alloc(&b->a, ptr, osize, nsize);
+}
+
+/* Lines of the same length: the first half accepted (short decisions),
+ * the second half refused with many findings (long ones), so the
+ * decisions of the second piece need the output to grow far past what the
+ * first piece and the calls themselves ever ask for. */
+static char *two_halves(size_t lines)
+{
+    char *text = malloc(lines * 256 + 1), *w = text;
+    for (size_t i = 0; i < lines; i++) {
+        int n;
+        if (i < lines / 2)
+            n = snprintf(w, 256,
+                         "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":"
+                         "{\"path\":\"/%zu\"}}",
+                         i);
+        else
+            n = snprintf(w, 256,
+                         "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":"
+                         "\"/%zu\",\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,"
+                         "\"h\":8,\"i\":9,\"j\":10,\"k\":11,\"l\":12,\"m\":13}}",
+                         i);
+        memset(w + n, ' ', 255 - (size_t)n);
+        w[255] = '\n';
+        w += 256;
+    }
+    *w = '\0';
+    return text;
+}
+
+/* On two threads the chunk is cut in two pieces; when the decisions of the
+ * second cannot be added to the output (out of memory), the chunk is
+ * decided again on one thread: from the output as it was, not after the
+ * first piece's decisions (which then came twice), and with the verdict
+ * counts as they were. */
+static void test_parallel_join_fault(void)
+{
+    enum {
+        LINES = 64
+    };
+    char *text = two_halves(LINES);
+    size_t len = strlen(text), half = len / 2;
+    tg_buf_t clean, first, got;
+    size_t v_clean[3] = {0, 0, 0}, v_first[3] = {0, 0, 0}, v_got[3] = {0, 0, 0};
+    size_t line = 0, used = 0;
+    big_fault b = {.a = {0}};
+    checker k;
+    tg_workers_t *w;
+    tg_outcome_t o;
+    int rc, ok;
+
+    /* what one thread writes for the whole chunk and for its first half */
+    k.e = tg_engine_new(NULL, big_alloc, &b, NULL);
+    k.r = tg_registry_new(k.e, NULL);
+    ok = fill(k.e, k.r) == TG_OK && compile(&k);
+    tg_buf_init(&clean, k.e);
+    tg_buf_init(&first, k.e);
+    tg_buf_init(&got, k.e);
+    ok = ok &&
+         tg_check_lines(k.d, k.p, k.c, text, len, TG_FORMAT_AUTO, 0, &line, &used, &clean, v_clean,
+                        &o, NULL) == TG_OK &&
+         used == len;
+    line = used = 0;
+    ok = ok &&
+         tg_check_lines(k.d, k.p, k.c, text, half, TG_FORMAT_AUTO, 0, &line, &used, &first, v_first,
+                        &o, NULL) == TG_OK &&
+         used == half;
+    ok = ok && v_clean[0] == LINES / 2 && v_clean[1] == LINES / 2 && clean.len > 4 * first.len;
+
+    /* the output holds the first piece's decisions without growing; the
+     * second piece's make it grow to the whole chunk's: that one fails */
+    w = tg_workers_new(k.e, 2, NULL);
+    ok = ok && w && tg_buf_append(&got, first.data, first.len, NULL) == TG_OK;
+    tg_buf_reset(&got);
+    b.big = clean.len;
+    b.owner = pthread_self();
+    b.armed = 1;
+    line = used = 0;
+    rc = ok ? tg_check_lines_parallel(w, k.d, k.p, k.c, text, len, TG_FORMAT_AUTO, 0, &line, &used,
+                                      &got, v_got, &o, NULL)
+            : TG_E_ARG;
+    tap_ok(ok && b.a.fired, "the join of the second piece's decisions met the fault");
+    tap_ok(rc == TG_OK && used == len && line == LINES && got.len == clean.len &&
+               memcmp(got.data, clean.data, clean.len) == 0,
+           "a chunk whose pieces cannot be joined is decided again from the output it was given: "
+           "every decision once, as on one thread");
+    if (got.len != clean.len)
+        printf("#   %zu bytes written, %zu on one thread (the first piece's: %zu)\n", got.len,
+               clean.len, first.len);
+    tap_ok(v_got[0] == v_clean[0] && v_got[1] == v_clean[1] && v_got[2] == v_clean[2],
+           "and its verdicts are counted once");
+    tg_workers_free(w);
+    tg_buf_free(&clean);
+    tg_buf_free(&first);
+    tg_buf_free(&got);
+    check_teardown(&k);
+    tap_ok(b.a.live == 0, "every byte is given back");
+    free(text);
+}
+
 /* ---- sampled plans ----------------------------------------------------- */
 
 /* A plan on the registry above: single-tool or of two calls, n samples,
@@ -900,6 +1021,7 @@ int main(void)
     test_check_faults();
     test_check_lines_faults();
     test_check_reader_faults();
+    test_parallel_join_fault();
     plans_property();
     return tap_done();
 }
