@@ -791,32 +791,36 @@ static const char *const FAMILY_NAMES[] = {
 };
 
 /* Members that only one format defines, at a line's root (a call or an
- * envelope).  "name", "id", "content", "role", "caller" are shared and
- * decide nothing. */
+ * envelope), in the order of the formats.  "name", "id", "content",
+ * "role", "caller" are shared and decide nothing; "type" and "arguments"
+ * decide by what goes with them (claims). */
 /* clang-format off */
 static const struct {
-    const char *key;
+    member_key key;
     int format;
 } CLAIMS[] = {
-    {"jsonrpc", TG_FORMAT_MCP}, {"method", TG_FORMAT_MCP}, {"params", TG_FORMAT_MCP},
-    {"function", TG_FORMAT_OPENAI}, {"custom", TG_FORMAT_OPENAI}, {"choices", TG_FORMAT_OPENAI},
-    {"tool_calls", TG_FORMAT_OPENAI}, {"function_call", TG_FORMAT_OPENAI},
-    {"refusal", TG_FORMAT_OPENAI}, {"output", TG_FORMAT_OPENAI}, {"call_id", TG_FORMAT_OPENAI},
-    {"namespace", TG_FORMAT_OPENAI}, {"object", TG_FORMAT_OPENAI},
-    {"input", TG_FORMAT_ANTHROPIC}, {"toolset_name", TG_FORMAT_ANTHROPIC},
-    {"cache_control", TG_FORMAT_ANTHROPIC},
-    {"server", TG_FORMAT_NATIVE},
+    {KEY("server"), TG_FORMAT_NATIVE},
+    {KEY("function"), TG_FORMAT_OPENAI}, {KEY("custom"), TG_FORMAT_OPENAI},
+    {KEY("choices"), TG_FORMAT_OPENAI}, {KEY("tool_calls"), TG_FORMAT_OPENAI},
+    {KEY("function_call"), TG_FORMAT_OPENAI}, {KEY("refusal"), TG_FORMAT_OPENAI},
+    {KEY("output"), TG_FORMAT_OPENAI}, {KEY("call_id"), TG_FORMAT_OPENAI},
+    {KEY("namespace"), TG_FORMAT_OPENAI}, {KEY("object"), TG_FORMAT_OPENAI},
+    {KEY("input"), TG_FORMAT_ANTHROPIC}, {KEY("toolset_name"), TG_FORMAT_ANTHROPIC},
+    {KEY("cache_control"), TG_FORMAT_ANTHROPIC},
+    {KEY("jsonrpc"), TG_FORMAT_MCP}, {KEY("method"), TG_FORMAT_MCP}, {KEY("params"), TG_FORMAT_MCP},
 };
 /* clang-format on */
+static const member_key TYPE_KEY = KEY("type"), ARGUMENTS_KEY = KEY("arguments");
 static const char *const OPENAI_TYPES[] = {"function", "function_call", "custom", NULL};
 static const char *const ANTHROPIC_TYPES[] = {"tool_use", "message", "server_tool_use",
                                               "mcp_tool_use", NULL};
 
-/* The formats whose members obj carries, as bits (1 << format), with the
- * member that showed each.  One pass over obj's members. */
+/* The formats whose members the object obj carries, as bits
+ * (1 << format), with the member that showed each.  One pass over obj's
+ * members, which finds "type" too: no lookup after it. */
 static unsigned claims(const tg_value_t *obj, const char *shown[TG_FORMAT_MCP + 1])
 {
-    const tg_value_t *type = member(obj, "type");
+    const tg_value_t *type = NULL;
     unsigned bits = 0;
     int has_arguments = 0;
 #define CLAIM(f, why)                                                                              \
@@ -825,19 +829,26 @@ static unsigned claims(const tg_value_t *obj, const char *shown[TG_FORMAT_MCP + 
             shown[f] = (why);                                                                      \
         bits |= 1u << (f);                                                                         \
     } while (0)
-    for (size_t i = 0; i < tg_len(obj); i++) {
-        size_t len;
-        const char *key = tg_key_at(obj, i, &len);
-        has_arguments |= key_is(key, len, "arguments");
+    for (size_t i = 0; i < obj->len; i++) {
+        const tg_value_t *m = &obj->p.items[i];
+        if (key_equal(m->key, m->key_len, &TYPE_KEY)) {
+            type = m;
+            continue;
+        }
+        if (key_equal(m->key, m->key_len, &ARGUMENTS_KEY)) {
+            has_arguments = 1;
+            continue;
+        }
         for (size_t k = 0; k < sizeof CLAIMS / sizeof CLAIMS[0]; k++)
-            if (key_is(key, len, CLAIMS[k].key)) {
-                CLAIM(CLAIMS[k].format, CLAIMS[k].key);
+            if (key_equal(m->key, m->key_len, &CLAIMS[k].key)) {
+                CLAIM(CLAIMS[k].format, CLAIMS[k].key.s);
                 break;
             }
     }
-    if (string_in(type, OPENAI_TYPES) >= 0)
+    /* a native call has no "type": its lists are not read for nothing */
+    if (type && string_in(type, OPENAI_TYPES) >= 0)
         CLAIM(TG_FORMAT_OPENAI, "type");
-    if (string_in(type, ANTHROPIC_TYPES) >= 0)
+    if (type && string_in(type, ANTHROPIC_TYPES) >= 0)
         CLAIM(TG_FORMAT_ANTHROPIC, "type");
     /* top-level arguments are a native call's, except in a Responses
      * function_call item, which has its own */
