@@ -48,8 +48,9 @@ static void ctext(writer *w, const char *s)
     text(w, s, strlen(s));
 }
 
-/* A string the policy wrote as JSON once, at load (tg_policy.c, json_of). */
-static void json_text(writer *w, const tg_text *json)
+/* A string the policy wrote as JSON once, at load (tg_policy.c, json_of).
+ * Inlined: every decision writes several. */
+static WRITE_INLINE void json_text(writer *w, const tg_text *json)
 {
     raw(w, json->s, json->len);
 }
@@ -111,10 +112,13 @@ static void close_(writer *w, const char *brace)
     w->first = 0;
 }
 
+/* The digits go straight into the buffer, not through a copy. */
 static void u64(writer *w, uint64_t v)
 {
-    char digits[20];
-    raw(w, digits, (size_t)tg_u64_text(v, digits));
+    if (w->rc != TG_OK ||
+        (20 > w->b->cap - w->b->len && (w->rc = tg_buf_reserve(w->b, 20, NULL)) != TG_OK))
+        return;
+    w->b->len += (size_t)tg_u64_text(v, w->b->data + w->b->len);
 }
 
 /* A registry tool's server or name, as the policy wrote it at load. */
@@ -173,7 +177,22 @@ static void findings_of(writer *w, const tg_rung_result_t *res)
     raw(w, "]", 1);
 }
 
-static const char *const verdict_names[] = {"\"accept\"", "\"reject\"", "\"defer\""};
+/* A verdict's name as JSON: each a literal, so its copy is a few moves
+ * (lit of a constant), with no strlen and no memcpy call. */
+static void verdict_text(writer *w, int verdict)
+{
+    switch (verdict) {
+    case TG_ACCEPT:
+        lit(w, "\"accept\"");
+        break;
+    case TG_REJECT:
+        lit(w, "\"reject\"");
+        break;
+    default:
+        lit(w, "\"defer\"");
+        break;
+    }
+}
 
 /* "stage": the decode step's or a policy stage's name. */
 static void stage_text(writer *w, const tg_decider_t *d, size_t stage)
@@ -341,7 +360,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
             key(&w, "stage");
             stage_text(&w, d, d->obj[i].stage);
             key(&w, "verdict");
-            lit(&w, verdict_names[d->obj[i].verdict]);
+            verdict_text(&w, d->obj[i].verdict);
             close_(&w, "}");
         }
         raw(&w, "]", 1);
@@ -378,10 +397,11 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     }
     call_name(&w, d, 0);
     key(&w, "verdict");
-    lit(&w, verdict_names[verdict]);
+    verdict_text(&w, verdict);
     close_(&w, "}");
-    /* a NUL after the text, not counted: C hosts may read it as a string */
-    if (w.rc == TG_OK && (w.rc = tg_buf_reserve(w.b, 1, NULL)) == TG_OK)
+    /* a NUL after the text, not counted: C hosts may read it as a string
+     * (the room is nearly always there: the reserve above) */
+    if (w.rc == TG_OK && (w.b->len < w.b->cap || (w.rc = tg_buf_reserve(w.b, 1, NULL)) == TG_OK))
         w.b->data[w.b->len] = '\0';
     if (w.rc != TG_OK)
         return tg_fail(err, w.rc, TG_NO_OFFSET, "out of memory writing a decision");
@@ -496,7 +516,7 @@ static void write_refusal(writer *w, const tg_decider_t *d, tg_plan *pl)
     key(w, "stage");
     ctext(w, pl->refusal_stage);
     key(w, "verdict");
-    lit(w, verdict_names[v]);
+    verdict_text(w, v);
     close_(w, "}");
     pl->verdict_out = v;
     pl->code_out = pl->texts.data + pl->code;
@@ -566,7 +586,7 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
     if (o)
         call_name(w, d, 0);
     key(w, "verdict");
-    lit(w, verdict_names[TG_REJECT]);
+    verdict_text(w, TG_REJECT);
     close_(w, "}");
     pl->verdict_out = TG_REJECT;
     pl->code_out = o ? d->texts.data + o->code : "BAD_ARGUMENTS";
@@ -611,7 +631,7 @@ static void outcome_of(writer *w, const tg_plan *pl, const char *code, size_t co
         u64(w, step);
     }
     key(w, "verdict");
-    lit(w, verdict_names[verdict]);
+    verdict_text(w, verdict);
     close_(w, "}");
 }
 
@@ -787,7 +807,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
         tool_text(w, d->p, tool, 0);
     }
     key(w, "verdict");
-    lit(w, verdict_names[verdict]);
+    verdict_text(w, verdict);
     if (!by && cv->row >= TG_ROW_ARG_DISAGREE) {
         key(w, "verified");
         lit(w, pl->features.verified ? "true" : "false");
