@@ -99,6 +99,16 @@ static WRITE_INLINE void key_n(writer *w, const char *k, size_t n)
     w->first = 0;
 }
 
+/* Members the policy joined at load ("k":v,...): the comma key() would
+ * write, then one copy. */
+static void members_json(writer *w, const tg_text *json)
+{
+    if (!w->first)
+        raw(w, ",", 1);
+    json_text(w, json);
+    w->first = 0;
+}
+
 static void open_(writer *w, const char *brace)
 {
     lit(w, brace);
@@ -194,6 +204,17 @@ static void verdict_text(writer *w, int verdict)
     }
 }
 
+/* "stages": the names of the first n stages, a prefix of the list the
+ * policy joined at load. */
+static void stages_ran(writer *w, const tg_policy_t *p, size_t n)
+{
+    key(w, "stages");
+    raw(w, "[", 1);
+    if (n)
+        raw(w, p->stages_json.s, p->stages[n - 1].ran_json_len);
+    raw(w, "]", 1);
+}
+
 /* "stage": the decode step's or a policy stage's name. */
 static void stage_text(writer *w, const tg_decider_t *d, size_t stage)
 {
@@ -251,10 +272,7 @@ static void binding_of(writer *w, const tg_policy_t *p, const char *digest, cons
         raw(w, epoch, epoch_len);
     else
         lit(w, "null");
-    key(w, "policy_version");
-    json_text(w, &p->version_json);
-    key(w, "registry_hash");
-    json_text(w, &p->registry_hash_json);
+    members_json(w, &p->stamp_json); /* policy_version, registry_hash */
     key(w, "server");
     text_or_null(w, server, server_len);
     key(w, "tool");
@@ -369,10 +387,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         key(&w, "path");
         ctext(&w, res->findings[0].pointer);
     }
-    key(&w, "policy_version");
-    json_text(&w, &p->version_json);
-    key(&w, "registry_hash");
-    json_text(&w, &p->registry_hash_json);
+    members_json(&w, &p->stamp_json); /* policy_version, registry_hash */
     if (verdict == TG_DEFER && p->requires_approval) {
         key(&w, "requires_approval");
         lit(&w, "true");
@@ -386,14 +401,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     else
         lit(&w, "\"\"");
     if (!d->decode_failed) {
-        key(&w, "stages");
-        raw(&w, "[", 1);
-        for (size_t i = 0; i < d->n_ran; i++) {
-            if (i)
-                raw(&w, ",", 1);
-            json_text(&w, &p->stages[i].name_json);
-        }
-        raw(&w, "]", 1);
+        stages_ran(&w, p, d->n_ran);
     }
     call_name(&w, d, 0);
     key(&w, "verdict");
@@ -460,14 +468,6 @@ static void plan_binding(writer *w, const tg_decider_t *d, const tg_plan *pl, co
     binding_of(w, d->p, digest, epoch, epoch_len, server, slen, name, nlen);
 }
 
-static void trailer_head(writer *w, const tg_decider_t *d)
-{
-    key(w, "policy_version");
-    json_text(w, &d->p->version_json);
-    key(w, "registry_hash");
-    json_text(w, &d->p->registry_hash_json);
-}
-
 static void approval(writer *w, const tg_decider_t *d, int verdict)
 {
     if (verdict == TG_DEFER && d->p->requires_approval) {
@@ -511,7 +511,7 @@ static void write_refusal(writer *w, const tg_decider_t *d, tg_plan *pl)
         key(w, "plan_id");
         plan_id(w, pl);
     }
-    trailer_head(w, d);
+    members_json(w, &d->p->stamp_json); /* policy_version, registry_hash */
     approval(w, d, v);
     key(w, "stage");
     ctext(w, pl->refusal_stage);
@@ -570,7 +570,7 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
         key(w, "plan_id");
         plan_id(w, pl);
     }
-    trailer_head(w, d);
+    members_json(w, &d->p->stamp_json); /* policy_version, registry_hash */
     key(w, "representative");
     u64(w, pl->rep + 1);
     key(w, "result_agreement");
@@ -787,14 +787,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
     key(w, "stage");
     ctext(w, by ? by->stage : "consistency");
     if (by) {
-        key(w, "stages");
-        raw(w, "[", 1);
-        for (size_t i = 0; i < by->n_ran; i++) {
-            if (i)
-                raw(w, ",", 1);
-            json_text(w, &d->p->stages[i].name_json);
-        }
-        raw(w, "]", 1);
+        stages_ran(w, d->p, by->n_ran);
         if (pl->rep_steps > 1) {
             key(w, "step");
             u64(w, by->step);
