@@ -81,11 +81,10 @@ static inline int key_is(const char *key, size_t len, const char *s)
     return (len ? key[0] == s[0] : s[0] == '\0') && len == strlen(s) && memcmp(key, s, len) == 0;
 }
 
-static int is_string_equal(const tg_value_t *v, const char *s)
+/* v is the string s.  Inlined, so a literal s costs no strlen. */
+static inline int is_string_equal(const tg_value_t *v, const char *s)
 {
-    size_t len;
-    const char *str = tg_str(v, &len);
-    return str && key_is(str, len, s);
+    return v && v->type == TG_STRING && key_is(v->p.str, v->len, s);
 }
 
 /* The index of the string v in the NULL-terminated list, or -1. */
