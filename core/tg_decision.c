@@ -122,9 +122,14 @@ static void close_(writer *w, const char *brace)
     w->first = 0;
 }
 
-/* The digits go straight into the buffer, not through a copy. */
+/* The digits go straight into the buffer, not through a copy; one digit
+ * (a call's index, nearly always) is a constant-size write. */
 static void u64(writer *w, uint64_t v)
 {
+    if (v < 10) {
+        raw(w, &"0123456789"[v], 1);
+        return;
+    }
     if (w->rc != TG_OK ||
         (20 > w->b->cap - w->b->len && (w->rc = tg_buf_reserve(w->b, 20, NULL)) != TG_OK))
         return;
