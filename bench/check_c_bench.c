@@ -2,6 +2,7 @@
  * check_c_bench.c -- tg_check alone: the C floor under engine:check.
  *
  *   check_c_bench --schemas SCHEMAS.json --calls NATIVE.jsonl [--min-seconds S]
+ *                 [--format native|auto]
  *
  * SCHEMAS.json maps "server/name" to the tool's input schema (what
  * gen_mcp_calls.py writes for ajv); NATIVE.jsonl holds one native call
@@ -10,7 +11,10 @@
  * from the schemas (closed world), the policy is the rung policy's
  * pipeline (rung, then verifier) with no contracts, and every line goes
  * through tg_check: decode, resolve, validate, the arguments' digest, the
- * decision written as JSON.  One untimed warm-up pass counts the accepts,
+ * decision written as JSON.  --format auto reads the lines as engine:check
+ * and `toolgate check` do by default (the format told by the members),
+ * native (the default) as the native format alone: the difference is
+ * what detection costs.  One untimed warm-up pass counts the accepts,
  * then whole passes are timed until S seconds (default 1); prints, in the
  * format of check_bench.lua's line:
  *   toolgate-c-check calls=<n> seconds=<s> ns_per_call=<y> accepted=<a>
@@ -23,7 +27,8 @@ static void usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "check_c_bench: %s\n", msg);
-    fprintf(stderr, "usage: check_c_bench [--min-seconds S] --schemas FILE --calls FILE\n");
+    fprintf(stderr, "usage: check_c_bench [--min-seconds S] [--format native|auto] --schemas FILE "
+                    "--calls FILE\n");
     exit(2);
 }
 
@@ -33,10 +38,11 @@ static void die(const char *what, const tg_error_t *err)
 }
 
 /* One decision: 1 when the call is accepted, 0 when not (or not decided). */
-static int one(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *c, const bench_line *l)
+static int one(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *c, const bench_line *l,
+               int format)
 {
     tg_outcome_t o;
-    if (tg_check(d, p, c, l->text, l->len, TG_FORMAT_NATIVE, TG_CHECK_ONE, 0, &o, NULL) != TG_OK)
+    if (tg_check(d, p, c, l->text, l->len, format, TG_CHECK_ONE, 0, &o, NULL) != TG_OK)
         return 0;
     return o.status == TG_DECIDED && o.verdict == TG_ACCEPT;
 }
@@ -58,6 +64,7 @@ int main(int argc, char **argv)
     size_t slen, n_tools, n_lines, at;
     bench_line *lines;
     long passes = 0, accepted = 0, sink = 0;
+    int format = TG_FORMAT_NATIVE;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--schemas") && i + 1 < argc)
@@ -66,7 +73,15 @@ int main(int argc, char **argv)
             calls_path = argv[++i];
         else if (!strcmp(argv[i], "--min-seconds") && i + 1 < argc)
             min_seconds = atof(argv[++i]);
-        else
+        else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+            const char *f = argv[++i];
+            if (!strcmp(f, "native"))
+                format = TG_FORMAT_NATIVE;
+            else if (!strcmp(f, "auto"))
+                format = TG_FORMAT_AUTO;
+            else
+                usage("--format is native or auto");
+        } else
             usage("unknown argument");
     }
     if (!schemas_path || !calls_path)
@@ -122,11 +137,11 @@ int main(int argc, char **argv)
     if (n_lines == 0)
         usage("no calls");
     for (size_t i = 0; i < n_lines; i++) /* warm-up, untimed; also the accepted count */
-        accepted += one(d, p, ctx, &lines[i]);
+        accepted += one(d, p, ctx, &lines[i], format);
     t0 = bench_now();
     do {
         for (size_t i = 0; i < n_lines; i++)
-            sink += one(d, p, ctx, &lines[i]);
+            sink += one(d, p, ctx, &lines[i], format);
         passes++;
         elapsed = bench_now() - t0;
     } while (elapsed < min_seconds);

@@ -52,23 +52,39 @@ typedef struct reader {
 
 #define WHAT_MAX 112 /* "choices[N].message.tool_calls[N] (an OpenAI tool call)" */
 
-static const tg_value_t *member(const tg_value_t *obj, const char *key)
+/* The member k of obj, or NULL; k is a string literal (the "" around it
+ * say so to the compiler), so its length is known without a strlen. */
+#define member(obj, k) tg_get((obj), "" k "", sizeof(k) - 1)
+
+/* A member key the readers know, its length worked out by the compiler:
+ * telling a key is then a compare of lengths and, when they agree, one
+ * memcmp, with no strlen per member per call. */
+typedef struct member_key {
+    const char *s;
+    size_t len;
+} member_key;
+/* clang-format off */
+#define KEY(k) {"" k "", sizeof(k) - 1}
+/* clang-format on */
+
+static inline int key_equal(const char *key, size_t len, const member_key *k)
 {
-    return tg_get(obj, key, strlen(key));
+    return len == k->len && memcmp(key, k->s, len) == 0;
 }
 
-/* key (len bytes) is s; the first byte decides most comparisons of the
- * member lists below without a strlen. */
+static const member_key CONTEXT_KEY = KEY("context");
+
+/* key (len bytes) is s; the first byte decides most comparisons with
+ * the lists of type names below without a strlen. */
 static inline int key_is(const char *key, size_t len, const char *s)
 {
     return (len ? key[0] == s[0] : s[0] == '\0') && len == strlen(s) && memcmp(key, s, len) == 0;
 }
 
-static int is_string_equal(const tg_value_t *v, const char *s)
+/* v is the string s.  Inlined, so a literal s costs no strlen. */
+static inline int is_string_equal(const tg_value_t *v, const char *s)
 {
-    size_t len;
-    const char *str = tg_str(v, &len);
-    return str && key_is(str, len, s);
+    return v && v->type == TG_STRING && key_is(v->p.str, v->len, s);
 }
 
 /* The index of the string v in the NULL-terminated list, or -1. */
@@ -135,28 +151,34 @@ static int printable_key(const char *key, size_t len)
     return 1;
 }
 
-/* Every member of obj must be in allowed (NULL-terminated); found[k] is
- * then the value of allowed[k], or NULL (one pass: no lookups after it).
- * The root object of a one-call line may also carry "context", which the
- * caller judges (tg_call_context). */
-static int only_members(reader *r, const tg_value_t *obj, const char *const *allowed, int root,
-                        const char *what, const tg_value_t **found)
+/* Every member of the object obj must be one of the n keys allowed;
+ * found[k] is then the value of allowed[k], or NULL (one pass: no lookups
+ * after it).  The root object of a one-call line may also carry "context",
+ * which the caller judges (tg_call_context): it is kept in the set, so
+ * that nothing looks it up again. */
+static int only_members(reader *r, const tg_value_t *obj, const member_key *allowed, size_t n,
+                        int root, const char *what, const tg_value_t **found)
 {
-    for (int k = 0; allowed[k]; k++)
+    for (size_t k = 0; k < n; k++)
         found[k] = NULL;
-    for (size_t i = 0; i < tg_len(obj); i++) {
-        size_t len;
-        const char *key = tg_key_at(obj, i, &len);
-        int ok = root && key_is(key, len, "context");
-        for (int k = 0; !ok && allowed[k]; k++)
-            if ((ok = key_is(key, len, allowed[k])))
-                found[k] = tg_at(obj, i);
-        if (ok)
+    /* the members read in place: every caller has checked obj is an object */
+    for (size_t i = 0; i < obj->len; i++) {
+        const tg_value_t *m = &obj->p.items[i];
+        size_t k = 0;
+        if (root && key_equal(m->key, m->key_len, &CONTEXT_KEY)) {
+            r->set->context = m;
             continue;
-        if (printable_key(key, len))
-            return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(tg_at(obj, i)),
-                           "unknown member \"%.*s\" in %s", (int)len, key, what);
-        return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(tg_at(obj, i)),
+        }
+        while (k < n && !key_equal(m->key, m->key_len, &allowed[k]))
+            k++;
+        if (k < n) {
+            found[k] = m;
+            continue;
+        }
+        if (printable_key(m->key, m->key_len))
+            return tg_fail(r->err, TG_E_BAD_CALL, m->offset, "unknown member \"%.*s\" in %s",
+                           (int)m->key_len, m->key, what);
+        return tg_fail(r->err, TG_E_BAD_CALL, m->offset,
                        "an unknown member (its key is not plain ASCII) in %s", what);
     }
     return TG_OK;
@@ -278,9 +300,9 @@ static int take_args_string(reader *r, tg_call_t *c, const tg_value_t *args,
  * them), in the order of the enums that index only_members' found[]. */
 /* clang-format off */
 enum { N_SERVER, N_NAME, N_ARGUMENTS, N_ID, N_END };
-static const char *const NATIVE_MEMBERS[] = {
-    [N_SERVER] = "server", [N_NAME] = "name", [N_ARGUMENTS] = "arguments", [N_ID] = "id",
-    [N_END] = NULL};
+static const member_key NATIVE_MEMBERS[N_END] = {
+    [N_SERVER] = KEY("server"), [N_NAME] = KEY("name"), [N_ARGUMENTS] = KEY("arguments"),
+    [N_ID] = KEY("id")};
 /* clang-format on */
 
 static int read_native(reader *r, const tg_value_t *obj, int root)
@@ -291,7 +313,7 @@ static int read_native(reader *r, const tg_value_t *obj, int root)
     int rc;
     if (!c)
         return TG_E_NOMEM;
-    if ((rc = only_members(r, obj, NATIVE_MEMBERS, root, what, m)) != TG_OK)
+    if ((rc = only_members(r, obj, NATIVE_MEMBERS, N_END, root, what, m)) != TG_OK)
         return rc;
     if ((rc = take_server(r, c, m[N_SERVER], "server", 0, what)) != TG_OK)
         return rc;
@@ -303,14 +325,14 @@ static int read_native(reader *r, const tg_value_t *obj, int root)
 
 /* clang-format off */
 enum { O_ID, O_TYPE, O_FUNCTION, O_END };
-static const char *const OPENAI_MEMBERS[] = {
-    [O_ID] = "id", [O_TYPE] = "type", [O_FUNCTION] = "function", [O_END] = NULL};
+static const member_key OPENAI_MEMBERS[O_END] = {
+    [O_ID] = KEY("id"), [O_TYPE] = KEY("type"), [O_FUNCTION] = KEY("function")};
 /* clang-format on */
 /* clang-format off */
 enum { F_NAME, F_ARGUMENTS, F_PARSED, F_END };
-static const char *const OPENAI_FUNCTION_MEMBERS[] = {
-    [F_NAME] = "name", [F_ARGUMENTS] = "arguments", [F_PARSED] = "parsed_arguments",
-    [F_END] = NULL};
+static const member_key OPENAI_FUNCTION_MEMBERS[F_END] = {
+    [F_NAME] = KEY("name"), [F_ARGUMENTS] = KEY("arguments"),
+    [F_PARSED] = KEY("parsed_arguments")};
 /* clang-format on */
 
 /* A custom tool call's input is free text for the client's own parser:
@@ -334,7 +356,7 @@ static int read_openai(reader *r, const tg_value_t *obj, int root, const char *w
 
     if (is_string_equal(member(obj, "type"), "custom"))
         return refuse_custom(r, obj, what);
-    if ((rc = only_members(r, obj, OPENAI_MEMBERS, root, what, m)) != TG_OK)
+    if ((rc = only_members(r, obj, OPENAI_MEMBERS, O_END, root, what, m)) != TG_OK)
         return rc;
     if (m[O_TYPE] && !is_string_equal(m[O_TYPE], "function"))
         return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(m[O_TYPE]),
@@ -345,7 +367,7 @@ static int read_openai(reader *r, const tg_value_t *obj, int root, const char *w
     if (!(c = add_call(r, TG_FORMAT_OPENAI, obj)))
         return TG_E_NOMEM;
     c->id = m[O_ID];
-    if ((rc = only_members(r, m[O_FUNCTION], OPENAI_FUNCTION_MEMBERS, 0, what, f)) != TG_OK)
+    if ((rc = only_members(r, m[O_FUNCTION], OPENAI_FUNCTION_MEMBERS, F_END, 0, what, f)) != TG_OK)
         return rc;
     if ((rc = take_name(r, c, f[F_NAME], m[O_FUNCTION], "name", what)) != TG_OK)
         return rc;
@@ -354,10 +376,11 @@ static int read_openai(reader *r, const tg_value_t *obj, int root, const char *w
 
 /* clang-format off */
 enum { FC_TYPE, FC_ID, FC_CALL_ID, FC_NAME, FC_ARGUMENTS, FC_STATUS, FC_CALLER, FC_NAMESPACE, FC_PARSED, FC_END };
-static const char *const FUNCTION_CALL_MEMBERS[] = {
-    [FC_TYPE] = "type", [FC_ID] = "id", [FC_CALL_ID] = "call_id", [FC_NAME] = "name",
-    [FC_ARGUMENTS] = "arguments", [FC_STATUS] = "status", [FC_CALLER] = "caller",
-    [FC_NAMESPACE] = "namespace", [FC_PARSED] = "parsed_arguments", [FC_END] = NULL};
+static const member_key FUNCTION_CALL_MEMBERS[FC_END] = {
+    [FC_TYPE] = KEY("type"), [FC_ID] = KEY("id"), [FC_CALL_ID] = KEY("call_id"),
+    [FC_NAME] = KEY("name"), [FC_ARGUMENTS] = KEY("arguments"), [FC_STATUS] = KEY("status"),
+    [FC_CALLER] = KEY("caller"), [FC_NAMESPACE] = KEY("namespace"),
+    [FC_PARSED] = KEY("parsed_arguments")};
 /* clang-format on */
 
 /* A Responses API function_call item (ResponseFunctionToolCall, and the
@@ -372,7 +395,7 @@ static int read_function_call(reader *r, const tg_value_t *obj, int root, const 
     tg_call_t *c;
     int rc;
 
-    if ((rc = only_members(r, obj, FUNCTION_CALL_MEMBERS, root, what, m)) != TG_OK)
+    if ((rc = only_members(r, obj, FUNCTION_CALL_MEMBERS, FC_END, root, what, m)) != TG_OK)
         return rc;
     if (!is_string_equal(m[FC_TYPE], "function_call"))
         return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(obj),
@@ -392,10 +415,10 @@ static int read_function_call(reader *r, const tg_value_t *obj, int root, const 
 
 /* clang-format off */
 enum { T_TYPE, T_ID, T_NAME, T_INPUT, T_CALLER, T_TOOLSET, T_CACHE, T_END };
-static const char *const TOOL_USE_MEMBERS[] = {
-    [T_TYPE] = "type", [T_ID] = "id", [T_NAME] = "name", [T_INPUT] = "input",
-    [T_CALLER] = "caller", [T_TOOLSET] = "toolset_name", [T_CACHE] = "cache_control",
-    [T_END] = NULL};
+static const member_key TOOL_USE_MEMBERS[T_END] = {
+    [T_TYPE] = KEY("type"), [T_ID] = KEY("id"), [T_NAME] = KEY("name"), [T_INPUT] = KEY("input"),
+    [T_CALLER] = KEY("caller"), [T_TOOLSET] = KEY("toolset_name"),
+    [T_CACHE] = KEY("cache_control")};
 /* clang-format on */
 
 /* An Anthropic tool_use block (ToolUseBlock; cache_control from
@@ -409,7 +432,7 @@ static int read_tool_use(reader *r, const tg_value_t *obj, int root, const char 
     tg_call_t *c;
     int rc;
 
-    if ((rc = only_members(r, obj, TOOL_USE_MEMBERS, root, what, m)) != TG_OK)
+    if ((rc = only_members(r, obj, TOOL_USE_MEMBERS, T_END, root, what, m)) != TG_OK)
         return rc;
     if (!is_string_equal(m[T_TYPE], "tool_use"))
         return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(obj), "%s must have \"type\": \"tool_use\"",
@@ -426,15 +449,15 @@ static int read_tool_use(reader *r, const tg_value_t *obj, int root, const char 
 
 /* clang-format off */
 enum { M_JSONRPC, M_ID, M_METHOD, M_PARAMS, M_END };
-static const char *const MCP_MEMBERS[] = {
-    [M_JSONRPC] = "jsonrpc", [M_ID] = "id", [M_METHOD] = "method", [M_PARAMS] = "params",
-    [M_END] = NULL};
+static const member_key MCP_MEMBERS[M_END] = {
+    [M_JSONRPC] = KEY("jsonrpc"), [M_ID] = KEY("id"), [M_METHOD] = KEY("method"),
+    [M_PARAMS] = KEY("params")};
 /* clang-format on */
 /* clang-format off */
 enum { P_NAME, P_ARGUMENTS, P_META, P_TASK, P_END };
-static const char *const MCP_PARAMS_MEMBERS[] = {
-    [P_NAME] = "name", [P_ARGUMENTS] = "arguments", [P_META] = "_meta", [P_TASK] = "task",
-    [P_END] = NULL};
+static const member_key MCP_PARAMS_MEMBERS[P_END] = {
+    [P_NAME] = KEY("name"), [P_ARGUMENTS] = KEY("arguments"), [P_META] = KEY("_meta"),
+    [P_TASK] = KEY("task")};
 /* clang-format on */
 
 /* An MCP tools/call request (JSON-RPC 2.0; CallToolRequestParams). */
@@ -446,7 +469,7 @@ static int read_mcp(reader *r, const tg_value_t *obj, int root, const char *wher
     tg_call_t *c;
     int rc;
 
-    if ((rc = only_members(r, obj, MCP_MEMBERS, root, what, m)) != TG_OK)
+    if ((rc = only_members(r, obj, MCP_MEMBERS, M_END, root, what, m)) != TG_OK)
         return rc;
     if (!is_string_equal(m[M_JSONRPC], "2.0"))
         return tg_fail(r->err, TG_E_BAD_CALL, at_of(m[M_JSONRPC], obj),
@@ -460,7 +483,7 @@ static int read_mcp(reader *r, const tg_value_t *obj, int root, const char *wher
     if (!(c = add_call(r, TG_FORMAT_MCP, obj)))
         return TG_E_NOMEM;
     c->id = m[M_ID];
-    if ((rc = only_members(r, m[M_PARAMS], MCP_PARAMS_MEMBERS, 0, what, p)) != TG_OK)
+    if ((rc = only_members(r, m[M_PARAMS], MCP_PARAMS_MEMBERS, P_END, 0, what, p)) != TG_OK)
         return rc;
     if ((rc = take_name(r, c, p[P_NAME], m[M_PARAMS], "name", what)) != TG_OK)
         return rc;
@@ -541,7 +564,7 @@ static int classify(reader *r, const tg_value_t *item, const char *where, const 
 static int array_member(reader *r, const tg_value_t *obj, const char *key, int required,
                         const char *what, const tg_value_t **out)
 {
-    const tg_value_t *v = member(obj, key);
+    const tg_value_t *v = tg_get(obj, key, strlen(key));
     *out = NULL;
     if (!required && (!v || tg_type_of(v) == TG_NULL))
         return TG_OK;
@@ -669,6 +692,15 @@ static int read_array(reader *r, const tg_value_t *arr, int format)
 
 /* ---- shapes and formats ------------------------------------------------------- */
 
+/* An envelope's shape.  The "context" of a line belongs to its root: an
+ * envelope's members are not read strictly, so it is looked up here (a
+ * call object's reader meets it in its one pass, only_members). */
+static void envelope(reader *r, const tg_value_t *root, int shape)
+{
+    r->set->shape = shape;
+    r->set->context = member(root, "context");
+}
+
 /* The shape of a line read as format, and the reading. */
 static int read_format(reader *r, const tg_value_t *root, int format)
 {
@@ -693,15 +725,14 @@ static int read_format(reader *r, const tg_value_t *root, int format)
     }
     if (tg_type_of(root) != TG_OBJECT)
         return tg_fail(r->err, TG_E_BAD_CALL, 0, "a call must be a JSON object or array");
-    s->context = member(root, "context");
-    type = member(root, "type");
     switch (format) {
     case TG_FORMAT_MCP:
         s->shape = TG_SHAPE_MCP;
         return read_mcp(r, root, 1, NULL);
     case TG_FORMAT_ANTHROPIC:
+        type = member(root, "type");
         if (is_string_equal(type, "message")) {
-            s->shape = TG_SHAPE_ANTHROPIC_MESSAGE;
+            envelope(r, root, TG_SHAPE_ANTHROPIC_MESSAGE);
             return read_anthropic_message(r, root);
         }
         s->shape = TG_SHAPE_ANTHROPIC;
@@ -715,11 +746,11 @@ static int read_format(reader *r, const tg_value_t *root, int format)
         object = member(root, "object");
         if (object) {
             if (is_string_equal(object, "chat.completion")) {
-                s->shape = TG_SHAPE_OPENAI_CHAT;
+                envelope(r, root, TG_SHAPE_OPENAI_CHAT);
                 return read_openai_chat(r, root);
             }
             if (is_string_equal(object, "response")) {
-                s->shape = TG_SHAPE_OPENAI_RESPONSES;
+                envelope(r, root, TG_SHAPE_OPENAI_RESPONSES);
                 return read_openai_responses(r, root);
             }
             if (is_string_equal(object, "chat.completion.chunk"))
@@ -729,13 +760,14 @@ static int read_format(reader *r, const tg_value_t *root, int format)
             return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(object),
                            "\"object\" must be \"chat.completion\" or \"response\"");
         }
+        type = member(root, "type");
         if (is_string_equal(type, "function_call")) {
             s->shape = TG_SHAPE_OPENAI_FUNCTION_CALL;
             return read_function_call(r, root, 1, NULL);
         }
         if (member(root, "tool_calls") || member(root, "function_call") ||
             member(root, "refusal") || member(root, "role")) {
-            s->shape = TG_SHAPE_OPENAI_MESSAGE;
+            envelope(r, root, TG_SHAPE_OPENAI_MESSAGE);
             return read_openai_message(r, root, NULL);
         }
         s->shape = TG_SHAPE_OPENAI;
@@ -758,32 +790,36 @@ static const char *const FAMILY_NAMES[] = {
 };
 
 /* Members that only one format defines, at a line's root (a call or an
- * envelope).  "name", "id", "content", "role", "caller" are shared and
- * decide nothing. */
+ * envelope), in the order of the formats.  "name", "id", "content",
+ * "role", "caller" are shared and decide nothing; "type" and "arguments"
+ * decide by what goes with them (claims). */
 /* clang-format off */
 static const struct {
-    const char *key;
+    member_key key;
     int format;
 } CLAIMS[] = {
-    {"jsonrpc", TG_FORMAT_MCP}, {"method", TG_FORMAT_MCP}, {"params", TG_FORMAT_MCP},
-    {"function", TG_FORMAT_OPENAI}, {"custom", TG_FORMAT_OPENAI}, {"choices", TG_FORMAT_OPENAI},
-    {"tool_calls", TG_FORMAT_OPENAI}, {"function_call", TG_FORMAT_OPENAI},
-    {"refusal", TG_FORMAT_OPENAI}, {"output", TG_FORMAT_OPENAI}, {"call_id", TG_FORMAT_OPENAI},
-    {"namespace", TG_FORMAT_OPENAI}, {"object", TG_FORMAT_OPENAI},
-    {"input", TG_FORMAT_ANTHROPIC}, {"toolset_name", TG_FORMAT_ANTHROPIC},
-    {"cache_control", TG_FORMAT_ANTHROPIC},
-    {"server", TG_FORMAT_NATIVE},
+    {KEY("server"), TG_FORMAT_NATIVE},
+    {KEY("function"), TG_FORMAT_OPENAI}, {KEY("custom"), TG_FORMAT_OPENAI},
+    {KEY("choices"), TG_FORMAT_OPENAI}, {KEY("tool_calls"), TG_FORMAT_OPENAI},
+    {KEY("function_call"), TG_FORMAT_OPENAI}, {KEY("refusal"), TG_FORMAT_OPENAI},
+    {KEY("output"), TG_FORMAT_OPENAI}, {KEY("call_id"), TG_FORMAT_OPENAI},
+    {KEY("namespace"), TG_FORMAT_OPENAI}, {KEY("object"), TG_FORMAT_OPENAI},
+    {KEY("input"), TG_FORMAT_ANTHROPIC}, {KEY("toolset_name"), TG_FORMAT_ANTHROPIC},
+    {KEY("cache_control"), TG_FORMAT_ANTHROPIC},
+    {KEY("jsonrpc"), TG_FORMAT_MCP}, {KEY("method"), TG_FORMAT_MCP}, {KEY("params"), TG_FORMAT_MCP},
 };
 /* clang-format on */
+static const member_key TYPE_KEY = KEY("type"), ARGUMENTS_KEY = KEY("arguments");
 static const char *const OPENAI_TYPES[] = {"function", "function_call", "custom", NULL};
 static const char *const ANTHROPIC_TYPES[] = {"tool_use", "message", "server_tool_use",
                                               "mcp_tool_use", NULL};
 
-/* The formats whose members obj carries, as bits (1 << format), with the
- * member that showed each.  One pass over obj's members. */
+/* The formats whose members the object obj carries, as bits
+ * (1 << format), with the member that showed each.  One pass over obj's
+ * members, which finds "type" too: no lookup after it. */
 static unsigned claims(const tg_value_t *obj, const char *shown[TG_FORMAT_MCP + 1])
 {
-    const tg_value_t *type = member(obj, "type");
+    const tg_value_t *type = NULL;
     unsigned bits = 0;
     int has_arguments = 0;
 #define CLAIM(f, why)                                                                              \
@@ -792,19 +828,26 @@ static unsigned claims(const tg_value_t *obj, const char *shown[TG_FORMAT_MCP + 
             shown[f] = (why);                                                                      \
         bits |= 1u << (f);                                                                         \
     } while (0)
-    for (size_t i = 0; i < tg_len(obj); i++) {
-        size_t len;
-        const char *key = tg_key_at(obj, i, &len);
-        has_arguments |= key_is(key, len, "arguments");
+    for (size_t i = 0; i < obj->len; i++) {
+        const tg_value_t *m = &obj->p.items[i];
+        if (key_equal(m->key, m->key_len, &TYPE_KEY)) {
+            type = m;
+            continue;
+        }
+        if (key_equal(m->key, m->key_len, &ARGUMENTS_KEY)) {
+            has_arguments = 1;
+            continue;
+        }
         for (size_t k = 0; k < sizeof CLAIMS / sizeof CLAIMS[0]; k++)
-            if (key_is(key, len, CLAIMS[k].key)) {
-                CLAIM(CLAIMS[k].format, CLAIMS[k].key);
+            if (key_equal(m->key, m->key_len, &CLAIMS[k].key)) {
+                CLAIM(CLAIMS[k].format, CLAIMS[k].key.s);
                 break;
             }
     }
-    if (string_in(type, OPENAI_TYPES) >= 0)
+    /* a native call has no "type": its lists are not read for nothing */
+    if (type && string_in(type, OPENAI_TYPES) >= 0)
         CLAIM(TG_FORMAT_OPENAI, "type");
-    if (string_in(type, ANTHROPIC_TYPES) >= 0)
+    if (type && string_in(type, ANTHROPIC_TYPES) >= 0)
         CLAIM(TG_FORMAT_ANTHROPIC, "type");
     /* top-level arguments are a native call's, except in a Responses
      * function_call item, which has its own */

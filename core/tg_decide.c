@@ -495,15 +495,22 @@ static int merge_context(tg_decider_t *d, const tg_value_t *own, tg_error_t *err
     return tg_context_read(m, own, err);
 }
 
-/* Starts call d->call_index of the text and runs its stages. */
-static int start_call(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
+/* Clears what a call's run leaves behind: its stages, objections and
+ * digest, and the tool the rung resolved. */
+static void clear_call(tg_decider_t *d)
 {
-    d->call = tg_calls_at(d->calls, d->call_index);
     d->tool = -1;
     d->has_digest = d->rung_ran = d->decode_failed = 0;
     d->next_stage = d->n_ran = d->n_obj = 0;
     d->paused_at = TG_DECODE_STAGE;
     tg_buf_reset(&d->texts);
+}
+
+/* Starts call d->call_index of the text and runs its stages; what an
+ * earlier call left is cleared already (tg_decide_begin, clear_call). */
+static int start_call(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
+{
+    d->call = tg_calls_at(d->calls, d->call_index);
     d->server = tg_call_server(d->call, &d->server_len);
     if (!d->server && d->ctx && d->ctx->server.s) {
         d->server = d->ctx->server.s;
@@ -524,13 +531,10 @@ void tg_decide_begin(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *
     d->server = d->name = NULL;
     d->server_len = d->name_len = 0;
     d->args = NULL;
-    d->tool = -1;
-    d->has_digest = d->rung_ran = d->decode_failed = d->rung_known = 0;
-    d->next_stage = d->n_ran = d->n_obj = 0;
+    d->rung_known = 0;
     d->call_index = 0;
     d->flags = flags;
-    d->paused_at = TG_DECODE_STAGE;
-    tg_buf_reset(&d->texts);
+    clear_call(d);
 }
 
 int tg_decide_rung(tg_decider_t *d, size_t stage, tg_error_t *err)
@@ -658,6 +662,7 @@ int tg_check_next(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
         return TG_OK;
     }
     d->call_index++;
+    clear_call(d);
     return start_call(d, out, err);
 }
 

@@ -23,12 +23,13 @@ enum tg_stage_kind {
 };
 
 typedef struct tg_pstage {
-    int kind;          /* enum tg_stage_kind */
-    int in_host;       /* custom stage, or a gate with the policy's own rule */
-    tg_text name;      /* shown as "stage" */
-    tg_text name_json; /* name as a JSON string (quotes and escapes): what
-                        * every decision writes, worked out once */
-    tg_text code;      /* custom stages: the code of their rejects */
+    int kind;            /* enum tg_stage_kind */
+    int in_host;         /* custom stage, or a gate with the policy's own rule */
+    tg_text name;        /* shown as "stage" */
+    tg_text name_json;   /* name as a JSON string (quotes and escapes): what
+                          * every decision writes, worked out once */
+    size_t ran_json_len; /* the policy's stages_json up to this stage's name */
+    tg_text code;        /* custom stages: the code of their rejects */
 } tg_pstage;
 
 /* One segment of a resolve rule's pattern, unescaped. */
@@ -69,6 +70,11 @@ struct tg_policy_t {
     tg_text version;
     tg_text registry_hash;
     tg_text version_json, registry_hash_json; /* as JSON strings, as name_json */
+    /* what every decision writes of the policy, joined once (tg_decision.c
+     * copies each in one piece): the members "policy_version":...,
+     * "registry_hash":..., and the stage names' name_json, comma-separated
+     * (the first n of them are its first stages[n - 1].ran_json_len bytes) */
+    tg_text stamp_json, stages_json;
     tg_pstage *stages;
     size_t n_stages;
     tg_text *levels;

@@ -48,8 +48,9 @@ static void ctext(writer *w, const char *s)
     text(w, s, strlen(s));
 }
 
-/* A string the policy wrote as JSON once, at load (tg_policy.c, json_of). */
-static void json_text(writer *w, const tg_text *json)
+/* A string the policy wrote as JSON once, at load (tg_policy.c, json_of).
+ * Inlined: every decision writes several. */
+static WRITE_INLINE void json_text(writer *w, const tg_text *json)
 {
     raw(w, json->s, json->len);
 }
@@ -98,6 +99,16 @@ static WRITE_INLINE void key_n(writer *w, const char *k, size_t n)
     w->first = 0;
 }
 
+/* Members the policy joined at load ("k":v,...): the comma key() would
+ * write, then one copy. */
+static void members_json(writer *w, const tg_text *json)
+{
+    if (!w->first)
+        raw(w, ",", 1);
+    json_text(w, json);
+    w->first = 0;
+}
+
 static void open_(writer *w, const char *brace)
 {
     lit(w, brace);
@@ -111,10 +122,18 @@ static void close_(writer *w, const char *brace)
     w->first = 0;
 }
 
+/* The digits go straight into the buffer, not through a copy; one digit
+ * (a call's index, nearly always) is a constant-size write. */
 static void u64(writer *w, uint64_t v)
 {
-    char digits[20];
-    raw(w, digits, (size_t)tg_u64_text(v, digits));
+    if (v < 10) {
+        raw(w, &"0123456789"[v], 1);
+        return;
+    }
+    if (w->rc != TG_OK ||
+        (20 > w->b->cap - w->b->len && (w->rc = tg_buf_reserve(w->b, 20, NULL)) != TG_OK))
+        return;
+    w->b->len += (size_t)tg_u64_text(v, w->b->data + w->b->len);
 }
 
 /* A registry tool's server or name, as the policy wrote it at load. */
@@ -173,7 +192,33 @@ static void findings_of(writer *w, const tg_rung_result_t *res)
     raw(w, "]", 1);
 }
 
-static const char *const verdict_names[] = {"\"accept\"", "\"reject\"", "\"defer\""};
+/* A verdict's name as JSON: each a literal, so its copy is a few moves
+ * (lit of a constant), with no strlen and no memcpy call. */
+static void verdict_text(writer *w, int verdict)
+{
+    switch (verdict) {
+    case TG_ACCEPT:
+        lit(w, "\"accept\"");
+        break;
+    case TG_REJECT:
+        lit(w, "\"reject\"");
+        break;
+    default:
+        lit(w, "\"defer\"");
+        break;
+    }
+}
+
+/* "stages": the names of the first n stages, a prefix of the list the
+ * policy joined at load. */
+static void stages_ran(writer *w, const tg_policy_t *p, size_t n)
+{
+    key(w, "stages");
+    raw(w, "[", 1);
+    if (n)
+        raw(w, p->stages_json.s, p->stages[n - 1].ran_json_len);
+    raw(w, "]", 1);
+}
 
 /* "stage": the decode step's or a policy stage's name. */
 static void stage_text(writer *w, const tg_decider_t *d, size_t stage)
@@ -232,10 +277,7 @@ static void binding_of(writer *w, const tg_policy_t *p, const char *digest, cons
         raw(w, epoch, epoch_len);
     else
         lit(w, "null");
-    key(w, "policy_version");
-    json_text(w, &p->version_json);
-    key(w, "registry_hash");
-    json_text(w, &p->registry_hash_json);
+    members_json(w, &p->stamp_json); /* policy_version, registry_hash */
     key(w, "server");
     text_or_null(w, server, server_len);
     key(w, "tool");
@@ -341,7 +383,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
             key(&w, "stage");
             stage_text(&w, d, d->obj[i].stage);
             key(&w, "verdict");
-            lit(&w, verdict_names[d->obj[i].verdict]);
+            verdict_text(&w, d->obj[i].verdict);
             close_(&w, "}");
         }
         raw(&w, "]", 1);
@@ -350,10 +392,7 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
         key(&w, "path");
         ctext(&w, res->findings[0].pointer);
     }
-    key(&w, "policy_version");
-    json_text(&w, &p->version_json);
-    key(&w, "registry_hash");
-    json_text(&w, &p->registry_hash_json);
+    members_json(&w, &p->stamp_json); /* policy_version, registry_hash */
     if (verdict == TG_DEFER && p->requires_approval) {
         key(&w, "requires_approval");
         lit(&w, "true");
@@ -367,21 +406,15 @@ int tg_decision_write(tg_decider_t *d, tg_error_t *err)
     else
         lit(&w, "\"\"");
     if (!d->decode_failed) {
-        key(&w, "stages");
-        raw(&w, "[", 1);
-        for (size_t i = 0; i < d->n_ran; i++) {
-            if (i)
-                raw(&w, ",", 1);
-            json_text(&w, &p->stages[i].name_json);
-        }
-        raw(&w, "]", 1);
+        stages_ran(&w, p, d->n_ran);
     }
     call_name(&w, d, 0);
     key(&w, "verdict");
-    lit(&w, verdict_names[verdict]);
+    verdict_text(&w, verdict);
     close_(&w, "}");
-    /* a NUL after the text, not counted: C hosts may read it as a string */
-    if (w.rc == TG_OK && (w.rc = tg_buf_reserve(w.b, 1, NULL)) == TG_OK)
+    /* a NUL after the text, not counted: C hosts may read it as a string
+     * (the room is nearly always there: the reserve above) */
+    if (w.rc == TG_OK && (w.b->len < w.b->cap || (w.rc = tg_buf_reserve(w.b, 1, NULL)) == TG_OK))
         w.b->data[w.b->len] = '\0';
     if (w.rc != TG_OK)
         return tg_fail(err, w.rc, TG_NO_OFFSET, "out of memory writing a decision");
@@ -440,14 +473,6 @@ static void plan_binding(writer *w, const tg_decider_t *d, const tg_plan *pl, co
     binding_of(w, d->p, digest, epoch, epoch_len, server, slen, name, nlen);
 }
 
-static void trailer_head(writer *w, const tg_decider_t *d)
-{
-    key(w, "policy_version");
-    json_text(w, &d->p->version_json);
-    key(w, "registry_hash");
-    json_text(w, &d->p->registry_hash_json);
-}
-
 static void approval(writer *w, const tg_decider_t *d, int verdict)
 {
     if (verdict == TG_DEFER && d->p->requires_approval) {
@@ -491,12 +516,12 @@ static void write_refusal(writer *w, const tg_decider_t *d, tg_plan *pl)
         key(w, "plan_id");
         plan_id(w, pl);
     }
-    trailer_head(w, d);
+    members_json(w, &d->p->stamp_json); /* policy_version, registry_hash */
     approval(w, d, v);
     key(w, "stage");
     ctext(w, pl->refusal_stage);
     key(w, "verdict");
-    lit(w, verdict_names[v]);
+    verdict_text(w, v);
     close_(w, "}");
     pl->verdict_out = v;
     pl->code_out = pl->texts.data + pl->code;
@@ -550,7 +575,7 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
         key(w, "plan_id");
         plan_id(w, pl);
     }
-    trailer_head(w, d);
+    members_json(w, &d->p->stamp_json); /* policy_version, registry_hash */
     key(w, "representative");
     u64(w, pl->rep + 1);
     key(w, "result_agreement");
@@ -566,7 +591,7 @@ static void write_rung_failed(writer *w, const tg_decider_t *d, tg_plan *pl)
     if (o)
         call_name(w, d, 0);
     key(w, "verdict");
-    lit(w, verdict_names[TG_REJECT]);
+    verdict_text(w, TG_REJECT);
     close_(w, "}");
     pl->verdict_out = TG_REJECT;
     pl->code_out = o ? d->texts.data + o->code : "BAD_ARGUMENTS";
@@ -611,7 +636,7 @@ static void outcome_of(writer *w, const tg_plan *pl, const char *code, size_t co
         u64(w, step);
     }
     key(w, "verdict");
-    lit(w, verdict_names[verdict]);
+    verdict_text(w, verdict);
     close_(w, "}");
 }
 
@@ -767,14 +792,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
     key(w, "stage");
     ctext(w, by ? by->stage : "consistency");
     if (by) {
-        key(w, "stages");
-        raw(w, "[", 1);
-        for (size_t i = 0; i < by->n_ran; i++) {
-            if (i)
-                raw(w, ",", 1);
-            json_text(w, &d->p->stages[i].name_json);
-        }
-        raw(w, "]", 1);
+        stages_ran(w, d->p, by->n_ran);
         if (pl->rep_steps > 1) {
             key(w, "step");
             u64(w, by->step);
@@ -787,7 +805,7 @@ static void write_judged(writer *w, const tg_decider_t *d, tg_plan *pl)
         tool_text(w, d->p, tool, 0);
     }
     key(w, "verdict");
-    lit(w, verdict_names[verdict]);
+    verdict_text(w, verdict);
     if (!by && cv->row >= TG_ROW_ARG_DISAGREE) {
         key(w, "verified");
         lit(w, pl->features.verified ? "true" : "false");

@@ -50,6 +50,47 @@ static int json_of(tg_policy_t *p, const tg_text *t, tg_text *out, tg_error_t *e
     return rc;
 }
 
+/* The bytes of b, kept in p's arena as out. */
+static int keep(tg_policy_t *p, const tg_buf_t *b, tg_text *out, tg_error_t *err)
+{
+    if (!(out->s = tg_arena_strdup(&p->arena, b->len ? b->data : "", b->len)))
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    out->len = b->len;
+    return TG_OK;
+}
+
+/* stamp_json and stages_json (tg_decide.h), from the JSON texts above. */
+static int decision_texts(tg_policy_t *p, tg_error_t *err)
+{
+    static const char version_key[] = "\"policy_version\":", hash_key[] = ",\"registry_hash\":";
+    tg_buf_t b;
+    int rc = TG_OK;
+    tg_buf_init(&b, p->e);
+    for (size_t i = 0; i < p->n_stages && rc == TG_OK; i++) {
+        const tg_text *name = &p->stages[i].name_json;
+        if (i)
+            rc = tg_buf_append(&b, ",", 1, err);
+        if (rc == TG_OK)
+            rc = tg_buf_append(&b, name->s, name->len, err);
+        p->stages[i].ran_json_len = b.len;
+    }
+    if (rc == TG_OK)
+        rc = keep(p, &b, &p->stages_json, err);
+    tg_buf_reset(&b);
+    if (rc == TG_OK)
+        rc = tg_buf_append(&b, version_key, sizeof version_key - 1, err);
+    if (rc == TG_OK)
+        rc = tg_buf_append(&b, p->version_json.s, p->version_json.len, err);
+    if (rc == TG_OK)
+        rc = tg_buf_append(&b, hash_key, sizeof hash_key - 1, err);
+    if (rc == TG_OK)
+        rc = tg_buf_append(&b, p->registry_hash_json.s, p->registry_hash_json.len, err);
+    if (rc == TG_OK)
+        rc = keep(p, &b, &p->stamp_json, err);
+    tg_buf_free(&b);
+    return rc;
+}
+
 /* An optional boolean member: 0 when absent. */
 static int take_flag(const tg_value_t *obj, const char *key, int *out, tg_error_t *err)
 {
@@ -357,7 +398,8 @@ static int read_policy(tg_policy_t *p, const tg_value_t *root, tg_error_t *err)
         if ((rc = json_of(p, &p->stages[i].name, &p->stages[i].name_json, err)) != TG_OK)
             return rc;
     if ((rc = json_of(p, &p->version, &p->version_json, err)) != TG_OK ||
-        (rc = json_of(p, &p->registry_hash, &p->registry_hash_json, err)) != TG_OK)
+        (rc = json_of(p, &p->registry_hash, &p->registry_hash_json, err)) != TG_OK ||
+        (rc = decision_texts(p, err)) != TG_OK)
         return rc;
     for (size_t i = p->n_stages; i-- > 0;)
         if (p->stages[i].kind == TG_STAGE_RUNG)

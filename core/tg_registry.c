@@ -9,6 +9,12 @@
  */
 #include "tg_internal.h"
 
+/* XXH3 inlined here, as tg_hash.c has it (the values of tg_hash64): every
+ * call decided hashes a server and a name, short strings, where a call
+ * out costs about what the hash does. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 typedef struct tool {
     char *server; /* NUL-terminated copies, owned */
     size_t server_len;
@@ -31,7 +37,7 @@ struct tg_registry_t {
 
 static uint64_t pair_hash(const char *server, size_t slen, const char *name, size_t nlen)
 {
-    return tg_hash64(name, nlen) ^ (tg_hash64(server, slen) * 0x9E3779B97F4A7C15ull);
+    return XXH3_64bits(name, nlen) ^ (XXH3_64bits(server, slen) * 0x9E3779B97F4A7C15ull);
 }
 
 static int same(const char *a, size_t alen, const char *b, size_t blen)
@@ -95,7 +101,7 @@ static size_t pair_slot(const tg_registry_t *r, const char *server, size_t slen,
 
 static size_t name_slot(const tg_registry_t *r, const char *name, size_t nlen)
 {
-    size_t mask = r->slots - 1, i = (size_t)tg_hash64(name, nlen) & mask;
+    size_t mask = r->slots - 1, i = (size_t)XXH3_64bits(name, nlen) & mask;
     for (;; i = (i + 1) & mask) {
         size_t k = r->by_name[i];
         if (k == 0 || same(r->tools[k - 1].name, r->tools[k - 1].name_len, name, nlen))

@@ -99,7 +99,9 @@ function unionTypes(text, name) {
 
 const TG_CALL = fs.readFileSync(path.join(root, "core/tg_call.c"), "utf8");
 function cList(name) {
-  const m = TG_CALL.match(new RegExp(`static const char \\*const ${name}\\[\\] = \\{([^}]*)\\}`));
+  // a NULL-terminated list of strings, or a table of KEY("...") (the member lists)
+  const m = TG_CALL.match(
+    new RegExp(`static const (?:char \\*const|member_key) ${name}\\[\\w*\\] = \\{([^}]*)\\}`));
   if (!m) throw new Error(`core/tg_call.c has no list ${name}`);
   return [...m[1].matchAll(/"([^"]*)"/g)].map((x) => x[1]);
 }
