@@ -187,8 +187,9 @@ t() { python3 bench/timeit.py "$@"; }
 } >"$results"
 if [ -x "$BUILD/bench/simdjson_floor" ]; then
   "$BUILD/bench/simdjson_floor" "$out/wp-calls.jsonl" --min-seconds "$SECONDS_PER" >"$out/floor.txt"
+  "$BUILD/bench/simdjson_floor" "$out/wp-plans.jsonl" --min-seconds "$SECONDS_PER" >"$out/floor-plans.txt"
 fi
-awk -v floor="$out/floor.txt" -v n="$N_CALLS" '
+awk -v floor="$out/floor.txt" -v floor_plans="$out/floor-plans.txt" -v n="$N_CALLS" -v n_plans="$N_PLANS" '
   { name = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); v[name, kv[1]] = kv[2] } names[++k] = name }
   function peer(nm) { return nm ~ /-check-/ ? "node-ajv" : nm ~ /-canon-/ ? "node-canonicalize" : "python-seed-reference" }
   END {
@@ -204,6 +205,14 @@ awk -v floor="$out/floor.txt" -v n="$N_CALLS" '
       split(line, f, " "); for (j = 2; j in f; j++) { split(f[j], kv, "="); fl[kv[1]] = kv[2] }
       printf "%-34s %9.3f %9s   (parse only: the floor for the calls, %.0f ns a line)\n", "simdjson-dom-parse",
         fl["ns_per_line"] * n / 1e9, "", fl["ns_per_line"]
+    }
+    # the plans through the same parse on one thread: no classify that
+    # parses its input beats this ratio to the Python reference per thread
+    if ((getline line < floor_plans) > 0) {
+      split(line, f, " "); for (j = 2; j in f; j++) { split(f[j], kv, "="); fp[kv[1]] = kv[2] }
+      t = fp["ns_per_line"] * n_plans / 1e9
+      printf "%-34s %9.3f %9s %13.1fx   (parse only, in process: the floor for the plans, %.0f ns a line)\n",
+        "simdjson-dom-parse-plans", t, "", v["python-seed-reference", "wall"] / t, fp["ns_per_line"]
     }
   }' "$results"
 
