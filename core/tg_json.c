@@ -167,16 +167,32 @@ static inline size_t utf8_seq(const unsigned char *p, const unsigned char *end)
  * control characters and, unless the input's UTF-8 is known good, the
  * non-ASCII bytes, where the scanner must look closer.  (Flipping the top
  * bit first makes the signed compare an unsigned one: below 0x20 only.) */
+typedef struct {
+    __m128i quote, bslash, flip, below;
+} plain_test;
+
+static inline plain_test plain_test_of(int utf8_checked)
+{
+    plain_test t = {_mm_set1_epi8('"'), _mm_set1_epi8('\\'),
+                    _mm_set1_epi8(utf8_checked ? (char)0x80 : 0),
+                    _mm_set1_epi8(utf8_checked ? (char)(' ' ^ 0x80) : ' ')};
+    return t;
+}
+
+/* A bit for each byte of x where the scanner must look closer. */
+static inline unsigned special16(const plain_test *t, __m128i x)
+{
+    __m128i m =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, t->quote), _mm_cmpeq_epi8(x, t->bslash)),
+                     _mm_cmplt_epi8(_mm_xor_si128(x, t->flip), t->below));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+
 static inline char *skip_plain(char *r, int utf8_checked)
 {
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-    const __m128i flip = _mm_set1_epi8(utf8_checked ? (char)0x80 : 0);
-    const __m128i below = _mm_set1_epi8(utf8_checked ? (char)(' ' ^ 0x80) : ' ');
+    const plain_test t = plain_test_of(utf8_checked);
     for (;;) {
-        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)r);
-        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                                 _mm_cmplt_epi8(_mm_xor_si128(x, flip), below));
-        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        unsigned bits = special16(&t, _mm_loadu_si128((const __m128i *)(const void *)r));
         if (bits)
             return r + __builtin_ctz(bits);
         r += 16;
@@ -289,15 +305,11 @@ static inline void move_down(char *w, const char *r, size_t n)
 static inline size_t move_plain(char *w, char *r, int utf8_checked)
 {
 #if defined(__SSE2__) && defined(__GNUC__)
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-    const __m128i flip = _mm_set1_epi8(utf8_checked ? (char)0x80 : 0);
-    const __m128i below = _mm_set1_epi8(utf8_checked ? (char)(' ' ^ 0x80) : ' ');
+    const plain_test t = plain_test_of(utf8_checked);
     size_t n = 0;
     for (;;) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(r + n));
-        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                                 _mm_cmplt_epi8(_mm_xor_si128(x, flip), below));
-        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        unsigned bits = special16(&t, x);
         if (!bits || r - w >= 16)
             _mm_storeu_si128((__m128i *)(void *)(w + n), x);
         if (bits) {
