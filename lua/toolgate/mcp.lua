@@ -363,8 +363,14 @@ end
 
 -- Decides one message of a request: the answer to give now (refused), or
 -- nil and what to expect back (pending record, or false for nothing).
--- in_flight(id) says whether a request with that id waits for its answer.
-local function decide_message(self, snap, settings, route, msg, in_flight)
+-- Whether a request with that id waits for its answer: one of the batch
+-- read so far (seen), or of the stream's (session).  A function of the
+-- module, not a closure made per message: LuaJIT does not compile FNEW.
+local function in_flight(seen, session, id)
+  return seen[id] or (session ~= nil and session.pending[id] ~= nil)
+end
+
+local function decide_message(self, snap, settings, route, msg, seen, session)
   if msg:type() ~= "object" then
     return error_reply("null", M.CODES.INVALID_REQUEST, "toolgate: a JSON-RPC message must be an object")
   end
@@ -389,7 +395,7 @@ local function decide_message(self, snap, settings, route, msg, in_flight)
     return refuse_framing(self, snap, route, nil, "MISSING_ID", m .. " without an id is no request: only "
       .. "notifications/* go without one")
   end
-  if id and in_flight(id) then
+  if id and in_flight(seen, session, id) then
     return refuse_framing(self, snap, route, nil, "DUPLICATE_ID", "id " .. id .. " is in use by a request that "
       .. "waits for its answer")
   end
@@ -430,9 +436,8 @@ function Gateway:request(route, text, session)
   end
   local root = doc:root()
   local seen = {}
-  local function in_flight(id) return seen[id] or (session ~= nil and session.pending[id] ~= nil) end
   if root:type() ~= "array" then
-    local answer, pending = decide_message(self, snap, settings, route, root, in_flight)
+    local answer, pending = decide_message(self, snap, settings, route, root, seen, session)
     if answer then
       plan.reply = answer ~= "" and answer or nil
     else
@@ -446,7 +451,7 @@ function Gateway:request(route, text, session)
   local forward, answers = {}, {}
   for i = 1, root:len() do
     local msg = root:at(i)
-    local answer, pending = decide_message(self, snap, settings, route, msg, in_flight)
+    local answer, pending = decide_message(self, snap, settings, route, msg, seen, session)
     local id = msg:type() == "object" and id_of(msg)
     if id and msg:get("method") then seen[id] = true end
     if answer then
