@@ -257,14 +257,13 @@ int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t 
 {
     piece pcs[TG_MAX_THREADS];
     tg_decider_t *ds[TG_MAX_THREADS];
-    size_t complete, k, i, out_len, counts[3];
+    size_t complete, k, i, out_len;
     int rc = TG_OK;
 
     tg_error_clear(err);
     if (!w || !d || !p || !text || !line || !used || !out || !verdicts || !o)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "every argument but ctx is required");
     out_len = out->len;
-    memcpy(counts, verdicts, sizeof counts);
     if (!(complete = shareable(w, p, text, len, flags)))
         return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
                               err);
@@ -280,20 +279,19 @@ int tg_check_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t 
     for (i = 0; i < k && rc == TG_OK; i++)
         if (pcs[i].rc != TG_OK || pcs[i].needs_host)
             rc = TG_E_NOMEM; /* decided again below, on one thread, line by line */
-    for (i = 0; i < k && rc == TG_OK; i++) {
+    for (i = 0; i < k && rc == TG_OK; i++)
         rc = tg_buf_append(out, pcs[i].out.data, pcs[i].out.len, err);
+    for (i = 0; i < k && rc == TG_OK; i++) /* counted once all are joined */
         for (int v = 0; v < 3; v++)
             verdicts[v] += pcs[i].verdicts[v];
-    }
     for (i = 0; i < k; i++)
         tg_buf_free(&pcs[i].out);
     if (rc != TG_OK) {
         /* a piece failed, or its decisions could not be joined: the chunk
          * is decided again on one thread, which stops at the failing line
-         * as tg_check_lines does -- from the output and counts as they
-         * came, without the pieces joined before the failure */
+         * as tg_check_lines does -- from the output as it came, without
+         * the pieces joined before the failure */
         out->len = out_len;
-        memcpy(verdicts, counts, sizeof counts);
         return tg_check_lines(d, p, ctx, text, len, format, flags, line, used, out, verdicts, o,
                               err);
     }
