@@ -361,8 +361,6 @@ local function refuse_framing(self, snap, route, id, code, message)
   return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: " .. message, '{"decision":' .. d:json() .. "}")
 end
 
--- Decides one message of a request: the answer to give now (refused), or
--- nil and what to expect back (pending record, or false for nothing).
 -- Whether a request with that id waits for its answer: one of the batch
 -- read so far (seen), or of the stream's (session).  A function of the
 -- module, not a closure made per message: LuaJIT does not compile FNEW.
@@ -370,6 +368,9 @@ local function in_flight(seen, session, id)
   return seen[id] or (session ~= nil and session.pending[id] ~= nil)
 end
 
+-- Decides one message of a request: the answer to give now (refused), or
+-- nil and what to expect back (pending record, or false for nothing);
+-- seen and session as for in_flight.
 local function decide_message(self, snap, settings, route, msg, seen, session)
   if msg:type() ~= "object" then
     return error_reply("null", M.CODES.INVALID_REQUEST, "toolgate: a JSON-RPC message must be an object")
