@@ -32,6 +32,7 @@ tg_decider_t *tg_decider_new(tg_engine_t *e, tg_error_t *err)
     tg_buf_init(&d->out, e);
     tg_buf_init(&d->texts, e);
     tg_buf_init(&d->scratch, e);
+    tg_buf_init(&d->mcp_texts, e);
     tg_engine_retain(e);
     return d;
 }
@@ -59,6 +60,8 @@ void tg_decider_free(tg_decider_t *d)
     tg_buf_free(&d->out);
     tg_buf_free(&d->texts);
     tg_buf_free(&d->scratch);
+    tg_doc_free(d->mcp_doc);
+    tg_buf_free(&d->mcp_texts);
     tg_mem_free(e, d->obj, d->cap_obj * sizeof *d->obj);
     tg_mem_free(e, d, sizeof *d);
     tg_engine_release(e);
@@ -264,6 +267,8 @@ static int run_rung(tg_decider_t *d, size_t stage, tg_error_t *err)
     }
     /* the digest binds the decision to these arguments: without it, no accept */
     if ((rc = digest_args(d, &cerr)) != TG_OK) {
+        if (rc == TG_E_NOMEM) /* the host refuses the call, as for the rung's */
+            return tg_fail(err, rc, TG_NO_OFFSET, "out of memory");
         if ((rc = object(d, stage, TG_REJECT, tg_code_name(cerr.code), err)) != TG_OK ||
             (rc = puts_(d, "the arguments could not be hashed: ", err)) != TG_OK ||
             (rc = puts_(d, cerr.message, err)) != TG_OK)

@@ -155,6 +155,10 @@ struct tg_decider_t {
      * the plan already, so it only takes what it found */
     int rung_known;
     struct tg_plan *plan; /* tg_classify's state, made on first use */
+
+    /* tg_mcp_check's message: its document and the texts read from it */
+    tg_doc_t *mcp_doc;
+    tg_buf_t mcp_texts;
 };
 
 /* Writes d's decision (the call in progress, concluded) into d->out. */

@@ -1232,6 +1232,78 @@ TG_API long tg_check_tool(const tg_decider_t *d);
 TG_API const tg_value_t *tg_check_call_context(const tg_decider_t *d);
 
 /* ------------------------------------------------------------------------ */
+/* MCP: a client's JSON-RPC message as a gateway reads it                    */
+/* ------------------------------------------------------------------------ */
+
+/* What a text or a value is to an MCP gateway (tg_mcp_message_t.kind). */
+enum tg_mcp_kind {
+    TG_MCP_NOT_JSON = 0, /* tg_mcp_check: the text is not JSON (error says why) */
+    TG_MCP_BATCH,        /* tg_mcp_check: an array, a JSON-RPC batch: read each element */
+    TG_MCP_NOT_OBJECT,   /* no JSON-RPC message (an element that is no object) */
+    TG_MCP_MESSAGE       /* an object: the members below are read */
+};
+
+/* An id member (tg_mcp_message_t.id). */
+enum tg_mcp_id {
+    TG_MCP_ID_NONE = 0, /* no "id" member */
+    TG_MCP_ID_OK,       /* a string, or an integer from -(2^53 - 1) to 2^53 - 1 */
+    TG_MCP_ID_BAD       /* anything else (null, a fraction, a larger integer, ...) */
+};
+
+/* One JSON-RPC message: the members a gateway decides by.  The strings
+ * point into the message's document and the reader's texts buffer. */
+typedef struct tg_mcp_message_t {
+    int kind;              /* enum tg_mcp_kind */
+    int id;                /* enum tg_mcp_id */
+    int id_null;           /* the id member is null */
+    const char *id_text;   /* the id member's canonical form (TG_CANON_EXACT): */
+    size_t id_len;         /* what a request is filed and answered under; NULL: none */
+    int method;            /* 0 no "method", 1 a string, 2 another type */
+    const char *method_name; /* the method when it is a string (decoded, not NUL-ended) */
+    size_t method_len;
+    int has_result, has_error; /* a "result" / an "error" member */
+    int has_cursor;        /* "params" is an object with a "cursor" */
+    /* method "tools/call": the call a gateway decides, on the server given */
+    const char *name;      /* params.name when a string, else NULL */
+    size_t name_len;
+    const char *call;      /* {"server": .., "name": .., "arguments": ..} (arguments as
+                            * written, TG_CANON_EXACT; {} when absent), NUL-ended; NULL
+                            * when the message holds no call (call_error says why) */
+    size_t call_len;
+    const char *call_error; /* NUL-ended, NULL when there is a call */
+    /* tg_mcp_check, when it checked the call (checked): the tool the rung
+     * resolved (-1: none yet) and the arguments' digest (32 hex digits and a
+     * NUL, "" when none), as tg_check_tool and tg_check_args_digest say */
+    int checked;
+    long tool;
+    char args_digest[TG_HASH_HEX];
+    tg_error_t error; /* TG_MCP_NOT_JSON: the parse error */
+} tg_mcp_message_t;
+
+/* Reads message msg (any value) as an MCP gateway does.  With a server
+ * (server_len bytes; NULL for none) a tools/call's call is written for it
+ * into texts (appended), where the id's canonical form goes too; m's
+ * strings live as long as msg's document and texts' contents.  Errors:
+ * TG_E_ARG (NULL msg, m or texts), TG_E_NOMEM. */
+TG_API int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len,
+                       tg_mcp_message_t *m, tg_buf_t *texts, tg_error_t *err);
+
+/* What a gateway does with one message in one call: parses the text under
+ * d's engine's limits, reads the root as tg_mcp_read does (an array is
+ * TG_MCP_BATCH, its elements not read; a text that is not JSON is
+ * TG_MCP_NOT_JSON with m->error, and TG_OK), and when decide is non-zero
+ * and the message is a tools/call request with a valid id and a call,
+ * decides that call as tg_check does (format and flags are tg_check's;
+ * TG_CHECK_ONE is added), the outcome in *o and m->checked set.  Otherwise
+ * o->status is TG_NO_MORE_CALLS.  m's strings live until the next
+ * tg_mcp_check on d, or d's end; o's as tg_check's.  Errors: TG_E_ARG, TG_E_NOMEM (the
+ * check's errors come with m->checked set: the message was read). */
+TG_API int tg_mcp_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
+                        const char *text, size_t len, const char *server, size_t server_len,
+                        int format, int flags, int decide, tg_mcp_message_t *m, tg_outcome_t *o,
+                        tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
 /* Self-consistency: the decision table                                      */
 /* ------------------------------------------------------------------------ */
 

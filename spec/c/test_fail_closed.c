@@ -369,6 +369,66 @@ static void test_check_faults(void)
            "compiling a policy or a context that runs out of memory leaks nothing");
 }
 
+/* What tg_mcp_check (a gateway's message: read, and its tools/call
+ * decided in the same call) gives for text: the verdict of its checked
+ * call, or NOT_CHECKED, or -1 for an error (rc in *rc), or NOT_JSON with
+ * the parse error's code in *rc. */
+enum { NOT_CHECKED = 10, NOT_JSON };
+static int mcp_once(checker *k, const char *text, int *rc)
+{
+    tg_mcp_message_t m;
+    tg_outcome_t o;
+    *rc = tg_mcp_check(k->d, k->p, k->c, text, strlen(text), "fs", 2, TG_FORMAT_AUTO, 0, 1, &m,
+                       &o, NULL);
+    if (*rc != TG_OK)
+        return -1;
+    if (m.kind == TG_MCP_NOT_JSON) {
+        *rc = m.error.code;
+        return NOT_JSON;
+    }
+    if (!m.checked)
+        return NOT_CHECKED;
+    return o.status == TG_DECIDED ? o.verdict : -1;
+}
+
+/* tg_mcp_check, each allocation failing in turn, on generated messages
+ * (tools/calls, batches, other formats): NOMEM (as an error, or as the
+ * parse's: the gateway then answers a parse error), or what the message
+ * gets without the fault; never an accept it does not get. */
+static void test_mcp_check_faults(void)
+{
+    long faults = 0, bad = 0, accepts = 0, leaks = 0, checked = 0;
+    for (int i = 0; i < 120; i++) {
+        char *text = gen_call();
+        acct a = {.sticky = 1};
+        checker k;
+        int rc, clean;
+        check_setup(&a, &k);
+        clean = mcp_once(&k, text, &rc);
+        check_teardown(&k);
+        checked += clean != NOT_CHECKED;
+        for (long f = 1;; f++) {
+            int v;
+            check_setup(&a, &k);
+            a.fail_at = a.calls + f;
+            v = mcp_once(&k, text, &rc);
+            check_teardown(&k);
+            leaks += a.live != 0;
+            if (!a.fired)
+                break;
+            faults++;
+            if ((v == -1 || v == NOT_JSON) ? rc != TG_E_NOMEM : v != clean)
+                bad++;
+            accepts += v == TG_ACCEPT && clean != TG_ACCEPT;
+        }
+        free(text);
+    }
+    printf("# tg_mcp_check: %ld faults fired; %ld of 120 messages checked\n", faults, checked);
+    tap_ok(faults > 200 && checked > 10 && bad == 0,
+           "a fault in tg_mcp_check gives NOMEM or what the message gets without it");
+    tap_ok(accepts == 0 && leaks == 0, "no fault in tg_mcp_check is an accept, none leaks");
+}
+
 /* tg_check_lines over a chunk of generated calls, each allocation failing
  * in turn: the lines decided before the failure are as without it, and
  * the call reports NOMEM (the host refuses the line it stopped at). */
@@ -1019,6 +1079,7 @@ int main(void)
     }
     write_policy();
     test_check_faults();
+    test_mcp_check_faults();
     test_check_lines_faults();
     test_check_reader_faults();
     test_parallel_join_fault();
