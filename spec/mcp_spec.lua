@@ -52,6 +52,36 @@ describe("toolgate.mcp", function()
     assert.matches("no shipped policy named 'no%-such%-policy'", err)
   end)
 
+  -- What an nginx worker pays: LuaJIT's FFI binding, counted in a process of
+  -- its own (spec/mcp_crossings.lua); the C API binding makes the same one
+  -- call (decider:mcp), which this count cannot see.
+  local crossings = h.is_luajit and function(policy_name, message)
+    local code, out, err = h.run(h.lua .. " " .. root .. "/spec/mcp_crossings.lua " .. policy_name .. " "
+      .. h.shell_quote(message))
+    assert(code == 0, err)
+    local calls, reply, forward = out:match("calls=(%S+) reply=(%a+) forward=(%a+)")
+    return tonumber(calls), reply == "yes", forward == "yes", out
+  end
+  local run_crossings = crossings and it or pending
+
+  run_crossings("decides a tools/call in one call into the core under built-in stages (LuaJIT FFI)", function()
+    local calls, reply, forward, out = crossings("mcp", call(1, "echo", '{"message":"hi"}'))
+    assert.is_true(forward and not reply, out)
+    assert.equals(1, calls, out)
+    assert.truthy(out:find("tg_mcp_check=1", 1, true), out)
+    calls, reply, forward, out = crossings("rung", call('"a"', "add", '{"a":1,"b":2}'))
+    assert.is_true(forward, out)
+    assert.equals(1, calls, out)
+    -- a message that is no call: read in the same one call
+    calls, reply, forward, out = crossings("mcp", '{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    assert.is_true(forward, out)
+    assert.equals(1, calls, out)
+    -- a refused call: one check; its answer then reads the decision's message
+    calls, reply, forward, out = crossings("mcp", call(1, "echo", '{"message":7}'))
+    assert.is_true(reply and not forward, out)
+    assert.truthy(out:find("tg_mcp_check=1", 1, true) and not out:find("tg_check=", 1, true), out)
+  end)
+
   it("passes the methods MCP clients need and refuses the others", function()
     local gw, route = gateway()
     for _, m in ipairs({ "initialize", "ping", "resources/list", "resources/read", "prompts/get", "tools/list",

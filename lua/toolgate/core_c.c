@@ -1792,6 +1792,112 @@ static const char *opt_lstring(lua_State *L, int i, size_t *len)
     return lua_isnoneornil(L, i) ? NULL : check_string(L, i, len);
 }
 
+/* ---- MCP messages (tg_mcp_read, tg_mcp_check) ------------------------------------- */
+
+static void set_bool(lua_State *L, const char *key, int b)
+{
+    lua_pushboolean(L, b);
+    lua_setfield(L, -2, key);
+}
+
+static void set_lstring(lua_State *L, const char *key, const char *s, size_t n)
+{
+    lua_pushlstring(L, s, n);
+    lua_setfield(L, -2, key);
+}
+
+/* Pushes a message's frame: the table core_ffi.lua's mcp_frame makes, field
+ * for field (see Node:mcp there). */
+static void push_mcp_frame(lua_State *L, const tg_mcp_message_t *m)
+{
+    static const char *const kinds[] = {"not_json", "batch", "not_object", "message"};
+    lua_createtable(L, 0, 8);
+    lua_pushstring(L, kinds[m->kind]);
+    lua_setfield(L, -2, "kind");
+    if (m->kind == TG_MCP_NOT_JSON) {
+        lua_pushstring(L, m->error.message);
+        lua_setfield(L, -2, "why");
+    }
+    if (m->kind != TG_MCP_MESSAGE)
+        return;
+    set_bool(L, "id_null", m->id_null);
+    set_bool(L, "result", m->has_result);
+    set_bool(L, "error", m->has_error);
+    set_bool(L, "cursor", m->has_cursor);
+    if (m->id_text) {
+        set_lstring(L, "id_text", m->id_text, m->id_len);
+        if (m->id == TG_MCP_ID_OK)
+            set_lstring(L, "id", m->id_text, m->id_len);
+        else
+            set_bool(L, "bad_id", 1);
+    }
+    if (m->method == 1)
+        set_lstring(L, "method", m->method_name, m->method_len);
+    else if (m->method == 2)
+        set_bool(L, "bad_method", 1);
+    if (m->name)
+        set_lstring(L, "name", m->name, m->name_len);
+    if (m->call)
+        set_lstring(L, "call", m->call, m->call_len);
+    if (m->call_error) {
+        lua_pushstring(L, m->call_error);
+        lua_setfield(L, -2, "call_error");
+    }
+}
+
+/* node:mcp([server]) -> the message's frame | nil, message, code */
+static int l_node_mcp(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    size_t slen;
+    const char *server = opt_lstring(L, 2, &slen);
+    engine_ud *u = engine_of(L, 1);
+    tg_mcp_message_t m;
+    tg_error_t err;
+    tg_buf_reset(&u->out);
+    if (tg_mcp_read(n->v, server, slen, &m, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    push_mcp_frame(L, &m);
+    return 1;
+}
+
+/* decider:mcp(policy, context|nil, text, server, format, flags, decide) ->
+ * frame | frame, the outcome of its call's check (frame.checked) | nil,
+ * message, code */
+static int l_decider_mcp(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    policy_ud *p = luaL_checkudata(L, 2, POLICY_MT);
+    context_ud *c = lua_isnoneornil(L, 3) ? NULL : luaL_checkudata(L, 3, CONTEXT_MT);
+    size_t len, slen;
+    const char *text = check_string(L, 4, &len), *server = check_string(L, 5, &slen);
+    int format = (int)luaL_optinteger(L, 6, 0), flags = (int)luaL_optinteger(L, 7, 0);
+    int decide = lua_toboolean(L, 8), rc, n;
+    tg_mcp_message_t m;
+    tg_error_t err;
+    end_pending(L); /* the nodes of the previous check die with it */
+    rc = tg_mcp_check(d->d, p->p, c ? c->c : NULL, text, len, server, slen, format, flags, decide, &m,
+                      &d->out, &err);
+    if (!m.checked) {
+        if (rc != TG_OK)
+            return push_error(L, &err, 0);
+        push_mcp_frame(L, &m);
+        return 1;
+    }
+    push_mcp_frame(L, &m);
+    set_bool(L, "checked", 1);
+    if (rc == TG_OK && d->out.status == TG_DECIDED) {
+        if (m.tool >= 0) {
+            lua_pushinteger(L, (lua_Integer)m.tool + 1);
+            lua_setfield(L, -2, "tool");
+        }
+        if (m.args_digest[0])
+            set_lstring(L, "digest", m.args_digest, 32);
+    }
+    n = push_outcome(L, d, rc, &err);
+    return n + 1;
+}
+
 /* A record as toolgate.state documents it. */
 static void push_record(lua_State *L, const tg_store_record_t *r)
 {
@@ -2495,6 +2601,7 @@ static const luaL_Reg node_methods[] = {
     {"hash", l_node_hash},
     {"digest", l_node_digest},
     {"exact", l_node_exact},
+    {"mcp", l_node_mcp},
     {NULL, NULL},
 };
 
@@ -2551,6 +2658,7 @@ static const luaL_Reg decider_methods[] = {
     {"answer", l_decider_answer},
     {"call", l_decider_call},
     {"resolved", l_decider_resolved},
+    {"mcp", l_decider_mcp},
     {"check_lines", l_decider_check_lines},
     {"check_reader", l_decider_check_reader},
     {"classify", l_decider_classify},

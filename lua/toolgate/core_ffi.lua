@@ -168,6 +168,29 @@ typedef struct tg_outcome_t {
     const char *stage;
     size_t pending;
 } tg_outcome_t;
+typedef struct tg_mcp_message_t {
+    int kind;
+    int id;
+    int id_null;
+    const char *id_text;
+    size_t id_len;
+    int method;
+    const char *method_name;
+    size_t method_len;
+    int has_result, has_error;
+    int has_cursor;
+    const char *name;
+    size_t name_len;
+    const char *call;
+    size_t call_len;
+    const char *call_error;
+    int checked;
+    long tool;
+    char args_digest[33];
+    tg_error_t error;
+} tg_mcp_message_t;
+int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len, tg_mcp_message_t *m, tg_buf_t *texts, tg_error_t *err);
+int tg_mcp_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, const char *server, size_t server_len, int format, int flags, int decide, tg_mcp_message_t *m, tg_outcome_t *o, tg_error_t *err);
 int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size_t len, tg_policy_t **out, tg_error_t *err);
 void tg_policy_free(tg_policy_t *p);
 int tg_context_new(const tg_policy_t *p, const char *json, size_t len, tg_context_t **out, tg_error_t *err);
@@ -565,6 +588,53 @@ function Node:value()
 end
 
 function Node:text() return lstring(C.tg_num_text(P(self), size_box)) end
+
+-- An MCP message as tg_mcp_read says it is, a table (the same fields under
+-- both bindings):
+--   kind        "message", "not_object"; from Decider:mcp also "not_json"
+--               (why: the parse error) and "batch" (an array, not read)
+--   id          the id's canonical text when it is a string or an integer
+--               within +-(2^53 - 1); bad_id = true for any other id member;
+--               id_text its canonical text either way, id_null = true for null
+--   method      the method when a string; bad_method = true for another type
+--   result, error, cursor   true for a "result", an "error" member, a
+--               params.cursor
+--   name, call, call_error  a tools/call's params.name, and the call text
+--               on the server given ({"server", "name", "arguments"}) or
+--               why there is none
+--   checked, tool, digest   (Decider:mcp) the call was checked; what its
+--               rung resolved, when the core decided it alone
+local MCP_KINDS = { [0] = "not_json", "batch", "not_object", "message" }
+local mcp_box = ffi.new("tg_mcp_message_t")
+
+local function mcp_frame(m)
+  local kind = MCP_KINDS[m.kind]
+  if m.kind == 0 then return { kind = kind, why = ffi.string(m.error.message) } end
+  if m.kind ~= 3 then return { kind = kind } end
+  local f = { kind = kind, id_null = m.id_null ~= 0, result = m.has_result ~= 0, error = m.has_error ~= 0,
+    cursor = m.has_cursor ~= 0 }
+  if m.id_text ~= nil then
+    f.id_text = ffi.string(m.id_text, m.id_len)
+    if m.id == 1 then f.id = f.id_text else f.bad_id = true end
+  end
+  if m.method == 1 then f.method = ffi.string(m.method_name, m.method_len) elseif m.method == 2 then f.bad_method = true end
+  if m.name ~= nil then f.name = ffi.string(m.name, m.name_len) end
+  if m.call ~= nil then f.call = ffi.string(m.call, m.call_len) end
+  if m.call_error ~= nil then f.call_error = ffi.string(m.call_error) end
+  return f
+end
+
+-- mcp([server]) -> the message's frame (above) | nil, message, code; with a
+-- server, a tools/call's call is written for it.
+function Node:mcp(server)
+  opt_string(server, 1)
+  local st = self.engine.st
+  C.tg_buf_reset(st.out)
+  if C.tg_mcp_read(P(self), server, server and #server or 0, mcp_box, st.out, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  return mcp_frame(mcp_box)
+end
 
 -- A normalization plan argument (nil: none); see Engine:norm below.
 local function opt_norm(n, i)
@@ -1090,6 +1160,34 @@ function Decider:check(policy, context, text, format, flags, line)
   if self.pending then self.pending.c = nil; self.pending = nil end
   return outcome(self, C.tg_check(self.d, policy.p, context and context.c, text, #text, format or 0, flags or 0,
     line or 0, self.out, self.engine.st.err))
+end
+
+-- mcp(policy, context|nil, text, server, format, flags, decide) -> frame
+-- (Node:mcp's) | frame, outcome() of its call's check when it was checked
+-- (frame.checked) | nil, message, code: a gateway's message read, and
+-- its tools/call decided, in one call into the core.
+function Decider:mcp(policy, context, text, server, format, flags, decide)
+  if getmetatable(policy) ~= Policy then error("bad argument #1 to 'mcp' (toolgate policy expected)", 2) end
+  if context ~= nil and getmetatable(context) ~= Context then
+    error("bad argument #2 to 'mcp' (toolgate context expected)", 2)
+  end
+  check_string(text, 3)
+  check_string(server, 4)
+  if self.pending then self.pending.c = nil; self.pending = nil end
+  local m = mcp_box
+  local rc = C.tg_mcp_check(self.d, policy.p, context and context.c, text, #text, server, #server, format or 0,
+    flags or 0, decide and 1 or 0, m, self.out, self.engine.st.err)
+  if m.checked == 0 then
+    if rc ~= 0 then return error_values(self.engine.st.err, false) end
+    return mcp_frame(m)
+  end
+  local f = mcp_frame(m)
+  f.checked = true
+  if rc == 0 and self.out.status == 0 then
+    f.tool = m.tool >= 0 and tonumber(m.tool) + 1 or nil
+    f.digest = m.args_digest[0] ~= 0 and ffi.string(m.args_digest, 32) or nil
+  end
+  return f, outcome(self, rc)
 end
 
 local line_box, used_box = ffi.new("size_t[1]"), ffi.new("size_t[1]")

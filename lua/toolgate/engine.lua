@@ -454,6 +454,28 @@ local function bad_context(snap, message, line)
     message = tostring(message), line = line }, {}))
 end
 
+-- The decision of the check dec began, from the core's outcome (status,
+-- verdict, out, code, stage, pending), the host's stages answered in turn;
+-- dec goes back to the pool.  With resolved, also the resolved tool's
+-- record and the args_digest (known: what the core gave of them with an
+-- outcome it decided alone, else they are asked for).
+local function conclude(self, snap, dec, lua_ctx, trace, line, resolved, known, status, verdict, out, code, stage,
+                        pending)
+  local alone = status == 0
+  status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace, status, verdict, out, code, stage,
+    pending)
+  local tool_index, digest
+  if resolved or trace then
+    if known and alone then tool_index, digest = known.tool, known.digest else tool_index, digest = dec:resolved() end
+  end
+  local pool = snap.deciders
+  pool[#pool + 1] = dec
+  if status ~= 0 then return undecided(snap, line, out, verdict, "call", lua_ctx) end
+  local d, tool = decision.new(VERDICTS[verdict], code, stage, out), tool_index and snap.registry.tools[tool_index]
+  if trace then d = trace:finish(d, tool) end
+  return d, tool, digest
+end
+
 -- run_check(self, snap, compiled, text, context, lua_ctx, line, resolved)
 -- -> decision[, the resolved tool's record | nil, args_digest | nil when
 -- resolved is asked for]: the core's pipeline of a compiled policy on one
@@ -463,16 +485,14 @@ end
 local function run_check(self, snap, compiled, text, cctx, lua_ctx, line, resolved)
   local dec = take_decider(snap)
   local trace = self.opts.explain and explain.new(snap) or nil
-  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace,
+  return conclude(self, snap, dec, lua_ctx, trace, line, resolved, nil,
     dec:check(compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self) + ONE, line))
-  local tool_index, digest
-  if resolved or trace then tool_index, digest = dec:resolved() end
-  local pool = snap.deciders
-  pool[#pool + 1] = dec
-  if status ~= 0 then return undecided(snap, line, out, verdict, "call", lua_ctx) end
-  local d, tool = decision.new(VERDICTS[verdict], code, stage, out), tool_index and snap.registry.tools[tool_index]
-  if trace then d = trace:finish(d, tool) end
-  return d, tool, digest
+end
+
+-- What verifying the result of a call check_resolved let through needs.
+local function resolution(snap, text, d, tool, digest)
+  if d.verdict == "reject" or not tool or not digest then return nil end
+  return { snap = snap, text = text, tool = tool, args_digest = digest }
 end
 
 -- The context of one call: the snapshot's own (policy and engine
@@ -519,8 +539,8 @@ local function check_call(self, call, ctx, line, keep)
     return decision.from_table(finish(snap, failed, lua_ctx))
   end
   local d, tool, digest = run_check(self, snap, snap.compiled, text, cctx, lua_ctx, line, keep)
-  if not keep or d.verdict == "reject" or not tool or not digest then return d end
-  return d, { snap = snap, text = text, tool = tool, args_digest = digest }
+  if not keep then return d end
+  return d, resolution(snap, text, d, tool, digest)
 end
 
 --- Runs the policy's stages on one tool call.
@@ -1054,6 +1074,46 @@ end
 -- check_resolved(call[, ctx]) -> decision, resolved | nil
 function Engine:check_resolved(call, ctx)
   return check_call(self, call, ctx, nil, true)
+end
+
+--- One client message of an MCP gateway (toolgate.mcp), read and its
+-- tools/call decided in one call into the core.
+-- check_mcp(text, server[, ctx[, decide]]) -> frame[, decision, resolved | nil]
+-- @tparam string text the message as the client sent it
+-- @tparam string server the server the route leads to: the call's server
+-- @param[opt] ctx as for check
+-- @tparam[opt] boolean decide check the call of a tools/call request with
+-- a valid id (frame.checked), as check_resolved does
+-- @return the frame: what the message is (see Node:mcp in the bindings:
+-- kind, id, bad_id, id_text, id_null, method, bad_method, result, error,
+-- cursor, name, call, call_error, checked); with checked, the call's
+-- decision and what verifying its result needs (check_resolved's second
+-- value).  Raises when the message cannot be read (out of memory).
+function Engine:check_mcp(text, server, ctx, decide)
+  local snap = self.current
+  local cctx, lua_ctx, cerr
+  if decide then
+    cctx, lua_ctx, cerr = call_context(snap, ctx)
+    if not cctx then
+      local frame = self:check_mcp(text, server)
+      if frame.call and frame.id then return frame, bad_context(snap, lua_ctx or cerr) end
+      return frame
+    end
+  end
+  local dec = take_decider(snap)
+  local trace = decide and self.opts.explain and explain.new(snap) or nil
+  -- (named values, not a table of them: LuaJIT compiles no unpack of one)
+  local frame, status, verdict, out, code, stage, pending = dec:mcp(snap.compiled, cctx, text, server,
+    FORMAT_CODES[self.opts.format or "auto"], flags_of(self), decide)
+  if not frame or not frame.checked then
+    local pool = snap.deciders
+    pool[#pool + 1] = dec
+    if not frame then error("toolgate: the message could not be read: " .. tostring(status), 2) end
+    return frame
+  end
+  local d, tool, digest = conclude(self, snap, dec, lua_ctx, trace, nil, true, frame, status, verdict, out, code,
+    stage, pending)
+  return frame, d, resolution(snap, frame.call, d, tool, digest)
 end
 
 --- verify for a call check_resolved let through: the same decision as

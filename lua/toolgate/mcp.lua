@@ -266,58 +266,32 @@ end
 
 -- Requests -----------------------------------------------------------------
 
--- The largest integer every reader of an id holds exactly (a JavaScript
--- client reads 2^53 + 1 as 2^53: an answer would match another request).
-local MAX_ID = 9007199254740991
-
--- A JSON-RPC id as the key the gateway files it under (its canonical text):
--- a string, or an integer of at most MAX_ID; nil for anything else, and
--- then true when the message has an id member all the same.
-local function id_of(msg)
-  local n = msg:get("id")
-  if not n then return nil, false end
-  local ty = n:type()
-  if ty == "string" then return (n:canon(nil, "exact")) end
-  if ty == "number" then
-    local t = n:canon(nil, "exact")
-    if t and t:match("^%-?%d+$") and #t <= 17 and math.abs(tonumber(t)) <= MAX_ID then return t end
-  end
-  return nil, true
-end
-
--- The call the engine decides: the route's server, the tool's name and the
--- arguments exactly as written (canonical, every digit kept).
-local function call_text(server, params)
-  local name = params and params:type() == "object" and params:get("name")
-  if not name or name:type() ~= "string" then return nil, "params.name must be a string" end
-  local args = params:get("arguments")
-  local atext = "{}"
-  if args then
-    local err
-    atext, err = args:canon(nil, "exact")
-    if not atext then return nil, "params.arguments cannot be read: " .. tostring(err) end
-  end
-  return '{"server":' .. enc(server) .. ',"name":' .. enc(name:value()) .. ',"arguments":' .. atext .. "}",
-    name:value()
-end
+-- What a message is -- its id, method and call -- is read by the core
+-- (tg_mcp_read, through engine:check_mcp and node:mcp), one rule for
+-- requests and answers: an id is a string, or an integer of at most
+-- MAX_ID either way, which every client reads exactly (a JavaScript client
+-- reads 2^53 + 1 as 2^53: an answer would match another request).  The
+-- frames below are that reading.
+local MAX_ID = 9007199254740991 -- the core's bound, for the messages
 
 -- Decides one tools/call: returns the answer text (refused) or nil and the
--- pending record (forward it).
-local function decide_call(self, snap, settings, route, id, msg)
-  local params = msg:get("params")
-  local text, name = call_text(route.server, params)
-  local d, resolved
+-- pending record (forward it).  d and resolved: the call's decision, when
+-- the core checked it with the message.
+local function decide_call(self, snap, settings, route, frame, d, resolved)
+  local id, name, text = frame.id, frame.name, frame.call
   if not text then
-    d = gateway_decision(snap, "decode", "BAD_CALL", name, route.server, nil)
+    d = gateway_decision(snap, "decode", "BAD_CALL", frame.call_error, route.server, nil)
     self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
     return refusal(settings, id, d)
   end
-  local ctx, err, code = route_context(self, route, snap)
-  if not ctx then
-    d = gateway_decision(snap, "decode", code or "BAD_CONTEXT", "the route's context: " .. tostring(err),
-      route.server, name)
-  else
-    d, resolved = self.engine:check_resolved(text, ctx)
+  if not d then
+    local ctx, err, code = route_context(self, route, snap)
+    if not ctx then
+      d = gateway_decision(snap, "decode", code or "BAD_CONTEXT", "the route's context: " .. tostring(err),
+        route.server, name)
+    else
+      d, resolved = self.engine:check_resolved(text, ctx)
+    end
   end
   -- a known tool whose upstream changed under its pin, or a quarantined server
   if d.verdict ~= "reject" then
@@ -368,27 +342,26 @@ local function in_flight(seen, session, id)
   return seen[id] or (session ~= nil and session.pending[id] ~= nil)
 end
 
--- Decides one message of a request: the answer to give now (refused), or
--- nil and what to expect back (pending record, or false for nothing);
--- seen and session as for in_flight.
-local function decide_message(self, snap, settings, route, msg, seen, session)
-  if msg:type() ~= "object" then
+-- Decides one message of a request, given its frame: the answer to give
+-- now (refused), or nil and what to expect back (pending record, or false
+-- for nothing); seen and session as for in_flight, d and resolved as for
+-- decide_call.
+local function decide_message(self, snap, settings, route, frame, seen, session, d, resolved)
+  if frame.kind ~= "message" then
     return error_reply("null", M.CODES.INVALID_REQUEST, "toolgate: a JSON-RPC message must be an object")
   end
-  local id, bad_id = id_of(msg)
-  local method = msg:get("method")
-  if not method then
+  local id, m = frame.id, frame.method
+  if not m and not frame.bad_method then
     -- the client's answer to a request of the server's (sampling, roots, ...)
-    if id and (msg:get("result") or msg:get("error")) then return nil, false end
+    if id and (frame.result or frame.error) then return nil, false end
     return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: neither a request nor a response")
   end
-  if method:type() ~= "string" then
+  if not m then
     return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: method must be a string")
   end
-  local m = method:value()
   -- a request the gateway could not match its answer to, or one a server
   -- might run although it reads as a notification here, is never forwarded
-  if bad_id then
+  if frame.bad_id then
     return refuse_framing(self, snap, route, nil, "BAD_ID", "the id of " .. m .. " must be a string or an integer "
       .. "from -" .. MAX_ID .. " to " .. MAX_ID)
   end
@@ -401,65 +374,36 @@ local function decide_message(self, snap, settings, route, msg, seen, session)
       .. "waits for its answer")
   end
   if not allowed(settings, m) then
-    local d = gateway_decision(snap, "method", "METHOD_NOT_ALLOWED", "the policy does not let " .. m .. " through",
+    local dm = gateway_decision(snap, "method", "METHOD_NOT_ALLOWED", "the policy does not let " .. m .. " through",
       route.server)
-    self.observe({ kind = "decision", phase = "method", server = route.server, decision = d })
+    self.observe({ kind = "decision", phase = "method", server = route.server, decision = dm })
     if not id then return "" end -- a notification gets no answer
     return error_reply(id, M.CODES.METHOD_NOT_ALLOWED, "toolgate: method " .. m .. " is not allowed",
-      '{"decision":' .. d:json() .. "}")
+      '{"decision":' .. dm:json() .. "}")
   end
   if not id then return nil, false end -- a notification: nothing comes back
-  if m == "tools/call" then return decide_call(self, snap, settings, route, id, msg) end
-  if m == "tools/list" then
-    local params = msg:get("params")
-    return nil, { kind = "list", paged = params ~= nil and params:type() == "object" and params:get("cursor") ~= nil }
-  end
+  if m == "tools/call" then return decide_call(self, snap, settings, route, frame, d, resolved) end
+  if m == "tools/list" then return nil, { kind = "list", paged = frame.cursor } end
   return nil, { kind = "other" } -- read back only to know it was asked
 end
 
---- Decides a client's message (one JSON-RPC message or a batch).
--- request(route, text[, session]) -> plan {forward =, reply =, inject =,
--- pending =, batch =}; session is a stream's plan (stdio), whose requests
--- in flight an id must not repeat.
-function Gateway:request(route, text, session)
-  local snap, settings = current(self)
-  local plan = { pending = {}, batch = false }
-  if not settings then
-    local d = gateway_decision(snap, "policy", "POLICY_ERROR", "the policy's mcp settings are invalid", route.server)
-    self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
-    plan.reply = error_reply("null", M.CODES.POLICY_ERROR, "toolgate: the policy's mcp settings are invalid")
-    return plan
-  end
-  local doc, err = snap.core:parse(text)
-  if not doc then
-    plan.reply = error_reply("null", M.CODES.PARSE_ERROR, "toolgate: the message is not JSON: " .. tostring(err))
-    return plan
-  end
+-- The messages of a JSON-RPC batch (MCP 2025-03-26; later revisions
+-- dropped batches), each read and decided in turn.
+local function request_batch(self, snap, settings, route, text, session, plan)
+  local doc = assert(snap.core:parse(text))
   local root = doc:root()
-  local seen = {}
-  if root:type() ~= "array" then
-    local answer, pending = decide_message(self, snap, settings, route, root, seen, session)
-    if answer then
-      plan.reply = answer ~= "" and answer or nil
-    else
-      plan.forward = text
-      if pending then plan.pending[id_of(root)] = pending end
-    end
-    doc:free()
-    return plan
-  end
+  local seen, forward, answers = {}, {}, {}
   plan.batch = true
-  local forward, answers = {}, {}
   for i = 1, root:len() do
     local msg = root:at(i)
-    local answer, pending = decide_message(self, snap, settings, route, msg, seen, session)
-    local id = msg:type() == "object" and id_of(msg)
-    if id and msg:get("method") then seen[id] = true end
+    local frame = assert(msg:mcp(route.server))
+    local answer, pending = decide_message(self, snap, settings, route, frame, seen, session)
+    if frame.id and (frame.method or frame.bad_method) then seen[frame.id] = true end
     if answer then
       if answer ~= "" then answers[#answers + 1] = answer end
     else
       forward[#forward + 1] = assert(msg:canon(nil, "exact"))
-      if pending then plan.pending[id_of(msg)] = pending end
+      if pending then plan.pending[frame.id] = pending end
     end
   end
   local empty = root:len() == 0
@@ -470,6 +414,39 @@ function Gateway:request(route, text, session)
   else
     plan.forward = "[" .. table.concat(forward, ",") .. "]"
     plan.inject = #answers > 0 and answers or nil
+  end
+  return plan
+end
+
+--- Decides a client's message (one JSON-RPC message or a batch).
+-- request(route, text[, session]) -> plan {forward =, reply =, inject =,
+-- pending =, batch =}; session is a stream's plan (stdio), whose requests
+-- in flight an id must not repeat.  A single message costs one call into
+-- the core: read, and its tools/call decided (engine:check_mcp).
+function Gateway:request(route, text, session)
+  local snap, settings = current(self)
+  local plan = { pending = {}, batch = false }
+  if not settings then
+    local d = gateway_decision(snap, "policy", "POLICY_ERROR", "the policy's mcp settings are invalid", route.server)
+    self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
+    plan.reply = error_reply("null", M.CODES.POLICY_ERROR, "toolgate: the policy's mcp settings are invalid")
+    return plan
+  end
+  -- no context, no check here: decide_call says why
+  local ctx = route_context(self, route, snap)
+  local frame, d, resolved = self.engine:check_mcp(text, route.server, ctx,
+    ctx ~= nil and allowed(settings, "tools/call"))
+  if frame.kind == "not_json" then
+    plan.reply = error_reply("null", M.CODES.PARSE_ERROR, "toolgate: the message is not JSON: " .. frame.why)
+    return plan
+  end
+  if frame.kind == "batch" then return request_batch(self, snap, settings, route, text, session, plan) end
+  local answer, pending = decide_message(self, snap, settings, route, frame, {}, session, d, resolved)
+  if answer then
+    plan.reply = answer ~= "" and answer or nil
+  else
+    plan.forward = text
+    if pending then plan.pending[frame.id] = pending end
   end
   return plan
 end
@@ -593,12 +570,12 @@ local function report_changes(self, snap, settings, server, changes)
 end
 
 -- A tools/list answer cut to the pinned tools.
-local function list_answer(self, snap, settings, route, root, pending)
+local function list_answer(self, snap, settings, route, root, id, pending)
   local result = root:get("result")
   if not result then return nil end -- a JSON-RPC error from the server passes
   local tools = result:type() == "object" and result:get("tools")
   if not tools or tools:type() ~= "array" then
-    return error_reply(assert(root:get("id"):canon(nil, "exact")), M.CODES.POLICY_ERROR,
+    return error_reply(id, M.CODES.POLICY_ERROR,
       "toolgate: the server's tools/list answer has no tools array: it cannot be checked")
   end
   local full = not pending.paged and not result:get("nextCursor")
@@ -610,7 +587,7 @@ local function list_answer(self, snap, settings, route, root, pending)
     if k ~= "tools" then parts[#parts + 1] = enc(k) .. ":" .. assert(result:at(i):canon(nil, "exact")) end
   end
   parts[#parts + 1] = '"tools":[' .. table.concat(keep, ",") .. "]"
-  return '{"jsonrpc":"2.0","id":' .. assert(root:get("id"):canon(nil, "exact")) .. ',"result":{'
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{'
     .. table.concat(parts, ",") .. "}}"
 end
 
@@ -618,7 +595,7 @@ end
 -- contract becomes a refusal (the tool ran: its result does not reach the
 -- model).  A tool that reported an error (isError, a defer) passes: that
 -- error is the model's to read.
-local function call_answer(self, settings, route, root, pending)
+local function call_answer(self, settings, route, root, id, pending)
   local result = root:get("result")
   if not result then return nil end -- a JSON-RPC error from the server passes
   local rtext = assert(result:canon(nil, "exact"))
@@ -628,7 +605,7 @@ local function call_answer(self, settings, route, root, pending)
     or self.engine:verify(pending.text, rtext, ctx or route.context)
   self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d })
   if d.verdict ~= "reject" then return nil end
-  return refusal(settings, assert(root:get("id"):canon(nil, "exact")), d)
+  return refusal(settings, id, d)
 end
 
 -- One message of the server's: nil (it passes as it is), the text to give
@@ -638,19 +615,20 @@ end
 -- match would reach the model unread, a second answer, or one to a request
 -- never sent, as well.
 local function answer_one(self, snap, settings, route, plan, msg)
-  if msg:type() ~= "object" or msg:get("method") then return nil end -- the server's requests and notifications
-  local id = id_of(msg)
+  local frame = assert(msg:mcp())
+  -- the server's requests and notifications
+  if frame.kind ~= "message" or frame.method or frame.bad_method then return nil end
+  local id = frame.id
   local pending = id and plan.pending[id]
   if not pending then
-    local n = msg:get("id")
     -- an error that answers no id (the server could not read a message) carries no result
-    if n and n:type() == "null" and not msg:get("result") then return nil end
-    return false, "an answer that answers no request in flight (id " .. (n and n:canon(nil, "exact") or "none") .. ")"
+    if frame.id_null and not frame.result then return nil end
+    return false, "an answer that answers no request in flight (id " .. (frame.id_text or "none") .. ")"
   end
   plan.pending[id] = nil
   if pending.kind == "other" then return nil end
-  if pending.kind == "list" then return list_answer(self, snap, settings, route, msg, pending) end
-  return call_answer(self, settings, route, msg, pending)
+  if pending.kind == "list" then return list_answer(self, snap, settings, route, msg, id, pending) end
+  return call_answer(self, settings, route, msg, id, pending)
 end
 
 --- Reads one message from the server (a JSON-RPC message or batch) and
