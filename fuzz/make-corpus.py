@@ -313,12 +313,53 @@ def classify_seeds():
     return seeds
 
 
+# fuzz_mcp.c's server "fs": read, write, noargs.  Client messages as the
+# gateways meet them: tools/call with good, bad and missing parts, the id
+# forms (string, integers at the bound, fractions, null), other methods,
+# answers, notifications, batches.
+def mcp_seeds():
+    def msg(**m):
+        return dumps(dict({"jsonrpc": "2.0"}, **m))
+
+    def call(id_, params):
+        return msg(id=id_, method="tools/call", params=params)
+
+    seeds = [
+        call(1, {"name": "read", "arguments": {"path": "/a", "head": 3}}),
+        call("x", {"name": "read", "arguments": {"path": "a"}}),
+        call(2, {"name": "write", "arguments": {"path": "/a", "content": "c" * 70}}),
+        call(3, {"name": "noargs"}),
+        call(4, {"name": "nope", "arguments": {}}),
+        call(5, {"name": "read", "arguments": "not an object"}),
+        call(6, {"arguments": {"path": "/a"}}),
+        call(7, {"name": 7}),
+        call(8, [1]),
+        call(None, {"name": "read", "arguments": {"path": "/a"}}),
+        call(1.5, {"name": "read", "arguments": {"path": "/a"}}),
+        call(9007199254740991, {"name": "read", "arguments": {"path": "/a"}}),
+        call(-9007199254740992, {"name": "read", "arguments": {"path": "/a"}}),
+        call("\u00e9\n", {"name": "r\"e\u0000ad", "arguments": {"path": "/\u00e9", "n": 9007199254740993}}),
+        msg(id=1, method="tools/list", params={"cursor": "c"}),
+        msg(id=1, method="ping"),
+        msg(method="notifications/initialized"),
+        msg(id=3, method=7),
+        msg(id="a", result={"content": []}),
+        msg(id=None, error={"code": -32700, "message": "parse error"}),
+        dumps([{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read"}}]),
+    ]
+    seeds += [b'{"id":1e2,"method":"tools/call","params":{"name":"read","arguments":{"path":"/a"}}}',
+              b'{"id":1.0,"method":"tools/call","params":{"name":"read","arguments":{"path":1e400}}}',
+              b'{"id":1,"method":"tools/call","params":{"name":"read"', b'[]', b'7']
+    return seeds
+
+
 def main():
     write("fuzz_json", json_seeds())
     write("fuzz_schema_compile", schema_seeds())
     write("fuzz_schema_validate", validate_seeds())
     write("fuzz_call", call_seeds())
     write("fuzz_classify", classify_seeds())
+    write("fuzz_mcp", mcp_seeds())
 
 
 if __name__ == "__main__":
