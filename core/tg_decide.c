@@ -743,3 +743,13 @@ const tg_value_t *tg_check_call_context(const tg_decider_t *d)
 {
     return d->call ? tg_call_context(d->call) : NULL;
 }
+
+void tg_check_view(const tg_decider_t *d, tg_check_view_t *out)
+{
+    out->server = tg_check_server(d, &out->server_len);
+    out->name = tg_check_name(d, &out->name_len);
+    out->arguments = tg_check_arguments(d);
+    out->args_digest = tg_check_args_digest(d);
+    out->tool = tg_check_tool(d);
+    out->context = tg_check_call_context(d);
+}

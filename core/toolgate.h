@@ -1231,6 +1231,20 @@ TG_API const char *tg_check_args_digest(const tg_decider_t *d);
 TG_API long tg_check_tool(const tg_decider_t *d);
 TG_API const tg_value_t *tg_check_call_context(const tg_decider_t *d);
 
+/* All of the above in one read, for a binding that pays for each call
+ * into the core (LuaJIT's FFI hands a pending stage its call with one). */
+typedef struct tg_check_view_t {
+    const char *server; /* NULL when none */
+    size_t server_len;
+    const char *name;
+    size_t name_len;
+    const tg_value_t *arguments;
+    const char *args_digest; /* 32 hex digits and a NUL, NULL when none */
+    long tool;               /* -1 before the rung resolved it */
+    const tg_value_t *context;
+} tg_check_view_t;
+TG_API void tg_check_view(const tg_decider_t *d, tg_check_view_t *out);
+
 /* ------------------------------------------------------------------------ */
 /* MCP: a client's JSON-RPC message as a gateway reads it                    */
 /* ------------------------------------------------------------------------ */

@@ -225,6 +225,17 @@ const tg_value_t *tg_check_arguments(const tg_decider_t *d);
 const char *tg_check_args_digest(const tg_decider_t *d);
 long tg_check_tool(const tg_decider_t *d);
 const tg_value_t *tg_check_call_context(const tg_decider_t *d);
+typedef struct tg_check_view_t {
+    const char *server;
+    size_t server_len;
+    const char *name;
+    size_t name_len;
+    const tg_value_t *arguments;
+    const char *args_digest;
+    long tool;
+    const tg_value_t *context;
+} tg_check_view_t;
+void tg_check_view(const tg_decider_t *d, tg_check_view_t *out);
 int tg_policy_set_norm(tg_policy_t *p, size_t tool, const tg_norm_t *norm, tg_error_t *err);
 typedef struct tg_store_t tg_store_t;
 tg_store_t *tg_store_new(tg_engine_t *e, tg_error_t *err);
@@ -1729,14 +1740,18 @@ end
 -- call() -> server, name, arguments node, args_digest, tool index (from 1)
 -- | nil, context node: the call of the check in progress (its nodes live
 -- until the next check on this decider).
+local view_box = ffi.new("tg_check_view_t")
+
 function Decider:call()
   local d = self.d
   if not self.pending then self.pending = { c = d } end
-  local owner, digest = self.pending, C.tg_check_args_digest(d)
-  local tool = tonumber(C.tg_check_tool(d))
-  return lstring(C.tg_check_server(d, size_box)), lstring(C.tg_check_name(d, size_box)),
-    node(owner, self.engine, C.tg_check_arguments(d)), digest ~= nil and ffi.string(digest, 32) or nil,
-    tool >= 0 and tool + 1 or nil, node(owner, self.engine, C.tg_check_call_context(d))
+  local owner, v = self.pending, view_box
+  C.tg_check_view(d, v) -- one call into the core, not one a field
+  local tool = tonumber(v.tool)
+  return v.server ~= nil and ffi.string(v.server, v.server_len) or nil,
+    v.name ~= nil and ffi.string(v.name, v.name_len) or nil, node(owner, self.engine, v.arguments),
+    v.args_digest ~= nil and ffi.string(v.args_digest, 32) or nil, tool >= 0 and tool + 1 or nil,
+    node(owner, self.engine, v.context)
 end
 
 -- The JSON Lines commands, one core call per chunk ------------------------------------

@@ -257,6 +257,18 @@ static void test_host_stages(void)
            "a custom stage is handed to the host");
     tap_ok(tg_check_tool(d) == 1 && tg_check_args_digest(d) != NULL,
            "the host sees the resolved tool and the digest");
+    {
+        tg_check_view_t v;
+        size_t sl, nl;
+        const char *server = tg_check_server(d, &sl), *name = tg_check_name(d, &nl);
+        tg_check_view(d, &v);
+        tap_ok(v.server == server && v.server_len == sl && v.name == name && v.name_len == nl &&
+                   v.arguments == tg_check_arguments(d) &&
+                   v.args_digest == tg_check_args_digest(d) && v.tool == 1 &&
+                   v.context == tg_check_call_context(d) && v.context == NULL &&
+                   v.server_len == 2 && memcmp(v.server, "fs", 2) == 0,
+               "tg_check_view reads what the getters give, in one call");
+    }
     rc = tg_check_answer(d, TG_DEFER, "ASK", 3, "who?\xff", 5, &o, NULL);
     tap_ok(rc == TG_OK && o.status == TG_DECIDED && o.verdict == TG_REJECT &&
                strcmp(o.code, "H4") == 0,
