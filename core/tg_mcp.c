@@ -69,8 +69,8 @@ static int write_call(const char *server, size_t server_len, const char *name, s
     return tg_buf_append(texts, "}", 2, err); /* with the NUL */
 }
 
-int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len,
-                tg_mcp_message_t *m, tg_buf_t *texts, tg_error_t *err)
+int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len, tg_mcp_message_t *m,
+                tg_buf_t *texts, tg_error_t *err)
 {
     const tg_value_t *id, *method, *params;
     size_t id_at = 0, call_at = 0;
@@ -94,8 +94,7 @@ int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len,
         m->id_len = texts->len - id_at;
         m->id_null = tg_type_of(id) == TG_NULL;
         m->id = tg_type_of(id) == TG_STRING ||
-                        (tg_type_of(id) == TG_NUMBER &&
-                         integer_id(texts->data + id_at, m->id_len))
+                        (tg_type_of(id) == TG_NUMBER && integer_id(texts->data + id_at, m->id_len))
                     ? TG_MCP_ID_OK
                     : TG_MCP_ID_BAD;
     }
@@ -147,10 +146,9 @@ int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len,
     return TG_OK;
 }
 
-int tg_mcp_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
-                 const char *text, size_t len, const char *server, size_t server_len,
-                 int format, int flags, int decide, tg_mcp_message_t *m, tg_outcome_t *o,
-                 tg_error_t *err)
+int tg_mcp_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text,
+                 size_t len, const char *server, size_t server_len, int format, int flags,
+                 int decide, tg_mcp_message_t *m, tg_outcome_t *o, tg_error_t *err)
 {
     const tg_value_t *root;
     int rc;

@@ -1267,22 +1267,22 @@ enum tg_mcp_id {
 /* One JSON-RPC message: the members a gateway decides by.  The strings
  * point into the message's document and the reader's texts buffer. */
 typedef struct tg_mcp_message_t {
-    int kind;              /* enum tg_mcp_kind */
-    int id;                /* enum tg_mcp_id */
-    int id_null;           /* the id member is null */
-    const char *id_text;   /* the id member's canonical form (TG_CANON_EXACT): */
-    size_t id_len;         /* what a request is filed and answered under; NULL: none */
-    int method;            /* 0 no "method", 1 a string, 2 another type */
+    int kind;                /* enum tg_mcp_kind */
+    int id;                  /* enum tg_mcp_id */
+    int id_null;             /* the id member is null */
+    const char *id_text;     /* the id member's canonical form (TG_CANON_EXACT): */
+    size_t id_len;           /* what a request is filed and answered under; NULL: none */
+    int method;              /* 0 no "method", 1 a string, 2 another type */
     const char *method_name; /* the method when it is a string (decoded, not NUL-ended) */
     size_t method_len;
     int has_result, has_error; /* a "result" / an "error" member */
-    int has_cursor;        /* "params" is an object with a "cursor" */
+    int has_cursor;            /* "params" is an object with a "cursor" */
     /* method "tools/call": the call a gateway decides, on the server given */
-    const char *name;      /* params.name when a string, else NULL */
+    const char *name; /* params.name when a string, else NULL */
     size_t name_len;
-    const char *call;      /* {"server": .., "name": .., "arguments": ..} (arguments as
-                            * written, TG_CANON_EXACT; {} when absent), NUL-ended; NULL
-                            * when the message holds no call (call_error says why) */
+    const char *call; /* {"server": .., "name": .., "arguments": ..} (arguments as
+                       * written, TG_CANON_EXACT; {} when absent), NUL-ended; NULL
+                       * when the message holds no call (call_error says why) */
     size_t call_len;
     const char *call_error; /* NUL-ended, NULL when there is a call */
     /* tg_mcp_check, when it checked the call (checked): the tool the rung

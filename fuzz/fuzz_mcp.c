@@ -80,15 +80,14 @@ static int integer_text(const char *t, size_t n)
 static void check_message(tg_engine_t *e, const tg_value_t *root, const tg_mcp_message_t *m)
 {
     const tg_value_t *id = tg_get(root, "id", 2), *params = tg_get(root, "params", 6);
-    const tg_value_t *name = params && tg_type_of(params) == TG_OBJECT
-                                 ? tg_get(params, "name", 4)
-                                 : NULL;
+    const tg_value_t *name =
+        params && tg_type_of(params) == TG_OBJECT ? tg_get(params, "name", 4) : NULL;
     FUZZ_CHECK(m->kind == TG_MCP_MESSAGE);
     FUZZ_CHECK(!id == !m->id_text && (m->id == TG_MCP_ID_NONE) == !id);
     if (m->id == TG_MCP_ID_OK)
-        FUZZ_CHECK(tg_type_of(id) == TG_STRING ? m->id_text[0] == '"'
-                                               : tg_type_of(id) == TG_NUMBER &&
-                                                     integer_text(m->id_text, m->id_len));
+        FUZZ_CHECK(tg_type_of(id) == TG_STRING
+                       ? m->id_text[0] == '"'
+                       : tg_type_of(id) == TG_NUMBER && integer_text(m->id_text, m->id_len));
     if (m->id == TG_MCP_ID_BAD)
         FUZZ_CHECK(tg_type_of(id) != TG_STRING && !integer_text(m->id_text, m->id_len));
     FUZZ_CHECK(m->method != 1 || m->method_name);

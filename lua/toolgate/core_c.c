@@ -1876,8 +1876,8 @@ static int l_decider_mcp(lua_State *L)
     tg_mcp_message_t m;
     tg_error_t err;
     end_pending(L); /* the nodes of the previous check die with it */
-    rc = tg_mcp_check(d->d, p->p, c ? c->c : NULL, text, len, server, slen, format, flags, decide, &m,
-                      &d->out, &err);
+    rc = tg_mcp_check(d->d, p->p, c ? c->c : NULL, text, len, server, slen, format, flags, decide,
+                      &m, &d->out, &err);
     if (!m.checked) {
         if (rc != TG_OK)
             return push_error(L, &err, 0);
@@ -2589,20 +2589,13 @@ static const luaL_Reg engine_methods[] = {
 static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {"free", l_doc_gc}, {NULL, NULL}};
 
 static const luaL_Reg node_methods[] = {
-    {"type", l_node_type},
-    {"len", l_node_len},
-    {"offset", l_node_offset},
-    {"at", l_node_at},
-    {"key", l_node_key},
-    {"get", l_node_get},
-    {"value", l_node_value},
-    {"text", l_node_text},
-    {"canon", l_node_canon},
-    {"hash", l_node_hash},
-    {"digest", l_node_digest},
-    {"exact", l_node_exact},
-    {"mcp", l_node_mcp},
-    {NULL, NULL},
+    {"type", l_node_type},     {"len", l_node_len},
+    {"offset", l_node_offset}, {"at", l_node_at},
+    {"key", l_node_key},       {"get", l_node_get},
+    {"value", l_node_value},   {"text", l_node_text},
+    {"canon", l_node_canon},   {"hash", l_node_hash},
+    {"digest", l_node_digest}, {"exact", l_node_exact},
+    {"mcp", l_node_mcp},       {NULL, NULL},
 };
 
 /* A view's free() only makes the view unusable: its set owns it. */

@@ -373,13 +373,16 @@ static void test_check_faults(void)
  * decided in the same call) gives for text: the verdict of its checked
  * call, or NOT_CHECKED, or -1 for an error (rc in *rc), or NOT_JSON with
  * the parse error's code in *rc. */
-enum { NOT_CHECKED = 10, NOT_JSON };
+enum {
+    NOT_CHECKED = 10,
+    NOT_JSON
+};
 static int mcp_once(checker *k, const char *text, int *rc)
 {
     tg_mcp_message_t m;
     tg_outcome_t o;
-    *rc = tg_mcp_check(k->d, k->p, k->c, text, strlen(text), "fs", 2, TG_FORMAT_AUTO, 0, 1, &m,
-                       &o, NULL);
+    *rc = tg_mcp_check(k->d, k->p, k->c, text, strlen(text), "fs", 2, TG_FORMAT_AUTO, 0, 1, &m, &o,
+                       NULL);
     if (*rc != TG_OK)
         return -1;
     if (m.kind == TG_MCP_NOT_JSON) {

@@ -79,7 +79,8 @@ static void test_ids(void)
         tg_doc_free(doc);
     }
     tg_buf_free(&b);
-    tap_ok(wrong == 0, "an id is a string or an integer within 2^53 - 1, by its exact canonical form");
+    tap_ok(wrong == 0,
+           "an id is a string or an integer within 2^53 - 1, by its exact canonical form");
 }
 
 static void test_members(void)
@@ -134,7 +135,8 @@ static void test_calls(void)
          NULL},
         {"{\"name\":\"read\"}", "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{}}", NULL},
         {"{\"name\":\"r\\\"\\u00e9\\n\",\"arguments\":{\"b\":1.50,\"a\":[]}}",
-         "{\"server\":\"fs\",\"name\":\"r\\\"\xc3\xa9\\n\",\"arguments\":{\"a\":[],\"b\":1.5}}", NULL},
+         "{\"server\":\"fs\",\"name\":\"r\\\"\xc3\xa9\\n\",\"arguments\":{\"a\":[],\"b\":1.5}}",
+         NULL},
         /* arguments that are no object are the check's to refuse */
         {"{\"name\":\"read\",\"arguments\":\"x\"}",
          "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":\"x\"}", NULL},
@@ -221,8 +223,8 @@ static void test_check(void)
         rc = tg_mcp_check(d, p, NULL, messages[i], strlen(messages[i]), "fs", 2, TG_FORMAT_AUTO, 0,
                           1, &m, &o, &err);
         if (rc != TG_OK || !m.checked || o.status != TG_DECIDED ||
-            tg_check(ref, p, NULL, m.call, m.call_len, TG_FORMAT_AUTO, TG_CHECK_ONE, 0, &ro, NULL) !=
-                TG_OK ||
+            tg_check(ref, p, NULL, m.call, m.call_len, TG_FORMAT_AUTO, TG_CHECK_ONE, 0, &ro,
+                     NULL) != TG_OK ||
             ro.status != TG_DECIDED || ro.json_len != o.json_len ||
             memcmp(ro.json, o.json, o.json_len) != 0 || ro.verdict != o.verdict ||
             m.tool != tg_check_tool(ref) ||
