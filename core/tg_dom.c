@@ -6,6 +6,7 @@
  */
 #include "tg_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 const tg_value_t *tg_doc_root(const tg_doc_t *doc)
@@ -97,6 +98,16 @@ const char *tg_num_text(const tg_value_t *v, size_t *len)
 size_t tg_offset(const tg_value_t *v)
 {
     return v ? v->offset : TG_NO_OFFSET;
+}
+
+size_t tg_value_layout(int i)
+{
+    static const size_t layout[] = {
+        sizeof(tg_value_t),           offsetof(tg_value_t, key), offsetof(tg_value_t, key_len),
+        offsetof(tg_value_t, offset), offsetof(tg_value_t, len), offsetof(tg_value_t, type),
+        offsetof(tg_value_t, p),      offsetof(tg_value_t, num),
+    };
+    return i >= 0 && (size_t)i < sizeof layout / sizeof layout[0] ? layout[i] : (size_t)-1;
 }
 
 /* ---- whole values ---------------------------------------------------------- */

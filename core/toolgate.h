@@ -265,6 +265,13 @@ TG_API const char *tg_num_text(const tg_value_t *v, size_t *len);
 /* Byte offset of the value in the parsed text (for object members: of its
  * key), for error messages. */
 TG_API size_t tg_offset(const tg_value_t *v);
+/* What tg_value_t is in memory, for a binding that reads values in place
+ * instead of calling the functions above (LuaJIT's FFI: one walk of a
+ * document, no call into the core a node): i = 0 its size, then the
+ * offsets of key, key_len, offset, len, type, p (string bytes, number
+ * text, or the items) and num; (size_t)-1 for any other i.  The binding
+ * declares the same layout and refuses to load when these differ. */
+TG_API size_t tg_value_layout(int i);
 
 /* ------------------------------------------------------------------------ */
 /* Output buffers                                                            */

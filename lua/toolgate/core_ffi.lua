@@ -95,6 +95,7 @@ double tg_num(const tg_value_t *v);
 int tg_num_round_trips(const tg_value_t *v);
 const char *tg_num_text(const tg_value_t *v, size_t *len);
 size_t tg_offset(const tg_value_t *v);
+size_t tg_value_layout(int i);
 void tg_buf_init(tg_buf_t *b, tg_engine_t *e);
 void tg_buf_free(tg_buf_t *b);
 void tg_buf_reset(tg_buf_t *b);
@@ -335,6 +336,35 @@ end
 
 local C = load_library()
 
+-- Nodes are read in place (Node below): tg_value_t as core/tg_internal.h
+-- lays it out -- not part of toolgate.h, so the library is asked
+-- (tg_value_layout) and must agree, or nothing it returns can be read.
+ffi.cdef [[
+struct tg_value_t {
+    const char *key;
+    uint32_t key_len;
+    uint32_t offset;
+    uint32_t len;
+    uint8_t type;
+    uint8_t flags;
+    union {
+        const char *str;
+        const char *text;
+        const struct tg_value_t *items;
+    } p;
+    double num;
+};
+]]
+do
+  local fields = { "key", "key_len", "offset", "len", "type", "p", "num" }
+  local ok = tonumber(C.tg_value_layout(0)) == ffi.sizeof("tg_value_t")
+  for i, f in ipairs(fields) do ok = ok and tonumber(C.tg_value_layout(i)) == ffi.offsetof("tg_value_t", f) end
+  if not ok then
+    error("toolgate.core_ffi: libtoolgate lays out its values (tg_value_t) otherwise than this binding declares: "
+      .. "the library and lua/toolgate are from different versions", 0)
+  end
+end
+
 local TG_NO_OFFSET = ffi.cast("size_t", -1)
 local LIMIT_NAMES = {
   "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
@@ -567,20 +597,35 @@ local function P(self)
   return self.p
 end
 
-function Node:type() return TYPE_NAMES[C.tg_type_of(P(self))] end
-function Node:len() return tonumber(C.tg_len(P(self))) end
-function Node:offset() return tonumber(C.tg_offset(P(self))) end
+-- A node is read in place: the binding declares tg_value_t as the core lays
+-- it out (checked when the library loads), so walking a document makes no
+-- call into the core a node.  What the accessors in tg_dom.c answer, field
+-- for field: type, len (of strings, arrays and objects; 0 otherwise), the
+-- items of arrays and objects, the keys of objects.
+function Node:type() return TYPE_NAMES[P(self).type] end
+
+function Node:len()
+  local v = P(self)
+  local t = v.type
+  return (t == 4 or t == 5 or t == 6) and v.len or 0
+end
+
+function Node:offset() return P(self).offset end
 
 function Node:at(i)
   if type(i) ~= "number" then error("bad argument #1 to 'at' (number expected)", 2) end
-  if i < 1 then return nil end
-  return node(self.owner, self.engine, C.tg_at(P(self), i - 1))
+  local v = P(self)
+  local t = v.type
+  if i < 1 or (t ~= 5 and t ~= 6) or i > v.len then return nil end
+  return node(self.owner, self.engine, v.p.items + (i - 1))
 end
 
 function Node:key(i)
   if type(i) ~= "number" then error("bad argument #1 to 'key' (number expected)", 2) end
-  if i < 1 then return nil end
-  return lstring(C.tg_key_at(P(self), i - 1, size_box))
+  local v = P(self)
+  if i < 1 or v.type ~= 6 or i > v.len then return nil end
+  local m = v.p.items[i - 1]
+  return ffi.string(m.key, m.key_len)
 end
 
 function Node:get(key)
@@ -590,15 +635,20 @@ end
 
 -- The Lua value of a scalar: nil for null and for containers.
 function Node:value()
-  local t = C.tg_type_of(P(self))
+  local v = P(self)
+  local t = v.type
   if t == 1 then return false end
   if t == 2 then return true end
-  if t == 3 then return C.tg_num(P(self)) end
-  if t == 4 then return lstring(C.tg_str(P(self), size_box)) end
+  if t == 3 then return v.num end
+  if t == 4 then return ffi.string(v.p.str, v.len) end
   return nil
 end
 
-function Node:text() return lstring(C.tg_num_text(P(self), size_box)) end
+function Node:text()
+  local v = P(self)
+  if v.type ~= 3 then return nil end
+  return ffi.string(v.p.text, v.len)
+end
 
 -- An MCP message as tg_mcp_read says it is, a table (the same fields under
 -- both bindings):
@@ -700,7 +750,7 @@ end
 -- anything else | nil, message, code, offset
 function Node:exact()
   local p = P(self)
-  if C.tg_type_of(p) ~= 3 then return nil end
+  if p.type ~= 3 then return nil end
   if C.tg_num_round_trips(p) ~= 0 then return false end
   local st = self.engine.st
   C.tg_buf_reset(st.out)
