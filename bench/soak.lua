@@ -6,9 +6,10 @@
 --
 -- The decisions are a fixed mix on the shipped example registries: checks
 -- of the example calls (accepts and rejects: unknown tools, undeclared keys,
--- bad values, malformed JSON, a scope the context lacks), verifies of
--- results against output schemas, and classifications of sampled plans
--- (agreeing, fabricated, single- and multi-step).  VmRSS is read from
+-- bad values, malformed JSON, a scope the context lacks), MCP gateway
+-- messages and answers (toolgate.mcp), verifies of results against output
+-- schemas, and classifications of sampled plans (agreeing, fabricated,
+-- single- and multi-step).  VmRSS is read from
 -- /proc/self/status at the start, after every 100,000 decisions and at the
 -- end; the run fails when the end is more than MARGIN above the value after
 -- the first 100,000 (the warm-up: caches, the arena's kept block, the Lua
@@ -94,14 +95,34 @@ local plans = {
   '{"plan_id":"m","samples":[' .. table.concat(multi, ",") .. "]}",
 }
 
-local verdicts = {}
-local function tally(d) verdicts[d.verdict] = (verdicts[d.verdict] or 0) + 1 end
+-- gateway messages: a client's JSON-RPC message and the server's answer,
+-- through toolgate.mcp (what the nginx and stdio gateways run): a call let
+-- through and its answer verified, a call refused, a ping, a batch
+local gateway = assert(require("toolgate.mcp").new({ engine = pipeline }))
+local route = gateway:route("filesystem")
+local messages = {
+  '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"/a"}}}',
+  '{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"read_text_file","arguments":{"path":7}}}',
+  '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+  '[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_allowed_directories"}},'
+    .. '{"jsonrpc":"2.0","method":"notifications/initialized"}]',
+}
+local answer = '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}],'
+  .. '"structuredContent":{"content":"hello"}}}'
 
--- one decision of the mix: 8 checks, 1 verify, 1 classify in every 10
-local nc, nv, np = #calls, #verifies, #plans
+local verdicts = {}
+local function tally(d) if d then verdicts[d.verdict] = (verdicts[d.verdict] or 0) + 1 end end
+
+-- one decision of the mix: 7 checks, 1 gateway message, 1 verify, 1
+-- classify in every 10
+local nc, nv, np, nm = #calls, #verifies, #plans, #messages
 local function decide(i)
   local r, round = i % 10, math.floor(i / 10)
-  if r == 8 then
+  if r == 7 then
+    local sent = gateway:request(route, messages[round % nm + 1])
+    if sent.forward then gateway:response(route, sent, answer) end
+    return nil -- counted by the gateway's own decisions, not here
+  elseif r == 8 then
     local v = verifies[round % nv + 1]
     return pipeline:verify(v[1], v[2])
   elseif r == 9 then
