@@ -305,6 +305,10 @@ describe("toolgate.mcp", function()
         assert.equals(code, json(batch.reply)[1].error.data.decision.code)
       end
       assert.matches("only notifications/%* go without one", json(gw:request(route, NOTIFY_CALL).reply).error.message)
+      -- the bound is written with every digit under both interpreters (LuaJIT's
+      -- tostring of 2^53 - 1 is 9.007199254741e+15)
+      assert.equals("toolgate: the id of tools/call must be a string or an integer from -9007199254740991 to "
+        .. "9007199254740991", json(gw:request(route, call("1.5", "echo", "{}")).reply).error.message)
       -- the ids every reader holds exactly still pass
       for _, id in ipairs({ "9007199254740991", "-9007199254740991", "0", '"x"', "1.0" }) do
         assert.is_string(gw:request(route, call(id, "echo", '{"message":"hi"}')).forward, id)

@@ -272,7 +272,7 @@ end
 -- MAX_ID either way, which every client reads exactly (a JavaScript client
 -- reads 2^53 + 1 as 2^53: an answer would match another request).  The
 -- frames below are that reading.
-local MAX_ID = 9007199254740991 -- the core's bound, for the messages
+local MAX_ID = "9007199254740991" -- the core's bound, for the messages (text: LuaJIT would print 9.007199254741e+15)
 
 -- Decides one tools/call: returns the answer text (refused) or nil and the
 -- pending record (forward it).  d and resolved: the call's decision, when
