@@ -282,6 +282,22 @@ describe("toolgate.mcp", function()
     assert.is_nil(session.pending["7"])
   end)
 
+  it("answers generated messages alike under both interpreters", function()
+    -- every reply, forward, pending record and verified answer, byte for
+    -- byte: the FFI binding and the C API binding read the same frames
+    for _, policy_name in ipairs({ "mcp", "gateway" }) do
+      local cmd = " " .. root .. "/spec/data/mcp/generated.lua " .. policy_name .. " 7 1500"
+      local c1, mine, e1 = h.run(h.lua .. cmd)
+      local c2, theirs, e2 = h.run(h.other_lua .. cmd)
+      assert.equals(0, c1, e1)
+      assert.equals(0, c2, e2)
+      local a, b = h.lines_of(mine), h.lines_of(theirs)
+      assert.is_true(#a > 3000, policy_name)
+      assert.equals(#a, #b, policy_name)
+      for i = 1, #a do assert.equals(a[i], b[i], policy_name .. " line " .. i) end
+    end
+  end)
+
   describe("hostile framing", function()
     local NOTIFY_CALL = '{"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete_all","arguments":{}}}'
 
