@@ -476,12 +476,24 @@ function M.watches(plan)
   return next(plan.pending) ~= nil
 end
 
+-- The ids of a plan's requests in flight, sorted: the errors written for
+-- them come in one order whatever the interpreter (a table's pairs() order
+-- is Lua 5.4's hash seed's, different each run).
+local function in_flight_ids(plan)
+  local ids = {}
+  for id in pairs(plan.pending) do ids[#ids + 1] = id end
+  table.sort(ids)
+  return ids
+end
+
 --- unanswered(plan, why) -> the errors that answer the requests still in
 -- flight (a list of JSON-RPC texts), which are then no longer in flight:
 -- for a host whose server's answer ended (exit, end of body) without them.
 function M.unanswered(plan, why)
   local out = {}
-  for id in pairs(plan.pending) do out[#out + 1] = error_reply(id, M.CODES.POLICY_ERROR, "toolgate: " .. why) end
+  for _, id in ipairs(in_flight_ids(plan)) do
+    out[#out + 1] = error_reply(id, M.CODES.POLICY_ERROR, "toolgate: " .. why)
+  end
   plan.pending = {}
   return out
 end
@@ -647,11 +659,7 @@ function Gateway:response(route, plan, text)
   if not doc and (plan.stream or not M.watches(plan)) then return nil, "not JSON: " .. tostring(perr) end
   if not doc then
     -- which watched request it answers is unknown: each gets an error
-    local out = {}
-    for id in pairs(plan.pending) do
-      out[#out + 1] = error_reply(id, M.CODES.POLICY_ERROR, "toolgate: the server's answer is not JSON")
-    end
-    plan.pending = {}
+    local out = M.unanswered(plan, "the server's answer is not JSON")
     return #out == 1 and out[1] or ("[" .. table.concat(out, ",") .. "]")
   end
   local root = doc:root()
