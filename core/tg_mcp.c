@@ -50,6 +50,7 @@ static int write_call(const char *server, size_t server_len, const char *name, s
                       const tg_value_t *args, tg_buf_t *texts, char *why, size_t why_size,
                       tg_error_t *err)
 {
+    tg_error_t cerr; /* its own: err may be NULL, and the reason is kept */
     int rc;
     if ((rc = tg_buf_append(texts, "{\"server\":", 10, err)) != TG_OK ||
         (rc = tg_canon_string(texts, server, server_len, err)) != TG_OK ||
@@ -57,13 +58,12 @@ static int write_call(const char *server, size_t server_len, const char *name, s
         (rc = tg_canon_string(texts, name, name_len, err)) != TG_OK ||
         (rc = tg_buf_append(texts, ",\"arguments\":", 13, err)) != TG_OK)
         return rc;
-    rc = args ? tg_canon_value_mode(args, TG_CANON_EXACT, texts, err)
-              : tg_buf_append(texts, "{}", 2, err);
+    rc = args ? tg_canon_value_mode(args, TG_CANON_EXACT, texts, &cerr)
+              : tg_buf_append(texts, "{}", 2, &cerr);
     if (rc == TG_E_NOMEM)
-        return rc;
+        return tg_fail(err, rc, TG_NO_OFFSET, "out of memory");
     if (rc != TG_OK) {
-        snprintf(why, why_size, "params.arguments cannot be read: %s", err->message);
-        tg_error_clear(err);
+        snprintf(why, why_size, "params.arguments cannot be read: %s", cerr.message);
         return TG_OK;
     }
     return tg_buf_append(texts, "}", 2, err); /* with the NUL */

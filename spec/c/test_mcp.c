@@ -3,9 +3,10 @@
  * (tg_mcp_read), and tg_mcp_check: the message read and its tools/call
  * decided in one call, with the decision tg_check gives the call text.
  */
+#include "tg_internal.h" /* a value no parser makes: the arguments that cannot be written */
 #include "tap.h"
-#include "toolgate.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -163,6 +164,30 @@ static void test_calls(void)
                    m.call ? m.call : "(none)", m.call_error ? m.call_error : "(none)");
             wrong++;
         }
+        tg_doc_free(doc);
+    }
+    /* arguments the canonical writer refuses (a non-finite number: no
+     * parser makes one, a host's own value might) give no call, and say
+     * why: the gateway refuses the message, it never forwards it */
+    {
+        tg_doc_t *doc = NULL;
+        tg_mcp_message_t m;
+        const char *text =
+            "{\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"read\",\"arguments\":{\"x\":1}}}";
+        tg_value_t *x;
+        tg_parse(E, text, strlen(text), &doc, NULL);
+        /* the root's members in key order: id, method, params; params':
+         * arguments, name; the arguments' only member: x */
+        x = &doc->root->p.items[2].p.items[0].p.items[0];
+        x->p.text = "1e999";
+        x->len = 5;
+        x->flags = 0;
+        x->num = INFINITY;
+        tg_buf_reset(&b);
+        tap_ok(tg_mcp_read(tg_doc_root(doc), "fs", 2, &m, &b, NULL) == TG_OK && !m.call &&
+                   m.call_error &&
+                   strncmp(m.call_error, "params.arguments cannot be read: ", 33) == 0,
+               "arguments that cannot be written: no call, and why (err may be NULL)");
         tg_doc_free(doc);
     }
     /* without a server: the name, no call */
