@@ -15,6 +15,8 @@
  */
 #include "fuzz.h"
 
+#include <math.h>
+
 /* One server of the registry, as a route leads to it. */
 static const char *const TOOLS[][2] = {
     {"read", "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"pattern\":"
@@ -62,19 +64,14 @@ static setup *get_setup(tg_engine_t *e)
     return &s; /* the registry lives as long as the policy: the process */
 }
 
-/* Whether t (n bytes) is an integer's text within +-(2^53 - 1). */
-static int integer_text(const char *t, size_t n)
+/* Whether id, a number whose canonical text is t (n bytes), is an integer
+ * within +-(2^53 - 1), worked out otherwise than the core does: the text
+ * has no fraction or exponent, and the double, exact for every integer up
+ * to 2^53 and at least 2^53 for every larger one, is within the bound. */
+static int integer_id(const tg_value_t *id, const char *t, size_t n)
 {
-    size_t i = n && t[0] == '-';
-    unsigned long long v = 0;
-    if (n == i || n > 17)
-        return 0;
-    for (; i < n; i++) {
-        if (t[i] < '0' || t[i] > '9')
-            return 0;
-        v = v * 10 + (unsigned long long)(t[i] - '0');
-    }
-    return v <= 9007199254740991ULL;
+    return tg_type_of(id) == TG_NUMBER && n > 0 && !memchr(t, '.', n) && !memchr(t, 'e', n) &&
+           !memchr(t, 'E', n) && fabs(tg_num(id)) <= 9007199254740991.0;
 }
 
 static void check_message(tg_engine_t *e, const tg_value_t *root, const tg_mcp_message_t *m)
@@ -85,11 +82,10 @@ static void check_message(tg_engine_t *e, const tg_value_t *root, const tg_mcp_m
     FUZZ_CHECK(m->kind == TG_MCP_MESSAGE);
     FUZZ_CHECK(!id == !m->id_text && (m->id == TG_MCP_ID_NONE) == !id);
     if (m->id == TG_MCP_ID_OK)
-        FUZZ_CHECK(tg_type_of(id) == TG_STRING
-                       ? m->id_text[0] == '"'
-                       : tg_type_of(id) == TG_NUMBER && integer_text(m->id_text, m->id_len));
+        FUZZ_CHECK(tg_type_of(id) == TG_STRING ? m->id_text[0] == '"'
+                                               : integer_id(id, m->id_text, m->id_len));
     if (m->id == TG_MCP_ID_BAD)
-        FUZZ_CHECK(tg_type_of(id) != TG_STRING && !integer_text(m->id_text, m->id_len));
+        FUZZ_CHECK(tg_type_of(id) != TG_STRING && !integer_id(id, m->id_text, m->id_len));
     FUZZ_CHECK(m->method != 1 || m->method_name);
     if (m->call) {
         tg_call_t *c = NULL;
