@@ -217,11 +217,8 @@ describe("toolgate.core normalization and agreement", function()
       end
       io.write(core.BINDING, "\n", table.concat(out, "\n"), "\n")
     ]==])
-    local code1, mine, err1 = h.run(h.lua .. " " .. script)
-    local code2, theirs, err2 = h.run(h.other_lua .. " " .. script)
+    local mine, theirs = h.run_both(script)
     os.remove(script)
-    assert.equal(0, code1, err1)
-    assert.equal(0, code2, err2)
     local binding1, rest1 = mine:match("^(%w+)\n(.*)$")
     local binding2, rest2 = theirs:match("^(%w+)\n(.*)$")
     assert.not_equal(binding1, binding2) -- they really were the two bindings

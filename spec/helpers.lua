@@ -70,6 +70,17 @@ function M.run(cmd, stdin)
   return code, o, e
 end
 
+-- run_both(args) -> the stdout of `lua args` under the interpreter running
+-- the specs, then under the other: the same work through both bindings.
+-- Each run must exit 0 (its stderr is the failure's message).
+function M.run_both(args)
+  local code1, mine, err1 = M.run(M.lua .. " " .. args)
+  local code2, theirs, err2 = M.run(M.other_lua .. " " .. args)
+  assert(code1 == 0, M.lua .. ": " .. err1)
+  assert(code2 == 0, M.other_lua .. ": " .. err2)
+  return mine, theirs
+end
+
 -- The toolgate command under the interpreter running the specs.
 function M.toolgate(args, stdin)
   return M.run(M.lua .. " " .. M.root .. "/bin/toolgate " .. args, stdin)

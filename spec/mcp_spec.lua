@@ -286,11 +286,7 @@ describe("toolgate.mcp", function()
     -- every reply, forward, pending record and verified answer, byte for
     -- byte: the FFI binding and the C API binding read the same frames
     for _, policy_name in ipairs({ "mcp", "gateway" }) do
-      local cmd = " " .. root .. "/spec/data/mcp/generated.lua " .. policy_name .. " 7 1500"
-      local c1, mine, e1 = h.run(h.lua .. cmd)
-      local c2, theirs, e2 = h.run(h.other_lua .. cmd)
-      assert.equals(0, c1, e1)
-      assert.equals(0, c2, e2)
+      local mine, theirs = h.run_both(root .. "/spec/data/mcp/generated.lua " .. policy_name .. " 7 1500")
       local a, b = h.lines_of(mine), h.lines_of(theirs)
       assert.is_true(#a > 3000, policy_name)
       assert.equals(#a, #b, policy_name)
