@@ -317,6 +317,40 @@ static void first_plan(const piece *pc, const char *text, size_t before, size_t 
     *used = (size_t)(pc->text - text) + at;
 }
 
+/* Writes the first n_log quarantines a piece's plans made (pl: its decider's) to the store,
+ * in order; fresh[tool] set for each that changed the store. */
+static int write_quarantines(const tg_workers_t *w, const tg_plan *pl, size_t n_log,
+                             unsigned char *fresh, tg_error_t *err)
+{
+    int rc = TG_OK;
+    for (size_t q = 0; q < n_log && rc == TG_OK; q++) {
+        const tg_plog *lg = &pl->log[q];
+        size_t slen, nlen;
+        const char *server = tg_registry_server(w->p->r, (size_t)lg->tool, &slen);
+        const char *name = tg_registry_name(w->p->r, (size_t)lg->tool, &nlen);
+        int changed = 0;
+        rc = tg_store_quarantine(w->store, server, slen, name, nlen,
+                                 pl->log_texts.data + lg->reason, lg->reason_len, w->now,
+                                 lg->has_epoch ? pl->log_texts.data + lg->epoch : NULL,
+                                 lg->epoch_len, &changed, err);
+        if (changed)
+            fresh[lg->tool] = 1;
+    }
+    return rc;
+}
+
+/* Where a piece (not the first; pl: its decider's) must be classified
+ * again: its first plan that read the record of a tool an earlier piece
+ * quarantined, or NULL. */
+static const tg_pcheck *cut_of(const tg_workers_t *w, const tg_plan *pl, const unsigned char *fresh)
+{
+    const tg_pcheck *cut = NULL;
+    for (size_t t = 0; t < w->p->n_tools; t++)
+        if (pl->track[t].read && fresh[t] && (!cut || pl->track[t].first.at < cut->at))
+            cut = &pl->track[t].first;
+    return cut;
+}
+
 int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,
                                const tg_context_t *ctx, tg_store_t *store, const char *text,
                                size_t len, int flags, int64_t now, size_t *line, size_t *used,
@@ -324,8 +358,10 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
 {
     piece pcs[TG_MAX_THREADS];
     tg_decider_t *ds[TG_MAX_THREADS];
-    unsigned char *fresh = NULL; /* per tool: quarantined by an earlier piece of the chunk */
-    size_t complete, k, i;
+    size_t first_line[TG_MAX_THREADS];
+    unsigned char *fresh = NULL; /* per tool: quarantined by an earlier piece of the round */
+    size_t n_fresh = p && p->n_tools ? p->n_tools : 1;
+    size_t complete, k = 0, i, from = 0;
     int rc = TG_OK;
 
     tg_error_clear(err);
@@ -335,20 +371,25 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "the context was compiled for another policy");
     /* IDs and records the host gives are asked line by line, on one thread */
     complete = p->has_resolve || !store ? 0 : shareable(w, p, text, len, flags);
-    if (!complete || !(fresh = tg_mem_realloc(d->e, NULL, 0, p->n_tools ? p->n_tools : 1)))
+    if (!complete || !(fresh = tg_mem_realloc(d->e, NULL, 0, n_fresh)))
         return tg_classify_lines(d, p, ctx, store, text, len, flags, now, line, used, out, verdicts,
                                  o, err);
-    memset(fresh, 0, p->n_tools ? p->n_tools : 1);
-
-    k = pieces(w, d, text, complete, *line, pcs, ds);
     w->p = p;
     w->ctx = ctx;
     w->flags = flags;
     w->classify = 1;
     w->store = store;
     w->now = now;
-    {
-        size_t first_line[TG_MAX_THREADS];
+    /* Two rounds at most.  In the first, a piece that read the record of a
+     * tool an earlier piece quarantined ends the round there: what comes
+     * before it stands, the rest of the chunk goes round again on every
+     * thread, against the store with those quarantines.  In the second,
+     * such a piece is classified again on this thread from that plan on,
+     * so that the work stays bounded whatever the plans do. */
+    for (int round = 0; round < 2 && rc == TG_OK; round++) {
+        size_t again = 0; /* the second round starts at from + again */
+        memset(fresh, 0, n_fresh);
+        k = pieces(w, d, text + from, complete - from, *line, pcs, ds);
         for (i = 0; i < k; i++)
             first_line[i] = pcs[i].line;
         run_pieces(w, d, pcs, k);
@@ -356,43 +397,28 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
             if (pcs[i].rc != TG_OK || pcs[i].needs_host)
                 rc = TG_E_NOMEM;
         if (rc != TG_OK) {
-            /* nothing is written yet: the chunk is classified again on one
-             * thread, which stops at the failing line */
+            /* nothing of this round is written yet: the rest of the chunk
+             * is classified again on one thread, which stops at the
+             * failing line */
+            size_t rest = 0;
             for (i = 0; i < k; i++)
                 tg_buf_free(&pcs[i].out);
-            tg_mem_free(d->e, fresh, p->n_tools ? p->n_tools : 1);
-            return tg_classify_lines(d, p, ctx, store, text, len, flags, now, line, used, out,
-                                     verdicts, o, err);
+            tg_mem_free(d->e, fresh, n_fresh);
+            rc = tg_classify_lines(d, p, ctx, store, text + from, len - from, flags, now, line,
+                                   &rest, out, verdicts, o, err);
+            *used = from + rest;
+            return rc;
         }
         /* the merge, in input order: a piece's plans stand up to the first
-         * that read the record of a tool an earlier piece quarantined; from
-         * that plan on, the piece is classified again on this thread, now
-         * that the store has the earlier quarantines.  The quarantines of
-         * the plans that stand are written as they made them. */
+         * that read the record of a tool an earlier piece quarantined.  The
+         * quarantines of the plans that stand are written as they made
+         * them. */
         for (i = 0; i < k && rc == TG_OK; i++) {
             const tg_plan *pl = ds[i]->plan;
-            const tg_pcheck *cut = NULL;
-            size_t n_log, keep;
-            for (size_t t = 0; i > 0 && t < p->n_tools; t++)
-                if (pl->track[t].read && fresh[t] && (!cut || pl->track[t].first.at < cut->at))
-                    cut = &pl->track[t].first;
-            n_log = cut ? cut->log : pl->n_log;
-            for (size_t q = 0; q < n_log && rc == TG_OK; q++) {
-                const tg_plog *lg = &pl->log[q];
-                size_t slen, nlen;
-                const char *server = tg_registry_server(p->r, (size_t)lg->tool, &slen);
-                const char *name = tg_registry_name(p->r, (size_t)lg->tool, &nlen);
-                int changed = 0;
-                rc = tg_store_quarantine(store, server, slen, name, nlen,
-                                         pl->log_texts.data + lg->reason, lg->reason_len, now,
-                                         lg->has_epoch ? pl->log_texts.data + lg->epoch : NULL,
-                                         lg->epoch_len, &changed, err);
-                if (changed)
-                    fresh[lg->tool] = 1;
-            }
-            keep = cut ? cut->out_len : pcs[i].out.len;
+            const tg_pcheck *cut = i > 0 ? cut_of(w, pl, fresh) : NULL;
+            rc = write_quarantines(w, pl, cut ? cut->log : pl->n_log, fresh, err);
             if (rc == TG_OK)
-                rc = tg_buf_append(out, pcs[i].out.data, keep, err);
+                rc = tg_buf_append(out, pcs[i].out.data, cut ? cut->out_len : pcs[i].out.len, err);
             if (rc != TG_OK) {
                 /* out of memory: the pieces before this one stand; the host
                  * refuses this piece's first plan and goes on from there,
@@ -403,11 +429,16 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
             }
             for (int v = 0; v < 3; v++)
                 verdicts[v] += cut ? cut->verdicts[v] : pcs[i].verdicts[v];
+            if (cut && round == 0) {
+                again = (size_t)(pcs[i].text - text) + cut->at;
+                *line = cut->line;
+                break;
+            }
             if (cut) {
                 size_t again_line = cut->line, again_used = 0, counts[3] = {0, 0, 0};
-                const char *from = pcs[i].text + cut->at;
+                const char *rest = pcs[i].text + cut->at;
                 if ((rc = tg_plan_track(d, p->n_tools)) == TG_OK)
-                    rc = tg_classify_lines_mode(d, p, ctx, store, TG_STORE_DIRECT, from,
+                    rc = tg_classify_lines_mode(d, p, ctx, store, TG_STORE_DIRECT, rest,
                                                 pcs[i].len - cut->at, flags, now, &again_line,
                                                 &again_used, out, counts, o, err);
                 if (rc == TG_OK && o->status != TG_NO_MORE_CALLS)
@@ -418,17 +449,20 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
                     /* stop at the failing line, as one thread would: what
                      * came before it is in out */
                     *line = again_line;
-                    *used = (size_t)(from - text) + again_used;
+                    *used = (size_t)(rest - text) + again_used;
                     break;
                 }
                 for (size_t t = 0; t < p->n_tools; t++)
                     fresh[t] |= d->plan->track[t].fresh;
             }
         }
+        for (i = 0; i < k; i++)
+            tg_buf_free(&pcs[i].out);
+        if (!again)
+            break;
+        from = again;
     }
-    for (i = 0; i < k; i++)
-        tg_buf_free(&pcs[i].out);
-    tg_mem_free(d->e, fresh, p->n_tools ? p->n_tools : 1);
+    tg_mem_free(d->e, fresh, n_fresh);
     if (rc != TG_OK)
         return rc;
     *line = pcs[k - 1].line;

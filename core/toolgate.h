@@ -1551,8 +1551,9 @@ TG_API int tg_classify_lines(tg_decider_t *d, const tg_policy_t *p, const tg_con
  * the same bytes, line numbers, counts and store as on d alone.  Each
  * piece is classified against the store as the chunk found it, its own
  * quarantines seen by its later plans; the pieces' quarantines are then
- * written in input order, and a piece that read the record of a tool an
- * earlier piece quarantined is classified again, after them.  A policy
+ * written in input order, and from the first plan that read the record of
+ * a tool an earlier piece quarantined the rest of the chunk is classified
+ * again, after them (on every thread once, then on the caller's).  A policy
  * with stages the host runs or resolver functions, TG_CHECK_PAUSE, the
  * host's store (store NULL) or a small chunk is classified on d alone. */
 TG_API int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy_t *p,

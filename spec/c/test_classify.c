@@ -484,8 +484,9 @@ static void test_questions(void)
 /* A batch whose decisions depend on the store's state: fabricated plans on
  * verified tools (ARG_DISAGREE until the tool is quarantined, then
  * DETERMINISM_UNVERIFIED) and, at `at` of the way through, the plan that
- * quarantines lookup; from half way to 70%, no plan on lookup. */
-static char *batch(int n, double at, size_t *len)
+ * quarantines lookup; from half way to 70%, no plan on lookup.  With at2
+ * (above 0), the plan at at2 of the way quarantines search. */
+static char *batch(int n, double at, double at2, size_t *len)
 {
     size_t cap = (size_t)n * 1200, w = 0;
     char *s = malloc(cap);
@@ -495,6 +496,9 @@ static char *batch(int n, double at, size_t *len)
         int t = (int)(next() % 3), quarantining = 0;
         if (i == (int)(at * n)) {
             t = 0; /* here lookup's results are seen to disagree */
+            quarantining = 1;
+        } else if (at2 > 0 && i == (int)(at2 * n)) {
+            t = 1; /* and here search's */
             quarantining = 1;
         }
         /* a stretch without lookup: a later piece reads it first in its middle */
@@ -540,10 +544,14 @@ static void test_threads(void)
     tg_policy_t *p = policy(RUNG_CONS, 0);
     tg_decider_t *d = tg_decider_new(E, NULL);
     int ok = 1;
-    for (int round = 0; round < 6; round++) {
+    for (int round = 0; round < 8; round++) {
         size_t len;
-        double at = round < 3 ? 0.1 + 0.3 * round : 0.02 * round;
-        char *text = batch(round < 3 ? 1500 : 400, at, &len);
+        double at = round < 3 ? 0.1 + 0.3 * round : round < 6 ? 0.02 * round : 0.1;
+        /* the last two: the rest of a chunk classified again (from where a
+         * piece read lookup, quarantined in an earlier piece) meets search
+         * quarantined in one of its pieces and read in a later one */
+        double at2 = round == 6 ? 0.75 : round == 7 ? 0.8 : 0;
+        char *text = batch(round < 3 || round >= 6 ? 1500 : 400, at, at2, &len);
         tg_buf_t one;
         char *one_rec;
         size_t line1 = 0, used1 = 0, v1[3] = {0, 0, 0};
@@ -589,7 +597,7 @@ static void test_threads(void)
         free(text);
     }
     tap_ok(ok, "2, 3 and 4 threads give the bytes, counts and store of one, quarantines "
-               "falling inside later pieces");
+               "falling inside later pieces, and inside the pieces of the chunk's rest");
     tg_decider_free(d);
     tg_policy_free(p);
 }
@@ -609,7 +617,7 @@ static void test_sweep(void)
     tg_store_t *read_only = tg_store_new(E, NULL);
     tg_sweep_t *sw = tg_sweep_new(base, NULL);
     size_t len, line = 0, used = 0, n;
-    char *text = batch(900, 0.3, &len);
+    char *text = batch(900, 0.3, 0, &len);
     tg_outcome_t o;
     tg_error_t err;
     int ok =
