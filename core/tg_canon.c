@@ -431,7 +431,7 @@ static inline int room(tg_buf_t *out, size_t n, tg_error_t *err)
 static size_t rfc_number(const tg_value_t *v, char buf[BLOCK_HEAD], int *from_double)
 {
     char digits[16];
-    int n, nd = literal_digits(v->p.text, v->len, digits, &n);
+    int n, nd = (v->flags & TG_F_LONG_NUM) ? -1 : literal_digits(v->p.text, v->len, digits, &n);
     _Static_assert(TG_NUMBER_BUF <= BLOCK_HEAD, "buf holds any double's form");
     *from_double = nd < 0;
     if (nd == 0) { /* every spelling of zero, -0 included */
@@ -449,6 +449,8 @@ static size_t rfc_number(const tg_value_t *v, char buf[BLOCK_HEAD], int *from_do
 static int spells(const char *buf, size_t len, const tg_value_t *v)
 {
     tg_decimal a, b;
+    if (len == v->len && memcmp(buf, v->p.text, len) == 0) /* most often: the text itself */
+        return 1;
     tg_decimal_init(&a, buf, len);
     tg_decimal_init(&b, v->p.text, v->len);
     return tg_decimal_equal(&a, &b);

@@ -64,6 +64,9 @@ struct tg_value_t {
                         * are its canonical form */
 #define TG_F_RAW_KEY 2 /* the same for the member's key */
 #define TG_F_RAW_NUM 4 /* number: its source text is its canonical form */
+#define TG_F_LONG_NUM                                                                              \
+    8 /* number: more than 15 significant digits, the last not 0: its                              \
+       * canonical form is the double's shortest digits, never its own */
 
 /* Arena: a chain of blocks, bump allocation, everything freed at once. */
 typedef struct tg_arena_block tg_arena_block;

@@ -521,6 +521,7 @@ static NOINLINE char *parse_number(parser *P, char *p, tg_value_t *v)
     char *start = p;
     tg_number_parts n;
     int nd = 0, has_exp = 0, trailing_zero = 0, rc;
+    char last_digit;
 
     n.w = 0;
     n.exp10 = 0;
@@ -571,6 +572,7 @@ static NOINLINE char *parse_number(parser *P, char *p, tg_value_t *v)
         }
         trailing_zero = p[-1] == '0';
     }
+    last_digit = p[-1];
     if ((*p | 0x20) == 'e') {
         int64_t x = 0;
         int neg = 0;
@@ -596,6 +598,8 @@ static NOINLINE char *parse_number(parser *P, char *p, tg_value_t *v)
     }
     if (n.w ? !has_exp && nd <= 15 && !trailing_zero && nd + n.exp10 > -6 : p - start == 1)
         v->flags = TG_F_RAW_NUM;
+    else if (nd > 15 && last_digit != '0')
+        v->flags = TG_F_LONG_NUM;
     return p;
 }
 
