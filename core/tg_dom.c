@@ -45,12 +45,24 @@ const char *tg_key_at(const tg_value_t *v, size_t i, size_t *len)
     return v->p.items[i].key;
 }
 
-/* Members are sorted (RFC 8785 order), so lookup is a binary search. */
+/* Members are sorted (RFC 8785 order), so lookup is a binary search; in
+ * an object of up to SCAN_MEMBERS, one by one is faster (most objects are
+ * small, and their keys' lengths tell most of them apart). */
+#define SCAN_MEMBERS 8
+
 const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len)
 {
     size_t lo = 0, hi;
     if (!v || v->type != TG_OBJECT)
         return NULL;
+    if (v->len <= SCAN_MEMBERS) {
+        for (uint32_t i = 0; i < v->len; i++) {
+            const tg_value_t *m = &v->p.items[i];
+            if (m->key_len == len && memcmp(m->key, key, len) == 0)
+                return m;
+        }
+        return NULL;
+    }
     hi = v->len;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;

@@ -392,6 +392,40 @@ static void table(tg_engine_t *e, const char *path)
     tap_ok(rows > 80 && bad == 0, "every row of numbers.tsv");
 }
 
+/* Decimals of 1 to 15 significant digits (what tg_number_format finds
+ * without Ryu), from 1e-9 to 1e17, each as strtod_l reads it: the oracle's
+ * digits, and those of its neighbours on either side. */
+static int check_short(int count, locale_t c)
+{
+    int bad = 0;
+    for (int i = 0; i < count; i++) {
+        char lit[64], out[TG_NUMBER_BUF], od[32], gd[32];
+        int digits = 1 + (int)(rnd() % 15), on, gn;
+        uint64_t m = 0;
+        double d;
+        for (int k = 0; k < digits; k++)
+            m = m * 10 + (k == 0 ? 1 + rnd() % 9 : rnd() % 10);
+        snprintf(lit, sizeof lit, "%llue%d", (unsigned long long)m, (int)(rnd() % 27) - 9 - digits);
+        d = strtod_l(lit, NULL, c);
+        if (i % 3)
+            d = nextafter(d, i % 3 == 1 ? 0 : 1e300);
+        if (i % 5 == 0)
+            d = -d;
+        tg_number_format(d, out);
+        if (!oracle(d, od, &on, c)) {
+            if (bad++ < 5)
+                printf("# %s: oracle found nothing\n", lit);
+            continue;
+        }
+        decompose(out, gd, &gn);
+        if (strtod_l(out, NULL, c) != d || strcmp(od, gd) != 0 || on != gn) {
+            if (bad++ < 5)
+                printf("# %s (%.17g): ours '%s', oracle digits %s n %d\n", lit, d, out, od, on);
+        }
+    }
+    return bad;
+}
+
 int main(void)
 {
     const char *data = getenv("TG_SPEC_DATA");
@@ -406,6 +440,8 @@ int main(void)
            "random doubles, all exponents: shortest, nearest, round-trip");
     tap_ok(check_random(40000, 1, c) == 0,
            "random doubles below 2^53 (fast path): shortest, nearest, round-trip");
+    tap_ok(check_short(200000, c) == 0,
+           "decimals of up to 15 digits and their neighbours: shortest, nearest, round-trip");
     tap_ok(check_special(80000, c) == 0,
            "subnormals, extreme exponents, integers to 2^64, sparse significands: as the oracle");
 
