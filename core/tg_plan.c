@@ -90,6 +90,8 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
     tg_buf_free(&buf);
     if (rc == TG_OK && (rc = tg_agree(e, args, n, &out->args, err)) == TG_OK)
         rc = tg_agree(e, results, n, &out->results, err);
+    if (rc == TG_OK)
+        out->rep_args = args[out->args.representative];
     return rc;
 }
 

@@ -922,6 +922,7 @@ typedef struct tg_plan_summary_t {
     size_t n_failed;                     /* samples whose arguments fail the tool's input schema */
     size_t failed[TG_RUNG_MAX_FINDINGS]; /* the first of them (indexes from 0) */
     size_t at;                           /* after an error: the sample it stopped at (from 0) */
+    tg_hash128_t rep_args;               /* the hash counted of the representative's arguments */
 } tg_plan_summary_t;
 
 /* Summarizes samples, an array of {"arguments", "result", "epoch"} of a

@@ -244,6 +244,23 @@ describe("canonical arguments", function()
     assert.equal(1, engine():classify(verified(plan("lookup", args, results_with(5, 5)))).arg_agreement)
   end)
 
+  it("digest the representative's arguments as written, normalized or not (args_digest)", function()
+    -- lookup normalizes paths: the samples agree, the digest is of the first as it stands
+    local args = { { path = "/srv//app/./config.yaml" }, { path = "/srv/app/config.yaml" },
+                   { path = "/srv/app/config.yaml" }, { path = "/srv/app/config.yaml" },
+                   { path = "/srv/app/config.yaml" } }
+    local d = engine():classify(verified(plan("lookup", args, results_with(5, 5))))
+    assert.equal(1, d.arg_agreement)
+    assert.equal(toolgate.hash('{"path":"/srv//app/./config.yaml"}'), d.args_digest)
+    -- fetch normalizes nothing: the digest is the one the samples were counted by
+    args = { { url = "https://a.example/x" }, { url = "https://b.example/y" }, { url = "https://b.example/y" },
+             { url = "https://b.example/y" }, { url = "https://a.example/x" } }
+    d = engine():classify(verified(plan("fetch", args, results_with(5, 5))))
+    assert.equal(0.6, d.arg_agreement)
+    assert.equal(toolgate.hash('{"url":"https://b.example/y"}'), d.args_digest)
+    assert.equal(toolgate.hash('{"url":"https://b.example/y"}'), d.binding.args_digest)
+  end)
+
   it("resolve IDs through the policy's alias table", function()
     local args = { { account = "acme corp" }, { account = "ACME" }, { account = " acme-corp" }, { account = "acct_1" },
                    { account = "acct_1" } }
