@@ -431,7 +431,10 @@ static void num(writer *w, double x)
 
 static void share_of(writer *w, size_t count, size_t n)
 {
-    num(w, n ? (double)count / (double)n : 0);
+    if (count == 0 || count == n) /* none or all: the commonest shares */
+        lit(w, count && n ? "1" : "0");
+    else
+        num(w, n ? (double)count / (double)n : 0);
 }
 
 static void ptext(writer *w, const tg_plan *pl, size_t at, size_t len)

@@ -297,7 +297,13 @@ size_t tg_number_format(double d, char out[TG_NUMBER_BUF])
     memcpy(&bits, &d, sizeof bits);
     if (!short_decimal(d < 0 ? -d : d, &m, &exp10))
         m = shortest(bits & (((uint64_t)1 << 52) - 1), (uint32_t)((bits >> 52) & 0x7ff), &exp10);
-    while (m % 10 == 0) { /* layout wants no trailing zeros */
+    /* layout wants no trailing zeros (a short decimal scaled to 15
+     * digits has many: take them in fours first) */
+    while (m % 10000 == 0) {
+        m /= 10000;
+        exp10 += 4;
+    }
+    while (m % 10 == 0) {
         m /= 10;
         exp10++;
     }
