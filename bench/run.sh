@@ -147,10 +147,13 @@ awk '
 # The same input files through `toolgate check`, `canon --lines --hash` and
 # `classify`, and through the peers a user would pick instead, each a
 # whole process (start-up, reading, deciding, writing); wall and CPU time
-# measured in this one run.  simdjson's DOM parse of the call lines is the
-# floor: what parsing alone costs on this machine at its fastest.
+# measured in this one run, each row the least of BENCH_RUNS runs (3; the
+# peers' rows too: on a shared machine other work only adds time).
+# simdjson's DOM parse of the call lines is the floor: what parsing alone
+# costs on this machine at its fastest.
 N_CALLS=${BENCH_CALLS:-100000}
 N_PLANS=${BENCH_PLANS:-20000}
+RUNS=${BENCH_RUNS:-3}
 python3 bench/gen_mcp_calls.py --seed 2 --count "$N_CALLS" --native --schemas-out "$out/wp-schemas.json" \
   >"$out/wp-calls.jsonl"
 python3 bench/gen_corpus.py --seed 2 --count "$N_CALLS" >"$out/wp-docs.jsonl"
@@ -160,9 +163,9 @@ regs="--registry examples/registries/mcp-filesystem.json --registry examples/reg
   --registry examples/registries/mcp-memory.json"
 echo
 echo "== whole process: $N_CALLS calls ($(wc -c <"$out/wp-calls.jsonl") bytes), $N_CALLS documents," \
-  "$N_PLANS plans; $(uptime | sed 's/.*load/load/')"
+  "$N_PLANS plans, least of $RUNS runs; $(uptime | sed 's/.*load/load/')"
 results="$out/whole.txt"
-t() { python3 bench/timeit.py "$@"; }
+t() { python3 bench/timeit.py --runs "$RUNS" "$@"; }
 {
   t node-ajv "$out/wp-ajv.out" -- node bench/peers/check_node.js --schemas "$out/wp-schemas.json" "$out/wp-calls.jsonl"
   for lua in "$LUA" "$LUAJIT"; do
