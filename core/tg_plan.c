@@ -31,12 +31,44 @@ static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t
     return rc;
 }
 
+/* Results compared value by value before they are digested: samples of a
+ * tool mostly return the same result, and a walk that finds two results
+ * equal (numbers by their decimals, strings by their bytes) is cheaper
+ * than writing the canonical form again; equal values have one canonical
+ * form, so the digest is the one already made.  (Unequal values may still
+ * share a form, 1e400 aside: they are digested, and agree there.)  Only
+ * the first SEEN distinct results are kept to compare with, so the work
+ * stays linear in the samples. */
+#define SEEN 4
+
+/* The digest of result r of sample i: one already made for an equal
+ * result, or a new one (kept to compare with while there is room). */
+static int result_digest(const tg_value_t *r, const tg_value_t *seen[SEEN], size_t seen_at[SEEN],
+                         size_t *n_seen, tg_hash128_t *results, size_t i, tg_buf_t *buf,
+                         tg_error_t *err)
+{
+    int rc;
+    for (size_t k = 0; k < *n_seen; k++)
+        if (tg_value_equal(seen[k], r)) {
+            results[i] = results[seen_at[k]];
+            return TG_OK;
+        }
+    if ((rc = digest(NULL, TG_CANON_RFC8785, r, buf, &results[i], err)) == TG_OK &&
+        *n_seen < SEEN) {
+        seen[*n_seen] = r;
+        seen_at[(*n_seen)++] = i;
+    }
+    return rc;
+}
+
 static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t *norm,
                      const tg_value_t *samples, size_t n, tg_hash128_t *args, tg_hash128_t *results,
                      tg_plan_summary_t *out, tg_error_t *err)
 {
     tg_buf_t buf;
     tg_hash128_t first_epoch = {0, 0}, h;
+    const tg_value_t *seen[SEEN];
+    size_t seen_at[SEEN], n_seen = 0;
     int rc = TG_OK;
 
     tg_buf_init(&buf, e);
@@ -72,7 +104,7 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
             break;
         r = tg_get(s, "result", 6);
         if (r)
-            rc = digest(NULL, TG_CANON_RFC8785, r, &buf, &results[i], err);
+            rc = result_digest(r, seen, seen_at, &n_seen, results, i, &buf, err);
         else
             stand_in("no result", &results[i]);
         if (rc != TG_OK)

@@ -85,6 +85,21 @@ int main(void)
            "results and epochs compare as RFC 8785 does (as a probe's results do)");
     tg_doc_free(doc);
 
+    /* results seen before are compared value by value, the first four
+     * distinct ones kept: a fifth repeated is digested again, and agrees */
+    samples = samples_of(
+        &doc,
+        "{\"samples\":["
+        "{\"arguments\":{\"id\":\"a\"},\"result\":[1]},{\"arguments\":{\"id\":\"a\"},\"result\":[2]},"
+        "{\"arguments\":{\"id\":\"a\"},\"result\":[3]},{\"arguments\":{\"id\":\"a\"},\"result\":[4]},"
+        "{\"arguments\":{\"id\":\"a\"},\"result\":[5.0]},{\"arguments\":{\"id\":\"a\"},\"result\":[5]},"
+        "{\"arguments\":{\"id\":\"a\"},\"result\":[1.0]},{\"arguments\":{\"id\":\"a\"},\"result\":[5]}]}");
+    tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
+               s.results.distinct == 5 && s.results.modal_count == 3 &&
+               s.results.representative == 4,
+           "results past the fourth distinct one are digested and still agree");
+    tg_doc_free(doc);
+
     /* normalization makes spellings agree */
     {
         tg_norm_t *norm = tg_norm_new(E, NULL);
