@@ -31,33 +31,55 @@ static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t
     return rc;
 }
 
-/* Results compared value by value before they are digested: samples of a
- * tool mostly return the same result, and a walk that finds two results
- * equal (numbers by their decimals, strings by their bytes) is cheaper
- * than writing the canonical form again; equal values have one canonical
- * form, so the digest is the one already made.  (Unequal values may still
- * share a form, 1e400 aside: they are digested, and agree there.)  Only
- * the first SEEN distinct results are kept to compare with, so the work
- * stays linear in the samples. */
+/* Arguments and results compared value by value before they are digested
+ * (and arguments checked by the rung): samples of a tool mostly repeat
+ * them, and a walk that finds two values equal (numbers by their
+ * decimals, strings by their bytes) is cheaper than writing the canonical
+ * form again; equal values have one canonical form, normalized or not, and
+ * one verdict of the rung, so the digest and the verdict are those already
+ * made.  (Unequal values may still share a form: they are digested, and
+ * agree there.)  Only the first SEEN distinct values are kept to compare
+ * with, so the work stays linear in the samples. */
 #define SEEN 4
 
-/* The digest of result r of sample i: one already made for an equal
- * result, or a new one (kept to compare with while there is room). */
-static int result_digest(const tg_value_t *r, const tg_value_t *seen[SEEN], size_t seen_at[SEEN],
-                         size_t *n_seen, tg_hash128_t *results, size_t i, tg_buf_t *buf,
-                         tg_error_t *err)
+typedef struct seen_values {
+    const tg_value_t *v[SEEN];
+    size_t at[SEEN]; /* the sample each was first met in */
+    int fails[SEEN]; /* arguments: whether they failed the rung */
+    size_t n;
+} seen_values;
+
+/* The kept value equal to v (its index in s), or SEEN. */
+static size_t seen_as(const seen_values *s, const tg_value_t *v)
 {
-    int rc;
-    for (size_t k = 0; k < *n_seen; k++)
-        if (tg_value_equal(seen[k], r)) {
-            results[i] = results[seen_at[k]];
-            return TG_OK;
-        }
-    if ((rc = digest(NULL, TG_CANON_RFC8785, r, buf, &results[i], err)) == TG_OK &&
-        *n_seen < SEEN) {
-        seen[*n_seen] = r;
-        seen_at[(*n_seen)++] = i;
+    for (size_t k = 0; k < s->n; k++)
+        if (tg_value_equal(s->v[k], v))
+            return k;
+    return SEEN;
+}
+
+static void keep_seen(seen_values *s, const tg_value_t *v, size_t i, int fails)
+{
+    if (s->n < SEEN) {
+        s->v[s->n] = v;
+        s->at[s->n] = i;
+        s->fails[s->n++] = fails;
     }
+}
+
+/* Whether arguments a fail the tool's input schema (no schema: the tool
+ * did not resolve, and every sample fails the rung). */
+static int fails_rung(tg_engine_t *e, const tg_schema_t *schema, const tg_value_t *a, int *fails,
+                      tg_error_t *err)
+{
+    tg_finding_t f;
+    size_t count;
+    int rc;
+    *fails = 1;
+    if (!schema)
+        return TG_OK;
+    if ((rc = tg_validate(e, schema, a, &f, 1, &count, err)) == TG_OK)
+        *fails = count != 0;
     return rc;
 }
 
@@ -67,14 +89,14 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
 {
     tg_buf_t buf;
     tg_hash128_t first_epoch = {0, 0}, h;
-    const tg_value_t *seen[SEEN];
-    size_t seen_at[SEEN], n_seen = 0;
+    seen_values seen_args = {.n = 0}, seen_results = {.n = 0};
     int rc = TG_OK;
 
     tg_buf_init(&buf, e);
     out->epochs_equal = 1;
     for (size_t i = 0; i < n && rc == TG_OK; i++) {
         const tg_value_t *s = tg_at(samples, i), *a, *r, *ep;
+        size_t k;
         int fails;
         out->at = i;
         if (tg_type_of(s) != TG_OBJECT) {
@@ -87,28 +109,30 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
                          "sample %zu has no \"arguments\" object", i + 1);
             break;
         }
-        fails = 1; /* the tool did not resolve: no sample passes the rung */
-        if (schema) {
-            tg_finding_t f;
-            size_t count;
-            if ((rc = tg_validate(e, schema, a, &f, 1, &count, err)) != TG_OK)
+        if ((k = seen_as(&seen_args, a)) < SEEN) {
+            fails = seen_args.fails[k];
+            args[i] = args[seen_args.at[k]];
+        } else {
+            if ((rc = fails_rung(e, schema, a, &fails, err)) != TG_OK ||
+                (rc = digest(norm, TG_CANON_EXACT, a, &buf, &args[i], err)) != TG_OK)
                 break;
-            fails = count != 0;
+            keep_seen(&seen_args, a, i, fails);
         }
         if (fails) {
             if (out->n_failed < TG_RUNG_MAX_FINDINGS)
                 out->failed[out->n_failed] = i;
             out->n_failed++;
         }
-        if ((rc = digest(norm, TG_CANON_EXACT, a, &buf, &args[i], err)) != TG_OK)
-            break;
         r = tg_get(s, "result", 6);
-        if (r)
-            rc = result_digest(r, seen, seen_at, &n_seen, results, i, &buf, err);
-        else
+        if (!r) {
             stand_in("no result", &results[i]);
-        if (rc != TG_OK)
-            break;
+        } else if ((k = seen_as(&seen_results, r)) < SEEN) {
+            results[i] = results[seen_results.at[k]];
+        } else {
+            if ((rc = digest(NULL, TG_CANON_RFC8785, r, &buf, &results[i], err)) != TG_OK)
+                break;
+            keep_seen(&seen_results, r, i, 0);
+        }
         ep = tg_get(s, "epoch", 5);
         if (!ep) {
             out->epochs_equal = 0;

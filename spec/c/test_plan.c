@@ -100,6 +100,16 @@ int main(void)
            "results past the fourth distinct one are digested and still agree");
     tg_doc_free(doc);
 
+    /* arguments seen before keep their digest and their rung verdict */
+    samples =
+        samples_of(&doc, "{\"samples\":[{\"arguments\":{\"id\":7}},{\"arguments\":{\"id\":\"a\"}},"
+                         "{\"arguments\":{\"id\":7.0}},{\"arguments\":{\"id\":\"a\"}}]}");
+    tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
+               s.n_failed == 2 && s.failed[0] == 0 && s.failed[1] == 2 && s.args.distinct == 2 &&
+               s.args.modal_count == 2,
+           "arguments met again (7 and 7.0) fail the rung again, and agree");
+    tg_doc_free(doc);
+
     /* normalization makes spellings agree */
     {
         tg_norm_t *norm = tg_norm_new(E, NULL);
