@@ -31,16 +31,45 @@ static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t
     return rc;
 }
 
-/* Arguments and results compared value by value before they are digested
+/* Arguments and results compared with those met before they are digested
  * (and arguments checked by the rung): samples of a tool mostly repeat
- * them, and a walk that finds two values equal (numbers by their
- * decimals, strings by their bytes) is cheaper than writing the canonical
- * form again; equal values have one canonical form, normalized or not, and
- * one verdict of the rung, so the digest and the verdict are those already
- * made.  (Unequal values may still share a form: they are digested, and
- * agree there.)  Only the first SEEN distinct values are kept to compare
- * with, so the work stays linear in the samples. */
+ * them, and a walk that finds two values the same is cheaper than writing
+ * the canonical form again; the same value has one canonical form,
+ * normalized or not, and one verdict of the rung, so the digest and the
+ * verdict are those already made.  Only the first SEEN distinct values
+ * are kept to compare with, so the work stays linear in the samples. */
 #define SEEN 4
+
+/* Whether a and b are the same JSON value with the same number texts: then
+ * each canonical form of one, normalized or not, is the other's.  Numbers
+ * are compared by their text, not by value: tg_value_equal takes 1 and 1.0
+ * as one (whose forms are one), but also two decimals whose exponents are
+ * past what it tells apart (1e-7567845678901234567889), whose exact forms
+ * differ. */
+static int same_value(const tg_value_t *a, const tg_value_t *b)
+{
+    if (a->type != b->type || a->len != b->len)
+        return 0;
+    switch (a->type) {
+    case TG_NUMBER:
+        return memcmp(a->p.text, b->p.text, a->len) == 0;
+    case TG_STRING:
+        return a->len == 0 || memcmp(a->p.str, b->p.str, a->len) == 0;
+    case TG_ARRAY:
+    case TG_OBJECT:
+        for (uint32_t i = 0; i < a->len; i++) {
+            const tg_value_t *x = &a->p.items[i], *y = &b->p.items[i];
+            if (a->type == TG_OBJECT && (x->key_len != y->key_len ||
+                                         (x->key_len && memcmp(x->key, y->key, x->key_len) != 0)))
+                return 0;
+            if (!same_value(x, y))
+                return 0;
+        }
+        return 1;
+    default: /* null, true, false */
+        return 1;
+    }
+}
 
 typedef struct seen_values {
     const tg_value_t *v[SEEN];
@@ -53,7 +82,7 @@ typedef struct seen_values {
 static size_t seen_as(const seen_values *s, const tg_value_t *v)
 {
     for (size_t k = 0; k < s->n; k++)
-        if (tg_value_equal(s->v[k], v))
+        if (same_value(s->v[k], v))
             return k;
     return SEEN;
 }

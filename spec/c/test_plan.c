@@ -100,14 +100,25 @@ int main(void)
            "results past the fourth distinct one are digested and still agree");
     tg_doc_free(doc);
 
-    /* arguments seen before keep their digest and their rung verdict */
+    /* arguments met again keep their digest and rung verdict; another
+     * spelling of them (7.0) is checked and digested again, and agrees */
     samples =
         samples_of(&doc, "{\"samples\":[{\"arguments\":{\"id\":7}},{\"arguments\":{\"id\":\"a\"}},"
-                         "{\"arguments\":{\"id\":7.0}},{\"arguments\":{\"id\":\"a\"}}]}");
+                         "{\"arguments\":{\"id\":7}},{\"arguments\":{\"id\":7.0}}]}");
     tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
-               s.n_failed == 2 && s.failed[0] == 0 && s.failed[1] == 2 && s.args.distinct == 2 &&
-               s.args.modal_count == 2,
-           "arguments met again (7 and 7.0) fail the rung again, and agree");
+               s.n_failed == 3 && s.failed[0] == 0 && s.failed[1] == 2 && s.failed[2] == 3 &&
+               s.args.distinct == 2 && s.args.modal_count == 3,
+           "arguments met again (7, 7, 7.0) fail the rung again, and agree");
+    tg_doc_free(doc);
+
+    /* numbers past the exponents a value comparison tells apart: the same
+     * as far as tg_value_equal goes, different exact forms */
+    samples = samples_of(
+        &doc, "{\"samples\":[{\"arguments\":{\"id\":\"a\",\"n\":1e-756784567890123456789}},"
+              "{\"arguments\":{\"id\":\"a\",\"n\":1e-7567845678901234567889}}]}");
+    tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
+               s.args.distinct == 2,
+           "arguments that differ only past the exponents a comparison tells apart are two");
     tg_doc_free(doc);
 
     /* normalization makes spellings agree */
