@@ -46,21 +46,50 @@ static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t
  * as one (whose forms are one), but also two decimals whose exponents are
  * past what it tells apart (1e-7567845678901234567889), whose exact forms
  * differ. */
+/* memcmp(a, b, n) == 0 for the short keys, strings and numbers most
+ * values hold, without a call: loads inside the n bytes only. */
+static inline int same_bytes(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y, u, v;
+    uint32_t p, q, r, t;
+    if (n >= 8 && n <= 16) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        memcpy(&u, a + n - 8, 8);
+        memcpy(&v, b + n - 8, 8);
+        return ((x ^ y) | (u ^ v)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        memcpy(&p, a, 4);
+        memcpy(&q, b, 4);
+        memcpy(&r, a + n - 4, 4);
+        memcpy(&t, b + n - 4, 4);
+        return ((p ^ q) | (r ^ t)) == 0;
+    }
+    if (n < 4) {
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != b[i])
+                return 0;
+        return 1;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
 static int same_value(const tg_value_t *a, const tg_value_t *b)
 {
     if (a->type != b->type || a->len != b->len)
         return 0;
     switch (a->type) {
     case TG_NUMBER:
-        return memcmp(a->p.text, b->p.text, a->len) == 0;
+        return same_bytes(a->p.text, b->p.text, a->len);
     case TG_STRING:
-        return a->len == 0 || memcmp(a->p.str, b->p.str, a->len) == 0;
+        return same_bytes(a->p.str, b->p.str, a->len);
     case TG_ARRAY:
     case TG_OBJECT:
         for (uint32_t i = 0; i < a->len; i++) {
             const tg_value_t *x = &a->p.items[i], *y = &b->p.items[i];
-            if (a->type == TG_OBJECT && (x->key_len != y->key_len ||
-                                         (x->key_len && memcmp(x->key, y->key, x->key_len) != 0)))
+            if (a->type == TG_OBJECT &&
+                (x->key_len != y->key_len || !same_bytes(x->key, y->key, x->key_len)))
                 return 0;
             if (!same_value(x, y))
                 return 0;
