@@ -14,6 +14,7 @@
 
 #include "toolgate.h"
 
+#include <float.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <string.h>
@@ -275,6 +276,18 @@ typedef struct tg_number_parts {
     int negative;
     int truncated;
 } tg_number_parts;
+
+/* The doubles that are powers of ten exactly (10^0 .. 10^22), and whether
+ * one correctly rounded operation on them is one rounding here (doubles
+ * evaluated in double precision, not x87 extended precision): Clinger's
+ * fast path, for reading decimals (tg_strtod.c) and checking them
+ * (tg_number.c). */
+extern const double tg_exact_pow10[23];
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+#define TG_CLINGER_OK 1
+#else
+#define TG_CLINGER_OK 0
+#endif
 
 /* The nearest double to the number (ties to even), locale-independent
  * (tg_strtod.c).  text/len is the literal parts was read from: a valid

@@ -239,39 +239,35 @@ static uint64_t shortest(uint64_t ieee_mantissa, uint32_t ieee_exponent, int32_t
     return output;
 }
 
-/* The doubles that are powers of ten exactly. */
-static const double exact_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
 /* Positive x that is a decimal of at most 15 significant digits (most
  * doubles people write: prices, shares, measurements), in [1e-7, 1e15),
  * without Ryu: that decimal is the shortest that reads back (no other
  * decimal of 15 digits or fewer names the same double), so x scaled to 15
  * integer digits rounds to it (the error is under 0.2), and reading it
  * back checks it exactly (an integer below 2^53 over a power of ten up to
- * 10^22 rounds once, as the decimal does: Clinger's fast path).  1 with x
+ * 10^22 rounds once, as the decimal does: Clinger's fast path, where
+ * TG_CLINGER_OK).  1 with x
  * = *m 10^*exp10; 0 when x is not such a decimal. */
 static int short_decimal(double x, uint64_t *m, int32_t *exp10)
 {
     uint64_t bits, r;
     int32_t k;
     double y;
-    if (!(x >= 1e-7 && x < 1e15))
+    if (!TG_CLINGER_OK || !(x >= 1e-7 && x < 1e15))
         return 0;
     memcpy(&bits, &x, sizeof bits);
     /* 10^e10 <= 2^e2 <= x, e2 the binary exponent: x 10^k >= 10^14 */
     k = 14 - (int32_t)(((int64_t)((bits >> 52) & 0x7ff) - 1023) * 78913 >> 18);
     if (k < 0 || k > 22)
         return 0;
-    y = x * exact_pow10[k];
+    y = x * tg_exact_pow10[k];
     if (y >= 1e15) { /* 16 integer digits: one fewer */
         if (k == 0)
             return 0;
-        y = x * exact_pow10[--k];
+        y = x * tg_exact_pow10[--k];
     }
     r = (uint64_t)(y + 0.5); /* y + 0.5 is exact: y < 2^50 */
-    if ((double)r / exact_pow10[k] != x)
+    if ((double)r / tg_exact_pow10[k] != x)
         return 0;
     *m = r;
     *exp10 = -k;

@@ -40,12 +40,6 @@ static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t
  * are kept to compare with, so the work stays linear in the samples. */
 #define SEEN 4
 
-/* Whether a and b are the same JSON value with the same number texts: then
- * each canonical form of one, normalized or not, is the other's.  Numbers
- * are compared by their text, not by value: tg_value_equal takes 1 and 1.0
- * as one (whose forms are one), but also two decimals whose exponents are
- * past what it tells apart (1e-7567845678901234567889), whose exact forms
- * differ. */
 /* memcmp(a, b, n) == 0 for the short keys, strings and numbers most
  * values hold, without a call: loads inside the n bytes only. */
 static inline int same_bytes(const char *a, const char *b, size_t n)
@@ -75,6 +69,12 @@ static inline int same_bytes(const char *a, const char *b, size_t n)
     return memcmp(a, b, n) == 0;
 }
 
+/* Whether a and b are the same JSON value with the same number texts: then
+ * each canonical form of one, normalized or not, is the other's.  Numbers
+ * are compared by their text, not by value: tg_value_equal takes 1 and 1.0
+ * as one (whose forms are one), but also two decimals whose exponents are
+ * past what it tells apart (1e-7567845678901234567889), whose exact forms
+ * differ. */
 static int same_value(const tg_value_t *a, const tg_value_t *b)
 {
     if (a->type != b->type || a->len != b->len)

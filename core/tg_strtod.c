@@ -27,18 +27,10 @@
 
 /* ---- 1. Clinger -------------------------------------------------------- */
 
-static const double exact_pow10[] = {
+const double tg_exact_pow10[23] = {
     1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
-
-/* One correctly rounded operation is only one rounding when doubles are
- * evaluated in double precision (not x87 extended precision). */
-#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
-#define CLINGER_OK 1
-#else
-#define CLINGER_OK 0
-#endif
 
 /* ---- 2. Eisel-Lemire --------------------------------------------------- */
 
@@ -160,10 +152,10 @@ int tg_number_parse(tg_engine_t *e, const char *text, size_t len, const tg_numbe
         *out = n->negative ? -0.0 : 0.0;
         return TG_OK;
     }
-    if (CLINGER_OK && !n->truncated && n->w <= ((uint64_t)1 << 53) && n->exp10 >= -22 &&
+    if (TG_CLINGER_OK && !n->truncated && n->w <= ((uint64_t)1 << 53) && n->exp10 >= -22 &&
         n->exp10 <= 22) {
         v = (double)n->w;
-        v = n->exp10 < 0 ? v / exact_pow10[-n->exp10] : v * exact_pow10[n->exp10];
+        v = n->exp10 < 0 ? v / tg_exact_pow10[-n->exp10] : v * tg_exact_pow10[n->exp10];
         *out = n->negative ? -v : v;
         return TG_OK;
     }
