@@ -93,20 +93,11 @@ static int tprintf(tg_plan *pl, const char *fmt, ...)
     return tput(pl, buf, (size_t)n, NULL);
 }
 
-static void stand_in(const char *what, tg_hash128_t *h)
-{
-    tg_hash128(what, strlen(what) + 1, h); /* the NUL keeps it apart from any JSON text */
-}
-
 /* The canonical form of v in mode, normalized by norm, hashed. */
 static int digest(tg_plan *pl, const tg_norm_t *norm, int mode, const tg_value_t *v,
                   tg_hash128_t *h, tg_error_t *err)
 {
-    int rc;
-    tg_buf_reset(&pl->scratch);
-    if ((rc = tg_canon_normalized(norm, v, mode, &pl->scratch, err)) == TG_OK)
-        tg_hash128(pl->scratch.data, pl->scratch.len, h);
-    return rc;
+    return tg_plan_digest(norm, mode, v, &pl->scratch, h, err);
 }
 
 static const tg_value_t *member(const tg_value_t *v, const char *key)
@@ -629,12 +620,12 @@ static int count_single(tg_plan *pl, tg_error_t *err)
  * per step. */
 static int count_multi(tg_plan *pl, tg_error_t *err)
 {
-    tg_hash128_t *ah, *rh, first_epoch = {0, 0}, h, no_args, no_result, no_step;
+    tg_hash128_t *ah, *rh, first_epoch = {0, 0}, no_args, no_result, no_step;
     tg_buf_t seq;
     int rc = TG_OK;
-    stand_in("no arguments", &no_args);
-    stand_in("no result", &no_result);
-    stand_in("no step", &no_step);
+    tg_plan_stand_in("no arguments", &no_args);
+    tg_plan_stand_in("no result", &no_result);
+    tg_plan_stand_in("no step", &no_step);
     if (GROW(pl, hashes, 2 * pl->n) != TG_OK || GROW(pl, stats, pl->max_steps) != TG_OK)
         return nomem(err);
     ah = pl->hashes;
@@ -677,14 +668,7 @@ static int count_multi(tg_plan *pl, tg_error_t *err)
             rh[i] = no_result;
         if (rc != TG_OK)
             break;
-        if (!ep) {
-            pl->epochs_equal = 0;
-        } else if ((rc = digest(pl, NULL, TG_CANON_RFC8785, ep, &h, err)) == TG_OK) {
-            if (i == 0)
-                first_epoch = h;
-            else if (h.hi != first_epoch.hi || h.lo != first_epoch.lo)
-                pl->epochs_equal = 0;
-        }
+        rc = tg_plan_epoch(ep, i, &pl->scratch, &first_epoch, &pl->epochs_equal, err);
     }
     tg_buf_free(&seq);
     if (rc != TG_OK)

@@ -409,6 +409,23 @@ const char *tg_hash_loop(void);
  * missing; here so spec/c/test_hash.c checks it on every machine. */
 void tg_hash128_hex_portable(const tg_hash128_t *h, char out[TG_HASH_HEX]);
 
+/* ---- a plan's digests (tg_plan.c) ----------------------------------------- */
+
+/* The digest of a part a sample lacks ("no result", "no arguments", "no
+ * step"): the words and their NUL, which no JSON text hashes to. */
+void tg_plan_stand_in(const char *what, tg_hash128_t *h);
+/* The canonical form of v in mode (TG_CANON_EXACT for arguments: samples
+ * that differ in the 20th digit of a number are different arguments, as
+ * they are for the executor and for args_digest; TG_CANON_RFC8785 for
+ * results and epochs, compared with a probe's toolgate.hash), normalized
+ * by norm (NULL: as it is), hashed; buf is scratch.  TG_OK or an error. */
+int tg_plan_digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t *buf,
+                   tg_hash128_t *h, tg_error_t *err);
+/* Sample i's epoch ep (NULL: none) against the first sample's, *first:
+ * *equal cleared when one lacks it or they differ.  TG_OK or an error. */
+int tg_plan_epoch(const tg_value_t *ep, size_t i, tg_buf_t *buf, tg_hash128_t *first, int *equal,
+                  tg_error_t *err);
+
 /* ---- self-consistency (tg_consistency.c) --------------------------------- */
 
 /* Writes x with two decimals and a NUL into out ("0.12" for 0.125: the

@@ -11,17 +11,13 @@
 /* Samples held on the C stack before the scratch goes to the heap. */
 #define PLAN_LOCAL 32
 
-static void stand_in(const char *what, tg_hash128_t *h)
+void tg_plan_stand_in(const char *what, tg_hash128_t *h)
 {
     tg_hash128(what, strlen(what) + 1, h); /* the NUL keeps it apart from any JSON text */
 }
 
-/* Arguments are digested in the exact form (TG_CANON_EXACT: samples that
- * differ in the 20th digit of a number are different arguments, as they
- * are for the executor and for args_digest); results and epochs in plain
- * RFC 8785 (their digests are compared with a probe's, toolgate.hash). */
-static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t *buf,
-                  tg_hash128_t *h, tg_error_t *err)
+int tg_plan_digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t *buf,
+                   tg_hash128_t *h, tg_error_t *err)
 {
     int rc;
     tg_buf_reset(buf);
@@ -29,6 +25,24 @@ static int digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t
     if (rc == TG_OK)
         tg_hash128(buf->data, buf->len, h);
     return rc;
+}
+
+int tg_plan_epoch(const tg_value_t *ep, size_t i, tg_buf_t *buf, tg_hash128_t *first, int *equal,
+                  tg_error_t *err)
+{
+    tg_hash128_t h;
+    int rc;
+    if (!ep) {
+        *equal = 0;
+        return TG_OK;
+    }
+    if ((rc = tg_plan_digest(NULL, TG_CANON_RFC8785, ep, buf, &h, err)) != TG_OK)
+        return rc;
+    if (i == 0)
+        *first = h;
+    else if (h.hi != first->hi || h.lo != first->lo)
+        *equal = 0;
+    return TG_OK;
 }
 
 /* Arguments and results compared with those met before they are digested
@@ -146,7 +160,7 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
                      tg_plan_summary_t *out, tg_error_t *err)
 {
     tg_buf_t buf;
-    tg_hash128_t first_epoch = {0, 0}, h;
+    tg_hash128_t first_epoch = {0, 0};
     seen_values seen_args = {.n = 0}, seen_results = {.n = 0};
     int rc = TG_OK;
 
@@ -172,7 +186,7 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
             args[i] = args[seen_args.at[k]];
         } else {
             if ((rc = fails_rung(e, schema, a, &fails, err)) != TG_OK ||
-                (rc = digest(norm, TG_CANON_EXACT, a, &buf, &args[i], err)) != TG_OK)
+                (rc = tg_plan_digest(norm, TG_CANON_EXACT, a, &buf, &args[i], err)) != TG_OK)
                 break;
             keep_seen(&seen_args, a, i, fails);
         }
@@ -183,23 +197,16 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
         }
         r = tg_get(s, "result", 6);
         if (!r) {
-            stand_in("no result", &results[i]);
+            tg_plan_stand_in("no result", &results[i]);
         } else if ((k = seen_as(&seen_results, r)) < SEEN) {
             results[i] = results[seen_results.at[k]];
         } else {
-            if ((rc = digest(NULL, TG_CANON_RFC8785, r, &buf, &results[i], err)) != TG_OK)
+            if ((rc = tg_plan_digest(NULL, TG_CANON_RFC8785, r, &buf, &results[i], err)) != TG_OK)
                 break;
             keep_seen(&seen_results, r, i, 0);
         }
         ep = tg_get(s, "epoch", 5);
-        if (!ep) {
-            out->epochs_equal = 0;
-        } else if ((rc = digest(NULL, TG_CANON_RFC8785, ep, &buf, &h, err)) == TG_OK) {
-            if (i == 0)
-                first_epoch = h;
-            else if (h.hi != first_epoch.hi || h.lo != first_epoch.lo)
-                out->epochs_equal = 0;
-        }
+        rc = tg_plan_epoch(ep, i, &buf, &first_epoch, &out->epochs_equal, err);
     }
     tg_buf_free(&buf);
     if (rc == TG_OK && (rc = tg_agree(e, args, n, &out->args, err)) == TG_OK)
