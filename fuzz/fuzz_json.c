@@ -11,7 +11,9 @@
  * double spells it, and a document whose numbers all round-trip has one
  * form in both modes.  Parsing without the fast whole-text UTF-8 check
  * (each sequence validated where it stands) gives the same document or
- * the same error, at the same offset.
+ * the same error, at the same offset.  The parser's shortcuts (forms the
+ * writer copies from the input, TG_F_RAW_*, and TG_F_LONG_NUM) change no
+ * byte: the document copied without them writes the same forms.
  */
 #define _POSIX_C_SOURCE 200809L /* tg_internal.h names locale_t */
 #include "fuzz.h"
@@ -99,6 +101,28 @@ static void exact(tg_engine_t *e, const tg_value_t *root, const tg_buf_t *rfc)
     tg_buf_free(&again);
 }
 
+/* root copied without the parser's shortcuts (tg_value_copy clears the
+ * flags) writes rfc and the exact form as root does. */
+static void same_without_shortcuts(tg_engine_t *e, const tg_value_t *root, const tg_buf_t *rfc)
+{
+    tg_arena a;
+    tg_value_t copy;
+    tg_buf_t b, x;
+    tg_arena_init(&a, e, 4096);
+    tg_buf_init(&b, e);
+    tg_buf_init(&x, e);
+    FUZZ_CHECK(tg_value_copy(&a, &copy, root) == TG_OK);
+    FUZZ_CHECK(tg_canon_value(&copy, &b, NULL) == TG_OK);
+    FUZZ_CHECK(b.len == rfc->len && memcmp(b.data, rfc->data, b.len) == 0);
+    tg_buf_reset(&b);
+    FUZZ_CHECK(tg_canon_value_mode(&copy, TG_CANON_EXACT, &b, NULL) == TG_OK);
+    FUZZ_CHECK(tg_canon_value_mode(root, TG_CANON_EXACT, &x, NULL) == TG_OK);
+    FUZZ_CHECK(b.len == x.len && memcmp(b.data, x.data, b.len) == 0);
+    tg_buf_free(&b);
+    tg_buf_free(&x);
+    tg_arena_free(&a);
+}
+
 /* The parse without the fast UTF-8 check: the same outcome as rc/err, and
  * (when it parsed) the same canonical bytes as canon. */
 static void same_without_fast_utf8(tg_engine_t *e, const uint8_t *data, size_t size, int rc,
@@ -151,6 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc_direct == TG_OK && direct.len == one.len &&
                memcmp(direct.data, one.data, one.len) == 0);
     same_without_fast_utf8(e, data, size, TG_OK, &err, &one);
+    same_without_shortcuts(e, tg_doc_root(doc), &one);
 
     /* The fixed point: canonical text is valid JSON and its own canonical form. */
     rc = tg_parse(e, one.data, one.len, &again, &err);

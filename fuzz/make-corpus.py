@@ -113,6 +113,10 @@ def json_seeds():
         b'[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
         b'[-0,0.0,1e21,1e-7,123456789012345678901234567890,5e-324,1.7976931348623157e308]',
         b'{"a":1,"a":2}', b'"\\udc00"', b'[1,]', b' \t\r\n{} ', b'"\x7f\xc2\x80"',
+        # escapes the canonical form keeps as they are (JSON.stringify's),
+        # and near misses: an uppercase \u001F, a long form with a short one
+        b'["a\\nb\\"c\\u001fd\\\\e\\b\\f\\r\\t",{"k\\n":"\\u0000x"}]',
+        b'["a\\n\\u001F","b\\t\\u000a","c\\r\\/","d\\n\\u00e9"]',
     ]
     return seeds
 

@@ -444,6 +444,20 @@ int main(void)
         "\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\\\/\\u007f\\u2028\\u2029\\u00e9\"",
         "\"\\u0000\\u0001\\u001f\\b\\t\\n\\f\\r\\\"\\\\/\x7f\xe2\x80\xa8\xe2\x80\xa9\xc3\xa9\"",
         "string escapes as ECMAScript JSON.stringify writes them");
+    /* the escapes JSON.stringify writes come out as they went in; any
+     * other, or the long form of one with a short form, is rewritten */
+    canon_is("[\"line\\none\\ttab \\\"q\\\" \\\\ \\b\\f\\r \\u0000\\u001f\\u000b\"]",
+             "[\"line\\none\\ttab \\\"q\\\" \\\\ \\b\\f\\r \\u0000\\u001f\\u000b\"]",
+             "canonical escapes, as written");
+    canon_is("\"a\\n\\u001F\"", "\"a\\n\\u001f\"", "an uppercase \\u001F after a canonical escape");
+    canon_is("\"a\\n\\u000a\\u0008\"", "\"a\\n\\n\\b\"", "\\u000a and \\u0008 have short forms");
+    canon_is("\"a\\n\\/\"", "\"a\\n/\"", "\\/ after a canonical escape");
+    canon_is("\"a\\n\\u00e9\"", "\"a\\n\xc3\xa9\"", "\\u00e9 after a canonical escape");
+    canon_is("{\"k\":\"a\\nb\",\"j\":[\"\\\"\"],\"a\\tb\":{\"x\":\"\\r\"}}",
+             "{\"a\\tb\":{\"x\":\"\\r\"},\"j\":[\"\\\"\"],\"k\":\"a\\nb\"}",
+             "canonical escapes in member values and keys");
+    exact_is("[\"a\\nb\",\"\\u001f\"]", "[\"a\\nb\",\"\\u001f\"]",
+             "canonical escapes in the exact form");
     canon_is("[ ]", "[]", "empty array");
     canon_is("{ }", "{}", "empty object");
     canon_is("[{\"b\":[{\"d\":1,\"c\":2}],\"a\":{}}]", "[{\"a\":{},\"b\":[{\"c\":2,\"d\":1}]}]",

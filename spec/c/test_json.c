@@ -402,6 +402,31 @@ static void string_limits(void)
     tap_ok(bad == 0, "max_string_bytes at N and N+1 for every kind of unit, across block edges");
 }
 
+/* Every escape RFC 8785 keeps (what JSON.stringify writes) decodes, in
+ * values and keys, alone or before escapes of another kind. */
+static void canonical_escapes(void)
+{
+    static const char json[] =
+        "{\"k\\n\\\"\":[\"a\\nb\\\"c\\u001fd\\\\e\\u0000\\b\\f\\r\\t\",\"\\u000b\",\"x\\n\\u00e9\"]}";
+    static const char want[] = "a\nb\"c\x1f"
+                               "d\\e\0\b\f\r\t";
+    tg_doc_t *doc;
+    const tg_value_t *arr;
+    const char *s, *k;
+    size_t n, kn;
+    tap_ok(tg_parse(E, json, sizeof json - 1, &doc, NULL) == TG_OK, "canonical escapes parse");
+    arr = tg_at(tg_doc_root(doc), 0);
+    k = tg_key_at(tg_doc_root(doc), 0, &kn);
+    s = tg_str(tg_at(arr, 0), &n);
+    tap_ok(n == sizeof want - 1 && memcmp(s, want, n) == 0, "every canonical escape decoded");
+    s = tg_str(tg_at(arr, 1), &n);
+    tap_ok(n == 1 && s[0] == '\v', "\\u000b decoded");
+    s = tg_str(tg_at(arr, 2), &n);
+    tap_ok(n == 4 && memcmp(s, "x\n\xc3\xa9", 4) == 0, "a canonical escape, then another kind");
+    tap_ok(kn == 3 && memcmp(k, "k\n\"", 3) == 0, "a key with canonical escapes");
+    tg_doc_free(doc);
+}
+
 static void dom(void)
 {
     const char *text = " {\"b\":[1,-2.5e3,\"x\\u0000y\"],\"a\":{\"\":null},\"\\u00e9\":true} ";
@@ -511,6 +536,13 @@ int main(void)
     expect("\"a\x01\"", TG_E_CONTROL_CHAR, 2, "raw control character in a string");
     expect("\"a\nb\"", TG_E_CONTROL_CHAR, 2, "raw newline in a string");
     expect("\"\\x41\"", TG_E_ESCAPE, 1, "unknown escape");
+    /* after an escape, an error is still reported where it stands */
+    expect("\"\\n\\x41\"", TG_E_ESCAPE, 3, "unknown escape after a canonical one");
+    expect("\"\\n\x01\"", TG_E_CONTROL_CHAR, 3, "raw control character after a canonical escape");
+    expect("\"\\t\xff\"", TG_E_UTF8, 3, "invalid UTF-8 after a canonical escape");
+    expect("\"\\t\\ud800\"", TG_E_SURROGATE, 3, "lone surrogate after a canonical escape");
+    expect("\"\\nabc", TG_E_EOF, 6, "unterminated string after a canonical escape");
+    expect("\"\\n\\", TG_E_EOF, 3, "input ending in a backslash after a canonical escape");
     expect("\"\\u12G4\"", TG_E_ESCAPE, 1, "bad hex digit in \\u");
     expect("NaN", TG_E_NONFINITE, 0, "NaN");
     expect("[Infinity]", TG_E_NONFINITE, 1, "Infinity");
@@ -552,6 +584,7 @@ int main(void)
     expect("-0", TG_OK, -1, "-0");
     expect("1E+2", TG_OK, -1, "capital exponent with sign");
 
+    canonical_escapes();
     dom();
     limits();
     allocator();
