@@ -357,6 +357,43 @@ def mcp_seeds():
     return seeds
 
 
+def lines_seeds():
+    """Programs for fuzz_lines.c: a byte of settings (threads, chunk cuts),
+    then one byte a line.  Quarantines fall at chosen points of a long run
+    of plans that read the same tools, so the threads' merge meets them in
+    every piece, in the rest of a chunk classified again, and in its
+    second round; calls programs too."""
+    def op(tool, kind):
+        # the first count of samples (bits 5, 6) that makes the byte
+        # neither a line of junk nor a blank line
+        return next(b for b in (tool | kind << 2 | s << 5 for s in (2, 1, 3, 0)) if b % 23 and b % 31 != 1)
+
+    agree = [op(t, 0) for t in (0, 1, 3, 2)]
+    seeds = []
+    n = 160
+    # where (a fraction of the way) which tool is quarantined; the last
+    # two: in the second round, a plan classified again on the caller's
+    # thread quarantines t3, which a later piece (of 3 or 4) read
+    quarantines = ([(0.05, 0)], [(0.3, 0), (0.55, 1)], [(0.52, 0), (0.8, 1)], [(0.26, 0), (0.27, 1)],
+                   [(0.75, 0), (0.76, 1)], [(0.05, 0), (0.375, 1), (0.625, 3)],
+                   [(0.05, 0), (0.32, 1), (0.53, 3)])
+    for threads in (0, 1, 2):  # 2, 3, 4 threads
+        for cuts in (0, 0b011011, 0b000010):
+            for at in quarantines:
+                prog = [agree[i % 4] for i in range(n)]
+                for i in range(7, n, 29):
+                    prog[i] = op(3, 4)  # arguments disagree
+                for where, tool in at:
+                    prog[int(where * n)] = op(tool, 3)  # results disagree: quarantined
+                prog[n // 3] = 0  # a line of junk
+                prog[n // 3 + 1] = 1  # a blank line
+                seeds.append(bytes([threads | cuts << 2] + prog))
+    calls = [op(t, k) for k in range(4) for t in range(4)]
+    seeds.append(bytes([0xC1] + [calls[i % len(calls)] for i in range(n)] + [0, 1]))
+    seeds.append(bytes([0xFE] + [calls[(i * 7) % len(calls)] for i in range(n)]))
+    return seeds
+
+
 def main():
     write("fuzz_json", json_seeds())
     write("fuzz_schema_compile", schema_seeds())
@@ -364,6 +401,7 @@ def main():
     write("fuzz_call", call_seeds())
     write("fuzz_classify", classify_seeds())
     write("fuzz_mcp", mcp_seeds())
+    write("fuzz_lines", lines_seeds())
 
 
 if __name__ == "__main__":
