@@ -20,9 +20,12 @@
  * bytes, verdict counts, line numbers and store records that
  * tg_classify_lines gives on one thread over the whole text, and those are
  * what tg_classify gives line by line (each decision with its line
- * number) against a store of its own; tg_check_lines_parallel gives
- * tg_check_lines's bytes, counts and line numbers, and those are tg_check
- * and tg_check_next's, line by line.
+ * number) against a store of its own, and what tg_classify_lines gives
+ * with the host's store (store NULL: each record asked, each plan's
+ * quarantines handed back for the host to write, as the Lua engine does
+ * for a store of its own); tg_check_lines_parallel gives tg_check_lines's
+ * bytes, counts and line numbers, and those are tg_check and
+ * tg_check_next's, line by line.
  */
 #define _POSIX_C_SOURCE 200809L /* tg_internal.h names locale_t */
 #include "fuzz.h"
@@ -287,6 +290,51 @@ static void one_by_one(tg_decider_t *d, const tg_policy_t *p, int calls, const c
     }
 }
 
+/* The text through tg_classify_lines with the host's store: the records
+ * it asks for are read from a store the host keeps, the quarantines of
+ * each plan it hands back are written there in order. */
+static void host_store(tg_decider_t *d, const tg_policy_t *p, const char *text, size_t len, run *r)
+{
+    tg_store_t *host = tg_store_new(fuzz_engine(), NULL);
+    size_t at = 0;
+    FUZZ_CHECK(host != NULL);
+    while (at < len) {
+        size_t used = 0;
+        tg_outcome_t o;
+        int rc = tg_classify_lines(d, p, NULL, NULL, text + at, len - at, 0, NOW, &r->line, &used,
+                                   &r->out, r->verdicts, &o, NULL);
+        at += used;
+        while (rc == TG_OK && o.status == TG_NEEDS_STORE) {
+            const char *name = TOOL_NAMES[tg_classify_store_tool(d)];
+            tg_store_record_t rec;
+            int found = tg_store_get(host, "sb", 2, name, strlen(name), &rec);
+            rc = tg_classify_record(d, found, found && rec.quarantined,
+                                    found ? rec.verified_epoch : NULL,
+                                    found ? rec.verified_epoch_len : 0, &o, NULL);
+        }
+        FUZZ_CHECK(rc == TG_OK);
+        if (o.status == TG_NO_MORE_CALLS)
+            break;
+        FUZZ_CHECK(o.status == TG_DECIDED && o.verdict >= 0 && o.verdict < 3);
+        r->verdicts[o.verdict]++;
+        FUZZ_CHECK(tg_buf_append(&r->out, o.json, o.json_len, NULL) == TG_OK &&
+                   tg_buf_append(&r->out, "\n", 1, NULL) == TG_OK);
+        for (size_t q = 0; q < tg_classify_quarantines(d); q++) {
+            const char *reason, *epoch, *name;
+            size_t reason_len, epoch_len;
+            long tool = tg_classify_quarantine(d, q, &reason, &reason_len, &epoch, &epoch_len);
+            int changed;
+            FUZZ_CHECK(tool >= 0 && tool < TOOLS);
+            name = TOOL_NAMES[tool];
+            FUZZ_CHECK(tg_store_quarantine(host, "sb", 2, name, strlen(name), reason, reason_len,
+                                           NOW, epoch, epoch_len, &changed, NULL) == TG_OK);
+        }
+    }
+    r->used = at;
+    records(host, &r->store);
+    tg_store_free(host);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tg_engine_t *e = fuzz_engine();
@@ -295,7 +343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int calls;
     size_t threads;
     tg_buf_t text;
-    run one, each, many;
+    run one, each, many, asked;
 
     if (size < 2)
         return 0;
@@ -309,21 +357,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run_init(&one, e);
     run_init(&each, e);
     run_init(&many, e);
+    run_init(&asked, e);
     lines(NULL, d, p, calls, text.data, text.len, 0, &one);
     one_by_one(d, p, calls, text.data, text.len, &each);
     lines(workers(e, threads), d, p, calls, text.data, text.len, (unsigned)data[0] >> 2, &many);
-    if (!same_run(&one, &each) || !same_run(&one, &many)) {
+    if (!calls)
+        host_store(d, p, text.data, text.len, &asked);
+    if (!same_run(&one, &each) || !same_run(&one, &many) || (!calls && !same_run(&one, &asked))) {
         fprintf(stderr,
                 "%s, %zu threads: one thread %zu bytes (line %zu), line by line %zu, "
-                "threads %zu (line %zu)\n-- store, one thread:\n%.*s-- threads:\n%.*s",
+                "threads %zu (line %zu), the host's store %zu\n-- store, one thread:\n%.*s"
+                "-- threads:\n%.*s-- the host's:\n%.*s",
                 calls ? "calls" : "plans", threads, one.out.len, one.line, each.out.len,
-                many.out.len, many.line, (int)one.store.len, one.store.data, (int)many.store.len,
-                many.store.data);
+                many.out.len, many.line, asked.out.len, (int)one.store.len, one.store.data,
+                (int)many.store.len, many.store.data, (int)asked.store.len, asked.store.data);
         FUZZ_CHECK(!"the runs agree");
     }
     run_free(&one);
     run_free(&each);
     run_free(&many);
+    run_free(&asked);
     tg_buf_free(&text);
     return 0;
 }
