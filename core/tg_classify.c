@@ -1429,12 +1429,10 @@ static int lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
                  tg_outcome_t *o, tg_error_t *err)
 {
     size_t at = 0;
-    tg_plan *pl;
-    if (!(pl = plan_of(d)))
-        return nomem(err);
     for (;;) {
         size_t n;
         const char *s = tg_line_next(text, len, &at, &n);
+        tg_plan *pl;
         int rc;
         if (!s)
             break;
@@ -1442,6 +1440,10 @@ static int lines(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx,
         ++*line;
         if (tg_line_blank(s, n))
             continue;
+        /* made on first use: a failure is this line's, which the host
+         * refuses before it goes on */
+        if (!(pl = plan_of(d)))
+            return nomem(err);
         plan_begin(d, pl, p, ctx, store, mode, sweep, flags, *line, now);
         pl->cp.at = (size_t)(s - text);
         pl->cp.line = *line - 1;

@@ -11,7 +11,10 @@
  * kind: a check that stops at one is an error, never a valid call.  And
  * the same for classifying sampled plans (tg_classify), single-tool and of
  * several calls, with the in-process store and with the host's (whose
- * questions are answered), and for tg_classify_lines.
+ * questions are answered), and for tg_classify_lines; and on two threads
+ * (tg_classify_lines_parallel), where a run of plans that meets a fault
+ * either decides every line as one thread does or stops at a line, with
+ * the decisions before it one thread's, byte for byte.
  */
 #define _XOPEN_SOURCE 700
 #include "acct.h"
@@ -937,6 +940,167 @@ static void plans_property(void)
     tap_ok(leaks == 0, "every byte of a classification is given back, fault or not");
 }
 
+/* The batch of plans (one a line) through tg_classify_lines, or on
+ * `threads` threads through tg_classify_lines_parallel, on a fresh engine
+ * (allocator a, its k-th allocation from the run's start refused when
+ * k > 0) and a fresh store; the decisions copied out. */
+static char *classify_batch(acct *a, const char *text, size_t len, long k, size_t threads, int *rc,
+                            size_t *line, size_t *used, size_t *out_len)
+{
+    tg_registry_t *r;
+    tg_engine_t *e = setup(a, &r);
+    tg_policy_t *p = NULL;
+    tg_store_t *store = tg_store_new(e, NULL);
+    tg_decider_t *d = tg_decider_new(e, NULL);
+    tg_workers_t *w = threads > 1 ? tg_workers_new(e, threads, NULL) : NULL;
+    size_t v[3] = {0, 0, 0};
+    tg_outcome_t o;
+    tg_buf_t out;
+    char *copy;
+    tg_policy_new(e, r, PLAN_POLICY, strlen(PLAN_POLICY), &p, NULL);
+    tg_buf_init(&out, e);
+    *line = *used = 0;
+    if (k)
+        a->fail_at = a->calls + k;
+    if (!p || !store || !d || (threads > 1 && !w))
+        *rc = -1;
+    else if (w)
+        *rc = tg_classify_lines_parallel(w, d, p, NULL, store, text, len, 0, 0, line, used, &out, v,
+                                         &o, NULL);
+    else
+        *rc = tg_classify_lines(d, p, NULL, store, text, len, 0, 0, line, used, &out, v, &o, NULL);
+    if (*rc == TG_OK && o.status != TG_NO_MORE_CALLS)
+        *rc = -1; /* nothing here asks the host */
+    a->fail_at = 0;
+    copy = malloc(out.len + 1);
+    if (out.len)
+        memcpy(copy, out.data, out.len);
+    *out_len = out.len;
+    tg_buf_free(&out);
+    tg_workers_free(w);
+    tg_decider_free(d);
+    tg_store_free(store);
+    tg_policy_free(p);
+    tg_registry_free(r);
+    tg_engine_free(e);
+    return copy;
+}
+
+/* A run of plans whose first allocation is refused, before any plan is
+ * read (the decider's plan state is made on first use): the failure is
+ * the first plan's, so the host refuses that line and goes on.  (It was
+ * no line's: *used stayed 0 and *line 0, and a host that refuses the line
+ * the run stopped at and calls again from *used asked the same again,
+ * forever, while memory stayed short.) */
+static void test_classify_lines_first_fault(void)
+{
+    char *plan = gen_plan(), *text = malloc(strlen(plan) * 2 + 4);
+    size_t first;
+    int ok = 1;
+    sprintf(text, "\n%s\n%s\n", plan, plan);
+    first = 1 + strlen(plan) + 1;
+    for (size_t threads = 1; threads <= 2; threads++) {
+        acct a = {.sticky = 1};
+        size_t line, used, out_len;
+        int rc;
+        char *out = classify_batch(&a, text, strlen(text), 1, threads, &rc, &line, &used, &out_len);
+        if (!(a.fired && rc == TG_E_NOMEM && line == 2 && used == first && out_len == 0)) {
+            ok = 0;
+            printf("#   %zu thread(s): rc %d, line %zu, used %zu (the first plan ends at %zu)\n",
+                   threads, rc, line, used, first);
+        }
+        free(out);
+    }
+    tap_ok(ok, "plans whose first allocation fails: the first plan's line is the one that failed, "
+               "read past");
+    free(plan);
+    free(text);
+}
+
+/* The bytes of the decisions of out about lines before `line`. */
+static size_t decisions_before(const char *out, size_t len, size_t line)
+{
+    size_t at = 0;
+    while (at < len) {
+        const char *nl = memchr(out + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (out + at)) + 1 : len - at;
+        if (line_of(out + at, n) >= line)
+            break;
+        at += n;
+    }
+    return at;
+}
+
+/* Plans on two threads, each allocation of the run refused in turn (that
+ * one only, and from there on).  The threads' merge writes the pieces'
+ * quarantines in input order and classifies again from a plan that read
+ * a tool an earlier piece quarantined: a fault anywhere in it must leave
+ * either every line decided as one thread decides it, or a stop at a line
+ * (NOMEM, for the host to refuse it) with the decisions before it those of
+ * one thread, byte for byte; and every byte given back. */
+static void parallel_plans_property(void)
+{
+    enum {
+        PLANS = 48
+    };
+    size_t cap = PLANS * 16384, len = 0, clean_len, par_len, line, used;
+    char *text = malloc(cap), *clean, *par;
+    long faults = 0, whole = 0, stopped = 0, bad = 0, leaks = 0;
+    int rc;
+    acct a = {0};
+    for (int i = 0; i < PLANS; i++) {
+        char *plan = gen_plan();
+        len += (size_t)snprintf(text + len, cap - len, "%s\n", plan);
+        free(plan);
+    }
+    clean = classify_batch(&a, text, len, 0, 1, &rc, &line, &used, &clean_len);
+    leaks += a.live != 0;
+    par = classify_batch(&a, text, len, 0, 2, &rc, &line, &used, &par_len);
+    leaks += a.live != 0;
+    tap_ok(rc == TG_OK && used == len && par_len == clean_len && !memcmp(par, clean, clean_len) &&
+               len > 8192 && holds(clean, clean_len, "RESULT_DISAGREE") &&
+               holds(clean, clean_len, "\"verdict\":\"accept\""),
+           "a batch of plans that accepts and quarantines decides alike on one and two threads");
+    free(par);
+    for (int mode = 0; mode < 2; mode++) {
+        for (long k = 1;; k++) {
+            acct b = {.once = mode == 0, .sticky = mode == 1};
+            size_t newlines = 0;
+            par = classify_batch(&b, text, len, k, 2, &rc, &line, &used, &par_len);
+            leaks += b.live != 0;
+            if (!b.fired) {
+                free(par);
+                break;
+            }
+            faults++;
+            for (size_t j = 0; j < used && j < len; j++)
+                newlines += text[j] == '\n';
+            if (rc == TG_OK && used == len && par_len == clean_len &&
+                !memcmp(par, clean, clean_len)) {
+                whole++;
+            } else if (rc == TG_E_NOMEM && used > 0 && used <= len && text[used - 1] == '\n' &&
+                       newlines == line && par_len == decisions_before(clean, clean_len, line) &&
+                       !memcmp(par, clean, par_len)) {
+                stopped++;
+            } else {
+                bad++;
+                printf("# %s fault at +%ld: rc %d, line %zu, %zu bytes of decisions (%zu clean)\n",
+                       mode ? "sticky" : "one", k, rc, line, par_len, clean_len);
+            }
+            free(par);
+        }
+    }
+    printf("# plans on two threads: %ld faults, %ld runs decided every line as one thread, %ld "
+           "stopped at a line\n",
+           faults, whole, stopped);
+    tap_ok(faults > 100 && whole > 0 && stopped > 0 && bad == 0,
+           "a fault anywhere in the threads' run of plans: every line as on one thread, or a stop "
+           "at a line with the decisions before it those of one thread");
+    tap_ok(leaks == 0, "every byte of the threads' run is given back, fault or not");
+    free(clean);
+    free(text);
+}
+
 int main(void)
 {
     enum {
@@ -1087,5 +1251,7 @@ int main(void)
     test_check_reader_faults();
     test_parallel_join_fault();
     plans_property();
+    test_classify_lines_first_fault();
+    parallel_plans_property();
     return tap_done();
 }
