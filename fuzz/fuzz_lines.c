@@ -39,6 +39,9 @@
 #define NOW 42
 
 static const char *const TOOL_NAMES[TOOLS] = {"t0", "t1", "t2", "t3"};
+/* what a line is padded with, up to 63 bytes of it, so that lines differ
+ * in length and the threads' pieces end in different places */
+static const char PAD[] = "...............................................................";
 
 /* Four tools with one required string argument, closed world; t2 is not
  * deterministic (its disagreeing results quarantine nothing). */
@@ -106,8 +109,7 @@ static void plan_line(tg_buf_t *b, unsigned op, size_t i, size_t pad)
     put(b,
         "{\"plan_id\":%zu,\"pad\":\"%.*s\",\"tool\":{\"server\":\"sb\",\"name\":\"%s\"%s},"
         "\"samples\":[",
-        i, (int)pad, "................................................................",
-        TOOL_NAMES[t], kind == 6 ? "" : ",\"verified\":true");
+        i, (int)pad, PAD, TOOL_NAMES[t], kind == 6 ? "" : ",\"verified\":true");
     for (unsigned k = 0; k < n; k++) {
         const char *sep = k ? "," : "";
         switch (kind) {
@@ -135,13 +137,11 @@ static void call_line(tg_buf_t *b, unsigned op, size_t pad)
     unsigned t = op & 3, kind = (op >> 2) & 3;
     put(b, "{\"server\":\"sb\",\"name\":\"%s\",\"arguments\":", TOOL_NAMES[t]);
     if (kind == 0)
-        put(b, "{\"k\":\"%.*s\"}}\n", (int)pad,
-            "................................................................");
+        put(b, "{\"k\":\"%.*s\"}}\n", (int)pad, PAD);
     else if (kind == 1)
         put(b, "{\"k\":%zu}}\n", pad); /* not a string */
     else if (kind == 2)
-        put(b, "{\"k\":\"a\",\"extra\":\"%.*s\"}}\n", (int)pad,
-            "................................................................");
+        put(b, "{\"k\":\"a\",\"extra\":\"%.*s\"}}\n", (int)pad, PAD);
     else
         put(b, "[%zu]}\n", pad); /* not an object */
 }
@@ -175,9 +175,11 @@ static void records(const tg_store_t *s, tg_buf_t *out)
         size_t slen, nlen;
         tg_store_record_t r;
         FUZZ_CHECK(tg_store_at(s, i, &server, &slen, &name, &nlen, &r) == TG_OK);
-        put(out, "%.*s/%.*s q=%d %.*s since=%lld\n", (int)slen, server, (int)nlen, name,
-            r.quarantined, (int)(r.reason_len > 200 ? 200 : r.reason_len), r.reason ? r.reason : "",
-            (long long)r.since);
+        put(out, "%.*s/%.*s q=%d %.*s since=%lld epoch=%.*s verified=%.*s\n", (int)slen, server,
+            (int)nlen, name, r.quarantined, (int)(r.reason_len > 200 ? 200 : r.reason_len),
+            r.reason ? r.reason : "", (long long)r.since, (int)(r.epoch ? r.epoch_len : 1),
+            r.epoch ? r.epoch : "-", (int)(r.verified_epoch ? r.verified_epoch_len : 1),
+            r.verified_epoch ? r.verified_epoch : "-");
     }
 }
 

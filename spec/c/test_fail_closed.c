@@ -1043,22 +1043,23 @@ static void parallel_plans_property(void)
     enum {
         PLANS = 48
     };
-    size_t cap = PLANS * 16384, len = 0, clean_len, par_len, line, used;
+    size_t cap = PLANS * 16384, len = 0, clean_len, clean_used, par_len, line, used;
     char *text = malloc(cap), *clean, *par;
     long faults = 0, whole = 0, stopped = 0, bad = 0, leaks = 0;
-    int rc;
+    int rc, clean_rc;
     acct a = {0};
     for (int i = 0; i < PLANS; i++) {
         char *plan = gen_plan();
         len += (size_t)snprintf(text + len, cap - len, "%s\n", plan);
         free(plan);
     }
-    clean = classify_batch(&a, text, len, 0, 1, &rc, &line, &used, &clean_len);
+    clean = classify_batch(&a, text, len, 0, 1, &clean_rc, &line, &clean_used, &clean_len);
     leaks += a.live != 0;
     par = classify_batch(&a, text, len, 0, 2, &rc, &line, &used, &par_len);
     leaks += a.live != 0;
-    tap_ok(rc == TG_OK && used == len && par_len == clean_len && !memcmp(par, clean, clean_len) &&
-               len > 8192 && holds(clean, clean_len, "RESULT_DISAGREE") &&
+    tap_ok(clean_rc == TG_OK && clean_used == len && rc == TG_OK && used == len &&
+               par_len == clean_len && !memcmp(par, clean, clean_len) && len > 8192 &&
+               holds(clean, clean_len, "RESULT_DISAGREE") &&
                holds(clean, clean_len, "\"verdict\":\"accept\""),
            "a batch of plans that accepts and quarantines decides alike on one and two threads");
     free(par);
