@@ -335,10 +335,18 @@ static inline size_t tg_utf8_sequence(const unsigned char *s, size_t n)
  * bytes (the parser's input copy is: TG_INPUT_PAD). */
 int tg_utf8_check_fast(const char *s, size_t len);
 
-/* tg_parse, with the fast UTF-8 check (fast_utf8 1, what tg_parse does) or
- * without it (0: every sequence validated where it stands, as where no
- * fast check exists).  Both give the same document or the same error. */
-int tg_parse_utf8(tg_engine_t *e, const char *json, size_t len, int fast_utf8, tg_doc_t **out,
+/* tg_parse with options:
+ * TG_PARSE_FAST_UTF8: the fast UTF-8 check (what tg_parse does); without
+ *   it every sequence is validated where it stands, as where no fast check
+ *   exists.  Both give the same document or the same error.
+ * TG_PARSE_SHARE_REPEATS: a container of 32 bytes or more whose bytes
+ *   repeat an earlier one's shares that one's children instead of being
+ *   parsed again (the same value, the same error if any; a repeat's nodes
+ *   carry the first copy's offsets, so only for callers that report none
+ *   but the parse error's). */
+#define TG_PARSE_FAST_UTF8 1u
+#define TG_PARSE_SHARE_REPEATS 2u
+int tg_parse_with(tg_engine_t *e, const char *json, size_t len, unsigned options, tg_doc_t **out,
                   tg_error_t *err);
 
 /* Frees the engine's PCRE2 contexts and match data (tg_regex.c); called

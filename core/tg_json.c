@@ -28,6 +28,14 @@
  * (every parse function takes and returns it).
  *
  * Recursion depth is bounded by max_depth (at most TG_LIMIT_MAX_DEPTH).
+ *
+ * Asked to (TG_PARSE_SHARE_REPEATS), the parser notices a container whose
+ * bytes repeat those of one it parsed before in the same text -- the
+ * samples of a plan that agree, their arguments and results -- and makes
+ * the repeat's node share the earlier one's children instead of parsing
+ * them again: the same bytes parse to the same value, without error.  The
+ * nodes inside a repeat then carry the offsets of the first occurrence, so
+ * only callers that report no offset but the parse error's ask for this.
  */
 #include "tg_internal.h"
 
@@ -63,6 +71,13 @@ typedef struct parser {
     int utf8_checked; /* the whole input is well-formed UTF-8 (tg_utf8_check_fast) */
     int rc;           /* the error code, once a parse function returned NULL */
     tg_error_t *err;
+    /* TG_PARSE_SHARE_REPEATS: the caller's text (never decoded in place),
+     * the containers seen, and how many more bytes may be compared */
+    const char *src;
+    size_t peak; /* the deepest depth reached so far */
+    size_t compare_budget;
+    uint32_t seen_slots; /* a bit for each filled slot of seen[] */
+    struct seen_container *seen;
 } parser;
 
 /* Records an error at `at`; returns NULL for the caller to pass up. */
@@ -747,6 +762,126 @@ static NOINLINE char *parse_object(parser *P, char *p, size_t at)
     }
 }
 
+/* ---- repeated containers (TG_PARSE_SHARE_REPEATS) ----------------------- */
+
+#define SEEN_SLOTS 32 /* containers remembered, by a hash of their first bytes */
+#define SEEN_MIN 32   /* bytes: a shorter container costs less to parse than to look up */
+
+/* A container parsed before: its span in the caller's text and what its
+ * node holds.  height is how much deeper than the container its deepest
+ * descendant container lies, so that a repeat is shared only where parsing
+ * it would not have gone past max_depth. */
+typedef struct seen_container {
+    uint32_t start, span, len, height;
+    tg_value_t *items;
+    uint8_t type, flags;
+} seen_container;
+
+/* The slot of the container whose text starts at s (16 bytes readable). */
+static inline unsigned seen_slot(const char *s)
+{
+    uint64_t a, b;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + 8, 8);
+    return (unsigned)(((a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full)) >> 59);
+}
+
+/* How many of the n bytes at a and b are equal before the first that
+ * differs (n when all are). */
+static size_t equal_prefix(const char *a, const char *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + (size_t)(__builtin_ctzll(x ^ y) >> 3);
+#else
+            break;
+#endif
+        }
+    }
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+/* When the container at p repeats the bytes of the one seen last with the
+ * same first bytes, makes v share its children (the same bytes parse to
+ * the same value) and returns the position after it; NULL otherwise.  The
+ * bytes a failed comparison went through count against compare_budget
+ * (the input's length), so a text made of near repeats costs at most one
+ * more pass over it; a repeat found costs less than parsing it. */
+static inline char *share_repeat(parser *P, char *p, tg_value_t *v)
+{
+    size_t at = (size_t)(p - P->base), same;
+    const seen_container *c;
+    unsigned slot;
+    if ((size_t)(P->end - p) < SEEN_MIN || P->compare_budget == 0)
+        return NULL;
+    slot = seen_slot(P->src + at);
+    c = &P->seen[slot];
+    if (!(P->seen_slots >> slot & 1) || c->span > (size_t)(P->end - p) ||
+        P->depth + c->height >= P->lim->max_depth)
+        return NULL;
+    same = equal_prefix(P->src + at, P->src + c->start,
+                        c->span < P->compare_budget ? c->span : P->compare_budget);
+    if (same < c->span) {
+        P->compare_budget -= same < P->compare_budget ? same + 1 : P->compare_budget;
+        return NULL;
+    }
+    v->type = c->type;
+    v->flags = c->flags;
+    v->len = c->len;
+    v->p.items = c->items;
+    if (P->peak < P->depth + 1 + c->height)
+        P->peak = P->depth + 1 + c->height;
+    return p + c->span;
+}
+
+/* Remembers the container parsed into v from start to end (the depth
+ * outside it is P->depth; its deepest descendant reached peak). */
+static inline void remember(parser *P, const char *start, const char *end, const tg_value_t *v,
+                            size_t peak)
+{
+    seen_container *c;
+    unsigned slot;
+    if ((size_t)(end - start) < SEEN_MIN)
+        return;
+    slot = seen_slot(P->src + (start - P->base));
+    c = &P->seen[slot];
+    c->start = (uint32_t)(start - P->base);
+    c->span = (uint32_t)(end - start);
+    c->len = v->len;
+    c->height = (uint32_t)(peak - (P->depth + 1));
+    c->items = v->p.items;
+    c->type = v->type;
+    c->flags = v->flags;
+    P->seen_slots |= 1u << slot;
+}
+
+/* The container at p (within max_depth) into slot at, when repeats are
+ * looked for: shared with an earlier copy of its bytes, or parsed and
+ * remembered. */
+static NOINLINE char *parse_repeatable(parser *P, char *p, size_t at)
+{
+    char *start = p, *q;
+    const size_t outer_peak = P->peak;
+    if ((q = share_repeat(P, p, &P->stack[at])) != NULL)
+        return q;
+    P->depth++;
+    P->peak = P->depth;
+    p = *p == '{' ? parse_object(P, p, at) : parse_array(P, p, at);
+    P->depth--;
+    if (p)
+        remember(P, start, p, &P->stack[at], P->peak);
+    if (P->peak < outer_peak)
+        P->peak = outer_peak;
+    return p;
+}
+
 static char *literal(parser *P, char *p, tg_value_t *v, const char *word, size_t n, int type)
 {
     if ((size_t)(P->end - p) < n || memcmp(p, word, n) != 0)
@@ -786,6 +921,8 @@ static ALWAYS_INLINE char *parse_value(parser *P, char *p, size_t at)
     case '[':
         if (P->depth >= P->lim->max_depth)
             return fail_at(P, p, TG_E_TOO_DEEP, "nesting deeper than max_depth");
+        if (P->seen)
+            return parse_repeatable(P, p, at);
         P->depth++;
         p = *p == '{' ? parse_object(P, p, at) : parse_array(P, p, at);
         P->depth--;
@@ -811,14 +948,15 @@ static ALWAYS_INLINE char *parse_value(parser *P, char *p, size_t at)
 
 int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err)
 {
-    return tg_parse_utf8(e, json, len, 1, out, err);
+    return tg_parse_with(e, json, len, TG_PARSE_FAST_UTF8, out, err);
 }
 
-int tg_parse_utf8(tg_engine_t *e, const char *json, size_t len, int fast_utf8, tg_doc_t **out,
+int tg_parse_with(tg_engine_t *e, const char *json, size_t len, unsigned options, tg_doc_t **out,
                   tg_error_t *err)
 {
     parser P;
     tg_value_t local[LOCAL_STACK];
+    seen_container seen[SEEN_SLOTS]; /* filled as seen_slots says */
     tg_doc_t *doc;
     tg_arena arena;
     int rc;
@@ -856,9 +994,14 @@ int tg_parse_utf8(tg_engine_t *e, const char *json, size_t len, int fast_utf8, t
     P.stack_cap = LOCAL_STACK;
     P.stack_heap = 0;
     P.depth = 0;
-    P.utf8_checked = fast_utf8 && tg_utf8_check_fast(P.base, len);
+    P.utf8_checked = (options & TG_PARSE_FAST_UTF8) && tg_utf8_check_fast(P.base, len);
     P.rc = TG_OK;
     P.err = err;
+    P.src = json;
+    P.peak = 0;
+    P.compare_budget = len;
+    P.seen_slots = 0;
+    P.seen = options & TG_PARSE_SHARE_REPEATS ? seen : NULL;
 
     {
         char *p = skip_ws(P.base);

@@ -125,7 +125,7 @@ static void same_without_fast_utf8(tg_engine_t *e, const uint8_t *data, size_t s
 {
     tg_doc_t *slow = NULL;
     tg_error_t serr;
-    int src = tg_parse_utf8(e, (const char *)data, size, 0, &slow, &serr);
+    int src = tg_parse_with(e, (const char *)data, size, 0, &slow, &serr);
     FUZZ_CHECK(src == rc);
     if (rc != TG_OK) {
         FUZZ_CHECK(serr.offset == err->offset && strcmp(serr.message, err->message) == 0);
@@ -139,6 +139,32 @@ static void same_without_fast_utf8(tg_engine_t *e, const uint8_t *data, size_t s
         tg_buf_free(&b);
     }
     tg_doc_free(slow);
+}
+
+/* The parse that shares repeated containers (TG_PARSE_SHARE_REPEATS, what
+ * classify reads plans with): the same outcome as rc/err, and (when it
+ * parsed) the same canonical bytes in both forms as rfc and x. */
+static void same_with_shared_repeats(tg_engine_t *e, const uint8_t *data, size_t size, int rc,
+                                     const tg_error_t *err, const tg_buf_t *rfc, const tg_buf_t *x)
+{
+    tg_doc_t *shared = NULL;
+    tg_error_t serr;
+    tg_buf_t b;
+    int src = tg_parse_with(e, (const char *)data, size,
+                            TG_PARSE_FAST_UTF8 | TG_PARSE_SHARE_REPEATS, &shared, &serr);
+    FUZZ_CHECK(src == rc);
+    if (rc != TG_OK) {
+        FUZZ_CHECK(serr.offset == err->offset && strcmp(serr.message, err->message) == 0);
+        return;
+    }
+    tg_buf_init(&b, e);
+    FUZZ_CHECK(tg_canon_value(tg_doc_root(shared), &b, &serr) == TG_OK);
+    FUZZ_CHECK(b.len == rfc->len && memcmp(b.data, rfc->data, b.len) == 0);
+    tg_buf_reset(&b);
+    FUZZ_CHECK(tg_canon_value_mode(tg_doc_root(shared), TG_CANON_EXACT, &b, &serr) == TG_OK);
+    FUZZ_CHECK(b.len == x->len && memcmp(b.data, x->data, b.len) == 0);
+    tg_buf_free(&b);
+    tg_doc_free(shared);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -162,6 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(doc == NULL);
         FUZZ_CHECK(rc_direct == rc); /* the same input fails the same way */
         same_without_fast_utf8(e, data, size, rc, &err, NULL);
+        same_with_shared_repeats(e, data, size, rc, &err, NULL, NULL);
         goto done;
     }
     walk(tg_doc_root(doc), 0);
@@ -173,6 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     same_without_fast_utf8(e, data, size, TG_OK, &err, &one);
     FUZZ_CHECK(tg_canon_value_mode(tg_doc_root(doc), TG_CANON_EXACT, &xform, &err) == TG_OK);
     same_without_shortcuts(e, tg_doc_root(doc), &one, &xform);
+    same_with_shared_repeats(e, data, size, TG_OK, &err, &one, &xform);
 
     /* The fixed point: canonical text is valid JSON and its own canonical form. */
     rc = tg_parse(e, one.data, one.len, &again, &err);

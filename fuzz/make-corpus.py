@@ -118,6 +118,17 @@ def json_seeds():
         b'["a\\nb\\"c\\u001fd\\\\e\\b\\f\\r\\t",{"k\\n":"\\u0000x"}]',
         b'["a\\n\\u001F","b\\t\\u000a","c\\r\\/","d\\n\\u00e9"]',
     ]
+    # containers that repeat (what classify shares): whole samples, their
+    # arguments, repeats deeper than the first copy, near misses
+    arg = b'{"path":"/tmp/a\\u00e9","limit":10,"tags":["x","y"],"n":{"k":[1,2.50,-0]}}'
+    seeds += [
+        b'{"samples":[' + b",".join([b'{"arguments":' + arg + b',"result":"r' + bytes([48 + i % 2]) + b'"}'
+                                     for i in range(5)]) + b"]}",
+        b"[" + arg + b",[" + arg + b"],[[" + arg + b"]]," + arg + b"]",
+        b"[" + arg + b"," + arg[:-2] + b"3}}," + arg + b"]",
+        b'[{"a":"0123456789abcdef0123456789abcdef"},{"a":"0123456789abcdef0123456789abcdef"},'
+        b'{"a":"0123456789abcdef0123456789abcdef","a":1}]',
+    ]
     return seeds
 
 

@@ -214,7 +214,8 @@ static int same_both_ways(tg_engine_t *e, const char *text, size_t n, int *parse
 {
     tg_doc_t *a = NULL, *b = NULL;
     tg_error_t ea, eb;
-    int ra = tg_parse_utf8(e, text, n, 1, &a, &ea), rb = tg_parse_utf8(e, text, n, 0, &b, &eb);
+    int ra = tg_parse_with(e, text, n, TG_PARSE_FAST_UTF8, &a, &ea),
+        rb = tg_parse_with(e, text, n, 0, &b, &eb);
     int same = ra == rb;
     if (same && ra != TG_OK)
         same = ea.offset == eb.offset && strcmp(ea.message, eb.message) == 0;
