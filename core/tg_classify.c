@@ -1309,7 +1309,10 @@ static int classify_text(tg_decider_t *d, tg_plan *pl, const char *json, size_t 
     const tg_value_t *tool;
     tg_error_t perr;
     const tg_consistency_t *cs = &pl->p->consistency;
-    int rc = tg_parse(d->e, json, len, &pl->doc, &perr);
+    /* a plan's agreeing samples repeat their bytes: parsed once (and their
+     * nodes shared, which the digests below notice) */
+    int rc = tg_parse_with(d->e, json, len, TG_PARSE_FAST_UTF8 | TG_PARSE_SHARE_REPEATS, &pl->doc,
+                           &perr);
     if (rc == TG_E_NOMEM)
         return nomem(err);
     if (rc != TG_OK) {

@@ -531,6 +531,87 @@ describe("a differential check against the seed's algorithm in Python", function
   end)
 end)
 
+-- The core parses a plan's repeated bytes once (agreeing samples, their
+-- arguments and results share one parse).  The same plans with whitespace
+-- that differs from sample to sample repeat nothing: every decision must
+-- come out byte for byte the same.
+describe("samples that repeat their bytes", function()
+  -- text with i spaces after every '{' and '[' outside strings
+  local function spaced(text, i)
+    local out, in_string, k, pad = {}, false, 1, string.rep(" ", i)
+    while k <= #text do
+      local c = text:sub(k, k)
+      out[#out + 1] = c
+      if in_string then
+        if c == "\\" then
+          out[#out + 1] = text:sub(k + 1, k + 1)
+          k = k + 1
+        elseif c == '"' then
+          in_string = false
+        end
+      elseif c == '"' then
+        in_string = true
+      elseif c == "{" or c == "[" then
+        out[#out + 1] = pad
+      end
+      k = k + 1
+    end
+    return table.concat(out)
+  end
+
+  -- the plan with sample i (from 1) spaced by i
+  local function unrepeated(line)
+    local head, samples, tail = line:match('^(.-"samples":%[)(.*)(%].-)$')
+    assert(head, "a generated plan: " .. line:sub(1, 80))
+    local parts, depth, in_string, start, k = {}, 0, false, 1, 1
+    while k <= #samples do
+      local c = samples:sub(k, k)
+      if in_string then
+        if c == "\\" then k = k + 1 elseif c == '"' then in_string = false end
+      elseif c == '"' then
+        in_string = true
+      elseif c == "{" or c == "[" then
+        depth = depth + 1
+      elseif c == "}" or c == "]" then
+        depth = depth - 1
+      elseif c == "," and depth == 0 then
+        parts[#parts + 1] = spaced(samples:sub(start, k - 1), #parts + 1)
+        start = k + 1
+      end
+      k = k + 1
+    end
+    parts[#parts + 1] = spaced(samples:sub(start), #parts + 1)
+    return head .. table.concat(parts, ",") .. tail
+  end
+
+  it("are decided as the same plans with nothing repeated, on 600 generated plans", function()
+    local plans, reg = h.tmpname(".jsonl"), h.tmpname(".json")
+    local code, out, err = h.run(string.format("python3 %s/bench/gen_plans.py --seed 12 --count 600 --samples 5 "
+      .. "--registry-out %s", h.root, reg))
+    assert.equal(0, code, err)
+    h.write_file(plans, out)
+    local stateless = { get = function() return nil end, verified = function() end,
+                        quarantine = function() end, records = function() return {} end }
+    local e = assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung", "consistency" } },
+      registry = { reg }, state = stateless }))
+    local n, differ, first = 0, 0, nil
+    for line in io.lines(plans) do
+      n = n + 1
+      local other = unrepeated(line)
+      assert.are_not.equal(line, other)
+      local a, b = e:classify(line):json(), e:classify(other):json()
+      if a ~= b then
+        differ = differ + 1
+        first = first or ("line " .. n .. ":\n" .. a .. "\n" .. b)
+      end
+    end
+    os.remove(plans)
+    os.remove(reg)
+    assert.equal(600, n)
+    assert.equal(0, differ, first)
+  end)
+end)
+
 describe("classify in the core", function()
   local function plan_of(n, agree, ragree, extra)
     local samples = {}
