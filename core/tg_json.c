@@ -808,22 +808,17 @@ static size_t equal_prefix(const char *a, const char *b, size_t n)
     return i;
 }
 
-/* When the container at p repeats the bytes of the one seen last with the
- * same first bytes, makes v share its children (the same bytes parse to
- * the same value) and returns the position after it; NULL otherwise.  The
+/* When the container at p repeats the bytes of the one seen last in its
+ * slot, makes v share its children (the same bytes parse to the same
+ * value) and returns the position after it; NULL otherwise.  The
  * bytes a failed comparison went through count against compare_budget
  * (the input's length), so a text made of near repeats costs at most one
  * more pass over it; a repeat found costs less than parsing it. */
-static inline char *share_repeat(parser *P, char *p, tg_value_t *v)
+static inline char *share_repeat(parser *P, char *p, unsigned slot, tg_value_t *v)
 {
     size_t at = (size_t)(p - P->base), same;
-    const seen_container *c;
-    unsigned slot;
-    if ((size_t)(P->end - p) < SEEN_MIN || P->compare_budget == 0)
-        return NULL;
-    slot = seen_slot(P->src + at);
-    c = &P->seen[slot];
-    if (!(P->seen_slots >> slot & 1) || c->span > (size_t)(P->end - p) ||
+    const seen_container *c = &P->seen[slot];
+    if (P->compare_budget == 0 || !(P->seen_slots >> slot & 1) || c->span > (size_t)(P->end - p) ||
         P->depth + c->height >= P->lim->max_depth)
         return NULL;
     same = equal_prefix(P->src + at, P->src + c->start,
@@ -841,17 +836,12 @@ static inline char *share_repeat(parser *P, char *p, tg_value_t *v)
     return p + c->span;
 }
 
-/* Remembers the container parsed into v from start to end (the depth
- * outside it is P->depth; its deepest descendant reached peak). */
-static inline void remember(parser *P, const char *start, const char *end, const tg_value_t *v,
-                            size_t peak)
+/* Remembers in slot the container parsed into v from start to end (the
+ * depth outside it is P->depth; its deepest descendant reached peak). */
+static inline void remember(parser *P, unsigned slot, const char *start, const char *end,
+                            const tg_value_t *v, size_t peak)
 {
-    seen_container *c;
-    unsigned slot;
-    if ((size_t)(end - start) < SEEN_MIN)
-        return;
-    slot = seen_slot(P->src + (start - P->base));
-    c = &P->seen[slot];
+    seen_container *c = &P->seen[slot];
     c->start = (uint32_t)(start - P->base);
     c->span = (uint32_t)(end - start);
     c->len = v->len;
@@ -869,14 +859,17 @@ static NOINLINE char *parse_repeatable(parser *P, char *p, size_t at)
 {
     char *start = p, *q;
     const size_t outer_peak = P->peak;
-    if ((q = share_repeat(P, p, &P->stack[at])) != NULL)
+    /* a container too close to the end to be SEEN_MIN long has no slot */
+    const unsigned slot =
+        (size_t)(P->end - p) >= SEEN_MIN ? seen_slot(P->src + (p - P->base)) : SEEN_SLOTS;
+    if (slot < SEEN_SLOTS && (q = share_repeat(P, p, slot, &P->stack[at])) != NULL)
         return q;
     P->depth++;
     P->peak = P->depth;
     p = *p == '{' ? parse_object(P, p, at) : parse_array(P, p, at);
     P->depth--;
-    if (p)
-        remember(P, start, p, &P->stack[at], P->peak);
+    if (p && (size_t)(p - start) >= SEEN_MIN)
+        remember(P, slot, start, p, &P->stack[at], P->peak);
     if (P->peak < outer_peak)
         P->peak = outer_peak;
     return p;
