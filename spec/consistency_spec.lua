@@ -483,21 +483,28 @@ describe("malformed plans", function()
   end)
 end)
 
+-- generated_plans(seed, count, samples) -> plans file, registry file, and an
+-- engine of the rung and consistency over that registry that forgets
+-- between plans (as the Python reference does)
+local function generated_plans(seed, count, samples)
+  assert.is_true(h.have("python3"), "python3 is needed (make test installs it)")
+  local plans, reg = h.tmpname(".jsonl"), h.tmpname(".json")
+  local code, out, err = h.run(string.format("python3 %s/bench/gen_plans.py --seed %d --count %d --samples %d "
+    .. "--registry-out %s", h.root, seed, count, samples, reg))
+  assert.equal(0, code, err)
+  h.write_file(plans, out)
+  local stateless = { get = function() return nil end, verified = function() end,
+                      quarantine = function() end, records = function() return {} end }
+  local e = assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung", "consistency" } },
+    registry = { reg }, state = stateless }))
+  return plans, reg, e
+end
+
 describe("a differential check against the seed's algorithm in Python", function()
   it("reaches the same verdict, code and agreements on 1,000 generated plans", function()
-    assert.is_true(h.have("python3"), "python3 is needed (make test installs it)")
-    local plans, reg = h.tmpname(".jsonl"), h.tmpname(".json")
-    local code, out, err = h.run(string.format("python3 %s/bench/gen_plans.py --seed 11 --count 1000 --samples 6 "
-      .. "--registry-out %s", h.root, reg))
-    assert.equal(0, code, err)
-    h.write_file(plans, out)
+    local plans, reg, e = generated_plans(11, 1000, 6)
     local rcode, ref, rerr = h.run("python3 " .. h.root .. "/bench/peers/seed_reference.py " .. plans)
     assert.equal(0, rcode, rerr)
-    -- the reference has no memory between plans: neither may toolgate here
-    local stateless = { get = function() return nil end, verified = function() end,
-                        quarantine = function() end, records = function() return {} end }
-    local e = assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung", "consistency" } },
-      registry = { reg }, state = stateless }))
     local cjson = require "cjson"
     local n, differ, first = 0, 0, nil
     local ref_lines = {}
@@ -585,15 +592,7 @@ describe("samples that repeat their bytes", function()
   end
 
   it("are decided as the same plans with nothing repeated, on 600 generated plans", function()
-    local plans, reg = h.tmpname(".jsonl"), h.tmpname(".json")
-    local code, out, err = h.run(string.format("python3 %s/bench/gen_plans.py --seed 12 --count 600 --samples 5 "
-      .. "--registry-out %s", h.root, reg))
-    assert.equal(0, code, err)
-    h.write_file(plans, out)
-    local stateless = { get = function() return nil end, verified = function() end,
-                        quarantine = function() end, records = function() return {} end }
-    local e = assert(toolgate.new({ policy = { name = "t", version = "1", stages = { "rung", "consistency" } },
-      registry = { reg }, state = stateless }))
+    local plans, reg, e = generated_plans(12, 600, 5)
     local n, differ, first = 0, 0, nil
     for line in io.lines(plans) do
       n = n + 1
