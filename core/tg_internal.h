@@ -448,4 +448,16 @@ size_t tg_format_fixed2(double x, char out[TG_NUMBER_BUF]);
 int tg_consistency_message(const tg_consistency_t *s, const tg_plan_features_t *f, int row,
                            tg_buf_t *out, tg_error_t *err);
 
+/* Reading ahead while lines are decided (tg_reader.c, tg_workers.c).
+ * tg_reader_read_ahead reads up to want more bytes of a regular file into
+ * r's spare buffer, leaving what r holds where it is, so that it may run
+ * while the lines held are decided on other threads (nothing else may use
+ * r meanwhile); the next tg_reader_lines takes them, and says a failure
+ * or the end it met where its own read would have.  Nothing is done for
+ * a pipe or a terminal, whose read may wait.  tg_workers_read_ahead has
+ * the first thread done with its piece (the caller's too) run it once
+ * while the next pieces are decided (r NULL: no more). */
+void tg_reader_read_ahead(tg_reader_t *r, size_t want);
+void tg_workers_read_ahead(tg_workers_t *w, tg_reader_t *r, size_t want);
+
 #endif /* TG_INTERNAL_H */

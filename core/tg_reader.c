@@ -11,6 +11,13 @@
  * (at least `want` bytes of them when the input has that many), hands them
  * to tg_check_lines or its kin, says how many bytes were read, and writes
  * the decisions with tg_write_all, straight from the core's buffer.
+ *
+ * A regular file is also read ahead: while the lines held are decided on
+ * the workers' threads, the first thread done with its piece reads the
+ * next bytes into a spare buffer (tg_reader_read_ahead), so that the copy
+ * out of the page cache is made while the others finish, not after.
+ * A pipe or a terminal is never read ahead: a read there may wait for
+ * input, and the decisions of the lines held would wait with it.
  */
 #define _GNU_SOURCE
 #include "tg_internal.h"
@@ -19,7 +26,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The room kept before the bytes read ahead, for the start of a line the
+ * buffer held when they were read: a longer one is joined by a copy. */
+#define AHEAD_ROOM 65536
 
 struct tg_reader_t {
     tg_engine_t *e;
@@ -30,6 +42,14 @@ struct tg_reader_t {
     size_t at, held; /* buf[at, held) is read and not yet taken */
     size_t lines;    /* bytes from at through the last '\n' held */
     int eof;
+    /* read-ahead (a regular file only): spare[AHEAD_ROOM, AHEAD_ROOM +
+     * ahead) are the bytes that follow held; ahead_eof that read(2) said
+     * the input ended after them, ahead_errno why it failed (0: it did
+     * not) -- each said by tg_reader_lines where its own read would. */
+    int regular;
+    char *spare;
+    size_t spare_cap, ahead;
+    int ahead_eof, ahead_errno;
 };
 
 static void set_name(tg_reader_t *r, const char *path)
@@ -45,6 +65,7 @@ static void set_name(tg_reader_t *r, const char *path)
 tg_reader_t *tg_reader_new(tg_engine_t *e, int fd, tg_error_t *err)
 {
     tg_reader_t *r;
+    struct stat st;
     tg_error_clear(err);
     if (!e || fd < 0) {
         tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "an engine and a file descriptor are required");
@@ -57,6 +78,7 @@ tg_reader_t *tg_reader_new(tg_engine_t *e, int fd, tg_error_t *err)
     memset(r, 0, sizeof *r);
     r->e = e;
     r->fd = fd;
+    r->regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     set_name(r, NULL);
     tg_engine_retain(e);
     return r;
@@ -96,6 +118,7 @@ void tg_reader_free(tg_reader_t *r)
     if (r->own)
         close(r->fd);
     tg_mem_free(e, r->buf, r->cap);
+    tg_mem_free(e, r->spare, r->spare_cap);
     tg_mem_free(e, r, sizeof *r);
     tg_engine_release(e);
 }
@@ -126,6 +149,60 @@ static int make_room(tg_reader_t *r, size_t n, tg_error_t *err)
     return TG_OK;
 }
 
+void tg_reader_read_ahead(tg_reader_t *r, size_t want)
+{
+    if (!r || !r->regular || r->eof || r->ahead || r->ahead_eof || r->ahead_errno)
+        return;
+    if (r->spare_cap < AHEAD_ROOM + want) {
+        char *b = tg_mem_realloc(r->e, r->spare, r->spare_cap, AHEAD_ROOM + want);
+        if (!b)
+            return; /* the next tg_reader_lines reads, as without read-ahead */
+        r->spare = b;
+        r->spare_cap = AHEAD_ROOM + want;
+    }
+    while (r->ahead < want) {
+        ssize_t n =
+            read(r->fd, r->spare + AHEAD_ROOM + r->ahead, r->spare_cap - AHEAD_ROOM - r->ahead);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n < 0)
+                r->ahead_errno = errno;
+            else
+                r->ahead_eof = 1;
+            break;
+        }
+        r->ahead += (size_t)n;
+    }
+}
+
+/* The bytes read ahead made those held next: the spare buffer becomes the
+ * buffer, with the start of a line held copied in before them, or (a
+ * longer one) they are copied after it. */
+static int take_ahead(tg_reader_t *r, tg_error_t *err)
+{
+    size_t keep = r->held - r->at;
+    int rc;
+    if (keep <= AHEAD_ROOM) {
+        char *b = r->buf;
+        size_t cap = r->cap;
+        memcpy(r->spare + AHEAD_ROOM - keep, r->buf + r->at, keep);
+        r->buf = r->spare;
+        r->cap = r->spare_cap;
+        r->at = AHEAD_ROOM - keep;
+        r->held = AHEAD_ROOM + r->ahead;
+        r->spare = b;
+        r->spare_cap = cap;
+    } else {
+        if ((rc = make_room(r, r->ahead, err)) != TG_OK)
+            return rc;
+        memcpy(r->buf + r->held, r->spare + AHEAD_ROOM, r->ahead);
+        r->held += r->ahead;
+    }
+    r->ahead = 0;
+    return TG_OK;
+}
+
 /* Where the complete lines held end: through the last '\n'. */
 static void find_lines(tg_reader_t *r)
 {
@@ -141,6 +218,11 @@ int tg_reader_lines(tg_reader_t *r, size_t want, const char **text, size_t *len,
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "reader, text and len are required");
     if (want < 1)
         want = 1;
+    if (r->ahead) {
+        if ((rc = take_ahead(r, err)) != TG_OK)
+            return rc;
+        find_lines(r);
+    }
     /* read until want bytes of complete lines are held, or the end */
     while (!r->eof && (r->lines == 0 || r->held - r->at < want)) {
         size_t room = want > r->held - r->at ? want - (r->held - r->at) : 1;
@@ -149,7 +231,16 @@ int tg_reader_lines(tg_reader_t *r, size_t want, const char **text, size_t *len,
             room = 65536;
         if ((rc = make_room(r, room, err)) != TG_OK)
             return rc;
-        n = read(r->fd, r->buf + r->held, r->cap - r->held);
+        if (r->ahead_errno) { /* what reading ahead met, here in its turn */
+            errno = r->ahead_errno;
+            r->ahead_errno = 0;
+            n = -1;
+        } else if (r->ahead_eof) {
+            r->ahead_eof = 0;
+            n = 0;
+        } else {
+            n = read(r->fd, r->buf + r->held, r->cap - r->held);
+        }
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -262,7 +353,9 @@ static int step(tg_decider_t *d, const job *j, tg_reader_t *r, size_t want, int 
     if ((rc = tg_reader_lines(r, want, &text, &len, err)) != TG_OK)
         return rc;
     /* at the end too: a line paused in the host may have calls left */
+    tg_workers_read_ahead(j->w, r, want);
     rc = decide(d, j, text, len, line, &used, out, verdicts, o, err);
+    tg_workers_read_ahead(j->w, NULL, 0);
     tg_reader_take(r, used);
     if ((wrc = tg_write_all(fd, out->data, out->len, &werr)) != TG_OK) {
         if (err)

@@ -49,6 +49,10 @@ struct tg_workers_t {
     int classify;      /* plans (tg_classify_lines), not calls */
     tg_store_t *store; /* classify: read only while the pieces run */
     int64_t now;
+    /* read ahead by the first thread done with its piece: the reader
+     * whose lines are decided (tg_workers_read_ahead), and how much */
+    tg_reader_t *ahead;
+    size_t ahead_want;
 };
 
 size_t tg_cpu_count(void)
@@ -78,6 +82,8 @@ static void decide_piece(tg_decider_t *d, const tg_workers_t *pool, piece *pc)
     pc->needs_host = pc->rc == TG_OK && o.status == TG_NEEDS_STAGE;
 }
 
+static void read_ahead(tg_workers_t *w);
+
 static void *run(void *arg)
 {
     worker *me = arg;
@@ -93,6 +99,7 @@ static void *run(void *arg)
         pthread_mutex_unlock(&pool->lock);
         decide_piece(me->d, pool, pc);
         pthread_mutex_lock(&pool->lock);
+        read_ahead(pool);
         me->job = NULL;
         if (--pool->busy == 0)
             pthread_cond_signal(&pool->done);
@@ -173,6 +180,16 @@ tg_workers_t *tg_workers_new(tg_engine_t *e, size_t threads, tg_error_t *err)
     return w;
 }
 
+void tg_workers_read_ahead(tg_workers_t *w, tg_reader_t *r, size_t want)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->ahead = w->n ? r : NULL;
+    w->ahead_want = want;
+    pthread_mutex_unlock(&w->lock);
+}
+
 size_t tg_workers_count(const tg_workers_t *w)
 {
     return w ? w->n + 1 : 0;
@@ -202,6 +219,20 @@ static size_t cut(const char *text, size_t len, size_t line, piece *pcs, size_t 
     return made;
 }
 
+/* Reads ahead if that is still to do (w->lock held; it is released
+ * while the reading runs): called by each thread done with its piece, so
+ * the first done reads while the others finish theirs. */
+static void read_ahead(tg_workers_t *w)
+{
+    tg_reader_t *r = w->ahead;
+    if (!r)
+        return;
+    w->ahead = NULL;
+    pthread_mutex_unlock(&w->lock);
+    tg_reader_read_ahead(r, w->ahead_want);
+    pthread_mutex_lock(&w->lock);
+}
+
 /* Runs the pieces: the caller's thread takes the first, the workers the
  * others; returns when all are done. */
 static void run_pieces(tg_workers_t *w, tg_decider_t *d, piece *pcs, size_t k)
@@ -214,6 +245,8 @@ static void run_pieces(tg_workers_t *w, tg_decider_t *d, piece *pcs, size_t k)
     pthread_mutex_unlock(&w->lock);
     decide_piece(d, w, &pcs[0]);
     pthread_mutex_lock(&w->lock);
+    if (w->busy) /* not when all are done: the reader's next read comes at once */
+        read_ahead(w);
     while (w->busy)
         pthread_cond_wait(&w->done, &w->lock);
     pthread_mutex_unlock(&w->lock);

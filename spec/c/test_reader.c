@@ -5,12 +5,14 @@
  * '\n' added to an unended last line; a line longer than the buffer is
  * held whole; what is not taken comes back; reading and writing errors
  * say what failed; an allocation that fails is an error, never lost or
- * invented bytes, and every byte is given back.
+ * invented bytes, and every byte is given back.  Reading ahead (a regular
+ * file, while its lines are decided) changes none of that, and never
+ * waits on a pipe.
  */
 #define _XOPEN_SOURCE 700
 #include "acct.h"
 #include "tap.h"
-#include "toolgate.h"
+#include "tg_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,8 +74,10 @@ static int feed(const char *text, size_t len, pid_t *pid)
 }
 
 /* Reads all of fd through a reader, taking a random part of what each
- * call holds; returns what was handed over, joined. */
-static char *drain(tg_engine_t *e, int fd, size_t want, size_t *len, int *rc)
+ * call holds (and, with ahead, reading ahead a random amount now and
+ * then, as a worker does while the lines held are decided); returns what
+ * was handed over, joined. */
+static char *drain(tg_engine_t *e, int fd, size_t want, int ahead, size_t *len, int *rc)
 {
     tg_reader_t *r = tg_reader_new(e, fd, NULL);
     size_t cap = 1 << 16, n = 0;
@@ -96,6 +100,8 @@ static char *drain(tg_engine_t *e, int fd, size_t want, size_t *len, int *rc)
             got = realloc(got, cap *= 2);
         memcpy(got + n, text, take);
         n += take;
+        if (ahead && pick(2))
+            tg_reader_read_ahead(r, 1 + pick(pick(2) ? 300 : 300000));
         tg_reader_take(r, take);
     }
     tg_reader_free(r);
@@ -113,7 +119,7 @@ static void test_pieces(void)
         char *text = gen_text(1 + pick(round % 4 == 0 ? 12 : 2000), max, &len);
         pid_t pid = -1;
         int fd = feed(text, len, &pid), rc, status;
-        char *got = drain(e, fd, want, &got_len, &rc);
+        char *got = drain(e, fd, want, 0, &got_len, &rc);
         size_t expect = len + (len && text[len - 1] != '\n');
         close(fd);
         waitpid(pid, &status, 0);
@@ -127,6 +133,105 @@ static void test_pieces(void)
     }
     tap_ok(bad == 0, "a pipe fed in random pieces: the complete lines, in order, an unended last "
                      "line ended, whatever was taken at a time");
+    tg_engine_free(e);
+}
+
+/* A regular file read ahead at random moments: the same complete lines,
+ * in order, lines longer than the room kept for them included; the file
+ * is read further by it (so reading ahead did happen). */
+static void test_read_ahead(void)
+{
+    tg_engine_t *e = tg_engine_new(NULL, NULL, NULL, NULL);
+    int bad = 0;
+    for (int round = 0; round < 40; round++) {
+        char path[] = "/tmp/tg_reader_XXXXXX";
+        int fd = mkstemp(path), rc;
+        size_t len, got_len, want = round % 2 ? 4096 : 1 << 20;
+        char *text =
+            gen_text(1 + pick(round % 4 == 0 ? 12 : 3000), round % 4 == 0 ? 200000 : 600, &len);
+        char *got;
+        size_t expect = len + (len && text[len - 1] != '\n');
+        if (write(fd, text, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) != 0)
+            bad++;
+        got = drain(e, fd, want, 1, &got_len, &rc);
+        if (rc != TG_OK || got_len != expect || memcmp(got, text, len) != 0 ||
+            (expect > len && got[len] != '\n')) {
+            bad++;
+            printf("# round %d: rc %d, %zu bytes for %zu\n", round, rc, got_len, expect);
+        }
+        free(text);
+        free(got);
+        close(fd);
+        unlink(path);
+    }
+    tap_ok(bad == 0, "a regular file read ahead at random moments: its complete lines, in order");
+    {
+        char path[] = "/tmp/tg_reader_XXXXXX";
+        int fd = mkstemp(path);
+        size_t len, held;
+        char *text = gen_text(4000, 300, &len);
+        const char *lines;
+        tg_reader_t *r = tg_reader_new(e, fd, NULL);
+        off_t before, after;
+        if (write(fd, text, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) != 0)
+            bad++;
+        tg_reader_lines(r, 1, &lines, &held, NULL);
+        before = lseek(fd, 0, SEEK_CUR);
+        tg_reader_read_ahead(r, 4096);
+        after = lseek(fd, 0, SEEK_CUR);
+        printf("# read to %lld of %zu bytes, then ahead to %lld\n", (long long)before, len,
+               (long long)after);
+        tap_ok(before > 0 && before < (off_t)len && after > before,
+               "a regular file is read further ahead");
+        tg_reader_free(r);
+        free(text);
+        close(fd);
+        unlink(path);
+    }
+    tg_engine_free(e);
+}
+
+/* Reading ahead never waits for a pipe (the lines held would wait with
+ * it), and a read that fails when reading ahead is said by the next
+ * tg_reader_lines as its own read would have said it. */
+static void test_read_ahead_edges(void)
+{
+    tg_engine_t *e = tg_engine_new(NULL, NULL, NULL, NULL);
+    tg_error_t err, err2;
+    const char *text;
+    size_t len;
+    int fds[2];
+    if (pipe(fds) == 0) {
+        tg_reader_t *r = tg_reader_new(e, fds[0], NULL);
+        alarm(10); /* a read-ahead that waited would hang here */
+        tg_reader_read_ahead(r, 4096);
+        alarm(0);
+        if (write(fds[1], "a\nb", 3) != 3)
+            tap_ok(0, "write to the pipe");
+        close(fds[1]);
+        tap_ok(tg_reader_lines(r, 1 << 20, &text, &len, &err) == TG_OK &&
+                   tap_is_mem(text, len, "a\nb\n", "the pipe's lines"),
+               "a pipe is not read ahead, and is then read as it comes");
+        tg_reader_free(r);
+        close(fds[0]);
+    }
+    {
+        /* /proc/self/mem is a regular file whose first page cannot be read */
+        tg_reader_t *plain = tg_reader_open(e, "/proc/self/mem", NULL);
+        tg_reader_t *ahead = tg_reader_open(e, "/proc/self/mem", NULL);
+        int rc1 = plain ? tg_reader_lines(plain, 4096, &text, &len, &err) : -1, rc2 = -1;
+        if (ahead) {
+            tg_reader_read_ahead(ahead, 4096);
+            rc2 = tg_reader_lines(ahead, 4096, &text, &len, &err2);
+        }
+        printf("# %s\n", rc2 == TG_E_IO ? err2.message : "no error");
+        tap_ok(rc1 == TG_E_IO && rc2 == TG_E_IO && strstr(err.message, "/proc/self/mem") &&
+                   strcmp(err.message, err2.message) == 0,
+               "a read that fails when reading ahead: the error the read would give, in its "
+               "turn");
+        tg_reader_free(plain);
+        tg_reader_free(ahead);
+    }
     tg_engine_free(e);
 }
 
@@ -224,9 +329,10 @@ static void test_write_all(void)
     free(got);
 }
 
-/* Each allocation of reading a file of long lines fails in turn: the
- * reader says NOMEM, hands over only lines the file holds, and gives back
- * every byte. */
+/* Each allocation of reading a file of long lines, read ahead too, fails
+ * in turn: the reader says NOMEM (or, when the buffer it reads ahead into
+ * is refused, reads on without it), hands over only lines the file holds,
+ * and gives back every byte. */
 static void test_alloc_faults(void)
 {
     char path[] = "/tmp/tg_reader_XXXXXX";
@@ -251,13 +357,16 @@ static void test_alloc_faults(void)
                 if (at + n > len + 1 || memcmp(held, text + at, n - (at + n > len)) != 0)
                     bad++;
                 at += n;
+                tg_reader_read_ahead(r, 100000); /* its buffer's allocation fails too */
                 tg_reader_take(r, n);
             }
             tg_reader_free(r);
         }
         if (a.fired) {
+            /* NOMEM, or (the read-ahead's spare buffer refused) read on
+             * without reading ahead: every line, as without the fault */
             fired++;
-            if (rc != TG_E_NOMEM && r)
+            if (r && rc != TG_E_NOMEM && !(rc == TG_OK && at == len + (text[len - 1] != '\n')))
                 bad++;
         }
         tg_engine_free(e);
@@ -379,6 +488,8 @@ static void test_canon_reader(void)
 int main(void)
 {
     test_pieces();
+    test_read_ahead();
+    test_read_ahead_edges();
     test_edges();
     test_write_all();
     test_alloc_faults();
