@@ -435,13 +435,14 @@ static int leaf_equal(actx *c, const pnode *p, const tg_value_t *v)
     }
 }
 
-/* Counts v, the value at node id of one document (the representative, when
- * is_rep, which is counted first).  *size gets the number of values in v's
- * subtree, *matched how many of them equal the representative's value at
- * the same pointer (containers: have the same type there).  A container
- * equals the representative's when all of its values match and the two
- * subtrees have as many values: the match is then one to one. */
-static int visit(actx *c, const tg_value_t *v, uint32_t id, int is_rep, size_t *size,
+/* Counts v, the value at node id of `weight` documents that are one value
+ * (the representative and those equal to it, when is_rep, which are
+ * counted first).  *size gets the number of values in v's subtree,
+ * *matched how many of them equal the representative's value at the same
+ * pointer (containers: have the same type there).  A container equals the
+ * representative's when all of its values match and the two subtrees have
+ * as many values: the match is then one to one. */
+static int visit(actx *c, const tg_value_t *v, uint32_t id, int is_rep, size_t weight, size_t *size,
                  size_t *matched)
 {
     int kind = kind_of(v), rc;
@@ -463,13 +464,13 @@ static int visit(actx *c, const tg_value_t *v, uint32_t id, int is_rep, size_t *
                 return rc;
         }
     }
-    p->present++;
+    p->present += weight;
     if (kind == REP_LEAF) {
         int eq = is_rep ? 1 : leaf_equal(c, p, v);
         if (eq < 0)
             return TG_E_NOMEM;
         p->leaf = 1;
-        p->agree += (size_t)eq;
+        p->agree += (size_t)eq * weight;
         *size = 1;
         *matched = (size_t)eq;
         return TG_OK;
@@ -487,7 +488,7 @@ static int visit(actx *c, const tg_value_t *v, uint32_t id, int is_rep, size_t *
             /* (child_node may have moved the nodes) */
             *(prev == NONE ? &c->nodes[id].first_hint : &c->nodes[prev].next_hint) = cid;
         }
-        if ((rc = visit(c, m, cid, is_rep, &n, &k)) != TG_OK)
+        if ((rc = visit(c, m, cid, is_rep, weight, &n, &k)) != TG_OK)
             return rc;
         total += n;
         hits += k;
@@ -498,10 +499,20 @@ static int visit(actx *c, const tg_value_t *v, uint32_t id, int is_rep, size_t *
         p->rep_size = total;
     self = p->rep_kind == kind;
     if (self && hits + 1 == total && total == p->rep_size)
-        p->agree++;
+        p->agree += weight;
     *size = total;
     *matched = hits + self;
     return TG_OK;
+}
+
+/* Whether a and b are one value by construction: one node, or containers
+ * with the same children (a repeat of the same text, shared by the
+ * parser).  Equal values built apart are not found: they are only counted
+ * one by one. */
+static int one_value(const tg_value_t *a, const tg_value_t *b)
+{
+    return a == b || (a->type == b->type && a->len == b->len && a->len &&
+                      (a->type == TG_OBJECT || a->type == TG_ARRAY) && a->p.items == b->p.items);
 }
 
 /* ---- ordering and writing pointers ------------------------------------------------ */
@@ -667,17 +678,33 @@ int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n
     tg_norm_scratch_init(&c.sc, e);
 
     /* The root, then the representative (so that every other document
-     * meets its values), then the others. */
+     * meets its values), then the others.  Samples mostly repeat one
+     * another: the documents that are the representative's value are
+     * counted with it, and a run of documents that are one value is
+     * counted once, as many times over. */
     memset(&c.nodes[0], 0, sizeof c.nodes[0]);
     c.nodes[0].parent = NONE;
     c.nodes[0].first_hint = c.nodes[0].next_hint = NONE;
     c.n_nodes = 1;
-    if ((rc = match_rules(&c, 0)) != TG_OK ||
-        (rc = visit(&c, docs[rep], 0, 1, &size, &matched)) != TG_OK)
-        goto done;
-    for (size_t i = 0; i < n; i++)
-        if (i != rep && (rc = visit(&c, docs[i], 0, 0, &size, &matched)) != TG_OK)
+    {
+        size_t as_rep = 0, run = 0, first = 0;
+        for (size_t i = 0; i < n; i++)
+            as_rep += one_value(docs[i], docs[rep]);
+        if ((rc = match_rules(&c, 0)) != TG_OK ||
+            (rc = visit(&c, docs[rep], 0, 1, as_rep, &size, &matched)) != TG_OK)
             goto done;
+        for (size_t i = 0; i <= n; i++) {
+            if (i < n && one_value(docs[i], docs[rep]))
+                continue;
+            if (run && (i == n || !one_value(docs[i], docs[first]))) {
+                if ((rc = visit(&c, docs[first], 0, 0, run, &size, &matched)) != TG_OK)
+                    goto done;
+                run = 0;
+            }
+            if (i < n && run++ == 0)
+                first = i;
+        }
+    }
 
     /* The leaf pointers, with their final counts, in order. */
     for (size_t k = 0; k < c.n_nodes; k++) {

@@ -5,11 +5,13 @@
  * values, absent pointers, leaves against containers, normalization,
  * pointer order and truncation, 10,000 documents, and against a naive
  * reference (the documents' exact canonical forms, TG_CANON_EXACT) on
- * random documents; allocation failures for both.
+ * random documents, given again (one node twice, or a repeat the parser
+ * shared) as samples repeat one another; allocation failures for both.
  */
+#define _POSIX_C_SOURCE 200809L /* tg_internal.h names locale_t */
 #include "acct.h"
 #include "tap.h"
-#include "toolgate.h"
+#include "tg_internal.h"
 
 #include <stdlib.h>
 
@@ -529,11 +531,42 @@ static int check_random(const tg_value_t *const *roots, size_t n, size_t rep, co
     return ok;
 }
 
+/* The documents of s drawn again at random, runs of one often, as n_out
+ * roots: once the same nodes, once parsed as one array whose repeated
+ * texts the parser shares (TG_PARSE_SHARE_REPEATS); then both against the
+ * reference, with and without the plan. */
+static int check_repeats(const docset *s, char *const *texts, const tg_norm_t *plan)
+{
+    const tg_value_t *again[16], *shared[16];
+    size_t n_out = 2 + next_rand() % 15, len = 0, j = 0, rep;
+    char *array = malloc(16 * 8192 + 32);
+    tg_doc_t *doc = NULL;
+    tg_error_t err;
+    int ok = 1;
+    array[len++] = '[';
+    for (size_t i = 0; i < n_out; i++) {
+        if (i == 0 || next_rand() % 2)
+            j = next_rand() % s->n;
+        again[i] = s->roots[j];
+        len += (size_t)sprintf(array + len, "%s%s", i ? "," : "", texts[j]);
+    }
+    array[len++] = ']';
+    rep = next_rand() % n_out;
+    ok &= tg_parse_with(E, array, len, TG_PARSE_SHARE_REPEATS, &doc, &err) == TG_OK;
+    for (size_t i = 0; ok && i < n_out; i++)
+        shared[i] = tg_at(tg_doc_root(doc), i);
+    ok = ok && check_random(again, n_out, rep, NULL) && check_random(again, n_out, rep, plan) &&
+         check_random(shared, n_out, rep, NULL) && check_random(shared, n_out, rep, plan);
+    tg_doc_free(doc);
+    free(array);
+    return ok;
+}
+
 static void random_documents(void)
 {
     tg_error_t err;
     tg_norm_t *plan = tg_norm_new(E, &err);
-    int all_plain = 1, all_plan = 1;
+    int all_plain = 1, all_plan = 1, all_repeats = 1;
     tg_norm_add_rule(plan, "/*", 2, TG_NORM_LOWER | TG_NORM_TRIM, &err);
     tg_norm_add_rule(plan, "/a/*/b", 6, TG_NORM_PATH, &err);
     tg_norm_add_rule(plan, "/0/0", 4, TG_NORM_PATH | TG_NORM_ID, &err);
@@ -557,12 +590,18 @@ static void random_documents(void)
         }
         if (!check_random(s.roots, n, rep, plan))
             all_plan = 0;
+        if (!check_repeats(&s, texts, plan)) {
+            all_repeats = 0;
+            printf("# round %d: repeats\n", round);
+        }
         unload(&s);
         for (size_t i = 0; i < n; i++)
             free(texts[i]);
     }
     tap_ok(all_plain, "2000 random document sets agree with the naive reference");
     tap_ok(all_plan, "and with a plan, with the reference run on the normalized documents");
+    tap_ok(all_repeats, "and given again, one node twice or a repeat the parser shared: counted "
+                        "as one by one");
     tg_norm_free(plan);
 }
 
