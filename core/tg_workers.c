@@ -18,7 +18,10 @@
 typedef struct piece {
     const char *text;
     size_t len;
-    size_t line; /* the number of the line before the piece's first */
+    size_t start;    /* the number of the line before the piece's first */
+    size_t line;     /* from start, the line being decided */
+    size_t newlines; /* the piece's lines, counted by the next piece's thread */
+    int counted;
     tg_buf_t out;
     size_t verdicts[3];
     int rc;
@@ -39,7 +42,7 @@ struct tg_workers_t {
     size_t n; /* threads besides the caller's */
     worker *w;
     pthread_mutex_t lock;
-    pthread_cond_t work, done;
+    pthread_cond_t work, done, counted;
     size_t busy;
     int quit;
     /* what the current job shares */
@@ -49,6 +52,7 @@ struct tg_workers_t {
     int classify;      /* plans (tg_classify_lines), not calls */
     tg_store_t *store; /* classify: read only while the pieces run */
     int64_t now;
+    piece *pcs; /* the pieces running */
     /* read ahead by the first thread done with its piece: the reader
      * whose lines are decided (tg_workers_read_ahead), and how much */
     tg_reader_t *ahead;
@@ -61,10 +65,41 @@ size_t tg_cpu_count(void)
     return n > 0 ? (size_t)n : 1;
 }
 
-static void decide_piece(tg_decider_t *d, const tg_workers_t *pool, piece *pc)
+/* Where a piece after the first starts: its thread counts the lines of
+ * the piece before it and adds those of the pieces before that, as their
+ * threads count them -- each piece counted once, on the threads, at once,
+ * where the caller's thread used to count them all before any began. */
+static void number_piece(tg_workers_t *pool, piece *pc)
+{
+    piece *pcs = pool->pcs, *prev = pc - 1;
+    size_t n = 0, i = (size_t)(pc - pcs), j, line;
+    for (const char *p = prev->text, *end = p + prev->len;
+         (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+        n++;
+    pthread_mutex_lock(&pool->lock);
+    prev->newlines = n;
+    prev->counted = 1;
+    pthread_cond_broadcast(&pool->counted);
+    for (;;) {
+        for (j = 0; j < i && pcs[j].counted; j++)
+            ;
+        if (j == i)
+            break;
+        pthread_cond_wait(&pool->counted, &pool->lock);
+    }
+    line = pcs[0].start;
+    for (j = 0; j < i; j++)
+        line += pcs[j].newlines;
+    pthread_mutex_unlock(&pool->lock);
+    pc->start = pc->line = line;
+}
+
+static void decide_piece(tg_decider_t *d, tg_workers_t *pool, piece *pc)
 {
     size_t used = 0;
     tg_outcome_t o;
+    if (pc != pool->pcs)
+        number_piece(pool, pc);
     if (pool->classify) {
         /* against the store as the chunk found it; the piece's own
          * quarantines kept aside, in order, for the merge */
@@ -125,6 +160,7 @@ void tg_workers_free(tg_workers_t *w)
     }
     pthread_cond_destroy(&w->work);
     pthread_cond_destroy(&w->done);
+    pthread_cond_destroy(&w->counted);
     pthread_mutex_destroy(&w->lock);
     e = w->e;
     tg_mem_free(e, w->w, w->n * sizeof *w->w);
@@ -153,6 +189,7 @@ tg_workers_t *tg_workers_new(tg_engine_t *e, size_t threads, tg_error_t *err)
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->work, NULL);
     pthread_cond_init(&w->done, NULL);
+    pthread_cond_init(&w->counted, NULL);
     if (n && !(w->w = tg_mem_realloc(e, NULL, 0, n * sizeof *w->w))) {
         tg_workers_free(w);
         tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
@@ -196,7 +233,8 @@ size_t tg_workers_count(const tg_workers_t *w)
 }
 
 /* Cuts text[0..len) (complete lines only) into k pieces of about equal
- * size, at line ends, numbering each piece's first line. */
+ * size, at line ends; the first starts after line (the others are
+ * numbered by their threads: number_piece). */
 static size_t cut(const char *text, size_t len, size_t line, piece *pcs, size_t k)
 {
     size_t at = 0, made = 0;
@@ -209,10 +247,8 @@ static size_t cut(const char *text, size_t len, size_t line, piece *pcs, size_t 
         end = nl ? (size_t)(nl - text) + 1 : len;
         pcs[made].text = text + at;
         pcs[made].len = end - at;
-        pcs[made].line = line;
-        for (const char *p = text + at; (p = memchr(p, '\n', (size_t)(text + end - p))) != NULL;
-             p++)
-            line++;
+        pcs[made].start = pcs[made].line = line;
+        pcs[made].counted = 0;
         made++;
         at = end;
     }
@@ -238,6 +274,7 @@ static void read_ahead(tg_workers_t *w)
 static void run_pieces(tg_workers_t *w, tg_decider_t *d, piece *pcs, size_t k)
 {
     pthread_mutex_lock(&w->lock);
+    w->pcs = pcs;
     w->busy = k - 1;
     for (size_t i = 1; i < k; i++)
         w->w[i - 1].job = &pcs[i];
@@ -391,7 +428,6 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
 {
     piece pcs[TG_MAX_THREADS];
     tg_decider_t *ds[TG_MAX_THREADS];
-    size_t first_line[TG_MAX_THREADS];
     unsigned char *fresh = NULL; /* per tool: quarantined by an earlier piece of the round */
     size_t n_fresh = p && p->n_tools ? p->n_tools : 1;
     size_t complete, k = 0, i, from = 0;
@@ -423,8 +459,6 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
         size_t again = 0; /* the second round starts at from + again */
         memset(fresh, 0, n_fresh);
         k = pieces(w, d, text + from, complete - from, *line, pcs, ds);
-        for (i = 0; i < k; i++)
-            first_line[i] = pcs[i].line;
         run_pieces(w, d, pcs, k);
         for (i = 0; i < k && rc == TG_OK; i++)
             if (pcs[i].rc != TG_OK || pcs[i].needs_host)
@@ -457,7 +491,7 @@ int tg_classify_lines_parallel(tg_workers_t *w, tg_decider_t *d, const tg_policy
                  * refuses this piece's first plan and goes on from there,
                  * on one thread (a quarantine written already only makes a
                  * tool unverified: never an accept) */
-                first_plan(&pcs[i], text, first_line[i], line, used);
+                first_plan(&pcs[i], text, pcs[i].start, line, used);
                 break;
             }
             for (int v = 0; v < 3; v++)
