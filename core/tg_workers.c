@@ -68,7 +68,7 @@ size_t tg_cpu_count(void)
 /* Where a piece after the first starts: its thread counts the lines of
  * the piece before it and adds those of the pieces before that, as their
  * threads count them -- each piece counted once, on the threads, at once,
- * where the caller's thread used to count them all before any began. */
+ * rather than all on the caller's thread while the others wait. */
 static void number_piece(tg_workers_t *pool, piece *pc)
 {
     piece *pcs = pool->pcs, *prev = pc - 1;
@@ -117,7 +117,19 @@ static void decide_piece(tg_decider_t *d, tg_workers_t *pool, piece *pc)
     pc->needs_host = pc->rc == TG_OK && o.status == TG_NEEDS_STAGE;
 }
 
-static void read_ahead(tg_workers_t *w);
+/* Reads ahead if that is still to do (w->lock held; it is released
+ * while the reading runs): called by each thread done with its piece, so
+ * the first done reads while the others finish theirs. */
+static void read_ahead(tg_workers_t *w)
+{
+    tg_reader_t *r = w->ahead;
+    if (!r)
+        return;
+    w->ahead = NULL;
+    pthread_mutex_unlock(&w->lock);
+    tg_reader_read_ahead(r, w->ahead_want);
+    pthread_mutex_lock(&w->lock);
+}
 
 static void *run(void *arg)
 {
@@ -253,20 +265,6 @@ static size_t cut(const char *text, size_t len, size_t line, piece *pcs, size_t 
         at = end;
     }
     return made;
-}
-
-/* Reads ahead if that is still to do (w->lock held; it is released
- * while the reading runs): called by each thread done with its piece, so
- * the first done reads while the others finish theirs. */
-static void read_ahead(tg_workers_t *w)
-{
-    tg_reader_t *r = w->ahead;
-    if (!r)
-        return;
-    w->ahead = NULL;
-    pthread_mutex_unlock(&w->lock);
-    tg_reader_read_ahead(r, w->ahead_want);
-    pthread_mutex_lock(&w->lock);
 }
 
 /* Runs the pieces: the caller's thread takes the first, the workers the
