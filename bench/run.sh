@@ -85,6 +85,14 @@ validate_table() {
     }' "$1"
 }
 validate_table "$results"
+# The floor under the engine:check rows: the very lines they decide, parsed
+# by simdjson and nothing else done with them.
+if [ -x "$BUILD/bench/simdjson_floor" ]; then
+  "$BUILD/bench/simdjson_floor" "$out/mcp-native.jsonl" --min-seconds "$SECONDS_PER" >"$out/floor-native.txt"
+  awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    printf "%-28s %10.0f %10s %14s   (parse only: the floor under engine:check, %.0f%% of its 1 us target)\n",
+      "simdjson-dom-parse", v["ns_per_line"], "", "", v["ns_per_line"] / 10 }' "$out/floor-native.txt"
+fi
 
 # ---- parse + validate: union schemas, closed world ------------------------------
 # The shapes Pydantic and zod emit (bench/gen_unions.py): toolgate's closed
