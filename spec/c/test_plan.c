@@ -100,6 +100,30 @@ int main(void)
            "results past the fourth distinct one are digested and still agree");
     tg_doc_free(doc);
 
+    /* results that are all one value agree without a digest of their
+     * own, and still apart from the samples with none */
+    samples = samples_of(
+        &doc,
+        "{\"samples\":[{\"arguments\":{\"id\":\"a\"},\"result\":{\"k\":[1,2]}},"
+        "{\"arguments\":{\"id\":\"a\"},\"result\":{\"k\":[1,2]}},{\"arguments\":{\"id\":\"a\"}},"
+        "{\"arguments\":{\"id\":\"a\"},\"result\":{\"k\":[1,2]}}]}");
+    tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
+               s.results.distinct == 2 && s.results.modal_count == 3 &&
+               s.results.representative == 0,
+           "three results of one value agree, a missing one apart");
+    tg_doc_free(doc);
+    samples = samples_of(
+        &doc,
+        "{\"samples\":[{\"arguments\":{\"id\":\"a\"}},{\"arguments\":{\"id\":\"a\"},\"result\":7},"
+        "{\"arguments\":{\"id\":\"a\"},\"result\":7},{\"arguments\":{\"id\":\"a\"},\"result\":8},"
+        "{\"arguments\":{\"id\":\"a\"},\"result\":7.0},{\"arguments\":{\"id\":\"a\"},\"result\":8}]}");
+    tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
+               s.results.distinct == 3 && s.results.modal_count == 3 &&
+               s.results.representative == 1,
+           "a second value among the results: the first, met twice, agrees with its other "
+           "spelling");
+    tg_doc_free(doc);
+
     /* arguments met again keep their digest and rung verdict; another
      * spelling of them (7.0) is checked and digested again, and agrees */
     samples =
