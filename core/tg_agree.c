@@ -647,6 +647,13 @@ int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n
                          const tg_norm_t *plan, tg_pointer_agreement_t *out, size_t max,
                          size_t *count, tg_error_t *err)
 {
+    return tg_pointer_agreement_below(e, docs, n, rep, plan, SIZE_MAX, out, max, count, err);
+}
+
+int tg_pointer_agreement_below(tg_engine_t *e, const tg_value_t *const *docs, size_t n, size_t rep,
+                               const tg_norm_t *plan, size_t below, tg_pointer_agreement_t *out,
+                               size_t max, size_t *count, tg_error_t *err)
+{
     actx c;
     uint32_t *list = NULL, *sorted;
     size_t n_list = 0, list_cap = 0, size, matched;
@@ -706,12 +713,13 @@ int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n
         }
     }
 
-    /* The leaf pointers, with their final counts, in order. */
+    /* The leaf pointers agreed on by fewer than `below`, with their final
+     * counts, in order. */
     for (size_t k = 0; k < c.n_nodes; k++) {
         pnode *p = &c.nodes[k];
         if (p->rep_kind == REP_ABSENT)
             p->agree = n - p->present; /* absent in both counts as agreeing */
-        n_list += p->leaf;
+        n_list += p->leaf && p->agree < below;
     }
     list = c.local_list; /* the list and the sort's buffer: 2 n_list */
     list_cap = LOCAL_LIST;
@@ -726,7 +734,7 @@ int tg_pointer_agreement(tg_engine_t *e, const tg_value_t *const *docs, size_t n
     }
     n_list = 0;
     for (size_t k = 0; k < c.n_nodes; k++)
-        if (c.nodes[k].leaf)
+        if (c.nodes[k].leaf && c.nodes[k].agree < below)
             list[n_list++] = (uint32_t)k;
     sorted = sort_entries(&c, list, list + n_list, n_list);
     for (size_t k = 0; k < n_list && k < max; k++) {

@@ -853,14 +853,12 @@ static int disagreeing(tg_plan *pl, tg_error_t *err)
         }
         if (rep == (size_t)-1)
             continue;
-        if (tg_pointer_agreement(pl->e, pl->nodes, cnt, rep, norm_of(pl, tool), list,
-                                 MAX_DISAGREEING, &total, err) != TG_OK)
+        if (tg_pointer_agreement_below(pl->e, pl->nodes, cnt, rep, norm_of(pl, tool), pl->n, list,
+                                       MAX_DISAGREEING, &total, err) != TG_OK)
             return nomem(err);
         for (size_t j = 0; j < total && j < MAX_DISAGREEING && pl->n_ptrs < MAX_DISAGREEING; j++) {
             tg_pptr *pp;
             int rc;
-            if (list[j].agree >= pl->n)
-                continue;
             pp = &pl->ptrs[pl->n_ptrs++];
             pp->agree = list[j].agree;
             pp->pointer = pl->texts.len;

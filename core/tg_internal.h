@@ -213,6 +213,16 @@ static inline int tg_line_blank(const char *s, size_t n)
     return 1;
 }
 
+/* ---- agreement (tg_agree.c) ---------------------------------------------- */
+
+/* tg_pointer_agreement restricted to the pointers whose agree is below
+ * `below` (SIZE_MAX: all of them, as tg_pointer_agreement): a caller that
+ * lists only where the documents disagree leaves the rest unordered and
+ * unwritten.  *count is the number of those pointers. */
+int tg_pointer_agreement_below(tg_engine_t *e, const tg_value_t *const *docs, size_t n, size_t rep,
+                               const tg_norm_t *plan, size_t below, tg_pointer_agreement_t *out,
+                               size_t max, size_t *count, tg_error_t *err);
+
 /* ---- JSON Pointers (tg_pointer.c) ---------------------------------------- */
 
 /* Length of s (n bytes) escaped as a pointer segment ("~" -> "~0", "/" -> "~1"). */

@@ -192,6 +192,27 @@ static void pointers_are(const char *const *texts, size_t n, size_t rep, const t
     if (rc != TG_OK)
         snprintf(got, sizeof got, "error %s: %s", tg_code_name(rc), err.message);
     tap_is_mem(got, strlen(got), want, name);
+    /* the same pointers, only those not every document agrees on */
+    {
+        char below[4096], fewer[4096], tag[256];
+        size_t blen = 0, flen = 0;
+        const char *line = want;
+        rc = tg_pointer_agreement_below(E, s.roots, n, rep, plan, n, out, 32, &count, &err);
+        below[0] = fewer[0] = '\0';
+        for (size_t i = 0; rc == TG_OK && i < count && i < 32; i++)
+            blen += (size_t)snprintf(below + blen, sizeof below - blen, "%s %zu %zu\n",
+                                     out[i].pointer, out[i].agree, out[i].present);
+        while (rc == TG_OK && *line && strncmp(line, "error", 5) != 0) {
+            const char *end = strchr(line, '\n'), *sp = strchr(line, ' ');
+            if (strtoul(sp + 1, NULL, 10) < n)
+                flen += (size_t)snprintf(fewer + flen, sizeof fewer - flen, "%.*s",
+                                         (int)(end - line + 1), line);
+            line = end + 1;
+        }
+        snprintf(tag, sizeof tag, "%s (below %zu)", name, n);
+        if (rc == TG_OK && strncmp(want, "error", 5) != 0)
+            tap_is_mem(below, blen, fewer, tag);
+    }
     unload(&s);
 }
 
