@@ -620,7 +620,8 @@ static int count_single(tg_plan *pl, tg_error_t *err)
  * per step. */
 static int count_multi(tg_plan *pl, tg_error_t *err)
 {
-    tg_hash128_t *ah, *rh, first_epoch = {0, 0}, no_args, no_result, no_step;
+    tg_hash128_t *ah, *rh, no_args, no_result, no_step;
+    tg_plan_epochs epochs = {NULL, {0, 0}, 0};
     tg_buf_t seq;
     int rc = TG_OK;
     tg_plan_stand_in("no arguments", &no_args);
@@ -668,7 +669,7 @@ static int count_multi(tg_plan *pl, tg_error_t *err)
             rh[i] = no_result;
         if (rc != TG_OK)
             break;
-        rc = tg_plan_epoch(ep, i, &pl->scratch, &first_epoch, &pl->epochs_equal, err);
+        rc = tg_plan_epoch(ep, i, &pl->scratch, &epochs, &pl->epochs_equal, err);
     }
     tg_buf_free(&seq);
     if (rc != TG_OK)

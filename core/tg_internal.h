@@ -439,9 +439,17 @@ void tg_plan_stand_in(const char *what, tg_hash128_t *h);
  * by norm (NULL: as it is), hashed; buf is scratch.  TG_OK or an error. */
 int tg_plan_digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_t *buf,
                    tg_hash128_t *h, tg_error_t *err);
-/* Sample i's epoch ep (NULL: none) against the first sample's, *first:
- * *equal cleared when one lacks it or they differ.  TG_OK or an error. */
-int tg_plan_epoch(const tg_value_t *ep, size_t i, tg_buf_t *buf, tg_hash128_t *first, int *equal,
+/* The first sample's epoch, as tg_plan_epoch keeps it. */
+typedef struct tg_plan_epochs {
+    const tg_value_t *first;
+    tg_hash128_t digest; /* its digest, once a differing text asked for it */
+    int digested;
+} tg_plan_epochs;
+/* Sample i's epoch ep (NULL: none) against the first sample's (in seen,
+ * set at i == 0): *equal cleared when one lacks it or they differ (by
+ * RFC 8785 form; nothing is digested while they are one text).  TG_OK or
+ * an error. */
+int tg_plan_epoch(const tg_value_t *ep, size_t i, tg_buf_t *buf, tg_plan_epochs *seen, int *equal,
                   tg_error_t *err);
 
 /* ---- self-consistency (tg_consistency.c) --------------------------------- */

@@ -27,24 +27,6 @@ int tg_plan_digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_
     return rc;
 }
 
-int tg_plan_epoch(const tg_value_t *ep, size_t i, tg_buf_t *buf, tg_hash128_t *first, int *equal,
-                  tg_error_t *err)
-{
-    tg_hash128_t h;
-    int rc;
-    if (!ep) {
-        *equal = 0;
-        return TG_OK;
-    }
-    if ((rc = tg_plan_digest(NULL, TG_CANON_RFC8785, ep, buf, &h, err)) != TG_OK)
-        return rc;
-    if (i == 0)
-        *first = h;
-    else if (h.hi != first->hi || h.lo != first->lo)
-        *equal = 0;
-    return TG_OK;
-}
-
 /* Arguments and results compared with those met before they are digested
  * (and arguments checked by the rung): samples of a tool mostly repeat
  * them, and a walk that finds two values the same is cheaper than writing
@@ -116,6 +98,36 @@ static int same_value(const tg_value_t *a, const tg_value_t *b)
     }
 }
 
+int tg_plan_epoch(const tg_value_t *ep, size_t i, tg_buf_t *buf, tg_plan_epochs *seen, int *equal,
+                  tg_error_t *err)
+{
+    tg_hash128_t h;
+    int rc;
+    if (!ep) {
+        *equal = 0;
+        return TG_OK;
+    }
+    if (i == 0) {
+        seen->first = ep;
+        seen->digested = 0;
+        return TG_OK;
+    }
+    /* settled already, or the first's value (one text, or a repeat of it) */
+    if (!*equal || same_value(ep, seen->first))
+        return TG_OK;
+    if (!seen->digested) {
+        if ((rc = tg_plan_digest(NULL, TG_CANON_RFC8785, seen->first, buf, &seen->digest, err)) !=
+            TG_OK)
+            return rc;
+        seen->digested = 1;
+    }
+    if ((rc = tg_plan_digest(NULL, TG_CANON_RFC8785, ep, buf, &h, err)) != TG_OK)
+        return rc;
+    if (h.hi != seen->digest.hi || h.lo != seen->digest.lo)
+        *equal = 0;
+    return TG_OK;
+}
+
 typedef struct seen_values {
     const tg_value_t *v[SEEN];
     size_t at[SEEN]; /* the sample each was first met in */
@@ -175,7 +187,8 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
                      tg_plan_summary_t *out, tg_error_t *err)
 {
     tg_buf_t buf;
-    tg_hash128_t first_epoch = {0, 0}, one_result;
+    tg_hash128_t one_result;
+    tg_plan_epochs epochs = {NULL, {0, 0}, 0};
     seen_values seen_args = {.n = 0}, seen_results = {.n = 0};
     int rc = TG_OK;
 
@@ -231,7 +244,7 @@ static int summarize(tg_engine_t *e, const tg_schema_t *schema, const tg_norm_t 
             keep_seen(&seen_results, r, i, 0);
         }
         ep = tg_get(s, "epoch", 5);
-        rc = tg_plan_epoch(ep, i, &buf, &first_epoch, &out->epochs_equal, err);
+        rc = tg_plan_epoch(ep, i, &buf, &epochs, &out->epochs_equal, err);
     }
     tg_buf_free(&buf);
     if (rc == TG_OK && (rc = tg_agree(e, args, n, &out->args, err)) == TG_OK)

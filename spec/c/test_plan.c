@@ -100,6 +100,32 @@ int main(void)
            "results past the fourth distinct one are digested and still agree");
     tg_doc_free(doc);
 
+    /* epochs: one text, another spelling of one value, two values */
+    {
+        static const char *const plans[][4] = {
+            {"\"e\"", "\"e\"", "\"e\"", "equal"},
+            {"1", "1.0", "10e-1", "equal"},
+            {"\"e\"", "\"e\"", "\"f\"", "not equal"},
+            {"\"e\"", "\"f\"", "\"e\"", "not equal"},
+            {"{\"v\":1}", "{\"v\":1.0}", "{\"v\":2}", "not equal"},
+        };
+        for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++) {
+            char text[512], name[128];
+            snprintf(text, sizeof text,
+                     "{\"samples\":[{\"arguments\":{\"id\":\"a\"},\"epoch\":%s},"
+                     "{\"arguments\":{\"id\":\"a\"},\"epoch\":%s},"
+                     "{\"arguments\":{\"id\":\"a\"},\"epoch\":%s}]}",
+                     plans[p][0], plans[p][1], plans[p][2]);
+            snprintf(name, sizeof name, "epochs %s, %s, %s are %s", plans[p][0], plans[p][1],
+                     plans[p][2], plans[p][3]);
+            samples = samples_of(&doc, text);
+            tap_ok(tg_plan_summarize(E, R, (long)index, NULL, samples, &s, &err) == TG_OK &&
+                       s.epochs_equal == (plans[p][3][0] == 'e'),
+                   name);
+            tg_doc_free(doc);
+        }
+    }
+
     /* results that are all one value agree without a digest of their
      * own, and still apart from the samples with none */
     samples = samples_of(
