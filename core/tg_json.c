@@ -55,6 +55,36 @@
 
 #define LOCAL_STACK 64 /* children held before the scratch stack goes to the heap */
 
+/* What the string scanner looks closer at, made once a parse: '"', '\\',
+ * the control characters and, unless the input's UTF-8 is known good, the
+ * non-ASCII bytes. */
+#if defined(__SSE2__) && defined(__GNUC__)
+/* Sixteen bytes at a time: one signed compare finds the control
+ * characters and the non-ASCII bytes (flipping the top bit first makes it
+ * an unsigned one: below 0x20 only). */
+typedef struct {
+    __m128i quote, bslash, flip, below;
+} plain_test;
+
+static inline plain_test plain_test_of(int utf8_checked)
+{
+    plain_test t = {_mm_set1_epi8('"'), _mm_set1_epi8('\\'),
+                    _mm_set1_epi8(utf8_checked ? (char)0x80 : 0),
+                    _mm_set1_epi8(utf8_checked ? (char)(' ' ^ 0x80) : ' ')};
+    return t;
+}
+#else
+typedef struct {
+    uint64_t non_ascii; /* the bytes' top bits, when non-ASCII needs a closer look */
+} plain_test;
+
+static inline plain_test plain_test_of(int utf8_checked)
+{
+    plain_test t = {utf8_checked ? 0 : 0x8080808080808080ull};
+    return t;
+}
+#endif
+
 /* The parse functions take the read position p and return the position
  * after what they read, or NULL once they failed (then rc and *err say
  * why), so that p lives in a register rather than in this struct. */
@@ -69,6 +99,7 @@ typedef struct parser {
     int stack_heap; /* stack was allocated with the engine's allocator */
     size_t depth;
     int utf8_checked; /* the whole input is well-formed UTF-8 (tg_utf8_check_fast) */
+    plain_test plain; /* made from utf8_checked */
     int rc;           /* the error code, once a parse function returned NULL */
     tg_error_t *err;
     /* TG_PARSE_SHARE_REPEATS: the caller's text (never decoded in place),
@@ -178,22 +209,6 @@ static inline size_t utf8_seq(const unsigned char *p, const unsigned char *end)
 }
 
 #if defined(__SSE2__) && defined(__GNUC__)
-/* Sixteen bytes at a time: '"', '\\', and (one signed compare) the
- * control characters and, unless the input's UTF-8 is known good, the
- * non-ASCII bytes, where the scanner must look closer.  (Flipping the top
- * bit first makes the signed compare an unsigned one: below 0x20 only.) */
-typedef struct {
-    __m128i quote, bslash, flip, below;
-} plain_test;
-
-static inline plain_test plain_test_of(int utf8_checked)
-{
-    plain_test t = {_mm_set1_epi8('"'), _mm_set1_epi8('\\'),
-                    _mm_set1_epi8(utf8_checked ? (char)0x80 : 0),
-                    _mm_set1_epi8(utf8_checked ? (char)(' ' ^ 0x80) : ' ')};
-    return t;
-}
-
 /* A bit for each byte of x where the scanner must look closer. */
 static inline unsigned special16(const plain_test *t, __m128i x)
 {
@@ -203,11 +218,10 @@ static inline unsigned special16(const plain_test *t, __m128i x)
     return (unsigned)_mm_movemask_epi8(m);
 }
 
-static inline char *skip_plain(char *r, int utf8_checked)
+static inline char *skip_plain(char *r, const plain_test *t)
 {
-    const plain_test t = plain_test_of(utf8_checked);
     for (;;) {
-        unsigned bits = special16(&t, _mm_loadu_si128((const __m128i *)(const void *)r));
+        unsigned bits = special16(t, _mm_loadu_si128((const __m128i *)(const void *)r));
         if (bits)
             return r + __builtin_ctz(bits);
         r += 16;
@@ -227,19 +241,18 @@ static inline uint64_t string_special8(uint64_t x, uint64_t non_ascii)
            high;
 }
 
-static inline char *skip_plain(char *r, int utf8_checked)
+static inline char *skip_plain(char *r, const plain_test *t)
 {
-    const uint64_t non_ascii = utf8_checked ? 0 : 0x8080808080808080ull;
     for (;;) {
         uint64_t x, m;
         memcpy(&x, r, 8);
-        m = string_special8(x, non_ascii);
+        m = string_special8(x, t->non_ascii);
         if (m) {
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
             return r + (__builtin_ctzll(m) >> 3);
 #else
             while (!(*r == '"' || *r == '\\' || (unsigned char)*r < 0x20 ||
-                     ((unsigned char)*r >= 0x80 && !utf8_checked)))
+                     ((unsigned char)*r >= 0x80 && t->non_ascii)))
                 r++;
             return r;
 #endif
@@ -271,7 +284,7 @@ static ALWAYS_INLINE char *parse_string(parser *P, char *p, const char **s, uint
     char *start = p, *r = p;
     for (;;) {
         unsigned char c;
-        r = skip_plain(r, P->utf8_checked);
+        r = skip_plain(r, &P->plain);
         c = (unsigned char)*r;
         if (c == '"') {
             if ((size_t)(r - start) > P->lim->max_string_bytes)
@@ -317,14 +330,13 @@ static inline void move_down(char *w, const char *r, size_t n)
  * stored as soon as it is found plain: the bytes it overwrites were read
  * already (w < r), so scanning and moving are one pass; the last block is
  * stored whole only when that cannot reach bytes not yet read. */
-static inline size_t move_plain(char *w, char *r, int utf8_checked)
+static inline size_t move_plain(char *w, char *r, const plain_test *t)
 {
 #if defined(__SSE2__) && defined(__GNUC__)
-    const plain_test t = plain_test_of(utf8_checked);
     size_t n = 0;
     for (;;) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(r + n));
-        unsigned bits = special16(&t, x);
+        unsigned bits = special16(t, x);
         if (!bits || r - w >= 16)
             _mm_storeu_si128((__m128i *)(void *)(w + n), x);
         if (bits) {
@@ -336,7 +348,7 @@ static inline size_t move_plain(char *w, char *r, int utf8_checked)
         n += 16;
     }
 #else
-    size_t n = (size_t)(skip_plain(r, utf8_checked) - r);
+    size_t n = (size_t)(skip_plain(r, t) - r);
     move_down(w, r, n);
     return n;
 #endif
@@ -446,7 +458,7 @@ static char *parse_string_slow(parser *P, char *start, char *r, const char **s, 
         {
             /* A run of plain bytes (one longer than the string may still
              * grow is refused at the top of the loop) */
-            size_t n = move_plain(w, r, P->utf8_checked);
+            size_t n = move_plain(w, r, &P->plain);
             w += n;
             r += n;
         }
@@ -998,6 +1010,7 @@ int tg_parse_with(tg_engine_t *e, const char *json, size_t len, unsigned options
     P.stack_heap = 0;
     P.depth = 0;
     P.utf8_checked = (options & TG_PARSE_FAST_UTF8) && tg_utf8_check_fast(P.base, len);
+    P.plain = plain_test_of(P.utf8_checked);
     P.rc = TG_OK;
     P.err = err;
     P.src = json;
