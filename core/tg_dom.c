@@ -58,7 +58,7 @@ const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len)
     if (v->len <= SCAN_MEMBERS) {
         for (uint32_t i = 0; i < v->len; i++) {
             const tg_value_t *m = &v->p.items[i];
-            if (m->key_len == len && memcmp(m->key, key, len) == 0)
+            if (m->key_len == len && tg_same_bytes(m->key, key, len))
                 return m;
         }
         return NULL;

@@ -203,6 +203,35 @@ static inline const char *tg_line_next(const char *text, size_t len, size_t *at,
     return start;
 }
 
+/* memcmp(a, b, n) == 0 for the short keys, strings and numbers most
+ * values hold, without a call: loads inside the n bytes only. */
+static inline int tg_same_bytes(const char *a, const char *b, size_t n)
+{
+    uint64_t x, y, u, v;
+    uint32_t p, q, r, t;
+    if (n >= 8 && n <= 16) {
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        memcpy(&u, a + n - 8, 8);
+        memcpy(&v, b + n - 8, 8);
+        return ((x ^ y) | (u ^ v)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        memcpy(&p, a, 4);
+        memcpy(&q, b, 4);
+        memcpy(&r, a + n - 4, 4);
+        memcpy(&t, b + n - 4, 4);
+        return ((p ^ q) | (r ^ t)) == 0;
+    }
+    if (n < 4) {
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != b[i])
+                return 0;
+        return 1;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
 /* A line of white space only (as Lua's %s reads it) is blank: JSON Lines
  * readers skip it. */
 static inline int tg_line_blank(const char *s, size_t n)

@@ -669,7 +669,7 @@ static char *close_container(parser *P, char *p, size_t at, size_t first)
             tg_sort_members(P->stack + first, n, P->stack + P->stack_len, items);
             for (size_t i = 1; i < n; i++) {
                 const tg_value_t *a = &items[i - 1], *b = &items[i];
-                if (a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0) {
+                if (a->key_len == b->key_len && tg_same_bytes(a->key, b->key, a->key_len)) {
                     const tg_value_t *later = a->offset > b->offset ? a : b;
                     P->rc = tg_fail(P->err, TG_E_DUPLICATE_KEY, later->offset,
                                     "duplicate object key \"%.*s\"",

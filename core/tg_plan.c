@@ -36,35 +36,6 @@ int tg_plan_digest(const tg_norm_t *norm, int mode, const tg_value_t *v, tg_buf_
  * are kept to compare with, so the work stays linear in the samples. */
 #define SEEN 4
 
-/* memcmp(a, b, n) == 0 for the short keys, strings and numbers most
- * values hold, without a call: loads inside the n bytes only. */
-static inline int same_bytes(const char *a, const char *b, size_t n)
-{
-    uint64_t x, y, u, v;
-    uint32_t p, q, r, t;
-    if (n >= 8 && n <= 16) {
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        memcpy(&u, a + n - 8, 8);
-        memcpy(&v, b + n - 8, 8);
-        return ((x ^ y) | (u ^ v)) == 0;
-    }
-    if (n >= 4 && n < 8) {
-        memcpy(&p, a, 4);
-        memcpy(&q, b, 4);
-        memcpy(&r, a + n - 4, 4);
-        memcpy(&t, b + n - 4, 4);
-        return ((p ^ q) | (r ^ t)) == 0;
-    }
-    if (n < 4) {
-        for (size_t i = 0; i < n; i++)
-            if (a[i] != b[i])
-                return 0;
-        return 1;
-    }
-    return memcmp(a, b, n) == 0;
-}
-
 /* Whether a and b are the same JSON value with the same number texts: then
  * each canonical form of one, normalized or not, is the other's.  Numbers
  * are compared by their text, not by value: tg_value_equal takes 1 and 1.0
@@ -77,9 +48,9 @@ static int same_value(const tg_value_t *a, const tg_value_t *b)
         return 0;
     switch (a->type) {
     case TG_NUMBER:
-        return same_bytes(a->p.text, b->p.text, a->len);
+        return tg_same_bytes(a->p.text, b->p.text, a->len);
     case TG_STRING:
-        return same_bytes(a->p.str, b->p.str, a->len);
+        return tg_same_bytes(a->p.str, b->p.str, a->len);
     case TG_ARRAY:
     case TG_OBJECT:
         if (a->p.items == b->p.items) /* one node's children, shared by a repeat of its text */
@@ -87,7 +58,7 @@ static int same_value(const tg_value_t *a, const tg_value_t *b)
         for (uint32_t i = 0; i < a->len; i++) {
             const tg_value_t *x = &a->p.items[i], *y = &b->p.items[i];
             if (a->type == TG_OBJECT &&
-                (x->key_len != y->key_len || !same_bytes(x->key, y->key, x->key_len)))
+                (x->key_len != y->key_len || !tg_same_bytes(x->key, y->key, x->key_len)))
                 return 0;
             if (!same_value(x, y))
                 return 0;

@@ -509,9 +509,42 @@ static void test_messages_stay_utf8(void)
     tap_ok(ok, "a duplicate key message quoting a long key cut anywhere stays valid UTF-8");
 }
 
+/* Keys of every length to 20 that differ in one byte, wherever it is,
+ * are two keys, found each by tg_get; the same key twice is a duplicate
+ * (the comparisons load whole words of short keys). */
+static void test_keys_one_byte_apart(void)
+{
+    int ok = 1;
+    for (size_t n = 1; n <= 20; n++) {
+        for (size_t j = 0; j < n; j++) {
+            char a[32], b[32], json[96];
+            tg_doc_t *doc = NULL;
+            tg_error_t err;
+            memset(a, 'k', n);
+            memcpy(b, a, n);
+            b[j] = 'q';
+            a[n] = b[n] = '\0';
+            snprintf(json, sizeof json, "{\"%s\":1,\"%s\":2}", a, b);
+            if (tg_parse(E, json, strlen(json), &doc, &err) != TG_OK ||
+                tg_num(tg_get(tg_doc_root(doc), a, n)) != 1 ||
+                tg_num(tg_get(tg_doc_root(doc), b, n)) != 2)
+                ok = 0;
+            tg_doc_free(doc);
+            snprintf(json, sizeof json, "{\"%s\":1,\"%s\":2}", b, b);
+            if (tg_parse(E, json, strlen(json), &doc, &err) != TG_E_DUPLICATE_KEY)
+                ok = 0;
+            tg_doc_free(doc);
+        }
+    }
+    tap_ok(ok, "keys one byte apart, every length to 20 and place: two keys; the same twice: a "
+               "duplicate");
+}
+
 int main(void)
 {
     E = tg_engine_new(NULL, NULL, NULL, NULL);
+
+    test_keys_one_byte_apart();
 
     test_messages_stay_utf8();
 
