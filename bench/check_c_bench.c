@@ -2,7 +2,7 @@
  * check_c_bench.c -- tg_check alone: the C floor under engine:check.
  *
  *   check_c_bench --schemas SCHEMAS.json --calls NATIVE.jsonl [--min-seconds S]
- *                 [--format native|auto]
+ *                 [--format native|auto] [--parse-only]
  *
  * SCHEMAS.json maps "server/name" to the tool's input schema (what
  * gen_mcp_calls.py writes for ajv); NATIVE.jsonl holds one native call
@@ -18,7 +18,12 @@
  * then whole passes are timed until S seconds (default 1); prints, in the
  * format of check_bench.lua's line:
  *   toolgate-c-check calls=<n> seconds=<s> ns_per_call=<y> accepted=<a>
- * so the gap between the two is what the binding and Lua add.
+ * so the gap between the two is what the binding and Lua add.  With
+ * --parse-only, the same lines through tg_parse alone, timed the same way:
+ *   toolgate-c-parse calls=<n> seconds=<s> ns_per_call=<y> parsed=<p>
+ * beside tg_check's row, the difference is what a check does besides
+ * parsing (decode, resolve, validate, digest, decide, write): what no
+ * faster parser can take off.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -27,8 +32,8 @@ static void usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "check_c_bench: %s\n", msg);
-    fprintf(stderr, "usage: check_c_bench [--min-seconds S] [--format native|auto] --schemas FILE "
-                    "--calls FILE\n");
+    fprintf(stderr, "usage: check_c_bench [--min-seconds S] [--format native|auto] [--parse-only] "
+                    "--schemas FILE --calls FILE\n");
     exit(2);
 }
 
@@ -45,6 +50,16 @@ static int one(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *c, con
     if (tg_check(d, p, c, l->text, l->len, format, TG_CHECK_ONE, 0, &o, NULL) != TG_OK)
         return 0;
     return o.status == TG_DECIDED && o.verdict == TG_ACCEPT;
+}
+
+/* One parse: 1 when the line is JSON, 0 when not. */
+static int parse_one(tg_engine_t *e, const bench_line *l)
+{
+    tg_doc_t *doc;
+    if (tg_parse(e, l->text, l->len, &doc, NULL) != TG_OK)
+        return 0;
+    tg_doc_free(doc);
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -64,7 +79,7 @@ int main(int argc, char **argv)
     size_t slen, n_tools, n_lines, at;
     bench_line *lines;
     long passes = 0, accepted = 0, sink = 0;
-    int format = TG_FORMAT_NATIVE;
+    int format = TG_FORMAT_NATIVE, parse_only = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--schemas") && i + 1 < argc)
@@ -73,6 +88,8 @@ int main(int argc, char **argv)
             calls_path = argv[++i];
         else if (!strcmp(argv[i], "--min-seconds") && i + 1 < argc)
             min_seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--parse-only"))
+            parse_only = 1;
         else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
             const char *f = argv[++i];
             if (!strcmp(f, "native"))
@@ -137,20 +154,22 @@ int main(int argc, char **argv)
     if (n_lines == 0)
         usage("no calls");
     for (size_t i = 0; i < n_lines; i++) /* warm-up, untimed; also the accepted count */
-        accepted += one(d, p, ctx, &lines[i], format);
+        accepted += parse_only ? parse_one(e, &lines[i]) : one(d, p, ctx, &lines[i], format);
     t0 = bench_now();
     do {
         for (size_t i = 0; i < n_lines; i++)
-            sink += one(d, p, ctx, &lines[i], format);
+            sink += parse_only ? parse_one(e, &lines[i]) : one(d, p, ctx, &lines[i], format);
         passes++;
         elapsed = bench_now() - t0;
     } while (elapsed < min_seconds);
     if (sink != accepted * passes) {
-        fprintf(stderr, "check_c_bench: the decisions are not deterministic\n");
+        fprintf(stderr, "check_c_bench: the outcomes are not deterministic\n");
         return 1;
     }
-    printf("toolgate-c-check calls=%zu seconds=%.6f ns_per_call=%.1f accepted=%ld\n", n_lines,
-           elapsed, elapsed * 1e9 / ((double)passes * (double)n_lines), accepted);
+    printf("toolgate-c-%s calls=%zu seconds=%.6f ns_per_call=%.1f %s=%ld\n",
+           parse_only ? "parse" : "check", n_lines, elapsed,
+           elapsed * 1e9 / ((double)passes * (double)n_lines), parse_only ? "parsed" : "accepted",
+           accepted);
 
     bench_free_lines(lines, n_lines);
     tg_decider_free(d);
