@@ -98,11 +98,11 @@ fi
 # digest, decide, write the decision), which no faster parser takes off.
 "$BUILD/bench/check_c_bench" --parse-only --schemas "$out/mcp-schemas.json" --calls "$out/mcp-native.jsonl" \
   --min-seconds "$SECONDS_PER" >"$out/parse-native.txt"
-awk -v check="$(grep '^toolgate-c-check ' "$results")" '
-  function field(line, k,   a, i, kv) { split(line, a, " "); for (i = 2; i in a; i++) { split(a[i], kv, "="); if (kv[1] == k) return kv[2] } }
-  { parse = field($0, "ns_per_call"); rest = field(check, "ns_per_call") - parse
+{ grep '^toolgate-c-check ' "$results"; cat "$out/parse-native.txt"; } | awk '
+  { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[$1, kv[1]] = kv[2] } }
+  END { parse = v["toolgate-c-parse", "ns_per_call"]; rest = v["toolgate-c-check", "ns_per_call"] - parse
     printf "%-28s %10.0f %10s %14s   (toolgate-c-check less this: %.0f ns of other work, %.0f%% of the 1 us target)\n",
-      "toolgate-c-parse", parse, "", "", rest, rest / 10 }' "$out/parse-native.txt"
+      "toolgate-c-parse", parse, "", "", rest, rest / 10 }'
 
 # ---- parse + validate: union schemas, closed world ------------------------------
 # The shapes Pydantic and zod emit (bench/gen_unions.py): toolgate's closed
