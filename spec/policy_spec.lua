@@ -147,6 +147,71 @@ describe("the policy sandbox", function()
     assert.matches("over the policy limit", err)
   end)
 
+  -- A finalizer runs when the collector gets to it: later, outside any
+  -- budget.  Lua 5.4 marks a table for finalization when setmetatable gives
+  -- it a metatable holding __gc (any value: a placeholder counts, and is
+  -- replaced later); LuaJIT never finalizes tables, but the rule is one.
+  it("refuses at load a chunk that sets a __gc finalizer, naming __gc, whatever it returns", function()
+    local good = "return { name = 'x', version = '1', stages = { 'rung' } }"
+    assert.is_table((load_text(good)))
+    for _, set in ipairs({
+      "setmetatable({}, { __gc = function() end })",
+      "setmetatable({}, { __gc = true })",
+      "local mt = { __gc = false }; setmetatable({}, mt); mt.__gc = function() end",
+      "local mt = {}; rawset(mt, '__gc', 1); setmetatable({}, mt)",
+    }) do
+      local r, err = sandbox.load(set .. "; return {}", "=test")
+      assert.is_nil(r, set)
+      assert.matches("__gc", err, 1, true)
+      local p, perr, code = load_text(set .. "; " .. good)
+      assert.is_nil(p, set)
+      assert.equal("POLICY_LOAD", code)
+      assert.matches("may not set a __gc finalizer", perr, 1, true)
+    end
+    -- and from a policy function, at run time
+    local fn = assert(sandbox.load("return function() setmetatable({}, { __gc = function() end }) end", "=test"))
+    local ok, err = sandbox.call(100000, fn)
+    assert.is_false(ok)
+    assert.matches("__gc", err, 1, true)
+  end)
+
+  it("runs no finalizer of a policy's: not one added after setmetatable, not one put in a host's metatable", function()
+    local hits = 0
+    local Class = {}
+    sandbox.register_helper("spec_probe", { hit = function() hits = hits + 1 end,
+      new = function() return setmetatable({}, Class) end })
+    finally(function() sandbox.register_helper("spec_probe", nil) end)
+    local function collected(made)
+      hits = 0
+      for _ = 1, 10 do made() end
+      collectgarbage()
+      collectgarbage()
+      return hits
+    end
+    if not h.is_luajit then -- the probe sees a finalizer run where the language runs one
+      assert.equal(10, collected(function() setmetatable({}, { __gc = function() hits = hits + 1 end }) end))
+    end
+    local later = assert(sandbox.load([[
+      local probe = require "spec_probe"
+      return function()
+        local mt = {}
+        local t = setmetatable({}, mt)
+        mt.__gc = function() probe.hit() end
+        return #t
+      end]], "=test"))
+    assert.equal(0, collected(function() assert(sandbox.call(100000, later)) end))
+    -- a host's metatable is not the policy's: it cannot read it, so cannot
+    -- make the host's own objects call it back
+    local r, err = sandbox.load([[
+      local probe = require "spec_probe"
+      local mt = getmetatable(probe.new())
+      if mt then mt.__gc = function() probe.hit() end end
+      return { hidden = mt == nil }]], "=test")
+    assert.same({ hidden = true }, r, err)
+    assert.is_nil(rawget(Class, "__gc"))
+    assert.equal(0, collected(function() setmetatable({}, Class) end))
+  end)
+
   it("stops a policy chunk that loops forever", function()
     local r, err = sandbox.load("while true do end", "=test", 100000)
     assert.is_nil(r)

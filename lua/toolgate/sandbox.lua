@@ -613,27 +613,35 @@ function M.environment()
   MARKS[array_mt] = true
   local exact_mt = copy(value.exact_mt) -- the same metamethods: boxes still compare alike
   EXACT[exact_mt] = true
+  local own = setmetatable({}, { __mode = "k" }) -- the metatables this policy set
   local env = {
     assert = assert, error = error, ipairs = ipairs, pairs = pairs, next = next,
     select = select, tonumber = safe_tonumber, tostring = tostring, type = type,
     rawequal = rawequal, rawget = rawget, rawset = rawset,
-    -- a __gc finalizer would run later, outside any budget
+    -- a __gc finalizer would run later, outside any budget.  Lua 5.4
+    -- marks a table for finalization here or never: a __gc (any value, a
+    -- placeholder too) in mt now is refused, one added later is never called
     setmetatable = function(t, mt)
-      if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
-        error("a policy may not set __gc finalizers", 2)
+      if type(mt) == "table" then
+        if rawget(mt, "__gc") ~= nil then
+          error("a policy may not set a __gc finalizer: it would run outside the instruction budget", 2)
+        end
+        own[mt] = true
       end
       return setmetatable(t, mt)
     end,
     unpack = TABLE.unpack,
-    -- getmetatable("") would hand out the real string library, and the
-    -- host's array mark and box metatable are shared by every array and box
-    -- it makes: not for policies
+    -- only the policy's own metatables: getmetatable("") would hand out the
+    -- real string library, the host's array mark and box metatable are
+    -- shared by every array and box it makes, and a __gc put in any host
+    -- metatable would be called for the host's next object
     getmetatable = function(v)
-      if type(v) == "string" then return nil end
-      local mt = getmetatable(v)
+      local mt = raw_getmetatable(v)
+      if mt == nil or type(v) == "string" then return nil end
       if value.is_array_mt(mt) then return array_mt end
       if mt == value.exact_mt then return exact_mt end
-      return mt
+      if own[mt] then return getmetatable(v) end
+      return nil
     end,
     pcall = policy_pcall,
     xpcall = policy_xpcall,
