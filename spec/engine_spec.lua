@@ -266,6 +266,33 @@ describe("defers", function()
     assert.not_equal(d.binding.args_digest, other.binding.args_digest)
   end)
 
+  -- a check's defer is written by the core; a verify's is built in Lua
+  -- (engine.lua's finish), and must bind the same fields
+  it("raised while verifying a result, are bound to the exact call, policy, registry and epoch", function()
+    local e = engine({ verifier = { on_mismatch = "defer" } })
+    local c = call("read_log", { n = 1 })
+    local decode = require("toolgate.json").decode
+    local codec = toolgate.codec()
+    for _, epoch in ipairs({ "e9", { "run", 2 } }) do
+      local ctx = { max_risk = "critical", scopes = { "logs:read" }, epoch = epoch }
+      local want = {
+        server = "ops", tool = "read_log", args_digest = toolgate.hash('{"n":1}'),
+        policy_version = "test@1", registry_hash = e:snapshot().hash, epoch = epoch,
+      }
+      local _, resolved = e:check_resolved(c, ctx)
+      for how, d in pairs({
+        table = e:verify(c, '{"lines":[1]}', ctx),
+        context = e:verify(c, '{"lines":[1]}', e:context(ctx)),
+        resolved = e:verify_resolved(resolved, '{"lines":[1]}', ctx),
+      }) do
+        assert.equal("defer", d.verdict, how)
+        assert.equal("CONTRACT_OUTPUT", d.code, how)
+        assert.same(want, d.binding, how)
+        assert.same(want, assert(decode(codec.engine, d:json())).binding, how)
+      end
+    end
+  end)
+
   it("need approval under the strict policy", function()
     local e = assert(toolgate.new({ policy = h.root .. "/policies/strict.lua",
       registry = { DATA .. "contracts.json" } }))
