@@ -20,6 +20,8 @@
 --                            given, the real one (advance sleeps) for a store
 --                            whose expiry is its server's own
 --   clock_kind            what clock() is, for the case list
+local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
+
 local M = {}
 
 -- Checks: each raises with the case's line (level 2: the caller's).
@@ -158,6 +160,50 @@ case("pin reports: each change once per registry; a server's first quarantine ke
   eq({ "h1", "s", "first" }, { qs[1].registry_hash, qs[1].server, qs[1].reason }, "the quarantined server")
 end)
 
+case("added-tool reports are bounded per server and registry: MAX_ADDED_REPORTS records, then one that counts the rest",
+  function(t)
+    local s, max = t.store, MAX_ADDED_REPORTS
+    for i = 1, max do
+      eq(true, s:pin_report("h1", "s", "a" .. i, { tool = "a" .. i, change = "added" }), "added report " .. i)
+    end
+    eq(false, s:pin_report("h1", "s", "a1", { tool = "a1", change = "added" }), "a kept one again")
+    eq(true, s:pin_report("h1", "s", "over1", { tool = "over1", change = "added" }), "the first one over: its record")
+    for i = 2, 50 do s:pin_report("h1", "s", "over" .. i, { tool = "over" .. i, change = "added" }) end
+    -- a listing's tail, counted by the gateway, in one report
+    eq(false, s:pin_report("h1", "s", "", { tool = "", change = "more", count = 1000 }), "a tail of 1000")
+    -- the bound is per server and registry, and no other kind of report is bounded
+    eq(true, s:pin_report("h1", "other", "a1", { tool = "a1", change = "added" }), "another server")
+    eq(true, s:pin_report("h2", "s", "a1", { tool = "a1", change = "added" }), "another registry")
+    local change = { tool = "echo", change = "changed", pin = "p1", upstream_pin = "p2" }
+    eq(true, s:pin_report("h1", "s", "echo", change), "a changed pin, past the bound")
+    eq(change, s:pin_change("h1", "s", "echo"), "pin_change past the bound")
+    local added, more, changed = 0, {}, 0
+    for _, r in ipairs(s:pin_reports()) do
+      if r.registry_hash == "h1" and r.server == "s" then
+        if r.change.change == "added" then added = added + 1 end
+        if r.change.change == "more" then more[#more + 1] = r end
+        if r.change.change == "changed" then changed = changed + 1 end
+      end
+    end
+    eq({ max, 1, 1 }, { added, #more, changed }, "h1 s: {added, more, changed} records")
+    eq({ "", 1050 }, { more[1].tool, more[1].change.count }, "the one record of the rest: {tool, count}")
+  end)
+
+case("approvals keep the canonical arguments they bind, exact, with their size and whether they were cut", function(t)
+  local s = t.store
+  local args = '{"n":123456789012345678901234567890,"text":"rm -rf / --no-preserve-root"}'
+  eq(true, s:approval_open("x", { server = "s", tool = "write_note", args_digest = "d", arguments = args,
+    arguments_bytes = #args, arguments_truncated = false }, 60, 1), "open")
+  local function fields(r)
+    r = r or {}
+    return { r.arguments, r.arguments_bytes, r.arguments_truncated }
+  end
+  eq({ args, #args, false }, fields(s:approval("x")), "approval(x)")
+  eq({ args, #args, false }, fields((s:approvals() or {})[1]), "approvals()[1]")
+  eq({ args, #args, false }, fields(s:approval_decide("x", "grant")), "the granted record")
+  eq({ args, #args, false }, fields(s:approval("x")), "approval(x) once granted")
+end)
+
 case("a second handle on the same records sees every write of the first", function(t)
   local a = t.store
   local b, why = t.peer(a)
@@ -209,7 +255,8 @@ case("a second handle that fills up with the first's records keeps its own quara
   b:quarantine_server("h", "s", "by b")
   b:pin_report("h", "s", "t", { tool = "t", change = "changed" })
   local pad = string.rep("x", 500)
-  for i = 1, 300 do a:pin_report("h", "s", "fill" .. i, { tool = "fill" .. i, change = "added", pad = pad }) end
+  -- (one registry hash each: added-tool reports are bounded per server and registry)
+  for i = 1, 300 do a:pin_report("h" .. i, "s", "fill", { tool = "fill", change = "added", pad = pad }) end
   -- b takes in a's records, more than it holds: that may fail (then b's copy goes stale, unverified)
   pcall(t.settle, a, b)
   check((b:get("s", "t") or {}).quarantined, "b's quarantine, once full: " .. show(b:get("s", "t")))

@@ -54,6 +54,11 @@ local core = require "toolgate.core"
 
 local M = {}
 
+--- How many tools a server lists that its registry lacks are kept as a
+-- record each, per server and registry hash; the rest are counted in one
+-- record (a server listing made-up tools must not fill the store).
+M.MAX_ADDED_REPORTS = 100
+
 local Memory = {}
 Memory.__index = Memory
 
@@ -66,7 +71,8 @@ Memory.__index = Memory
 function M.memory(opts)
   local clock = opts and opts.clock or os.time
   local e = assert(core.new_engine())
-  return setmetatable({ c = assert(e:store()), approvals_by_id = {}, pins = {}, servers = {}, clock = clock }, Memory)
+  return setmetatable({ c = assert(e:store()), approvals_by_id = {}, pins = {}, added = {}, servers = {},
+    clock = clock }, Memory)
 end
 
 local function key(server, name) return (server or "") .. "\0" .. name end
@@ -138,9 +144,28 @@ function Memory:approvals()
   return out
 end
 
+-- A server's added tools past the bound, and a "more" report (a listing's
+-- tail the gateway counted), are counted in its one "more" record.
 function Memory:pin_report(registry_hash, server, tool, change)
-  local k = registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
-  if self.pins[k] then return false end
+  local kind = change.change
+  local k = registry_hash .. "\0" .. key(server, tool) .. "\0" .. kind
+  if kind ~= "more" and self.pins[k] then return false end
+  if kind == "added" or kind == "more" then
+    local sk = registry_hash .. "\0" .. server
+    local n = self.added[sk] or 0
+    if kind == "added" and n < M.MAX_ADDED_REPORTS then
+      self.added[sk] = n + 1
+    else
+      local by = kind == "more" and change.count or 1
+      k = sk .. "\0\0more"
+      local more = self.pins[k]
+      if more then
+        more.change.count = more.change.count + by
+        return false
+      end
+      tool, change = "", { tool = "", change = "more", count = by }
+    end
+  end
   self.pins[k] = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
   return true
 end

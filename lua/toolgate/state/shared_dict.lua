@@ -12,12 +12,16 @@
 -- them.  Approvals expire by the dict's own TTLs.  Records are JSON.
 -- Keys: "d:v|q:<server>\0<tool>" determinism, "a:<id>" an approval,
 -- "a#<id>" its decision, "a+<id>" its uses left, "p:<hash>\0<server>\0<tool>\0<change>"
--- a pin report, "s:<hash>\0<server>" a quarantined server.
+-- a pin report ("p#<hash>\0<server>" how many of the server's are of added
+-- tools, "p+<hash>\0<server>" the count of its "more" record), "s:<hash>\0<server>" a
+-- quarantined server.
 -- @module toolgate.state.shared_dict
 
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local value = require "toolgate.value"
+
+local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
 
 local M = {}
 
@@ -27,6 +31,9 @@ local M = {}
 -- a quarantined server).  toolgate.state.redis keeps its local copy of the
 -- fleet's records here, in the same layout.
 M.KEYS = { verified = "d:v", quarantined = "d:q", pin = "p:", server = "s:" }
+-- (and this node's counts, per "<hash>\0<server>": its added-tool reports,
+-- and the count of its "more" record)
+local ADDED, MORE = "p#", "p+"
 local K = M.KEYS
 
 local Store = {}
@@ -172,10 +179,35 @@ end
 
 -- Pins and quarantined servers -----------------------------------------------
 
+-- incr(key, by) with the key made first without evicting; raises when
+-- there is no room for it.
+local function count(dict, k, by)
+  local n = dict:incr(k, by)
+  if n then return n end
+  stored("a pin report's count", dict:safe_add(k, 0))
+  return assert(dict:incr(k, by))
+end
+
+-- A server's added tools past toolgate.state.MAX_ADDED_REPORTS, and a
+-- "more" report (a listing's tail the gateway counted), are counted in its
+-- one "more" record, whose count is a counter of its own (incr: no worker
+-- loses another's).
 function Store:pin_report(registry_hash, server, tool, change)
-  local k = K.pin .. registry_hash .. "\0" .. key(server, tool) .. "\0" .. change.change
+  local kind, sk = change.change, registry_hash .. "\0" .. (server or "")
+  local k = K.pin .. registry_hash .. "\0" .. key(server, tool) .. "\0" .. kind
+  local d = self.dict
+  if kind == "added" then
+    if d:get(k) then return false end
+    -- (two workers adding one tool take two places: the bound holds all the same)
+    if count(d, ADDED .. sk, 1) > MAX_ADDED_REPORTS then kind = "more" end
+  end
+  if kind == "more" then
+    local by = change.change == "more" and change.count or 1
+    if count(d, MORE .. sk, by) ~= by then return false end -- the record exists: counted
+    k, tool, change = K.pin .. sk .. "\0\0more", "", { tool = "", change = "more", count = by }
+  end
   local r = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
-  return stored("a pin report", self.dict:safe_add(k, encode(r))) and true or false
+  return stored("a pin report", d:safe_add(k, encode(r))) and true or false
 end
 
 function Store:pin_change(registry_hash, server, tool)
@@ -187,6 +219,9 @@ function Store:pin_reports()
   local out = {}
   for _, k in ipairs(scan(self.dict, K.pin)) do
     local r = decode(self.dict:get(k))
+    if r and r.change.change == "more" then
+      r.change.count = self.dict:get(MORE .. r.registry_hash .. "\0" .. r.server) or r.change.count
+    end
     if r then out[#out + 1] = r end
   end
   return out

@@ -23,6 +23,8 @@ local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local value = require "toolgate.value"
 
+local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
+
 local M = {}
 
 M.DEFAULT_BUSY_MS = 5000
@@ -272,11 +274,37 @@ end
 
 -- Pins and quarantined servers -----------------------------------------------
 
-function Store:pin_report(registry_hash, server, tool, change)
-  local n = exec(self, "INSERT OR IGNORE INTO pins VALUES (" .. str(self, registry_hash) .. ", " .. str(self, server)
+local function insert_pin(self, registry_hash, server, tool, change)
+  return exec(self, "INSERT OR IGNORE INTO pins VALUES (" .. str(self, registry_hash) .. ", " .. str(self, server)
     .. ", " .. str(self, tool) .. ", " .. str(self, change.change) .. ", " .. str(self, encode(change)) .. ", "
-    .. num(self.clock()) .. ")")
-  return n == 1
+    .. num(self.clock()) .. ")") == 1
+end
+
+-- A server's added tools past toolgate.state.MAX_ADDED_REPORTS, and a
+-- "more" report (a listing's tail the gateway counted), are counted in its
+-- one "more" record.
+function Store:pin_report(registry_hash, server, tool, change)
+  local kind = change.change
+  if kind ~= "added" and kind ~= "more" then return insert_pin(self, registry_hash, server, tool, change) end
+  return tx(self, function()
+    local where = " WHERE registry_hash = " .. str(self, registry_hash) .. " AND server = " .. str(self, server)
+    if kind == "added" then
+      if rows(self, "SELECT 1 FROM pins" .. where .. " AND tool = " .. str(self, tool) .. " AND change = 'added'")[1] then
+        return false
+      end
+      local n = tonumber(rows(self, "SELECT COUNT(*) AS n FROM pins" .. where .. " AND change = 'added'")[1].n)
+      if n < MAX_ADDED_REPORTS then return insert_pin(self, registry_hash, server, tool, change) end
+    end
+    local by = kind == "more" and change.count or 1
+    local more = rows(self, "SELECT record FROM pins" .. where .. " AND tool = '' AND change = 'more'")[1]
+    if not more then
+      return insert_pin(self, registry_hash, server, "", { tool = "", change = "more", count = by })
+    end
+    local r = decode(more.record)
+    r.count = r.count + by
+    exec(self, "UPDATE pins SET record = " .. str(self, encode(r)) .. where .. " AND tool = '' AND change = 'more'")
+    return false
+  end)
 end
 
 function Store:pin_change(registry_hash, server, tool)
