@@ -421,4 +421,115 @@ describe("toolgate mcp-proxy", function()
     assert.equal(1, code)
     assert.truthy(err:find("cannot start /nonexistent/mcp-server", 1, true), err)
   end)
+
+  -- spec/stdio/pyserver.py: a server that reads its input as the MCP Python
+  -- SDK does (universal newlines), and records each call it ran
+  local function py_registry()
+    local reg = tmp .. "/notes.json"
+    if not io.open(reg, "r") then
+      local c, o, e = h.toolgate("registry record --server notes --output " .. q(reg) .. " -- python3 "
+        .. q(dir .. "/pyserver.py"))
+      assert(c == 0, o .. e)
+    end
+    return reg
+  end
+
+  -- py(input, env[, args]) -> exit status, the proxy's output (raw text), stderr, the calls the server ran
+  local py_runs = 0
+  local function py(input, env, args)
+    py_runs = py_runs + 1
+    local rec = tmp .. "/pyserver-" .. py_runs .. ".calls"
+    local code, out, err = h.run("cd " .. q(dir) .. " && timeout 60 " .. proxy .. " " .. (args or "") .. " --registry "
+      .. q("notes=" .. py_registry()) .. " -- env PYSERVER_RECORD=" .. q(rec) .. " " .. (env or "")
+      .. " python3 pyserver.py", table.concat(input, "\n") .. "\n")
+    local calls = {}
+    for l in (h.read_file(rec) or ""):gmatch("[^\n]+") do calls[#calls + 1] = decode(l) end
+    return code, out, err, calls
+  end
+  local function tools_of(calls)
+    local out = {}
+    for _, c in ipairs(calls) do out[#out + 1] = c.tool end
+    return out
+  end
+  local function call_line(id, name, args)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":"' .. name .. '","arguments":'
+      .. args .. "}}"
+  end
+  local DELETE_ALL = call_line(6, "delete_all", "{}")
+
+  it("never forwards a raw CR: a ping holding a refused call on a line of its own never runs it (Python SDK reader)", function()
+    if not need(pending) then return end
+    -- asked directly, delete_all is refused (H4): the server never sees it
+    local code, out, err, calls = py({ INIT, INITIALIZED, DELETE_ALL })
+    assert.equal(0, code, err)
+    assert.equal(-32001, by_id(lines(out), 6).error.code)
+    assert.same({}, tools_of(calls))
+    -- hidden in a ping's params behind raw CRs, which JSON reads as whitespace and Python as line breaks
+    local smuggled = '{"jsonrpc":"2.0","id":5,"method":"ping","params":{"k":\r' .. DELETE_ALL .. "\r}}"
+    code, out, err, calls = py({ INIT .. "\r", INITIALIZED, smuggled, call_line(7, "read_note", '{"text":"after"}') })
+    assert.equal(0, code, err)
+    assert.same({ "read_note" }, tools_of(calls))
+    local answers = lines(out)
+    assert.equal("pyserver", by_id(answers, 1).result.serverInfo.name) -- a trailing CRLF is a line's end
+    assert.equal(-32600, by_id(answers, 5).error.code)
+    assert.truthy(by_id(answers, 5).error.message:find("raw CR", 1, true), out)
+    assert.is_nil(by_id(answers, 6))
+    assert.equal("after", by_id(answers, 7).result.content[1].text)
+  end)
+
+  it("forwards each message re-serialized: U+2028, U+2029, U+0085 escaped; \\v \\f \\x1c-\\x1e refused unread", function()
+    if not need(pending) then return end
+    local text = "a\226\128\168b\226\128\169c\194\133d"
+    -- a server that splits its lines again with str.splitlines
+    local code, out, err, calls = py({ INIT, INITIALIZED, call_line(3, "read_note", '{"text":"' .. text .. '"}'),
+      '{"jsonrpc":"2.0","id":4,"method":"ping",\v"params":{}}', '{"jsonrpc":"2.0","id":8,"method":"ping",\f"params":{}}',
+      '{"jsonrpc":"2.0","id":9,"method":"ping",\28"params":{}}', '{"jsonrpc":"2.0","id":10,"method":"ping",\29"params":{}}',
+      '{"jsonrpc":"2.0","id":11,"method":"ping",\30"params":{}}' }, "SPLIT=lines")
+    assert.equal(0, code, err)
+    assert.same({ { tool = "read_note", arguments = { text = text } } }, calls)
+    local answers = lines(out)
+    assert.equal(text, by_id(answers, 3).result.content[1].text)
+    -- the server wrote them raw; the client reads them escaped
+    assert.is_nil(out:find("\226\128[\168\169]") or out:find("\194\133"), out)
+    for _, id in ipairs({ 4, 8, 9, 10, 11 }) do assert.is_nil(by_id(answers, id)) end
+    local parse_errors = 0
+    for _, a in ipairs(answers) do
+      if a.error and a.error.code == -32700 then parse_errors = parse_errors + 1 end
+    end
+    assert.equal(5, parse_errors)
+  end)
+
+  it("re-serializes the server's lines: a raw CR in an answer never reaches the client", function()
+    if not need(pending) then return end
+    local code, out, err = py({ INIT, INITIALIZED, call_line(3, "read_note", '{"text":"real"}') }, "HOSTILE=cr")
+    assert.equal(0, code, err)
+    assert.is_nil(out:find("\r", 1, true))
+    local answers = lines(out)
+    assert.equal(2, #answers)
+    assert.equal("real", by_id(answers, 3).result.content[1].text)
+  end)
+
+  it("answers a call that needs a locked store with its own id, at once, while a read-only call passes", function()
+    if not need(pending) then return end
+    local st = tmp .. "/locked-state"
+    h.write_file(tmp .. "/notes-rw.ctx", '{"scopes":["notes:read","notes:write"]}')
+    local args = "--policy gateway --state " .. q(st) .. " --context " .. q(tmp .. "/notes-rw.ctx")
+    -- write_note defers: asking for an approval writes the store, which another connection holds
+    local steps = assert(value.encode({ call_line(3, "write_note", '{"text":"x"}'),
+      call_line(4, "read_note", '{"text":"meanwhile"}') }))
+    local code, out, err = h.run("cd " .. q(dir) .. " && timeout 60 python3 locked.py " .. q(st .. "/state.sqlite") .. " "
+      .. q(steps) .. " 8 -- " .. proxy .. " " .. args .. " --registry " .. q("notes=" .. py_registry())
+      .. " -- python3 pyserver.py")
+    assert(code == 0, out .. err)
+    local r = decode(out)
+    local got = {}
+    for _, a in ipairs(r.answers) do got[#got + 1] = a end
+    table.sort(got, function(x, y) return tostring(x.id) < tostring(y.id) end)
+    assert.equal(2, #got, out)
+    assert.same({ 3, -32003 }, { got[1].id, got[1].code })
+    assert.same({ 4, value.null }, { got[2].id, got[2].code })
+    -- within the proxy's busy timeout, not the 5 s a command waits
+    for _, a in ipairs(got) do assert.is_true(a.ms < 1500, out) end
+    assert.equal(0, r.status)
+  end)
 end)

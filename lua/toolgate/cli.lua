@@ -197,12 +197,13 @@ function M.state_dir(opt)
   return (os.getenv("HOME") or ".") .. "/.local/state/toolgate"
 end
 
--- open_state(cmd, dir) -> the SQLite store in dir (made, mode 700, when it
--- is missing) | nil (after a diagnostic)
-function M.open_state(cmd, dir)
+-- open_state(cmd, dir[, opts]) -> the SQLite store in dir (made, mode 700,
+-- when it is missing) | nil (after a diagnostic); opts as for
+-- toolgate.state.sqlite's open (busy_ms)
+function M.open_state(cmd, dir, opts)
   dir = M.state_dir(dir)
   os.execute("mkdir -p -m 700 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
-  local store, err = require("toolgate.state.sqlite").open(dir .. "/state.sqlite")
+  local store, err = require("toolgate.state.sqlite").open(dir .. "/state.sqlite", opts)
   if not store then M.diag(cmd, "--state: " .. tostring(err)) end
   return store
 end

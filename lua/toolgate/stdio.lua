@@ -20,6 +20,16 @@
 -- answered with the gateway's error; a line from the server that is not
 -- JSON, or an answer to no request in flight, is dropped with a log line.
 --
+-- What either side reads is what was decided, never the bytes as they
+-- came: each message goes on re-serialized from its parse (canonical JSON,
+-- exact numbers), with U+0085, U+2028 and U+2029 escaped, so no reader
+-- finds a line break inside it (a server built with the MCP Python SDK
+-- reads universal newlines, where a raw CR ends a line; str.splitlines
+-- also breaks at those three).  A client's line holding a raw CR anywhere
+-- but its end is refused: JSON reads it as whitespace, such a server as
+-- two lines.  (\v, \f and \x1c-\x1e, splitlines' other breaks, are no
+-- JSON outside a string nor raw inside one: such a line is not JSON.)
+--
 -- The end: when the client closes its side, the server's standard input
 -- is closed (the MCP stdio transport's shutdown), then after `grace`
 -- seconds the server gets SIGTERM, and after as long again SIGKILL.  When
@@ -28,6 +38,7 @@
 -- N), or 1 when it could not be started.
 -- @module toolgate.stdio
 
+local decision = require "toolgate.decision"
 local mcp = require "toolgate.mcp"
 local proc = require "toolgate.proc"
 
@@ -111,6 +122,57 @@ local function splitter(on_line, on_overflow)
   end
 end
 
+-- Characters some line reader breaks at that JSON allows raw inside a
+-- string, as JSON escapes: in canonical JSON no other byte can spell them.
+local LINE_BREAKS = { ["\194\133"] = "\\u0085", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029" }
+
+local function escape_breaks(text)
+  return (text:gsub("\194\133", LINE_BREAKS["\194\133"]):gsub("\226\128[\168\169]", LINE_BREAKS))
+end
+
+-- The message as toolgate read it: canonical JSON with exact numbers, the
+-- line breaks above escaped | nil, why (not JSON).
+local function reserialize(text)
+  local doc, err = decision.codec():parse(text)
+  if not doc then return nil, err end
+  local out = doc:root():canon(nil, "exact")
+  doc:free()
+  return escape_breaks(out)
+end
+
+-- The ids of a client's message (a batch's, each), as JSON text: the
+-- answers a refusal of the whole line owes.  Reading them takes no state.
+local function ids_of(gw, route, line)
+  local ok, frame = pcall(gw.engine.check_mcp, gw.engine, line, route.server)
+  if not ok or frame.kind == "not_json" then return { "null" } end
+  if frame.kind ~= "batch" then
+    if frame.id then return { frame.id } end
+    -- a notification is owed no answer
+    if frame.method and not frame.bad_id and not frame.bad_method then return {} end
+    return { "null" }
+  end
+  local ids = {}
+  local doc = decision.codec():parse(line)
+  if not doc then return { "null" } end
+  local root = doc:root()
+  for i = 1, root:len() do
+    local okm, f = pcall(root:at(i).mcp, root:at(i), route.server)
+    if okm and f.id then ids[#ids + 1] = f.id end
+  end
+  doc:free()
+  return ids
+end
+
+-- The refusal of a whole line, for each of its requests (a notification
+-- gets none), one answer or a batch of them.
+local function refuse_line(gw, route, line, code, message)
+  local out = {}
+  for _, id in ipairs(ids_of(gw, route, line)) do out[#out + 1] = mcp.error_reply(id, code, message) end
+  if #out == 0 then return nil end
+  if #out == 1 and line:match("^%s*[^%[%s]") then return out[1] end
+  return "[" .. table.concat(out, ",") .. "]"
+end
+
 local function default_log(msg) io.stderr:write("toolgate mcp-proxy: ", msg, "\n") end
 
 --- run(opts) -> exit status.
@@ -156,18 +218,34 @@ function M.run(opts)
   if opts.log then note = log end
   if opts.ready then opts.ready(note) end
 
+  local function refuse(line, code, message)
+    local answer = refuse_line(gw, route, line, code, message)
+    if answer then push(to_client, answer .. "\n") end
+  end
+
   local function client_line(line)
-    local ok, plan = pcall(gw.request, gw, route, line, session)
-    if not ok then
-      note("deciding a message failed: " .. tostring(plan))
-      push(to_client, mcp.error_reply("null", mcp.CODES.POLICY_ERROR, "toolgate: the message could not be decided")
-        .. "\n")
+    if line:find("\r", 1, true) then
+      note("refused a message from the client holding a raw CR inside its line")
+      refuse(line, mcp.CODES.INVALID_REQUEST, "toolgate: a raw CR inside a line (a server may read it as a line "
+        .. "break): escape it, or end the line with LF or CRLF")
       return
     end
-    if plan.reply then push(to_client, plan.reply .. "\n") end
-    if plan.forward then push(to_server, plan.forward .. "\n") end
+    local ok, plan = pcall(gw.request, gw, route, line, session)
+    local forward
+    if ok and plan.forward then
+      -- a batch's forward is canonical already
+      if plan.batch then forward = escape_breaks(plan.forward) else ok, forward = pcall(reserialize, plan.forward) end
+      if ok and not forward then ok = false end
+    end
+    if not ok then
+      note("deciding a message failed: " .. (type(plan) == "table" and "it cannot be re-serialized" or tostring(plan)))
+      refuse(line, mcp.CODES.POLICY_ERROR, "toolgate: the message could not be decided")
+      return
+    end
+    if plan.reply then push(to_client, escape_breaks(plan.reply) .. "\n") end
+    if forward then push(to_server, forward .. "\n") end
     for id, p in pairs(plan.pending) do session.pending[id] = p end
-    if plan.inject then push(to_client, "[" .. table.concat(plan.inject, ",") .. "]\n") end
+    if plan.inject then push(to_client, escape_breaks("[" .. table.concat(plan.inject, ",") .. "]") .. "\n") end
   end
 
   local function server_line(line)
@@ -176,6 +254,12 @@ function M.run(opts)
       note("checking a message from the server failed: " .. tostring(out))
       return
     end
+    if not out then
+      note("dropped a line from the server: " .. tostring(why) .. ": " .. line:sub(1, 120))
+      return
+    end
+    -- passed as it came: re-serialized; the gateway's own text: canonical but for the breaks
+    if out == line then out, why = reserialize(line) else out = escape_breaks(out) end
     if not out then
       note("dropped a line from the server: " .. tostring(why) .. ": " .. line:sub(1, 120))
       return

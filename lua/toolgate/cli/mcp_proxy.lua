@@ -2,9 +2,23 @@
 -- (toolgate.stdio relays, toolgate.mcp decides).
 local cli = require "toolgate.cli"
 local mcp = require "toolgate.mcp"
+local proc = require "toolgate.proc"
 local stdio = require "toolgate.stdio"
 
 local M = {}
+
+--- How long the proxy waits for the state's lock, in milliseconds: a
+-- store another process holds longer is a refusal of the calls that need
+-- it (approvals), answered at once, not a stall of the whole relay, which
+-- runs on one thread (a person's command, toolgate approvals, waits
+-- toolgate.state.sqlite's default).
+M.BUSY_MS = 200
+--- A decision log that cannot be written is tried again after this many
+-- seconds, doubled at each failure up to LOG_RETRY_MAX; its lines wait,
+-- at most LOG_MAX_WAITING of them (the oldest go first, said once).
+M.LOG_RETRY = 0.5
+M.LOG_RETRY_MAX = 8
+M.LOG_MAX_WAITING = 100000
 
 M.usage = [[
 usage: toolgate mcp-proxy [--policy FILE|NAME] [--registry SERVER=FILE]... [options] -- COMMAND [ARGS...]
@@ -102,7 +116,7 @@ function M.run(args)
     if not grace or grace <= 0 or grace > 3600 then cli.usage_error("--grace takes seconds from 0 to 3600") end
   end
   opts.policy = opts.policy or "mcp"
-  local store = cli.open_state("mcp-proxy", opts.state)
+  local store = cli.open_state("mcp-proxy", opts.state, { busy_ms = M.BUSY_MS })
   if not store then return cli.EXIT_USAGE end
   local engine = cli.load_engine("mcp-proxy", opts, { state = store }, true)
   if not engine then return cli.EXIT_USAGE end
@@ -119,14 +133,25 @@ function M.run(args)
   local say = {}
   -- the log is written in batches, one transaction every 100 ms and at the
   -- end (a commit per decision would cost more than the decision)
-  local pending = {}
+  local pending, retry_at, retry_in, dropped = {}, 0, M.LOG_RETRY, false
   local function record(line) pending[#pending + 1] = line end
-  local function write_log()
-    if #pending == 0 then return end
-    local lines = pending
-    pending = {}
-    local ok, lerr = pcall(store.log, store, lines)
-    if not ok and say[1] then say[1]("cannot write the decision log: " .. tostring(lerr)) end
+  local function write_log(now)
+    if #pending == 0 or (now and now < retry_at) then return end
+    local ok, lerr = pcall(store.log, store, pending)
+    if ok then
+      pending, retry_in = {}, M.LOG_RETRY
+      return
+    end
+    if say[1] then say[1]("cannot write the decision log (tried again in " .. retry_in .. " s): " .. tostring(lerr)) end
+    retry_at, retry_in = (now or 0) + retry_in, math.min(retry_in * 2, M.LOG_RETRY_MAX)
+    if #pending > M.LOG_MAX_WAITING then
+      if not dropped and say[1] then say[1]("the decision log loses its oldest lines: more than "
+        .. M.LOG_MAX_WAITING .. " wait") end
+      dropped = true
+      local keep = {}
+      for i = #pending - M.LOG_MAX_WAITING + 1, #pending do keep[#keep + 1] = pending[i] end
+      pending = keep
+    end
   end
   local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record) }
   if not gw then
@@ -142,7 +167,7 @@ function M.run(args)
   end
   io.stdout:flush()
   local status = stdio.run{ gateway = gw, route = route, argv = argv, grace = grace,
-    ready = function(log) say[1] = log end, every = write_log }
+    ready = function(log) say[1] = log end, every = function() write_log(proc.now()) end }
   say[1] = function(msg) cli.diag("mcp-proxy", msg) end
   write_log()
   store:close()
