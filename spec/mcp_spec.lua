@@ -239,6 +239,58 @@ describe("toolgate.mcp", function()
     end
   end)
 
+  it("keeps MAX_ADDED_REPORTS reports of tools the registry lacks per server, and counts the rest in one", function()
+    local gw, route, events, store = gateway()
+    local tools, answer = listed()
+    local flood = {}
+    for i, t in ipairs(tools) do flood[i] = t end
+    for i = 1, state.MAX_ADDED_REPORTS + 50 do flood[#flood + 1] = { name = "made_up_" .. i, inputSchema = { type = "object" } } end
+    local function list()
+      local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+      return json(gw:response(route, plan, answer(flood)))
+    end
+    assert.equals(#tools, #list().result.tools)
+    local seen = {}
+    for _, ev in ipairs(events) do
+      if ev.kind == "pin_change" then seen[ev.change.change] = (seen[ev.change.change] or 0) + 1 end
+    end
+    assert.same({ added = state.MAX_ADDED_REPORTS, more = 1 }, seen)
+    local n = #events
+    list()
+    assert.equals(n, #events) -- nothing new to say
+    local kept = {}
+    for _, r in ipairs(store:pin_reports()) do
+      kept[r.change.change] = (kept[r.change.change] or 0) + 1
+      if r.change.change == "more" then kept.count = r.change.count end
+    end
+    -- the rest of each listing, counted
+    assert.same({ added = state.MAX_ADDED_REPORTS, more = 1, count = 100 }, kept)
+  end)
+
+  it("refuses a changed tool's calls when its report cannot be stored, and says the store failed", function()
+    for _, on_change in ipairs({ "refuse", "quarantine" }) do
+      local gw, route, events, store = gateway({ on_pin_change = on_change })
+      local function full() error("toolgate shared dict: cannot store a pin report: no memory", 0) end
+      gw.state = setmetatable({ pin_report = full, quarantine_server = full }, { __index = store })
+      local tools, answer = listed()
+      local changed = {}
+      for i, t in ipairs(tools) do changed[i] = t end
+      changed[1] = { name = tools[1].name, description = "now do something else", inputSchema = tools[1].inputSchema }
+      local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+      local out = json(gw:response(route, plan, answer(changed)))
+      assert.equals(#tools - 1, #out.result.tools)
+      local r = json(gw:request(route, call(9, tools[1].name, '{"message":"x"}')).reply)
+      assert.equals(on_change == "refuse" and "PIN_CHANGED" or "SERVER_QUARANTINED", r.error.data.decision.code)
+      local failed = {}
+      for _, ev in ipairs(events) do
+        if ev.kind == "store_error" then failed[#failed + 1] = ev.op .. " " .. tostring(ev.tool) end
+        if ev.kind == "store_error" then assert.matches("no memory", ev.message) end
+      end
+      assert.same(on_change == "refuse" and { "pin_report " .. tools[1].name }
+        or { "pin_report " .. tools[1].name, "quarantine_server nil" }, failed)
+    end
+  end)
+
   it("verifies tools/call results: a broken contract is replaced, isError and errors pass", function()
     local gw, route, events = gateway()
     local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
@@ -502,6 +554,40 @@ describe("toolgate.mcp", function()
       assert.is_nil(gw:request(route, c).forward)
       assert.equals("used", store:approval(id).status)
     end)
+
+    it("hold the exact canonical arguments they bind, cut past MAX_APPROVAL_ARGUMENTS_BYTES, and say so", function()
+      local gw, route, events, store = gateway(nil, clock)
+      local canonical = '{"n":12345678901234567890123,"text":"rm -rf / --no-preserve-root"}'
+      local r = json(gw:request(route, call(1, "write_note",
+        '{ "text" : "rm -rf / --no-preserve-root", "n": 1.2345678901234567890123e22 }')).reply)
+      assert.equals(mcp.CODES.DEFERRED, r.error.code)
+      local a = store:approval(r.error.data.approval_id)
+      assert.same({ canonical, #canonical, false }, { a.arguments, a.arguments_bytes, a.arguments_truncated })
+      -- the very text the binding's digest hashed
+      assert.equals(a.args_digest, require("toolgate.core").hash_bytes(canonical))
+      assert.equals(a.args_digest, r.error.data.decision.binding.args_digest)
+      -- and the decision log's line for the defer shows them
+      local line = json(mcp.decision_line(events[#events], 1))
+      assert.same({ canonical, #canonical, false }, { line.arguments, line.arguments_bytes, line.arguments_truncated })
+      local max = mcp.MAX_APPROVAL_ARGUMENTS_BYTES
+      local function approval_of(text)
+        local reply = json(gw:request(route, call(2, "write_note", text)).reply)
+        return store:approval(reply.error.data.approval_id)
+      end
+      -- N bytes: whole
+      local at_max = '{"text":"' .. string.rep("x", max - 11) .. '"}'
+      a = approval_of(at_max)
+      assert.same({ at_max, max, false }, { a.arguments, a.arguments_bytes, a.arguments_truncated })
+      -- N + 1 bytes: a prefix of N, its whole size and digest
+      local over = '{"text":"' .. string.rep("x", max - 10) .. '"}'
+      a = approval_of(over)
+      assert.same({ over:sub(1, max), max + 1, true }, { a.arguments, a.arguments_bytes, a.arguments_truncated })
+      assert.equals(require("toolgate.core").hash_bytes(over), a.args_digest)
+      -- a cut that would split a character stops before it
+      local wide = '{"text":"' .. string.rep("\195\169", max) .. '"}'
+      a = approval_of(wide)
+      assert.same({ wide:sub(1, max - 1), #wide, true }, { a.arguments, a.arguments_bytes, a.arguments_truncated })
+    end)
   end)
 
   describe("the policy's mcp table", function()
@@ -525,6 +611,104 @@ describe("toolgate.mcp", function()
         assert.equals("POLICY_INVALID", code)
         assert.matches("^policy mcp%.", err)
       end
+    end)
+  end)
+
+  describe("the edges", function()
+    local function disguised(id)
+      return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"notifications/tools/call","params":{"name":"delete_all",'
+        .. '"arguments":{}}}'
+    end
+
+    it("refuses a request disguised as a notification: a notifications/* method with an id", function()
+      local gw, route, events = gateway()
+      for _, c in ipairs({ { "7", 7 }, { '"n7"', "n7" } }) do
+        local plan = gw:request(route, disguised(c[1]))
+        assert.is_nil(plan.forward, c[1])
+        local r = json(plan.reply)
+        assert.equals(c[2], r.id)
+        assert.equals(mcp.CODES.INVALID_REQUEST, r.error.code)
+        assert.equals("NOTIFICATION_WITH_ID", r.error.data.decision.code)
+        assert.matches("notifications/tools/call with an id is a request", r.error.message, 1, true)
+        assert.equals("NOTIFICATION_WITH_ID", events[#events].decision.code)
+      end
+      -- a bad id: answered with null, never forwarded
+      local r = json(gw:request(route, disguised("1.5")).reply)
+      assert.equals(value.null, r.id)
+      assert.equals("BAD_ID", r.error.data.decision.code)
+      -- in a batch: answered there, the real notification beside it forwarded
+      local note = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+      local plan = gw:request(route, "[" .. disguised("8") .. "," .. note .. "]")
+      assert.equals("[" .. note .. "]", plan.forward)
+      assert.equals(8, json(plan.inject[1]).id)
+      assert.equals("NOTIFICATION_WITH_ID", json(plan.inject[1]).error.data.decision.code)
+      -- a notification without an id still passes
+      assert.equals(note, gw:request(route, note).forward)
+    end)
+
+    it("checks structuredContent of an isError result against the outputSchema; isError without it passes", function()
+      local gw, route, events = gateway()
+      local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+      local r = json(gw:response(route, plan, '{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true,'
+        .. '"structuredContent":{"sum":"three"}}}'))
+      assert.equals(mcp.CODES.REJECTED, r.error.code)
+      assert.equals("CONTRACT_OUTPUT", r.error.data.decision.code)
+      assert.equals("result", events[#events].phase)
+      for _, ok in ipairs({ '{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true,"structuredContent":{"sum":3}}}',
+                            '{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}' }) do
+        plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+        assert.equals(ok, gw:response(route, plan, ok))
+        assert.equals("TOOL_ERROR", events[#events].decision.code)
+      end
+    end)
+
+    it("sends a tools/list it filtered out private with the policy's ttlMs, whatever the server said", function()
+      local tools = json(h.read_file(root .. "/spec/data/nginx/counter.json")).tools
+      local function answer(extra)
+        local result = { tools = setmetatable(tools, value.array_mt), nextCursor = "c2" }
+        for k, v in pairs(extra) do result[k] = v end
+        return assert(value.encode({ jsonrpc = "2.0", id = 1, result = result }))
+      end
+      for _, c in ipairs({ { nil, 60000 }, { { list_ttl_ms = 0 }, 0 }, { { list_ttl_ms = 5000 }, 5000 } }) do
+        local gw, route = gateway(c[1])
+        for _, extra in ipairs({ { ttlMs = 86400000, cacheScope = "public" }, {}, { ttlMs = "x", cacheScope = 1 } }) do
+          local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+          local text = gw:response(route, plan, answer(extra))
+          local r = json(text)
+          assert.equals("private", r.result.cacheScope)
+          assert.equals(c[2], r.result.ttlMs)
+          assert.equals("c2", r.result.nextCursor)
+          assert.equals(#tools, #r.result.tools)
+          local _, n = text:gsub('"ttlMs"', "")
+          local _, m = text:gsub('"cacheScope"', "")
+          assert.same({ 1, 1 }, { n, m })
+        end
+      end
+    end)
+
+    it("checks mcp.list_ttl_ms at its bounds", function()
+      local function load(t)
+        local e = assert(toolgate.new{ policy = policy(t), registry = { REGISTRY } })
+        return mcp.new{ engine = e }
+      end
+      assert.equals(60000, mcp.DEFAULTS.list_ttl_ms)
+      assert.is_table(load({ list_ttl_ms = mcp.MAX_LIST_TTL_MS }))
+      assert.is_table(load({ list_ttl_ms = 0 }))
+      for _, bad in ipairs({ mcp.MAX_LIST_TTL_MS + 1, -1, 1.5, "60000" }) do
+        local gw, err, code = load({ list_ttl_ms = bad })
+        assert.is_nil(gw)
+        assert.equals("POLICY_INVALID", code)
+        assert.matches("^policy mcp%.list_ttl_ms", err)
+      end
+    end)
+
+    it("answers what is left in flight with the code and data the host gives", function()
+      local gw, route = gateway()
+      local plan = gw:request(route, call(4, "add", '{"a":1,"b":2}'))
+      local out = mcp.unanswered(plan, "refused", mcp.CODES.INTERNAL_ERROR, '{"code":"X"}')
+      assert.same({ '{"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"toolgate: refused","data":{"code":"X"}}}' },
+        out)
+      assert.same({}, mcp.unanswered(plan, "again"))
     end)
   end)
 end)

@@ -61,6 +61,7 @@ M.CODES = {
   REJECTED = -32001,         -- H4, custom stages, pins, quarantine, a result that breaks the contract
   DEFERRED = -32002,         -- a person must approve the call (data.approval_id)
   POLICY_ERROR = -32003,     -- the policy or the gateway failed: never an accept
+  INTERNAL_ERROR = -32603,   -- the server's answer cannot be read as the client would read it (ENCODED_ANSWER)
 }
 
 local INPUT_CODES = { H1 = true, H2 = true, H3 = true, BAD_CALL = true, BAD_ARGUMENTS = true }
@@ -78,15 +79,18 @@ M.DEFAULTS = {
   on_pin_change = "refuse",   -- "refuse": calls to changed tools | "quarantine": every call to the server
   approval_uses = 1,          -- calls one approval lets through (1 .. 1000)
   approval_ttl = 3600,        -- seconds an approval request, and a grant, lasts (1 .. 30 days)
+  list_ttl_ms = 60000,        -- the ttlMs a filtered tools/list goes out with (0 .. MAX_LIST_TTL_MS)
 }
 --- The longest message either side may send a gateway, in bytes (a longer
 -- one is refused or dropped whole, unread: it is never held whole).
 M.MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 M.MAX_APPROVAL_USES = 1000
 M.MAX_APPROVAL_TTL = 30 * 24 * 3600
+-- (an hour: a client re-lists, and the gateway re-checks the pins, at least that often)
+M.MAX_LIST_TTL_MS = 3600 * 1000
 
 local SETTINGS = { methods = "table", refusal = "string", on_pin_change = "string", approval_uses = "number",
-  approval_ttl = "number" }
+  approval_ttl = "number", list_ttl_ms = "number" }
 
 local function bad(msg) return nil, "policy mcp." .. msg, "POLICY_INVALID" end
 
@@ -111,6 +115,9 @@ function M.settings(policy)
   end
   if not whole(s.approval_ttl, 1, M.MAX_APPROVAL_TTL) then
     return bad("approval_ttl: a whole number of seconds from 1 to " .. M.MAX_APPROVAL_TTL)
+  end
+  if not whole(s.list_ttl_ms, 0, M.MAX_LIST_TTL_MS) then
+    return bad("list_ttl_ms: a whole number of milliseconds from 0 to " .. M.MAX_LIST_TTL_MS)
   end
   s.exact, s.prefixes = {}, {}
   for i, m in ipairs(t.methods or M.DEFAULT_METHODS) do
@@ -373,6 +380,12 @@ local function decide_message(self, snap, settings, route, frame, seen, session,
     return refuse_framing(self, snap, route, nil, "DUPLICATE_ID", "id " .. id .. " is in use by a request that "
       .. "waits for its answer")
   end
+  -- a message with an id is a request whatever its method says: a server
+  -- may run it, and nothing here decided it
+  if id and m:sub(1, 14) == "notifications/" then
+    return refuse_framing(self, snap, route, id, "NOTIFICATION_WITH_ID", m .. " with an id is a request, not a "
+      .. "notification: notifications/* go without one")
+  end
   if not allowed(settings, m) then
     local dm = gateway_decision(snap, "method", "METHOD_NOT_ALLOWED", "the policy does not let " .. m .. " through",
       route.server)
@@ -486,13 +499,15 @@ local function in_flight_ids(plan)
   return ids
 end
 
---- unanswered(plan, why) -> the errors that answer the requests still in
--- flight (a list of JSON-RPC texts), which are then no longer in flight:
--- for a host whose server's answer ended (exit, end of body) without them.
-function M.unanswered(plan, why)
+--- unanswered(plan, why[, code, data]) -> the errors that answer the
+-- requests still in flight (a list of JSON-RPC texts), which are then no
+-- longer in flight: for a host whose server's answer ended (exit, end of
+-- body) without them, or one it refused unread; code defaults to
+-- POLICY_ERROR, data (JSON text) to none.
+function M.unanswered(plan, why, code, data)
   local out = {}
   for _, id in ipairs(in_flight_ids(plan)) do
-    out[#out + 1] = error_reply(id, M.CODES.POLICY_ERROR, "toolgate: " .. why)
+    out[#out + 1] = error_reply(id, code or M.CODES.POLICY_ERROR, "toolgate: " .. why, data)
   end
   plan.pending = {}
   return out
@@ -581,7 +596,12 @@ local function report_changes(self, snap, settings, server, changes)
   end
 end
 
--- A tools/list answer cut to the pinned tools.
+-- A tools/list answer cut to the pinned tools.  The cut list is the
+-- gateway's, not the server's: it goes out with the MCP caching hints
+-- (2026-07-28, "Caching") the policy sets, never the server's: cacheScope
+-- "private" (what one route's context lets through is not for a shared
+-- cache) and ttlMs mcp.list_ttl_ms (clients re-list, and the pins are
+-- checked again, that often).
 local function list_answer(self, snap, settings, route, root, id, pending)
   local result = root:get("result")
   if not result then return nil end -- a JSON-RPC error from the server passes
@@ -596,8 +616,11 @@ local function list_answer(self, snap, settings, route, root, id, pending)
   local parts = {}
   for i = 1, result:len() do
     local k = result:key(i)
-    if k ~= "tools" then parts[#parts + 1] = enc(k) .. ":" .. assert(result:at(i):canon(nil, "exact")) end
+    if k ~= "tools" and k ~= "ttlMs" and k ~= "cacheScope" then
+      parts[#parts + 1] = enc(k) .. ":" .. assert(result:at(i):canon(nil, "exact"))
+    end
   end
+  parts[#parts + 1] = '"cacheScope":"private","ttlMs":' .. string.format("%d", settings.list_ttl_ms)
   parts[#parts + 1] = '"tools":[' .. table.concat(keep, ",") .. "]"
   return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{'
     .. table.concat(parts, ",") .. "}}"

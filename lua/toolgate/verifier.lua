@@ -8,12 +8,31 @@
 -- that declares no effects declares that it has none).  A result
 -- that breaks the contract is refused or deferred, as the policy says.
 -- Codes: CONTRACT_OUTPUT, CONTRACT_EFFECTS, TOOL_ERROR (an MCP result with
--- isError: the tool failed, nothing to verify: deferred).
+-- isError: the tool failed, deferred; its structuredContent, when it has
+-- one, is still checked against the outputSchema first).
 
 local M = {}
 
 local function list(v)
   return type(v) == "table" and v or nil
+end
+
+-- subject against the tool's outputSchema: nil (it conforms) | fields of a decision
+local function output_problem(reg, tool, subject)
+  local findings, err, code = reg.c:validate_output(tool.index, subject)
+  if not findings then
+    return { code = code, message = "the output check could not finish: " .. tostring(err) }
+  end
+  if #findings > 0 then
+    return { code = "CONTRACT_OUTPUT", path = findings[1].pointer, keyword = findings[1].keyword,
+             message = "result does not match the output schema: " .. findings[1].message,
+             findings = findings }
+  end
+  return nil
+end
+
+local function tool_error()
+  return { verdict = "defer", code = "TOOL_ERROR", message = "the tool reported an error (isError)" }
 end
 
 -- check(reg, tool, result_node, ctx) -> nil (conforms) | fields of a decision
@@ -25,25 +44,21 @@ function M.check(reg, tool, result, ctx)
       return { code = "CONTRACT_OUTPUT", message = "an MCP tool result must be an object" }
     end
     local is_error = result:get("isError")
-    if is_error and is_error:value() == true then
-      return { verdict = "defer", code = "TOOL_ERROR", message = "the tool reported an error (isError)" }
-    end
+    is_error = is_error ~= nil and is_error:value() == true
     subject = result:get("structuredContent")
-    if tool.has_output and not subject then
+    -- isError is no way around the output contract: structuredContent,
+    -- when an error result has it, is checked all the same
+    if tool.has_output and not subject and not is_error then
       return { code = "CONTRACT_OUTPUT",
                message = "the tool declares an outputSchema but returned no structuredContent" }
     end
+    if is_error then
+      return tool.has_output and subject and output_problem(reg, tool, subject) or tool_error()
+    end
   end
   if tool.has_output and subject then
-    local findings, err, code = reg.c:validate_output(tool.index, subject)
-    if not findings then
-      return { code = code, message = "the output check could not finish: " .. tostring(err) }
-    end
-    if #findings > 0 then
-      return { code = "CONTRACT_OUTPUT", path = findings[1].pointer, keyword = findings[1].keyword,
-               message = "result does not match the output schema: " .. findings[1].message,
-               findings = findings }
-    end
+    local problem = output_problem(reg, tool, subject)
+    if problem then return problem end
   end
   -- every observed effect must be declared; a tool that declares none
   -- declares that it has none
