@@ -44,6 +44,9 @@ local function metrics(node) return fx.curl(q("http://" .. env.nodes[node].liste
 
 local function calls() return json(fx.curl(q("http://127.0.0.1:" .. env.counter .. "/calls"))) end
 
+-- the Redis key of the fleet's record `name`
+local function key(name) return "fleet-spec:" .. name end
+
 local function redis_cli(args)
   local code, out, err = h.run("redis-cli -h 127.0.0.1 -p " .. env.redis_port .. " --no-auth-warning -a " ..
     q(env.redis_password) .. " " .. args)
@@ -239,7 +242,7 @@ describe("a fleet of toolgate gateways on Redis", function()
     assert.equals("ARG_DISAGREE", classify("b", "add", "args"))
     assert.equals("RESULT_DISAGREE", classify("a", "add", "results"))
     within(BOUND, "B to see the quarantine", function() return classify("b", "add", "args") == "DETERMINISM_UNVERIFIED" end)
-    assert.matches("add%-results", redis_cli("--raw hvals fleet-spec:det:q"))
+    assert.matches("add%-results", redis_cli("--raw hvals " .. key("det:q")))
     fx.wait_for("B's gauge", function()
       return fx.metric(metrics("b"), 'toolgate_quarantined{kind="determinism"}') == 1
     end)
@@ -375,13 +378,13 @@ describe("a fleet of toolgate gateways on Redis", function()
     local log = h.read_file(env.dir .. "/c.log")
     -- (nginx's verify error; the store's own line says "TLS: ..." or, when the
     -- handshake returned before nginx closed the connection, "AUTH: closed")
-    assert(log:find("toolgate redis: sync failed: ", 1, true) and log:find("certificate verify error", 1, true),
+    assert(log:find("toolgate redis: unreachable or unusable (", 1, true) and log:find("certificate verify error", 1, true),
       log:sub(-3000))
     -- what it cannot check it does not grant: a write is deferred, with no request on Redis
     local d = fx.send("http://" .. env.nodes.c.listen .. "/mcp/counter",
       fx.call_body(51, "write_note", '{"text":"untrusted Redis"}'))[1]
     assert.equals(-32002, d.json.error.code)
-    assert.equals("0", (redis_cli("--raw exists fleet-spec:a:" .. d.json.error.data.approval_id):gsub("%s", "")))
+    assert.equals("0", (redis_cli("--raw exists " .. key("a:" .. d.json.error.data.approval_id)):gsub("%s", "")))
     fx.stop(pids.c)
     pids.c = nil
   end)
@@ -427,7 +430,7 @@ describe("a fleet of toolgate gateways on Redis", function()
       local mm = metrics("a")
       return fx.metric(mm, "toolgate_state_store_up") == 1 and fx.metric(mm, "toolgate_state_store_pending_writes") == 0
     end)
-    assert.matches("echo%-results", redis_cli("--raw hvals fleet-spec:det:q"))
+    assert.matches("echo%-results", redis_cli("--raw hvals " .. key("det:q")))
     -- B learns it from Redis
     fx.wait_for("B's copy to be fresh", function() return classify("b", "broken_add", "args") == "ARG_DISAGREE" end)
     within(BOUND, "B to see the quarantine made while Redis was away", function()
@@ -444,7 +447,7 @@ describe("a fleet of toolgate gateways on Redis", function()
     if not need(pending) then return end
     redis_cli("flushall")
     fx.wait_for("the nodes to write their records again", function()
-      local pins, det = redis_cli("--raw hvals fleet-spec:pins"), redis_cli("--raw hvals fleet-spec:det:q")
+      local pins, det = redis_cli("--raw hvals " .. key("pins")), redis_cli("--raw hvals " .. key("det:q"))
       return pins:find("exfiltrate", 1, true) and det:find("add-results", 1, true) and det:find("echo-results", 1, true)
     end)
     assert.matches("(its data was lost): writing this node's", h.read_file(env.dir .. "/b.log"), 1, true)
@@ -452,5 +455,37 @@ describe("a fleet of toolgate gateways on Redis", function()
     local x = send("b", "rug", fx.call_body(61, "echo", '{"message":"hi"}'))[1]
     assert.equals("PIN_CHANGED", x.json.error.data.decision.code)
     assert.equals("DETERMINISM_UNVERIFIED", classify("a", "add", "args"))
+  end)
+
+  it("a poll that cannot use Redis's replies is an error: up 0, errors{sync} counted, logged once, the copy ages", function()
+    if not need(pending) then return end
+    local function errors(n) return fx.metric(metrics(n), 'toolgate_state_store_errors_total{op="sync"}') end
+    local function failing(n, since)
+      local m = metrics(n)
+      return fx.metric(m, "toolgate_state_store_up") == 0 and errors(n) >= since + 3 and
+        fx.metric(m, "toolgate_state_store_sync_age_seconds") > 2 * SYNC
+    end
+    local function healthy(n) return fx.metric(metrics(n), "toolgate_state_store_up") == 1 end
+    local version = tonumber((redis_cli("--raw get " .. key("version")):gsub("%s", "")))
+    local before = { a = errors("a"), b = errors("b") }
+    -- a string the poll cannot count
+    redis_cli("set " .. key("version") .. " not-a-count")
+    fx.wait_for("both nodes to report failing polls", function() return failing("a", before.a) and failing("b", before.b) end)
+    local function logged(n) return select(2, h.read_file(env.dir .. "/" .. n .. ".log"):gsub("not%-a%-count", "")) end
+    assert.equals(1, logged("a"))
+    -- the copy counts as unread once it is stale: argument disagreement defers
+    fx.wait_for("A's copy to go stale", function() return classify("a", "broken_add", "args") == "DETERMINISM_UNVERIFIED" end)
+    assert.equals(1, logged("b"))
+    redis_cli("set " .. key("version") .. " " .. (version + 1))
+    fx.wait_for("both nodes to poll again", function() return healthy("a") and healthy("b") end)
+    -- a hash where the count is
+    before = { a = errors("a"), b = errors("b") }
+    redis_cli("del " .. key("version"))
+    redis_cli("hset " .. key("version") .. " n 1")
+    fx.wait_for("both nodes to report failing polls", function() return failing("a", before.a) and failing("b", before.b) end)
+    redis_cli("del " .. key("version"))
+    redis_cli("set " .. key("version") .. " " .. (version + 2))
+    fx.wait_for("both nodes to poll again", function() return healthy("a") and healthy("b") end)
+    assert.equals("ARG_DISAGREE", classify("a", "broken_add", "args"))
   end)
 end)

@@ -195,9 +195,10 @@ function M.new(dict, o, clock)
   return self
 end
 
-local function count_error(self, op, err)
+-- quiet: counted only (a failed poll is logged once when the state changes, by mark)
+local function count_error(self, op, err, quiet)
   bump(self.dict, ERRORS .. op, 1) -- (a count that does not fit is not worth an error of its own)
-  ngx.log(ngx.WARN, "toolgate redis: ", op, " failed: ", tostring(err))
+  if not quiet then ngx.log(ngx.WARN, "toolgate redis: ", op, " failed: ", tostring(err)) end
 end
 
 -- Connections ----------------------------------------------------------------
@@ -240,13 +241,15 @@ end
 -- with(self, fn) -> fn(red)'s results | nil, message.  fn returns nil,
 -- message on a socket error (the connection is closed) and false, message
 -- on Redis's error answer (the connection goes back to the pool).
+-- fn raising (a reply of a type it cannot use) is a failure too: the
+-- connection is closed, the message returned.
 local function with(self, fn)
   local red, err = connect(self)
   if not red then return nil, err end
-  local res, ferr = fn(red)
-  if res == nil then
+  local ran, res, ferr = pcall(fn, red)
+  if not ran or res == nil then
     red:close()
-    return nil, ferr
+    return nil, ran and ferr or ("unusable reply: " .. tostring(res))
   end
   red:set_keepalive(self.c.keepalive_timeout * 1000, self.c.pool_size)
   if res == false then return nil, "redis: " .. tostring(ferr) end
@@ -318,22 +321,23 @@ local function write_journal(self)
   return (d:get(J_HEAD) or 1) > (d:get(J_TAIL) or 0)
 end
 
+-- locked(self, fn) -> fn's two results | BUSY (another writer of this node
+-- holds the lock) | nil, message (fn raised: an error, never taken for BUSY)
+local BUSY = {}
 local function locked(self, fn)
   -- a writer that dies holding the lock loses it after the timeouts it could have waited
   local ttl = math.max(1, 4 * (self.c.connect_timeout + self.c.send_timeout + self.c.read_timeout))
-  if not self.dict:safe_add(LOCK, true, ttl) then return false end
+  if not self.dict:safe_add(LOCK, true, ttl) then return BUSY end
   local out = { pcall(fn) }
   self.dict:delete(LOCK)
-  if not out[1] then
-    ngx.log(ngx.ERR, "toolgate redis: ", out[2])
-    return false
-  end
+  if not out[1] then return nil, tostring(out[2]) end
   return unpack(out, 2, 3)
 end
 
 local function flush(premature, self)
   if premature then return end
-  locked(self, function() return write_journal(self) end)
+  local ok, err = locked(self, function() return write_journal(self) end)
+  if ok == nil then count_error(self, "write", err) end
 end
 
 -- Numbers a write for the journal.
@@ -444,9 +448,9 @@ local function mark(self, up, err)
   if up and was == 0 then
     ngx.log(ngx.NOTICE, "toolgate redis: reachable again; the writes kept while it was away are written")
   elseif not up and was ~= 0 then
-    ngx.log(ngx.ERR, "toolgate redis: unreachable (", tostring(err), "): approvals are not granted, ",
-      "determinism counts as unverified after ", self.c.stale_after, " s, quarantines and pin reports are kept ",
-      "here and written when it returns")
+    ngx.log(ngx.ERR, "toolgate redis: unreachable or unusable (", tostring(err), "): the fleet's records are not ",
+      "copied, determinism counts as unverified after ", self.c.stale_after, " s, quarantines and pin reports are ",
+      "kept here and written when it answers, approvals it cannot check are not granted")
   end
 end
 
@@ -459,6 +463,7 @@ function Store:sync()
     local res, ferr = fetch(self)
     if not res then return nil, ferr end
     local v, generation = tostring(null(res[1]) or 0), res[6]
+    if not tonumber(v) then return nil, "the version key holds " .. string.format("%q", v:sub(1, 40)) .. ", not a count" end
     local last, last_generation = tonumber(d:get(VERSION) or ""), d:get(GENERATION)
     -- a version that went back says Redis lost its data, but only until the
     -- other nodes write past what this one saw: a new generation says so
@@ -476,9 +481,9 @@ function Store:sync()
     put(d, OK_AT, ngx.now())
     return true
   end)
-  if ok == false then return nil, "another writer holds the lock" end
+  if ok == BUSY then return nil, "another writer holds the lock" end
   mark(self, ok == true, err)
-  if not ok then count_error(self, "sync", err) end
+  if not ok then count_error(self, "sync", err, true) end
   return ok, err
 end
 
@@ -535,13 +540,23 @@ function Store:records() return self.here:records() end
 
 -- Pins and quarantined servers -----------------------------------------------
 
--- -> true the first time this node saw the change (each node reports what it saw)
+-- -> true the first time this node saw the change (each node reports what
+-- it saw).  The record it made goes to Redis: the report's own, or the
+-- server's "more" record (past toolgate.state.MAX_ADDED_REPORTS added
+-- tools; Redis keeps its first count, this node counts on in its dict).
 function Store:pin_report(registry_hash, server, tool, change)
   local first = self.here:pin_report(registry_hash, server, tool, change)
-  local f = registry_hash .. "\0" .. field(server, tool) .. "\0" .. change.change
-  local r = first and self.dict:get(K.pin .. f)
-  if r then journal(self, { "pin", f, r }) end
-  return first
+  if not first then return false end
+  local own, more = registry_hash .. "\0" .. field(server, tool) .. "\0" .. change.change,
+    registry_hash .. "\0" .. field(server, "") .. "\0more"
+  for _, f in ipairs({ own, more }) do
+    local r = self.dict:get(K.pin .. f)
+    if r then
+      journal(self, { "pin", f, r })
+      return true
+    end
+  end
+  return true
 end
 
 function Store:pin_change(registry_hash, server, tool) return self.here:pin_change(registry_hash, server, tool) end
