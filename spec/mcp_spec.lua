@@ -244,7 +244,9 @@ describe("toolgate.mcp", function()
     local tools, answer = listed()
     local flood = {}
     for i, t in ipairs(tools) do flood[i] = t end
-    for i = 1, state.MAX_ADDED_REPORTS + 50 do flood[#flood + 1] = { name = "made_up_" .. i, inputSchema = { type = "object" } } end
+    for i = 1, state.MAX_ADDED_REPORTS + 50 do
+      flood[#flood + 1] = { name = "made_up_" .. i, inputSchema = { type = "object" } }
+    end
     local function list()
       local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
       return json(gw:response(route, plan, answer(flood)))
@@ -556,10 +558,22 @@ describe("toolgate.mcp", function()
     end)
 
     it("hold the exact canonical arguments they bind, cut past MAX_APPROVAL_ARGUMENTS_BYTES, and say so", function()
-      local gw, route, events, store = gateway(nil, clock)
-      local canonical = '{"n":12345678901234567890123,"text":"rm -rf / --no-preserve-root"}'
-      local r = json(gw:request(route, call(1, "write_note",
-        '{ "text" : "rm -rf / --no-preserve-root", "n": 1.2345678901234567890123e22 }')).reply)
+      -- the counter's registry and a write that takes a number
+      local registry = h.tmpname(".json")
+      h.write_file(registry, (h.read_file(root .. "/spec/data/nginx/counter.json"):gsub('^{%s*"tools": %[',
+        '{"tools":[{"name":"transfer","description":"Moves money","inputSchema":{"type":"object","properties":'
+        .. '{"amount":{"type":"number"},"to":{"type":"string"}},"required":["amount","to"]},"annotations":'
+        .. '{"destructiveHint":false,"readOnlyHint":false,"openWorldHint":false}},', 1)))
+      local store = state.memory({ clock = clock })
+      local e = assert(toolgate.new{ policy = policy(), registry = { "counter=" .. registry }, state = store })
+      os.remove(registry)
+      local events = {}
+      local gw = assert(mcp.new{ engine = e, observe = function(ev) events[#events + 1] = ev end })
+      local route = gw:route("counter", { scopes = { "counter:read", "counter:write" } })
+      -- (2^53 + 1: a double would say ...992)
+      local canonical = '{"amount":9007199254740993,"to":"rm -rf / --no-preserve-root"}'
+      local r = json(gw:request(route, call(1, "transfer",
+        '{ "to" : "rm -rf / --no-preserve-root", "amount": 9.007199254740993e15 }')).reply)
       assert.equals(mcp.CODES.DEFERRED, r.error.code)
       local a = store:approval(r.error.data.approval_id)
       assert.same({ canonical, #canonical, false }, { a.arguments, a.arguments_bytes, a.arguments_truncated })

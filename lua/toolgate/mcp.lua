@@ -41,14 +41,23 @@
 -- the answer, and observe sees the decision.
 --
 -- observe(event) is called with {kind = "decision" | "pin_change" |
--- "approval", ...}: the host logs it and counts it.  A decision event
--- carries phase ("call", "result", "method"), server (the route's), tool
--- (the name the call gave, when it has one) and decision.
+-- "approval" | "store_error", ...}: the host logs it and counts it.  A
+-- decision event carries phase ("call", "result", "method"), server (the
+-- route's), tool (the name the call gave, when it has one) and decision;
+-- one that asked for an approval or passed by one, the arguments it binds
+-- (arguments = {arguments =, arguments_bytes =, arguments_truncated =}).  A
+-- store_error (op, server, tool, message) is a pin report or quarantine the
+-- state store could not keep (full): the gateway refuses the calls it
+-- concerns all the same.  A server's tools the registry lacks are reported
+-- MAX_ADDED_REPORTS (toolgate.state) at a time, the rest of a listing as
+-- one change {change = "more", count =}.
 -- @module toolgate.mcp
 
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local value = require "toolgate.value"
+
+local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
 
 local M = {}
 
@@ -150,7 +159,7 @@ function M.new(opts)
     error("toolgate.mcp.new: {engine = ...} expected", 2)
   end
   local gw = setmetatable({ engine = opts.engine, state = opts.state or opts.engine.store,
-    observe = opts.observe or function() end }, Gateway)
+    observe = opts.observe or function() end, unstored = {} }, Gateway)
   local ok, err, code = gw:adopt(opts.engine)
   if not ok then return nil, err, code end
   return gw
@@ -252,23 +261,48 @@ function M.approval_id(binding)
   return (assert(decision.codec():hash(enc(binding))))
 end
 
+--- The most of a call's arguments an approval holds, in bytes of their
+-- canonical text: longer ones are kept as a prefix (cut before a
+-- character, never inside one), with their whole size and digest.
+M.MAX_APPROVAL_ARGUMENTS_BYTES = 64 * 1024
+
+-- The arguments a defer binds, as every approval view shows them: the very
+-- text args_digest hashed, the exact canonical form the core wrote into the
+-- call text ({"server":..,"name":..,"arguments":<it>}: the server and name
+-- before it are JSON strings, in which a quote is escaped, so the first
+-- ',"arguments":' is the member), bounded.
+-- approval_arguments(call_text) -> { arguments =, arguments_bytes =, arguments_truncated = }
+local function approval_arguments(call_text)
+  local at = assert(call_text:find(',"arguments":', 1, true), "a call text without arguments")
+  local args = call_text:sub(at + 13, -2)
+  local n, cut = #args, M.MAX_APPROVAL_ARGUMENTS_BYTES
+  if n <= cut then return { arguments = args, arguments_bytes = n, arguments_truncated = false } end
+  -- a UTF-8 continuation byte (0x80 .. 0xBF) after the cut: back to its character's first byte
+  while cut > 0 and args:byte(cut + 1) >= 0x80 and args:byte(cut + 1) < 0xC0 do cut = cut - 1 end
+  return { arguments = args:sub(1, cut), arguments_bytes = n, arguments_truncated = true }
+end
+
 -- A defer: let it through when an approval for exactly this call is
 -- granted (one use taken atomically), refuse it when an operator denied it,
--- otherwise ask (once) and answer with the approval id.
-local function settle_defer(self, settings, d, route)
+-- otherwise ask (once) and answer with the approval id.  -> outcome, the
+-- approval's id, the arguments it binds (approval_arguments)
+local function settle_defer(self, settings, d, route, call_text)
   local t = d:table()
   local id = M.approval_id(t.binding)
   local state = self.state
+  local shown = approval_arguments(call_text)
   local taken, status = state:approval_take(id)
   if taken then
     self.observe({ kind = "approval", event = "used", id = id, server = route.server, tool = t.tool })
-    return "pass", id
+    return "pass", id, shown
   end
-  if status == "denied" then return "denied", id end
+  if status == "denied" then return "denied", id, shown end
   local opened = state:approval_open(id, { binding = t.binding, server = t.server, tool = t.tool, code = t.code,
-    message = t.message, args_digest = t.args_digest }, settings.approval_ttl, settings.approval_uses)
+    message = t.message, args_digest = t.args_digest, arguments = shown.arguments,
+    arguments_bytes = shown.arguments_bytes, arguments_truncated = shown.arguments_truncated },
+    settings.approval_ttl, settings.approval_uses)
   if opened then self.observe({ kind = "approval", event = "requested", id = id, server = route.server, tool = t.tool }) end
-  return "ask", id
+  return "ask", id, shown
 end
 
 -- Requests -----------------------------------------------------------------
@@ -303,8 +337,10 @@ local function decide_call(self, snap, settings, route, frame, d, resolved)
   -- a known tool whose upstream changed under its pin, or a quarantined server
   if d.verdict ~= "reject" then
     local state = self.state
-    local q = state:server_quarantine(snap.hash, route.server)
-    local change = not q and state:pin_change(snap.hash, route.server, name)
+    local unstored = self.unstored -- (what the store could not keep: report_changes)
+    local q = state:server_quarantine(snap.hash, route.server) or unstored[snap.hash .. "\0" .. route.server]
+    local change = not q and (state:pin_change(snap.hash, route.server, name)
+      or unstored[snap.hash .. "\0" .. route.server .. "\0" .. tostring(name)])
     if q then
       d = gateway_decision(snap, "pins", "SERVER_QUARANTINED", "the server is quarantined: " .. tostring(q.reason),
         route.server, name)
@@ -313,13 +349,13 @@ local function decide_call(self, snap, settings, route, frame, d, resolved)
         .. "pin in the registry (%s)", name, tostring(change.change)), route.server, name)
     end
   end
-  local approval
+  local approval, shown
   if d.verdict == "defer" then
     local outcome
-    outcome, approval = settle_defer(self, settings, d, route)
+    outcome, approval, shown = settle_defer(self, settings, d, route, text)
     if outcome == "pass" then
       self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-        approval_id = approval, approved = true })
+        approval_id = approval, approved = true, arguments = shown })
       return nil, { kind = "call", text = text, name = name, resolved = resolved }
     elseif outcome == "denied" then
       local t = d:table()
@@ -329,7 +365,7 @@ local function decide_call(self, snap, settings, route, frame, d, resolved)
     end
   end
   self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-    approval_id = approval })
+    approval_id = approval, arguments = shown })
   if d.verdict == "accept" then return nil, { kind = "call", text = text, name = name, resolved = resolved } end
   return refusal(settings, id, d, d.verdict == "defer" and approval or nil)
 end
@@ -468,10 +504,16 @@ end
 
 --- decision_line(ev, time[, tail]) -> the decision log's line (JSON, keys
 -- sorted) for an observe event of kind "decision"; tail is more members as
--- JSON text whose keys sort after "time" ('"worker":12').
+-- JSON text whose keys sort after "time" ('"worker":12').  A call that asks
+-- for an approval, or passes by one, shows the arguments the approval binds
+-- (arguments, arguments_bytes, arguments_truncated, as its record has them).
 function M.decision_line(ev, time, tail)
+  local a = ev.arguments
   return '{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
-    .. (ev.approved and "true" or "false") .. ',"decision":' .. ev.decision:json() .. ',"phase":' .. enc(ev.phase)
+    .. (ev.approved and "true" or "false")
+    .. (a and (',"arguments":' .. enc(a.arguments) .. ',"arguments_bytes":' .. string.format("%d", a.arguments_bytes)
+      .. ',"arguments_truncated":' .. tostring(a.arguments_truncated)) or "")
+    .. ',"decision":' .. ev.decision:json() .. ',"phase":' .. enc(ev.phase)
     .. ',"route":' .. enc(ev.server or "") .. ',"time":' .. string.format("%.3f", time)
     .. (tail and ("," .. tail) or "") .. "}"
 end
@@ -542,8 +584,9 @@ local function annotations_text(lua_value)
   return assert(decision.codec():canon(enc(lua_value)))
 end
 
-local function filter_tools(snap, server, tools, full)
+local function filter_tools(snap, server, tools, full, max_added)
   local scratch = snap.core:registry()
+  local added = 0
   local settings = snap.registry.settings
   local opts = { closed = settings.closed, assert_formats = settings.assert_formats,
     ignore_keywords = settings.ignore_keywords, annotation_formats = settings.annotation_formats }
@@ -556,7 +599,8 @@ local function filter_tools(snap, server, tools, full)
       seen[name] = true
       local known = snap.registry.by_key[server .. "\0" .. name]
       if not known then
-        changes[#changes + 1] = { tool = name, change = "added" }
+        added = added + 1
+        if added <= max_added then changes[#changes + 1] = { tool = name, change = "added" } end
       else
         local desc = t:get("description")
         local index = scratch:add(server, name, desc and desc:type() == "string" and desc:value() or nil,
@@ -580,18 +624,43 @@ local function filter_tools(snap, server, tools, full)
       if t.server == server and not seen[t.name] then changes[#changes + 1] = { tool = t.name, change = "removed" } end
     end
   end
+  if added > max_added then changes[#changes + 1] = { tool = "", change = "more", count = added - max_added } end
   return keep, changes
 end
 
-M.tool_changes = filter_tools
+--- tool_changes(snap, server, tools_node, full[, max_added]) -> keep,
+-- changes: filter_tools, every added tool listed unless max_added says how
+-- many (the rest are then one change {tool = "", change = "more", count =}).
+function M.tool_changes(snap, server, tools, full, max_added)
+  return filter_tools(snap, server, tools, full, max_added or math.huge)
+end
 
+-- Every difference goes to the store.  A write the store cannot make (a
+-- full shared dict) is said (observe: store_error, which the host counts
+-- and logs) and lets nothing through: the gateway keeps the changed tool,
+-- or the quarantine, itself (unstored), and its calls are refused as if
+-- the store held it.
 local function report_changes(self, snap, settings, server, changes)
   local state = self.state
+  local function failed(op, tool, err)
+    self.observe({ kind = "store_error", op = op, server = server, tool = tool, message = tostring(err) })
+  end
   for _, c in ipairs(changes) do
-    local first = state:pin_report(snap.hash, server, c.tool, c)
-    if first then self.observe({ kind = "pin_change", server = server, tool = c.tool, change = c }) end
+    local ok, first = pcall(state.pin_report, state, snap.hash, server, c.tool, c)
+    if not ok then
+      failed("pin_report", c.tool, first)
+      if c.change == "changed" then self.unstored[snap.hash .. "\0" .. server .. "\0" .. c.tool] = c end
+    end
+    if first or (not ok and c.change == "changed") then
+      self.observe({ kind = "pin_change", server = server, tool = c.tool, change = c })
+    end
     if c.change == "changed" and settings.on_pin_change == "quarantine" then
-      state:quarantine_server(snap.hash, server, "tool " .. c.tool .. " changed under its pin")
+      local reason = "tool " .. c.tool .. " changed under its pin"
+      local qok, err = pcall(state.quarantine_server, state, snap.hash, server, reason)
+      if not qok then
+        failed("quarantine_server", nil, err)
+        self.unstored[snap.hash .. "\0" .. server] = { reason = reason }
+      end
     end
   end
 end
@@ -611,7 +680,7 @@ local function list_answer(self, snap, settings, route, root, id, pending)
       "toolgate: the server's tools/list answer has no tools array: it cannot be checked")
   end
   local full = not pending.paged and not result:get("nextCursor")
-  local keep, changes = filter_tools(snap, route.server, tools, full)
+  local keep, changes = filter_tools(snap, route.server, tools, full, MAX_ADDED_REPORTS)
   if #changes > 0 then report_changes(self, snap, settings, route.server, changes) end
   local parts = {}
   for i = 1, result:len() do
