@@ -532,4 +532,20 @@ describe("toolgate mcp-proxy", function()
     for _, a in ipairs(got) do assert.is_true(a.ms < 1500, out) end
     assert.equal(0, r.status)
   end)
+
+  it("stops reading a client that never reads its answers: memory stays bounded, then every answer comes in order", function()
+    if not need(pending) then return end
+    -- 327,680 two-byte lines, each answered by the proxy itself (an error of ~100 bytes): unbounded, 190 MB
+    local n = 327680
+    local code, out, err = h.run("cd " .. q(dir) .. " && timeout 120 python3 flood.py " .. n .. " 50 -- " .. proxy
+      .. " --registry " .. q("notes=" .. py_registry()) .. " -- python3 pyserver.py")
+    assert(code == 0, out .. err)
+    local r = decode(out)
+    assert.is_true(r.blocked, out)
+    assert.is_true(r.written_while_blocked < n, out)
+    assert.is_true(r.hwm_kb < 64 * 1024, out)
+    assert.equal(n, r.answers)
+    assert.is_true(r.ids_in_order)
+    assert.equal(0, r.status)
+  end)
 end)

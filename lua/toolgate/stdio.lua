@@ -13,8 +13,11 @@
 -- One loop over poll(2): both directions move at once and neither waits
 -- on the other (every descriptor is non-blocking; what cannot be written
 -- now waits in a queue, and a side whose queue is full is not read until
--- it drains, so memory stays bounded); the server's standard error goes to
--- ours; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed to the server.
+-- it drains, so memory stays bounded: the client is not read while either
+-- queue it fills, to the server or its own answers back, is over
+-- HIGH_WATER_BYTES, nor the server while the queue to the client is; the
+-- proxy's own log lines beyond it are dropped and counted); the server's
+-- standard error goes to ours; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed to the server.
 -- Messages keep their order in each direction.  A line from the client
 -- that is not JSON, or not JSON-RPC, or a request whose id is in flight, is
 -- answered with the gateway's error; a line from the server that is not
@@ -212,7 +215,16 @@ function M.run(opts)
   -- one plan for the whole session: every request's pending answers
   local session = { pending = {}, stream = true }
 
+  local notes_dropped = 0
   local function note(msg)
+    if to_err.bytes >= M.HIGH_WATER_BYTES then
+      notes_dropped = notes_dropped + 1
+      return
+    end
+    if notes_dropped > 0 then
+      push(to_err, "toolgate mcp-proxy: " .. notes_dropped .. " log lines dropped (standard error was not read)\n")
+      notes_dropped = 0
+    end
     push(to_err, "toolgate mcp-proxy: " .. msg .. "\n")
   end
   if opts.log then note = log end
@@ -295,16 +307,22 @@ function M.run(opts)
     if w then exited, how, status_n = true, w, n end
   end
 
-  -- reads what a descriptor has now: false at its end.  A short read
-  -- took all there was (poll says so again if more comes): no second
-  -- read to learn it.
-  local function drain(fd, feed)
+  -- what the client's lines fill, and the server's
+  local function client_full()
+    return to_server.bytes >= M.HIGH_WATER_BYTES or to_client.bytes >= M.HIGH_WATER_BYTES
+  end
+  local function server_full() return to_client.bytes >= M.HIGH_WATER_BYTES end
+
+  -- reads what a descriptor has now, until full() says a queue it fills
+  -- is full: false at its end.  A short read took all there was (poll
+  -- says so again if more comes): no second read to learn it.
+  local function drain(fd, feed, full)
     for _ = 1, 64 do
       local chunk, why = proc.read(fd)
       if chunk == false then return false end
       if not chunk then return why == "again" end
       feed(chunk)
-      if #chunk < proc.READ_CHUNK then return true end
+      if #chunk < proc.READ_CHUNK or (full and full()) then return true end
     end
     return true
   end
@@ -317,8 +335,8 @@ function M.run(opts)
       fds[#fds + 1], evs[#evs + 1], who[#who + 1] = fd, ev, name
     end
     watch(sigfd, proc.POLLIN, "signal")
-    if client_open and to_server.bytes < M.HIGH_WATER_BYTES then watch(cin, proc.POLLIN, "client") end
-    if server_out_open and to_client.bytes < M.HIGH_WATER_BYTES then watch(child.stdout, proc.POLLIN, "server") end
+    if client_open and not client_full() then watch(cin, proc.POLLIN, "client") end
+    if server_out_open and not server_full() then watch(child.stdout, proc.POLLIN, "server") end
     if server_err_open and to_err.bytes < M.HIGH_WATER_BYTES then watch(child.stderr, proc.POLLIN, "server_err") end
     if to_server.bytes > 0 then watch(child.stdin, proc.POLLOUT, "to_server") end
     if to_client.bytes > 0 then watch(cout, proc.POLLOUT, "to_client") end
@@ -341,9 +359,9 @@ function M.run(opts)
             if s == sigchld then reap() else proc.kill(child.pid, s) end
           end
         elseif w == "client" then
-          client_open = drain(cin, from_client)
+          client_open = drain(cin, from_client, client_full)
         elseif w == "server" then
-          server_out_open = drain(child.stdout, from_server)
+          server_out_open = drain(child.stdout, from_server, server_full)
         elseif w == "server_err" then
           server_err_open = drain(child.stderr, function(chunk) push(to_err, chunk) end)
         end
