@@ -422,6 +422,10 @@ static int finish(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
     return TG_OK;
 }
 
+static const char no_tool_yet[] =
+    "the gate and the verifier read the contract of the tool the rung resolved: the rung must come "
+    "before them in the policy's stages";
+
 /* Runs the stages from d->next_stage until one is the host's, a reject,
  * or the end. */
 int tg_decide_run(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
@@ -437,6 +441,10 @@ int tg_decide_run(tg_decider_t *d, tg_outcome_t *out, tg_error_t *err)
             out->pending = i;
             return TG_OK;
         }
+        /* a description (the C API's) with one of them before the rung: no
+         * contract to read, rather than p->tools[-1] */
+        if ((st->kind == TG_STAGE_GATE || st->kind == TG_STAGE_VERIFIER) && d->tool < 0)
+            return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, no_tool_yet);
         d->next_stage++;
         d->n_ran = d->next_stage;
         switch (st->kind) {

@@ -301,6 +301,114 @@ static void test_host_stages(void)
     tg_policy_free(p);
 }
 
+/* The gate with no context at all: nothing is granted, so a tool that
+ * requires a scope is refused, though its risk is within the lowest. */
+static void test_no_context(void)
+{
+    tg_policy_t *p = policy(BASE);
+    tg_context_t *none = context(p, "{}");
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    const char *call = "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/a\"}}";
+    const char *want = "\"code\":\"H4\",\"format\":\"native\",\"index\":0,\"message\":\"scope "
+                       "\\\"fs:read\\\" is required and not granted\"";
+    tg_outcome_t o;
+    int rc = tg_check(d, p, NULL, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_DECIDED && o.verdict == TG_REJECT &&
+               strcmp(o.code, "H4") == 0 && strcmp(o.stage, "gate") == 0 && strstr(o.json, want),
+           "no context: a tool that requires a scope is refused H4, naming the scope");
+    rc = tg_check(d, p, none, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_DECIDED && o.verdict == TG_REJECT && strstr(o.json, want),
+           "an empty context: the same refusal");
+    tg_decider_free(d);
+    tg_context_free(none);
+    tg_policy_free(p);
+}
+
+/* Whether a decision came at once, a reject, after exactly the stages
+ * listed: the decider never handed a later stage to the host. */
+static int stopped_at(int rc, const tg_outcome_t *o, const char *code, const char *stages)
+{
+    if (rc != TG_OK || o->status != TG_DECIDED) {
+        printf("#   rc %s status %d pending %zu\n", tg_code_name(rc), o->status, o->pending);
+        return 0;
+    }
+    return o->verdict == TG_REJECT && strcmp(o->code, code) == 0 && strstr(o->json, stages) != NULL;
+}
+
+/* After a reject no stage runs: not a host's (it is never asked), not a
+ * built-in one (its objection would join the decision; TG_CHECK_PAUSE would
+ * show it to the host first). */
+static void test_reject_stops(void)
+{
+    tg_policy_t *p =
+        policy("{\"version\":\"t@1\",\"registry_hash\":\"h\",\"risk_levels\":[\"low\"],\"stages\":["
+               "{\"stage\":\"rung\"},{\"stage\":\"custom\",\"name\":\"no\",\"code\":\"NO\"},"
+               "{\"stage\":\"custom\",\"name\":\"after\",\"code\":\"AFTER\"},{\"stage\":\"gate\"}],"
+               "\"tools\":[{},{\"scopes\":[\"fs:write\"]},{}]}");
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    const char *unknown = "{\"server\":\"fs\",\"name\":\"nope\",\"arguments\":{}}";
+    const char *bad = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{\"path\":1}}";
+    const char *good = "{\"server\":\"fs\",\"name\":\"write\",\"arguments\":{}}";
+    tg_outcome_t o;
+    int rc;
+
+    rc = tg_check(d, p, NULL, unknown, strlen(unknown), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+    tap_ok(stopped_at(rc, &o, "H1", "\"stages\":[\"rung\"]"),
+           "a rung reject (H1): the host's stages after it are never asked");
+    rc = tg_check(d, p, NULL, bad, strlen(bad), TG_FORMAT_AUTO, TG_CHECK_PAUSE, 0, &o, NULL);
+    if (rc == TG_OK && o.status == TG_NEEDS_STAGE && o.pending == 0)
+        rc = tg_check_answer(d, TG_RUN_IN_CORE, NULL, 0, NULL, 0, &o, NULL);
+    tap_ok(stopped_at(rc, &o, "H3", "\"stages\":[\"rung\"]"),
+           "a rung reject (H3) under TG_CHECK_PAUSE: no later stage is shown to the host");
+    rc = tg_check(d, p, NULL, good, strlen(good), TG_FORMAT_AUTO, 0, 0, &o, NULL);
+    tap_ok(rc == TG_OK && o.status == TG_NEEDS_STAGE && o.pending == 1,
+           "a call the rung lets through reaches the first host stage");
+    rc = tg_check_answer(d, TG_REJECT, "NO", 2, "no", 2, &o, NULL);
+    tap_ok(stopped_at(rc, &o, "NO", "\"stages\":[\"rung\",\"no\"]") &&
+               strstr(o.json, "AFTER") == NULL && strstr(o.json, "H4") == NULL,
+           "a host's reject: neither the next host stage nor the gate after it runs");
+    tg_decider_free(d);
+    tg_policy_free(p);
+}
+
+/* The gate and the verifier read the contract of the tool the rung
+ * resolved.  toolgate.policy refuses them before the rung; a description
+ * given to the C API that puts them there is refused when they would run
+ * (TG_E_ARG), never decided on another tool's contract. */
+static void test_contract_before_rung(void)
+{
+    static const char *const stages[] = {
+        "[{\"stage\":\"gate\"},{\"stage\":\"rung\"}]",
+        "[{\"stage\":\"verifier\"},{\"stage\":\"rung\"}]",
+    };
+    const char *call = "{\"server\":\"fs\",\"name\":\"read\",\"arguments\":{\"path\":\"/a\"}}";
+    tg_decider_t *d = tg_decider_new(E, NULL);
+    int ok = 1;
+    for (size_t i = 0; i < 2; i++) {
+        char json[1024];
+        tg_policy_t *p;
+        tg_outcome_t o;
+        tg_error_t err;
+        int rc;
+        snprintf(
+            json, sizeof json,
+            "{\"version\":\"t@1\",\"registry_hash\":\"h\","
+            "\"risk_levels\":[\"low\",\"medium\",\"high\"],\"require_contract\":true,\"stages\":%s,\"tools\":" TOOLS3
+            "}",
+            stages[i]);
+        p = policy(json);
+        rc = tg_check(d, p, NULL, call, strlen(call), TG_FORMAT_AUTO, 0, 0, &o, &err);
+        if (rc != TG_E_ARG || !strstr(err.message, "the rung")) {
+            printf("#   %s: rc %s, %s\n", stages[i], tg_code_name(rc),
+                   rc == TG_OK ? o.json : err.message);
+            ok = 0;
+        }
+        tg_policy_free(p);
+    }
+    tap_ok(ok, "a gate or verifier before the rung: TG_E_ARG, no decision on an unresolved tool");
+    tg_decider_free(d);
+}
+
 /* Whether the buffer (not NUL-terminated) holds needle. */
 static int holds(const tg_buf_t *b, const char *needle)
 {
@@ -566,7 +674,10 @@ int main(void)
     E = tg_engine_new(NULL, NULL, NULL, NULL);
     build_registry();
     test_policy_description();
+    test_reject_stops(); /* first: were a later stage run, test_decisions would crash in it */
     test_decisions();
+    test_no_context();
+    test_contract_before_rung();
     test_host_stages();
     test_lines();
     test_several_calls();
