@@ -42,6 +42,23 @@ describe("the pipeline", function()
     assert.equal(1, #d.stages) -- nothing after the rung ran
   end)
 
+  it("never calls a stage after a reject: a custom stage that records its calls", function()
+    local after = 0
+    local e = engine({ stages = { "rung",
+      { name = "no", run = function(c) if c.arguments.n == 1 then return false, "not one" end end },
+      { name = "after", run = function() after = after + 1 end }, "gate" } })
+    local ctx = { scopes = { "logs:read" }, max_risk = "low" }
+    local d = e:check(call("read_log", { n = 2 }), ctx)
+    assert.same({ "accept", 1 }, { d.verdict, after }) -- it records the calls it gets
+    after = 0
+    for _, c in ipairs({ call("read_log", { n = 1 }), call("reboot"), call("read_log", { n = "x" }) }) do
+      d = e:check(c, ctx)
+      assert.equal("reject", d.verdict)
+      assert.equal(0, after, d.code)
+      assert.equal(d.code == "NO" and 2 or 1, #d.stages, d.code)
+    end
+  end)
+
   it("carries policy_version, registry_hash, args_digest and the call id", function()
     local e = engine({ stages = { "rung" } })
     local d = e:check('{"type":"tool_use","id":"toolu_9","name":"read_log","input":{"n":1}}', { server = "ops" })
