@@ -44,8 +44,8 @@ local function metrics(node) return fx.curl(q("http://" .. env.nodes[node].liste
 
 local function calls() return json(fx.curl(q("http://127.0.0.1:" .. env.counter .. "/calls"))) end
 
--- the Redis key of the fleet's record `name`
-local function key(name) return "fleet-spec:" .. name end
+-- the Redis key of the fleet's record `name`, quoted for redis_cli
+local function key(name) return q("{fleet-spec:}" .. name) end
 
 local function redis_cli(args)
   local code, out, err = h.run("redis-cli -h 127.0.0.1 -p " .. env.redis_port .. " --no-auth-warning -a " ..
@@ -86,8 +86,9 @@ local function start_redis()
   end, env.dir .. "/redis.log")
 end
 
--- gateway(name, redis_options): a node of the fleet
-local function gateway(name, redis_options)
+-- gateway(name, redis_options[, prefix]): a node of the fleet (another
+-- deployment on the same Redis: another prefix)
+local function gateway(name, redis_options, prefix)
   local n = env.nodes[name]
   local cmd = table.concat({
     "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", n.listen, "--admin", n.admin,
@@ -98,7 +99,7 @@ local function gateway(name, redis_options)
     "--upstream", "rug=http://127.0.0.1:" .. env.rug .. "/mcp",
     "--registry", q("rug=" .. env.dir .. "/rug.json"), "--context", q("rug=" .. env.dir .. "/rug.ctx"),
     redis_options, "--redis-password-file", q(env.dir .. "/redis.password"),
-    "--redis-prefix", "fleet-spec:", "--redis-sync", tostring(SYNC),
+    "--redis-prefix", prefix or "fleet-spec:", "--redis-sync", tostring(SYNC),
   }, " ")
   pids[name] = fx.spawn(cmd, env.dir .. "/" .. name .. ".log")
   fx.wait_for("node " .. name .. "'s /healthz", function()
@@ -166,7 +167,8 @@ describe("a fleet of toolgate gateways on Redis", function()
     end
     env.dir = fx.tempdir("toolgate-fleet-spec")
     assert(os.execute("mkdir -p " .. q(env.dir .. "/redis")))
-    local ports = fx.ports(10)
+    local ports = fx.ports(12)
+    env.nodes.d = { listen = "127.0.0.1:" .. ports[11], admin = "127.0.0.1:" .. ports[12] }
     env.redis_port, env.redis_tls_port = ports[1], ports[8]
     env.nodes.c = { listen = "127.0.0.1:" .. ports[9], admin = "127.0.0.1:" .. ports[10] }
     make_certificates(env.dir .. "/tls")
@@ -202,7 +204,7 @@ describe("a fleet of toolgate gateways on Redis", function()
   end)
 
   teardown(function()
-    for _, n in ipairs({ "a", "b", "c" }) do
+    for _, n in ipairs({ "a", "b", "c", "d" }) do
       fx.stop(pids[n])
       local pid = env.dir and tonumber(h.read_file(env.dir .. "/" .. n .. "/nginx.pid") or "")
       if pid then fx.wait_for("nginx to stop", function() return not fx.alive(pid) end) end
@@ -234,6 +236,11 @@ describe("a fleet of toolgate gateways on Redis", function()
     local c, _, e = h.run("timeout 10 /usr/sbin/nginx -p " .. q(prefix) .. " -c " .. q(conf) .. " -e stderr")
     assert.equals(1, c)
     assert.matches("redis.read_timeout: must be from 0.001 to 60", e, 1, true)
+    -- a prefix whose scans could match another deployment's keys
+    h.write_file(conf, (text:gsub("redis = { ", 'redis = { prefix = "team*", ')))
+    c, _, e = h.run("timeout 10 /usr/sbin/nginx -p " .. q(prefix) .. " -c " .. q(conf) .. " -e stderr")
+    assert.equals(1, c)
+    assert.matches("redis.prefix: must not hold { } * ? [ ] or \\", e, 1, true)
   end)
 
   it("a RESULT_DISAGREE seen through node A quarantines the declaration on node B within the bound", function()
@@ -487,5 +494,45 @@ describe("a fleet of toolgate gateways on Redis", function()
     redis_cli("set " .. key("version") .. " " .. (version + 2))
     fx.wait_for("both nodes to poll again", function() return healthy("a") and healthy("b") end)
     assert.equals("ARG_DISAGREE", classify("a", "broken_add", "args"))
+  end)
+
+  it("another deployment whose prefix extends this one's never shows in its listings, and a bad record is skipped", function()
+    if not need(pending) then return end
+    local function ids(node)
+      local out = {}
+      for _, r in ipairs(json(admin(node, "GET", "/v1/approvals")).approvals) do out[r.id] = r.status end
+      return out
+    end
+    local function status(node, path)
+      return fx.curl("-o /dev/null -w '%{http_code}' " .. (path == "/metrics" and "" or "-H " ..
+        q("Authorization: Bearer " .. env.token) .. " ") .. q("http://" .. env.nodes[node][path == "/metrics" and
+        "listen" or "admin"] .. path))
+    end
+    local ours = ids("a")
+    -- deployment D: prefix fleet-spec:a: (this fleet's is fleet-spec:), a pending approval, a quarantine (its version)
+    gateway("d", "--redis 127.0.0.1:" .. env.redis_port, "fleet-spec:a:")
+    fx.wait_for("node D to reach Redis", function()
+      return fx.metric(fx.curl(q("http://" .. env.nodes.d.listen .. "/metrics")), "toolgate_state_store_up") == 1
+    end)
+    local theirs = fx.send("http://" .. env.nodes.d.listen .. "/mcp/counter",
+      fx.call_body(71, "write_note", '{"text":"deployment D"}'))[1].json.error.data.approval_id
+    assert.equals("RESULT_DISAGREE", classify("d", "add", "results"))
+    fx.wait_for("D's writes on Redis", function()
+      return fx.metric(fx.curl(q("http://" .. env.nodes.d.listen .. "/metrics")), "toolgate_state_store_pending_writes") == 0
+    end)
+    assert.equals("200", status("a", "/metrics"))
+    assert.equals("200", status("a", "/v1/approvals"))
+    assert.same(ours, ids("a"))
+    assert.same({ [theirs] = "pending" }, ids("d"))
+    -- a record of this deployment's that is no approval: skipped, counted, logged; the others listed
+    local before = fx.metric(metrics("a"), 'toolgate_state_store_errors_total{op="record"}') or 0
+    redis_cli("set " .. key("a:0bad") .. " 5")
+    assert.same(ours, ids("a"))
+    assert.equals("200", status("a", "/metrics"))
+    assert.is_true(fx.metric(metrics("a"), 'toolgate_state_store_errors_total{op="record"}') >= before + 2)
+    assert.matches("0bad", h.read_file(env.dir .. "/a.log"), 1, true)
+    redis_cli("del " .. key("a:0bad"))
+    fx.stop(pids.d)
+    pids.d = nil
   end)
 end)

@@ -47,7 +47,7 @@
 --   pool_size, keepalive_timeout   the connection pool (default 64, 60)
 --   sync_interval            how often worker 0 polls the version (default 0.25)
 --   stale_after              when the copy counts as unread (default 5 x sync_interval, at least 1)
--- Keys on Redis: <prefix>det:v, det:q (hashes, field "<server>\0<tool>"),
+-- Keys on Redis: {<prefix>}det:v, det:q (hashes, field "<server>\0<tool>"),
 -- pins (field "<hash>\0<server>\0<tool>\0<change>"), servers (field
 -- "<hash>\0<server>"), version (a counter), a:<id>, a#<id>, a+<id> (an
 -- approval, its decision, its uses left; each with the approval's TTL).
@@ -94,6 +94,12 @@ function M.options(o)
   end
   for k, v in pairs(DEFAULTS) do if c[k] == nil then c[k] = v end end
   if c.prefix == "" then return nil, "redis.prefix: must not be empty (one prefix per deployment)" end
+  -- keys are "{" .. prefix .. "}" .. name: with no brace in a prefix, no
+  -- deployment's keys start with another's "{prefix}", so no scan of one
+  -- matches the other's keys (nor can a glob character widen the scan)
+  if c.prefix:find("[{}*?%[%]\\]") then
+    return nil, "redis.prefix: must not hold { } * ? [ ] or \\ (a deployment's scans would match another's keys)"
+  end
   c.stale_after = c.stale_after or math.max(1, 5 * c.sync_interval)
   if c.stale_after < c.sync_interval then return nil, "redis.stale_after: must be at least sync_interval" end
   return c
@@ -185,8 +191,8 @@ function M.new(dict, o, clock)
   if type(dict) ~= "table" and type(dict) ~= "userdata" then error("redis.new: an ngx.shared dict expected", 2) end
   local c, err = M.options(o or {})
   if not c then error("toolgate.state.redis: " .. err, 2) end
-  local p = c.prefix
-  local self = setmetatable({ dict = dict, c = c, clock = clock or ngx.now, here = shared_dict.new(dict, clock),
+  local p = "{" .. c.prefix .. "}"
+  local self = setmetatable({ tag = p, dict = dict, c = c, clock = clock or ngx.now, here = shared_dict.new(dict, clock),
     keys = { detv = p .. "det:v", detq = p .. "det:q", pins = p .. "pins", servers = p .. "servers",
       version = p .. "version", generation = p .. "generation" },
     pool = table.concat({ "toolgate", c.host, c.port, c.database, c.username or "", p }, ":"),
@@ -505,7 +511,7 @@ function Store:health()
   local d = self.dict
   local at = d:get(OK_AT)
   local errors = {}
-  for _, op in ipairs({ "sync", "write", "approval" }) do errors[op] = d:get(ERRORS .. op) or 0 end
+  for _, op in ipairs({ "sync", "write", "approval", "record" }) do errors[op] = d:get(ERRORS .. op) or 0 end
   return { up = d:get(UP) == 1, age = at and (ngx.now() - at) or nil,
     pending = math.max(0, (d:get(J_TAIL) or 0) - (d:get(J_HEAD) or 1) + 1), errors = errors }
 end
@@ -576,7 +582,7 @@ function Store:quarantined_servers() return self.here:quarantined_servers() end
 -- Approvals: on Redis only ---------------------------------------------------
 
 local function akeys(self, id)
-  local p = self.c.prefix
+  local p = self.tag
   return p .. "a:" .. id, p .. "a#" .. id, p .. "a+" .. id
 end
 
@@ -654,7 +660,7 @@ end
 
 --- approvals() -> { record, ... } | nil, message (Redis unavailable)
 function Store:approvals()
-  local p = self.c.prefix
+  local p = self.tag
   local res, err = with(self, function(red)
     local ids, cursor = {}, "0"
     -- SCAN visits each key at least once; bounded for a store that keeps growing
@@ -667,9 +673,11 @@ function Store:approvals()
     end
     local out = {}
     for id in pairs(ids) do
-      local r, rerr = read_approval(red, akeys(self, id))
-      if not r then return r, rerr end
-      out[#out + 1] = r[1]
+      local ok, r, rerr = pcall(read_approval, red, akeys(self, id))
+      if ok and not r then return r, rerr end
+      -- one record that is no approval is skipped, never the whole listing
+      if ok and type(r[1]) == "table" then out[#out + 1] = r[1] else count_error(self, "record", "approval " .. id ..
+        " is no approval record, skipped: " .. tostring(ok and r[1] or r)) end
     end
     table.sort(out, function(x, y) return x.id < y.id end)
     return { out }
