@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -203,6 +204,39 @@ int tg_proc_kill(int pid, int signo)
 int tg_proc_close(int fd)
 {
     return close(fd) == 0 ? 0 : fail();
+}
+
+int tg_proc_stat(const char *path, int *perm, int *uid, int *is_dir)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0) {
+        return fail();
+    }
+    *perm = (int)(st.st_mode & 07777);
+    *uid = (int)st.st_uid;
+    *is_dir = S_ISDIR(st.st_mode) ? 1 : 0;
+    return 0;
+}
+
+int tg_proc_euid(void)
+{
+    return (int)geteuid();
+}
+
+int tg_proc_mkdir(const char *path, int mode)
+{
+    return mkdir(path, (mode_t)mode) == 0 ? 0 : fail();
+}
+
+int tg_proc_chmod(const char *path, int mode)
+{
+    return chmod(path, (mode_t)mode) == 0 ? 0 : fail();
+}
+
+int tg_proc_umask(int mask)
+{
+    return (int)umask((mode_t)mask);
 }
 
 /* clang-format off */

@@ -70,6 +70,23 @@ TG_API int tg_proc_wait(int pid, int nohang, int *code, int *signo);
 TG_API int tg_proc_kill(int pid, int signo);
 TG_API int tg_proc_close(int fd);
 
+/* What the local state's directory and files need (toolgate's state is
+ * refused in a directory others may write, as ssh refuses its files):
+ * stat(2) of path, following links: 0, *perm its permission bits (mode &
+ * 07777), *uid its owner and *is_dir whether it is a directory; or a
+ * negative errno (-ENOENT: no such file). */
+TG_API int tg_proc_stat(const char *path, int *perm, int *uid, int *is_dir);
+
+/* The process's effective user id. */
+TG_API int tg_proc_euid(void);
+
+/* mkdir(2) and chmod(2): 0 or a negative errno (-EEXIST: it exists). */
+TG_API int tg_proc_mkdir(const char *path, int mode);
+TG_API int tg_proc_chmod(const char *path, int mode);
+
+/* umask(2): sets the file mode creation mask, returns the one before. */
+TG_API int tg_proc_umask(int mask);
+
 /* A signal's number by its name without "SIG" ("TERM"), 0 for an unknown
  * name; the poll event bits (POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL);
  * the monotonic clock in seconds; strerror of a positive errno. */

@@ -549,3 +549,69 @@ describe("toolgate mcp-proxy", function()
     assert.equal(0, r.status)
   end)
 end)
+
+describe("toolgate's local state directory", function()
+  local tmp
+
+  setup(function()
+    local p = assert(io.popen("mktemp -d " .. q((os.getenv("TMPDIR") or "/tmp") .. "/toolgate-state-spec.XXXXXX")))
+    tmp = assert(p:read("*l"))
+    p:close()
+  end)
+
+  teardown(function()
+    if tmp then os.execute("rm -rf " .. q(tmp)) end
+  end)
+
+  -- the permission bits of each path, octal
+  local function modes(paths)
+    local out = {}
+    for _, path in ipairs(paths) do
+      local _, m = h.run("stat -c %a " .. q(path))
+      out[#out + 1] = (m:gsub("%s+$", ""))
+    end
+    return out
+  end
+
+  it("refuses a directory others may write or another user owns, saying why (exit 2); makes it 0700, files 0600", function()
+    local reg = "--registry " .. q("echo=" .. tmp .. "/echo.json")
+    h.write_file(tmp .. "/echo.json", '{"server":"echo","tools":[]}')
+    for _, mode in ipairs({ "777", "1777", "770", "702" }) do
+      local st = tmp .. "/open-" .. mode
+      assert(os.execute("mkdir -m " .. mode .. " " .. q(st)))
+      local code, out, err = h.toolgate("approvals list --state " .. q(st))
+      assert.equal(2, code, mode .. ": " .. out .. err)
+      assert.truthy(err:find("others may write it", 1, true), err)
+      assert.truthy(err:find("chmod 700 " .. st, 1, true), err)
+      code, out, err = h.toolgate("mcp-proxy --state " .. q(st) .. " " .. reg .. " -- true")
+      assert.equal(2, code, mode .. ": " .. out .. err)
+      assert.truthy(err:find("others may write it", 1, true), err)
+      assert.is_nil(io.open(st .. "/state.sqlite", "r"), "a state file was made in " .. st)
+    end
+    local _, uid = h.run("id -u")
+    if uid:match("^0%s") then -- root can give a directory away; another user cannot
+      local st = tmp .. "/theirs"
+      assert(os.execute("mkdir -m 700 " .. q(st) .. " && chown 65534 " .. q(st)))
+      local code, _, err = h.toolgate("log --state " .. q(st))
+      assert.equal(2, code, err)
+      assert.truthy(err:find("is owned by another user (uid 65534)", 1, true), err)
+    end
+    -- made where missing: the directories 0700, the file 0600, and so its WAL files while a proxy has them open
+    local st = tmp .. "/made/state"
+    local code, out, err = h.toolgate("approvals list --state " .. q(st))
+    assert.equal(0, code, out .. err)
+    assert.same({ "700", "700", "600" }, modes({ tmp .. "/made", st, st .. "/state.sqlite" }))
+    local _, during = h.run("sh -c " .. q("(sleep 1; stat -c '%a %n' " .. q(st) .. "/*) & sleep 2 | " .. h.lua .. " "
+      .. q(h.root .. "/bin/toolgate") .. " mcp-proxy --state " .. q(st) .. " " .. reg .. " -- cat >/dev/null; wait"))
+    assert.truthy(during:find("600 " .. st .. "/state.sqlite-wal", 1, true), during)
+    assert.truthy(during:find("600 " .. st .. "/state.sqlite-shm", 1, true), during)
+    assert.is_nil(during:find("\n6[0-7][1-7] ") or during:find("^6[0-7][1-7] "), during)
+    -- a state file an older toolgate made 0644 is made private
+    local old = tmp .. "/old"
+    assert(os.execute("mkdir -m 700 " .. q(old) .. " && (umask 022; python3 -c " .. q("import sqlite3; sqlite3.connect('"
+      .. old .. "/state.sqlite').execute('create table t (x)')") .. ")"))
+    assert.same({ "644" }, modes({ old .. "/state.sqlite" }))
+    assert.equal(0, (h.toolgate("approvals list --state " .. q(old))))
+    assert.same({ "600" }, modes({ old .. "/state.sqlite" }))
+  end)
+end)

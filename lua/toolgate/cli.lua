@@ -197,12 +197,51 @@ function M.state_dir(opt)
   return (os.getenv("HOME") or ".") .. "/.local/state/toolgate"
 end
 
--- open_state(cmd, dir[, opts]) -> the SQLite store in dir (made, mode 700,
--- when it is missing) | nil (after a diagnostic); opts as for
+local ENOENT, EEXIST = 2, 17 -- Linux
+
+-- Whether a permission bit (octal 020: group write) is set, without the
+-- bitwise operators LuaJIT lacks.
+local function has_bit(perm, bit) return math.floor(perm / bit) % 2 == 1 end
+
+-- The state directory, made (mode 700, and the missing directories above
+-- it) when it is missing | nil, why.  Whoever may write the directory can
+-- replace the approvals in it, so one that group or others may write, or
+-- that another user owns, is refused, as ssh refuses such files.
+function M.private_dir(dir)
+  local proc = require "toolgate.proc"
+  local st, err, errno = proc.stat(dir)
+  if not st and errno == ENOENT then
+    local path = dir:sub(1, 1) == "/" and "" or "."
+    for part in dir:gmatch("[^/]+") do
+      path = path .. "/" .. part
+      local ok, merr, merrno = proc.mkdir(path, 448) -- 0700
+      if not ok and merrno ~= EEXIST then return nil, "cannot open " .. dir .. ": cannot make " .. path .. ": " .. merr end
+    end
+    st, err = proc.stat(dir)
+  end
+  if not st then return nil, "cannot open " .. dir .. ": " .. tostring(err) end
+  if not st.dir then return nil, "cannot open " .. dir .. ": not a directory" end
+  if st.uid ~= proc.euid() and st.uid ~= 0 then
+    return nil, dir .. " is owned by another user (uid " .. st.uid .. "): it could replace the approvals in it; "
+      .. "give a directory of your own"
+  end
+  if has_bit(st.perm, 16) or has_bit(st.perm, 2) then
+    return nil, string.format("%s is mode %04o: others may write it and replace the approvals in it; fix it with "
+      .. "chmod 700 %s", dir, st.perm, dir)
+  end
+  return true
+end
+
+-- open_state(cmd, dir[, opts]) -> the SQLite store in dir (see
+-- private_dir) | nil (after a diagnostic); opts as for
 -- toolgate.state.sqlite's open (busy_ms)
 function M.open_state(cmd, dir, opts)
   dir = M.state_dir(dir)
-  os.execute("mkdir -p -m 700 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+  local ok, why = M.private_dir(dir)
+  if not ok then
+    M.diag(cmd, "--state: " .. why)
+    return nil
+  end
   local store, err = require("toolgate.state.sqlite").open(dir .. "/state.sqlite", opts)
   if not store then M.diag(cmd, "--state: " .. tostring(err)) end
   return store

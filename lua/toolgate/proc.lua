@@ -9,6 +9,8 @@
 --   write(fd, s[, from]) -> bytes written (0: the pipe is full) | nil, message
 --   nonblock(fd, on) -> was_on;  wait(pid, nohang) -> "exited"|"signaled", n | false
 --   kill(pid, signo), close(fd), signum(name), now(); POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL
+--   stat(path) -> {perm, uid, dir} | nil, message, errno;  euid();  umask(mask) -> the mask before
+--   mkdir(path, mode), chmod(path, mode) -> true | nil, message, errno  (the local state's directory)
 if rawget(_G, "jit") then
   return require "toolgate.proc_ffi"
 end

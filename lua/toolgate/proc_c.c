@@ -230,11 +230,67 @@ static int l_now(lua_State *L)
     return 1;
 }
 
+/* stat(path) -> {perm =, uid =, dir =} | nil, message, errno */
+static int l_stat(lua_State *L)
+{
+    int perm, uid, is_dir;
+    int rc = tg_proc_stat(luaL_checkstring(L, 1), &perm, &uid, &is_dir);
+
+    if (rc < 0) {
+        fail(L, rc);
+        lua_pushinteger(L, -rc);
+        return 3;
+    }
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, perm);
+    lua_setfield(L, -2, "perm");
+    lua_pushinteger(L, uid);
+    lua_setfield(L, -2, "uid");
+    lua_pushboolean(L, is_dir);
+    lua_setfield(L, -2, "dir");
+    return 1;
+}
+
+static int l_euid(lua_State *L)
+{
+    lua_pushinteger(L, tg_proc_euid());
+    return 1;
+}
+
+/* mkdir(path, mode) and chmod(path, mode) -> true | nil, message, errno */
+static int done(lua_State *L, int rc)
+{
+    if (rc < 0) {
+        fail(L, rc);
+        lua_pushinteger(L, -rc);
+        return 3;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_mkdir(lua_State *L)
+{
+    return done(L, tg_proc_mkdir(luaL_checkstring(L, 1), (int)luaL_checkinteger(L, 2)));
+}
+
+static int l_chmod(lua_State *L)
+{
+    return done(L, tg_proc_chmod(luaL_checkstring(L, 1), (int)luaL_checkinteger(L, 2)));
+}
+
+static int l_umask(lua_State *L)
+{
+    lua_pushinteger(L, tg_proc_umask((int)luaL_checkinteger(L, 1)));
+    return 1;
+}
+
 static const luaL_Reg functions[] = {
     {"spawn", l_spawn}, {"signals", l_signals}, {"next_signal", l_next_signal}, {"poll", l_poll},
     {"read", l_read},   {"write", l_write},     {"nonblock", l_nonblock},       {"wait", l_wait},
     {"kill", l_kill},   {"close", l_close},     {"signum", l_signum},           {"now", l_now},
-    {NULL, NULL}};
+    {"stat", l_stat},   {"euid", l_euid},       {"mkdir", l_mkdir},             {"chmod", l_chmod},
+    {"umask", l_umask}, {NULL, NULL}};
 
 int luaopen_toolgate_proc_c(lua_State *L);
 

@@ -24,6 +24,11 @@ int tg_proc_signum(const char *name);
 int tg_proc_poll_bits(int which);
 double tg_proc_now(void);
 const char *tg_proc_strerror(int errnum);
+int tg_proc_stat(const char *path, int *perm, int *uid, int *is_dir);
+int tg_proc_euid(void);
+int tg_proc_mkdir(const char *path, int mode);
+int tg_proc_chmod(const char *path, int mode);
+int tg_proc_umask(int mask);
 ]]
 
 local READ_CHUNK, MAX_FDS = 65536, 16
@@ -127,6 +132,29 @@ function M.close(fd)
   if rc < 0 then return fail(rc) end
   return true
 end
+
+local perm, uid, is_dir = ffi.new("int[1]"), ffi.new("int[1]"), ffi.new("int[1]")
+
+-- stat(path) -> {perm =, uid =, dir =} | nil, message, errno
+function M.stat(path)
+  local rc = C.tg_proc_stat(path, perm, uid, is_dir)
+  if rc < 0 then return nil, ffi.string(C.tg_proc_strerror(-rc)), -rc end
+  return { perm = perm[0], uid = uid[0], dir = is_dir[0] == 1 }
+end
+
+function M.euid() return C.tg_proc_euid() end
+
+-- mkdir(path, mode) and chmod(path, mode) -> true | nil, message, errno
+local function done(rc)
+  if rc < 0 then return nil, ffi.string(C.tg_proc_strerror(-rc)), -rc end
+  return true
+end
+
+function M.mkdir(path, mode) return done(C.tg_proc_mkdir(path, mode)) end
+
+function M.chmod(path, mode) return done(C.tg_proc_chmod(path, mode)) end
+
+function M.umask(mask) return C.tg_proc_umask(mask) end
 
 function M.signum(name) return C.tg_proc_signum(name) end
 

@@ -8,7 +8,8 @@
  *     child starts with that signal unblocked and at its default (it
  *     ends the child: tg_proc_wait says which signal);
  *  4. a write to a child that closed its input is -EPIPE, not a SIGPIPE;
- *  5. poll's timeout and the event bits.
+ *  5. poll's timeout and the event bits;
+ *  6. the local state's directory: mkdir, stat, chmod and umask.
  */
 #define _GNU_SOURCE
 #include "tap.h"
@@ -16,6 +17,8 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 /* Reads fd until its end (bounded by ~5 s of polls), into buf. */
@@ -129,5 +132,26 @@ int main(void)
     tg_proc_close(p.out);
     tg_proc_close(p.err);
     tap_ok(tg_proc_now() > 0, "a monotonic clock");
+
+    /* 6 */
+    {
+        char dir[] = "/tmp/toolgate-test-proc.XXXXXX", sub[64];
+        int perm = -1, uid = -1, is_dir = -1, old;
+
+        tap_ok(mkdtemp(dir) != NULL, "a temporary directory");
+        snprintf(sub, sizeof sub, "%s/d", dir);
+        old = tg_proc_umask(022);
+        tap_ok(tg_proc_mkdir(sub, 0777) == 0, "mkdir");
+        tap_ok(tg_proc_mkdir(sub, 0700) == -EEXIST, "mkdir of a directory that exists is -EEXIST");
+        tap_ok(tg_proc_stat(sub, &perm, &uid, &is_dir) == 0 && perm == 0755 && is_dir == 1 &&
+                   uid == tg_proc_euid(),
+               "stat: mode 0755 under umask 022, a directory, ours");
+        tap_ok(tg_proc_umask(old) == 022, "umask returns the mask before");
+        tap_ok(tg_proc_chmod(sub, 01777) == 0 && tg_proc_stat(sub, &perm, &uid, &is_dir) == 0 && perm == 01777,
+               "chmod, and stat's bits include the sticky bit");
+        tap_ok(tg_proc_stat("/nonexistent/toolgate", &perm, &uid, &is_dir) == -ENOENT, "stat of nothing: -ENOENT");
+        rmdir(sub);
+        rmdir(dir);
+    }
     return tap_done();
 }

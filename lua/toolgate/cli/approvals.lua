@@ -18,7 +18,10 @@ data.approval_id, and a line on the proxy's standard error) and waits here.
   deny ID     the call is refused (APPROVAL_DENIED) until the request expires
 
   --state DIR  the state directory (default $XDG_STATE_HOME/toolgate, or
-               ~/.local/state/toolgate): the one the proxies were given
+               ~/.local/state/toolgate): the one the proxies were given;
+               one that group or others may write, or another user owns,
+               is refused (exit 2): whoever can write it can replace the
+               approvals
 
 Exit status: 0 done; 1 no such request, or already decided; 2 bad usage.
 ]]

@@ -54,7 +54,9 @@ exit status is the server's (128 + N when signal N ended it).
                             given the same DIR and kept across restarts
                             (default $XDG_STATE_HOME/toolgate, or
                             ~/.local/state/toolgate); see toolgate approvals
-                            and toolgate log
+                            and toolgate log.  Made 0700, its files 0600; a
+                            DIR group or others may write, or another user
+                            owns, is refused (exit 2)
 
 Exit status: the server's; 1 when it could not be started; 2 on bad usage
 or a policy or registry that cannot be loaded.

@@ -21,6 +21,7 @@
 
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
+local proc = require "toolgate.proc"
 local value = require "toolgate.value"
 
 local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
@@ -28,6 +29,7 @@ local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
 local M = {}
 
 M.DEFAULT_BUSY_MS = 5000
+local ENOENT = 2 -- Linux
 
 local SCHEMA = {
   [[CREATE TABLE IF NOT EXISTS determinism (server TEXT NOT NULL, name TEXT NOT NULL, verified_epoch TEXT,
@@ -121,13 +123,21 @@ function M.open(path, opts)
   local ok, driver = pcall(require, "luasql.sqlite3")
   if not ok then return nil, "SQLite state needs lua-sql-sqlite3 (Debian: apt-get install lua-sql-sqlite3)" end
   local env = driver.sqlite3()
+  -- the file and its -wal and -shm (SQLite gives them the file's mode) are
+  -- the user's alone: made 0600, and one an older toolgate made 0644 mended
+  local umask = proc.umask(63) -- 077
   local conn, err = env:connect(path)
   if not conn then
+    proc.umask(umask)
     env:close()
     return nil, "cannot open " .. path .. ": " .. tostring(err)
   end
   local self = setmetatable({ env = env, conn = conn, path = path, clock = opts.clock or os.time, memo = {} }, Store)
   local okset, serr = pcall(function()
+    for _, suffix in ipairs({ "", "-wal", "-shm" }) do
+      local okm, merr, errno = proc.chmod(path .. suffix, 384) -- 0600
+      if not okm and errno ~= ENOENT then error("cannot make " .. path .. suffix .. " private: " .. merr, 0) end
+    end
     exec(self, "PRAGMA busy_timeout = " .. string.format("%d", opts.busy_ms or M.DEFAULT_BUSY_MS))
     rows(self, "PRAGMA journal_mode = WAL")
     -- WAL's own durability: a commit survives a crash of the process, and
@@ -137,6 +147,7 @@ function M.open(path, opts)
       for _, s in ipairs(SCHEMA) do exec(self, s) end
     end)
   end)
+  proc.umask(umask)
   if not okset then
     self:close()
     return nil, tostring(serr)
