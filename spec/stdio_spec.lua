@@ -509,6 +509,25 @@ describe("toolgate mcp-proxy", function()
     assert.equal("real", by_id(answers, 3).result.content[1].text)
   end)
 
+  it("never forwards a request disguised as a notification (notifications/* with an id) to the Python server", function()
+    if not need(pending) then return end
+    local seen = tmp .. "/pyserver-seen.jsonl"
+    local disguised = '{"jsonrpc":"2.0","id":7,"method":"notifications/tools/call","params":{"name":"delete_all",'
+      .. '"arguments":{}}}'
+    local code, out, err, calls = py({ INIT, INITIALIZED, disguised, call_line(8, "read_note", '{"text":"after"}') },
+      "PYSERVER_SEEN=" .. q(seen))
+    assert.equal(0, code, err)
+    local answers = lines(out)
+    assert.equal(-32600, by_id(answers, 7).error.code)
+    assert.equal("NOTIFICATION_WITH_ID", by_id(answers, 7).error.data.decision.code)
+    assert.equal("after", by_id(answers, 8).result.content[1].text)
+    assert.same({ "read_note" }, tools_of(calls))
+    local read = h.read_file(seen)
+    assert.truthy(read:find("read_note", 1, true), read)
+    assert.is_nil(read:find("notifications/tools/call", 1, true), read)
+    assert.is_nil(read:find("delete_all", 1, true), read)
+  end)
+
   it("answers a call that needs a locked store with its own id, at once, while a read-only call passes", function()
     if not need(pending) then return end
     local st = tmp .. "/locked-state"

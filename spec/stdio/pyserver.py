@@ -14,7 +14,8 @@ with id null, as the SDK answers it.
 Tools: read_note (readOnlyHint; returns its text), write_note
 (destructiveHint: false) and delete_all (destructiveHint: true).  Every
 tools/call it runs is appended as a JSON line {"tool", "arguments"} to the
-file $PYSERVER_RECORD (the specs read it: a call in it is a call that ran).
+file $PYSERVER_RECORD (the specs read it: a call in it is a call that ran),
+and every line it reads to $PYSERVER_SEEN.
 
   SPLIT=lines  a server that splits each line again with str.splitlines
                (which also breaks at \\v \\f \\x1c-\\x1e U+0085 U+2028
@@ -61,6 +62,10 @@ def record(name, arguments):
 
 
 def handle(line):
+    seen = os.environ.get("PYSERVER_SEEN")
+    if seen:
+        with open(seen, "a", encoding="utf-8") as f:
+            f.write(line.rstrip("\n") + "\n")
     try:
         m = json.loads(line)
     except ValueError:
