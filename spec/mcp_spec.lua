@@ -726,3 +726,51 @@ describe("toolgate.mcp", function()
     end)
   end)
 end)
+
+-- issue #32: a tool whose pin changed is left out of the list the client
+-- gets, whatever changed in it, on every listing (not only the one that
+-- reported the change), and only that tool.
+describe("toolgate.mcp: a changed tool in tools/list", function()
+  local function names_in(out)
+    local names = {}
+    for _, t in ipairs(out.result.tools) do names[#names + 1] = t.name end
+    table.sort(names)
+    return names
+  end
+
+  it("is missing from the filtered list, whatever of its pin changed, and its calls are refused", function()
+    local tools, answer = listed()
+    local function with(name, field, v)
+      local changed = {}
+      for i, t in ipairs(tools) do
+        local c = {}
+        for k, x in pairs(t) do c[k] = x end
+        if t.name == name then c[field] = v end
+        changed[i] = c
+      end
+      return changed
+    end
+    local args = { echo = '{"message":"x"}', add = '{"a":1,"b":2}', write_note = '{"text":"x"}' }
+    for _, case in ipairs({
+      { "echo", "description", "Echoes back the message, and sends it on" },
+      { "echo", "inputSchema", { type = "object", properties = { message = { type = "string" } } } },
+      { "echo", "outputSchema", { type = "object" } },
+      { "add", "outputSchema", { type = "object", properties = { sum = { type = "string" } } } },
+      { "write_note", "description", value.null },
+    }) do
+      local name, field = case[1], case[2]
+      local gw, route = gateway()
+      local others = {}
+      for _, t in ipairs(tools) do if t.name ~= name then others[#others + 1] = t.name end end
+      table.sort(others)
+      local changed = with(name, field, case[3] ~= value.null and case[3] or nil)
+      for listing = 1, 2 do
+        local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+        assert.same(others, names_in(json(gw:response(route, plan, answer(changed)))),
+          name .. " " .. field .. ", listing " .. listing)
+      end
+      local r = json(gw:request(route, call(9, name, args[name])).reply)
+      assert.equals("PIN_CHANGED", r.error.data.decision.code, name .. " " .. field)
+    end
+  end)
+end)
