@@ -52,6 +52,9 @@ local function metrics_when(check)
 end
 
 local record = fx.record
+local value = require "toolgate.value"
+local value_null = value.null
+local function enc(v) return (assert(value.encode(v))) end
 
 describe("toolgate gateway (nginx)", function()
   local ready, why
@@ -68,7 +71,7 @@ describe("toolgate gateway (nginx)", function()
     end
     local dir = fx.tempdir("toolgate-gateway-spec")
     env.dir = dir
-    local ports = fx.ports(5)
+    local ports = fx.ports(6)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
 
     pids.everything = spawn("PORT=" .. ports[3] .. " exec node " ..
@@ -78,18 +81,26 @@ describe("toolgate gateway (nginx)", function()
     env.everything = upstream_port(dir .. "/everything.log")
     env.counter = upstream_port(dir .. "/counter.log")
     env.rug = upstream_port(dir .. "/rug.log")
+    -- the SDK README's server on express, which decodes a body by its charset and Content-Encoding
+    pids.express = spawn("PORT=" .. ports[6] .. " EXPRESS=1 exec node upstream.mjs", dir .. "/express.log")
+    env.express = upstream_port(dir .. "/express.log")
     -- the registries: the trusted snapshots, recorded before the gateway
     -- starts (the counter's without the tool "hidden")
     record("counter", env.counter, dir .. "/counter.json", "hidden")
     record("rug", env.rug, dir .. "/rug.json")
     local hostile = h.read_file(dir .. "/counter.json"):gsub('"server":"counter"', '"server":"hostile"')
     h.write_file(dir .. "/hostile.json", hostile)
+    record("express", env.express, dir .. "/express.json")
+    -- the counter's /gzip/json and /gzip/sse: its tools (and secret_tool, which no registry has), gzip-compressed
+    for _, s in ipairs({ "gzipjson", "gzipsse" }) do
+      h.write_file(dir .. "/" .. s .. ".json", (hostile:gsub('"server":"hostile"', '"server":"' .. s .. '"')))
+    end
 
     env.token = "spec-token-" .. tostring(math.random(1e9)) .. "-0123456789"
     h.write_file(dir .. "/token", env.token .. "\n")
     env.policy = dir .. "/policy.lua"
     h.write_file(env.policy, h.read_file(root .. "/policies/gateway.lua"))
-    for _, s in ipairs({ "everything", "counter", "rug" }) do
+    for _, s in ipairs({ "everything", "counter", "rug", "express", "gzipjson", "gzipsse" }) do
       h.write_file(dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
     end
     local cmd = table.concat({
@@ -105,7 +116,14 @@ describe("toolgate gateway (nginx)", function()
       "--registry", q("rug=" .. dir .. "/rug.json"), "--context", q("rug=" .. dir .. "/rug.ctx"),
       "--upstream", "hostile=http://127.0.0.1:" .. env.counter .. "/hostile",
       "--registry", q("hostile=" .. dir .. "/hostile.json"),
+      "--upstream", "express=http://127.0.0.1:" .. env.express .. "/mcp",
+      "--registry", q("express=" .. dir .. "/express.json"), "--context", q("express=" .. dir .. "/express.ctx"),
     }, " ")
+    for _, s in ipairs({ "json", "sse" }) do
+      cmd = cmd .. " --upstream gzip" .. s .. "=http://127.0.0.1:" .. env.counter .. "/gzip/" .. s
+        .. " --registry " .. q("gzip" .. s .. "=" .. dir .. "/gzip" .. s .. ".json")
+        .. " --context " .. q("gzip" .. s .. "=" .. dir .. "/gzip" .. s .. ".ctx")
+    end
     pids.gateway = spawn(cmd, dir .. "/gateway.log")
     wait_for("the gateway's /healthz", function()
       local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))
@@ -124,6 +142,7 @@ describe("toolgate gateway (nginx)", function()
     stop(pids.everything)
     stop(pids.counter)
     stop(pids.rug)
+    stop(pids.express)
     if env.dir then os.execute("rm -rf " .. q(env.dir)) end
   end)
 
@@ -352,6 +371,99 @@ describe("toolgate gateway (nginx)", function()
     assert.equals(1, metric(m, 'toolgate_quarantined{kind="tool"}'))
   end)
 
+  it("shows an approval's exact arguments: GET /v1/approvals/ID and the list, for a write the SDK client deferred", function()
+    if not need(pending) then return end
+    local text = "rm -rf / --no-preserve-root " .. tostring(math.random(1e9))
+    local r = client("counter", '[{"op":"call","name":"write_note","arguments":{"text":"' .. text .. '"}}]')
+    local e = r[2].error
+    assert.equals(-32002, e.code)
+    local canonical = '{"text":"' .. text .. '"}'
+    local a = json(admin("GET", "/v1/approvals/" .. e.data.approval_id))
+    assert.same({ "write_note", canonical, #canonical, false },
+      { a.tool, a.arguments, a.arguments_bytes, a.arguments_truncated })
+    local found
+    for _, x in ipairs(json(admin("GET", "/v1/approvals")).approvals) do
+      if x.id == e.data.approval_id then found = x end
+    end
+    assert.equals(canonical, found and found.arguments)
+    -- and the decision log's line for the defer
+    local logged = wait_for("the defer's line in the decision log", function()
+      for _, l in ipairs(h.lines_of(h.read_file(env.dir .. "/prefix/decisions.jsonl") or "")) do
+        local t = json(l)
+        if t.approval_id == e.data.approval_id then return t end
+      end
+    end)
+    assert.same({ canonical, #canonical, false }, { logged.arguments, logged.arguments_bytes, logged.arguments_truncated })
+  end)
+
+  it("refuses a rug pull behind a flood of made-up tools: reports bounded, a full store fails closed", function()
+    if not need(pending) then return end
+    local gateway = require "toolgate.cli.gateway"
+    local max = require("toolgate.state").MAX_ADDED_REPORTS
+    local dir = env.dir .. "/flood"
+    assert(os.execute("mkdir -p " .. q(dir)))
+    local ports = fx.ports(3)
+    local listen, admin_at = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
+    local own = {}
+    local ok, err = pcall(function()
+      -- the first tools/list is the registry; the second adds 3000 made-up tools; later ones change echo too
+      own.upstream = spawn("PORT=" .. ports[3] .. " FLOOD=3000 JSON_RESPONSE=1 exec node upstream.mjs",
+        dir .. "/upstream.log")
+      local port = upstream_port(dir .. "/upstream.log")
+      record("flood", port, dir .. "/flood.json")
+      local registered = #json(h.read_file(dir .. "/flood.json")).tools
+      h.write_file(dir .. "/flood.ctx", '{"scopes":["flood:read","flood:write"]}')
+      -- a gateway of its own: one worker, and a state dict of 32 KiB (toolgate gateway's is 16 MiB), which
+      -- MAX_ADDED_REPORTS reports overflow: every record of their size then fails, echo's change too
+      local code, out, cerr = h.run(table.concat({ h.lua, q(root .. "/bin/toolgate"), "gateway", "--conf-only",
+        "--listen", listen, "--admin", admin_at, "--admin-token-file", q(env.dir .. "/token"), "--workers 1",
+        "--prefix", q(dir .. "/prefix"), "--policy", q(env.policy),
+        "--upstream", "flood=http://127.0.0.1:" .. port .. "/mcp", "--registry", q("flood=" .. dir .. "/flood.json"),
+        "--context", q("flood=" .. dir .. "/flood.ctx") }, " "))
+      assert(code == 0, cerr)
+      local conf = out:match("[^\n]+")
+      local text, n = h.read_file(conf):gsub("lua_shared_dict toolgate 16m;", "lua_shared_dict toolgate 32k;")
+      assert.equals(1, n)
+      h.write_file(conf, text)
+      own.nginx = spawn("exec " .. gateway.NGINX .. " -p " .. q(dir .. "/prefix") .. " -c " .. q(conf) .. " -e stderr",
+        dir .. "/nginx.log")
+      wait_for("the flood gateway's /healthz", function()
+        local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. listen .. "/healthz"))
+        return c == 0 and health:find('"ok"')
+      end, dir .. "/nginx.log")
+      local url = "http://" .. listen .. "/mcp/flood"
+      -- 3000 made-up tools: none shown, at most MAX_ADDED_REPORTS kept and one record more; the rest did not fit
+      local r = fx.client(url, '[{"op":"list"}]')
+      assert.equals(registered, #r[2].ok.tools)
+      local reports = json(curl("-H " .. q("Authorization: Bearer " .. env.token) .. " "
+        .. q("http://" .. admin_at .. "/v1/pins"))).reports
+      assert.is_true(#reports > 0 and #reports <= max + 1)
+      local function errors()
+        return metric(curl(q("http://" .. listen .. "/metrics")), 'toolgate_state_store_errors_total{op="pin_report"}')
+          or 0
+      end
+      wait_for("the store errors in /metrics", function() return errors() >= 1 end)
+      local log = h.read_file(dir .. "/nginx.log")
+      assert.matches("the state store cannot keep a pin_report of server flood tool made_up_%d+_of_a_flood: [^\n]*no "
+        .. "memory", log)
+      -- a defer, which needs a record, fails closed
+      local deferred = fx.send(url, call_body(7, "write_note", '{"text":"a note"}'))[1].json
+      assert.is_nil(deferred.result)
+      assert.equals(-32003, deferred.error.code)
+      -- the rug pull: echo's report cannot be stored, and its calls are refused all the same
+      local before = errors()
+      r = fx.client(url, '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"hi"}}]')
+      assert.equals(registered - 1, #r[2].ok.tools)
+      assert.equals("PIN_CHANGED", r[3].error.data.decision.code)
+      assert.is_nil(json(curl(q("http://127.0.0.1:" .. port .. "/calls"))).echo)
+      wait_for("echo's store error in /metrics", function() return errors() > before end)
+      assert.matches("cannot keep a pin_report of server flood tool echo:", h.read_file(dir .. "/nginx.log"))
+    end)
+    stop(own.nginx)
+    stop(own.upstream)
+    assert(ok, err)
+  end)
+
   it("answers the decision API and health; the admin API needs its token", function()
     if not need(pending) then return end
     local d = json(curl("-X POST --data-binary " ..
@@ -452,6 +564,147 @@ describe("toolgate gateway (nginx)", function()
     -- still deciding with the old snapshot's rules
     assert.equals("Echo: after", send("counter", call_body(22, "echo", '{"message":"after"}'))[1].json.result
       .content[1].text)
+  end)
+
+  -- the body of issue 32's first example: read as UTF-8, an echo whose message is
+  -- UTF-7 text; read as UTF-7 (express.json() with iconv-lite), a call to delete_all
+  local UTF7_CALL = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":'
+    .. '"+ACIAfQ-,+ACI-name+ACI-:+ACI-delete+AF8-all+ACI-,+ACI-arguments+ACI-:+AHsAIg-a+ACI-:+ACI-"}}}'
+
+  local function refused_415(r, code, what)
+    assert.equals(415, r.status, what)
+    assert.equals(value_null, r.json.id, what)
+    assert.equals(-32600, r.json.error.code, what)
+    assert.equals(code, r.json.error.data.decision.code, what)
+  end
+
+  it("refuses a body in a charset other than UTF-8 with 415: the server never reads what was not decided", function()
+    if not need(pending) then return end
+    local before = calls("express")
+    for _, ctype in ipairs({ "application/json; charset=utf-7", 'application/json;charset="UTF-7"',
+        "application/json; charset=utf-16", "application/json; charset=latin1", "application/json ; CHARSET = utf-7",
+        "application/json; charset=utf-8; charset=utf-7", "application/json; charset=utf8" }) do
+      refused_415(send("express", UTF7_CALL, 1, enc({ ["content-type"] = ctype }))[1], "UNSUPPORTED_CHARSET", ctype)
+    end
+    -- a body that is not labelled JSON at all is not decided either (the SDK's servers refuse it too)
+    for _, ctype in ipairs({ "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "" }) do
+      refused_415(send("express", UTF7_CALL, 1, enc({ ["content-type"] = ctype }))[1], "UNSUPPORTED_MEDIA_TYPE", ctype)
+    end
+    local out = curl("-w '\n%{http_code}' -H 'Content-Type:' --data-binary " .. q(UTF7_CALL) .. " "
+      .. q("http://" .. env.listen .. "/mcp/express"))
+    assert.equals("415", out:match("(%d+)$"))
+    assert.truthy(out:find("UNSUPPORTED_MEDIA_TYPE", 1, true), out)
+    local after = calls("express")
+    assert.equals(before.total, after.total)
+    assert.is_nil(after.delete_all)
+    -- the refusals were decisions: logged and counted
+    metrics_when(function(v)
+      return v('toolgate_decisions_total{code="UNSUPPORTED_CHARSET",phase="method",stage="decode",verdict="reject"}') >= 7
+    end)
+  end)
+
+  it("refuses a body with a Content-Encoding with 415; the server reads exactly application/json, unencoded", function()
+    if not need(pending) then return end
+    local before = calls("express")
+    local file = env.dir .. "/call.json"
+    h.write_file(file, call_body(2, "delete_all", "{}"))
+    assert.equals(0, (h.run("gzip -n -c " .. q(file) .. " > " .. q(file .. ".gz"))))
+    for _, ce in ipairs({ "gzip", "deflate", "br", "GZIP", "identity, gzip" }) do
+      refused_415(send("express", "@" .. file .. ".gz", 1, enc({ ["content-encoding"] = ce }))[1], "ENCODED_REQUEST", ce)
+    end
+    local after = calls("express")
+    assert.equals(before.total, after.total)
+    assert.is_nil(after.delete_all)
+    -- what passes: UTF-8 however it is written, identity; the server is told exactly what was decided
+    for i, hd in ipairs({ { ["content-type"] = 'application/json; charset="UTF-8"', ["content-encoding"] = "identity" },
+                          { ["content-type"] = "Application/JSON;charset=utf-8" } }) do
+      local r = send("express", call_body(2 + i, "echo", '{"message":"utf-8"}'), 1, enc(hd))[1]
+      assert.equals("Echo: utf-8", r.json.result.content[1].text)
+      assert.same({ type = "application/json", encoding = value_null }, calls("express").last)
+    end
+  end)
+
+  it("refuses an answer that still arrives encoded: the SDK client sees neither the unlisted tool nor the result", function()
+    if not need(pending) then return end
+    local before = calls("counter").broken_add or 0
+    for _, s in ipairs({ "gzipjson", "gzipsse" }) do
+      local r = client(s, '[{"op":"list"},{"op":"call","name":"broken_add","arguments":{"a":1,"b":2}}]')
+      for i = 2, 3 do
+        assert.is_nil(r[i].ok, s .. ": " .. enc(r[i]))
+        assert.equals(-32603, r[i].error.code, s)
+        assert.equals("ENCODED_ANSWER", r[i].error.data.decision.code, s)
+        assert.matches("Content%-Encoding gzip", r[i].error.message)
+      end
+    end
+    assert.equals(before + 2, calls("counter").broken_add) -- it ran: its answer was refused unread
+    local m = metrics_when(function(v)
+      return v('toolgate_decisions_total{code="ENCODED_ANSWER",phase="result",stage="decode",verdict="reject"}') >= 4
+    end)
+    assert.equals(4, metric(m, 'toolgate_decisions_total{code="ENCODED_ANSWER",phase="result",stage="decode",'
+      .. 'verdict="reject"}'))
+    assert.truthy(h.read_file(env.dir .. "/gateway.log"):find("%[error%][^\n]*toolgate: the server gzipsse answered with "
+      .. "Content%-Encoding gzip"))
+  end)
+
+  it("asks every upstream for identity encoding", function()
+    if not need(pending) then return end
+    local conf = h.read_file(env.dir .. "/prefix/nginx.conf")
+    local n = 0
+    for loc in conf:gmatch("location = /mcp/[^{]+(%b{})") do
+      n = n + 1
+      assert.truthy(loc:find("proxy_set_header Accept-Encoding identity;", 1, true), loc)
+    end
+    assert.equals(7, n)
+  end)
+
+  it("refuses a request disguised as a notification: the server never sees it", function()
+    if not need(pending) then return end
+    local before = calls("counter")
+    local r = send("counter", '{"jsonrpc":"2.0","id":7,"method":"notifications/tools/call","params":{"name":'
+      .. '"delete_all","arguments":{}}}')[1]
+    assert.equals(7, r.json.id)
+    assert.equals(-32600, r.json.error.code)
+    assert.equals("NOTIFICATION_WITH_ID", r.json.error.data.decision.code)
+    local after = calls("counter")
+    assert.is_nil(after.methods["notifications/tools/call"])
+    assert.equals(before.total, after.total)
+  end)
+
+  it("checks the structuredContent of an isError result against the outputSchema", function()
+    if not need(pending) then return end
+    local before = calls("counter").failing_add or 0
+    local r = client("counter", '[{"op":"call","name":"failing_add","arguments":{"a":1,"b":2}}]')
+    assert.equals(-32001, r[2].error.code)
+    assert.equals("CONTRACT_OUTPUT", r[2].error.data.decision.code)
+    assert.equals(before + 1, calls("counter").failing_add) -- it ran; its result did not reach the client
+  end)
+
+  it("sends a filtered tools/list out private with the policy's ttlMs, not the server's day and public", function()
+    if not need(pending) then return end
+    local raw = send("counter", '{"jsonrpc":"2.0","id":5,"method":"tools/list"}')[1].json.result
+    assert.equals("private", raw.cacheScope)
+    assert.equals(60000, raw.ttlMs)
+    local r = client("counter", '[{"op":"list"}]')
+    assert.equals("private", r[2].ok.cacheScope)
+    assert.equals(60000, r[2].ok.ttlMs)
+  end)
+
+  it("refuses the admin API a wrong token, or the real one less its last character: 401, nothing changed", function()
+    if not need(pending) then return end
+    local version = json(admin("POST", "/v1/reload")).reload_version
+    local id = send("counter", call_body(51, "write_note", '{"text":"a wrong token"}'))[1].json.error.data.approval_id
+    local last = env.token:sub(-1)
+    for _, auth in ipairs({ "Bearer " .. env.token:sub(1, -2), "Bearer " .. env.token:sub(1, -2)
+        .. (last == "9" and "8" or "9"), "Bearer " .. env.token .. "0", "Bearer wrong-token-0123456789abcdef",
+        env.token, "Basic " .. env.token, "Bearer " }) do
+      for _, path in ipairs({ "/v1/reload", "/v1/approvals/" .. id .. "/grant" }) do
+        local out = curl("-i -X POST -H " .. q("Authorization: " .. auth) .. " " .. q("http://" .. env.admin .. path))
+        assert.truthy(out:find("^HTTP/1.1 401"), auth .. " " .. path .. ": " .. out)
+        assert.truthy(out:find('WWW-Authenticate: Bearer realm="toolgate admin"', 1, true), out)
+      end
+    end
+    assert.equals(version + 1, json(admin("POST", "/v1/reload")).reload_version)
+    assert.equals("pending", json(admin("GET", "/v1/approvals/" .. id)).status)
   end)
 
   it("exits non-zero with nginx's message when the port is taken", function()

@@ -38,6 +38,7 @@
 --   limits            the core's limits (README, "Limits")
 -- @module toolgate.nginx
 
+local bit = require "bit"
 local ffi = require "ffi"
 local decision = require "toolgate.decision"
 local metrics_mod = require "toolgate.metrics"
@@ -190,6 +191,11 @@ local function observe(ev)
     ngx.log(ngx.WARN, "toolgate: the tools/list of ", ev.server, " differs from the registry's pins: ", ev.change.change,
       " tool ", ev.tool)
     log_line(mcp.pin_change_line(ev, ngx.now()))
+  elseif ev.kind == "store_error" then
+    -- (a full shared dict: its calls are refused by this worker, which keeps the record itself)
+    m:inc("toolgate_state_store_errors_total", { op = ev.op })
+    ngx.log(ngx.ERR, "toolgate: the state store cannot keep a ", ev.op, " of server ", ev.server,
+      ev.tool and (" tool " .. ev.tool) or "", ": ", ev.message, "; this worker refuses its calls all the same")
   end
 end
 
@@ -290,6 +296,61 @@ end
 -- The methods of an MCP endpoint that pass undecided, and only without a body.
 local BODYLESS = { GET = true, DELETE = true, HEAD = true, OPTIONS = true }
 
+-- Whether a Content-Encoding header (its values joined) says the bytes are
+-- the message itself: absent, or identity only.
+local function identity_coding(ce)
+  if type(ce) == "table" then ce = table.concat(ce, ",") end
+  if ce == nil then return true end
+  for coding in (ce .. ","):gmatch("([^,]*),") do
+    coding = coding:match("^%s*(.-)%s*$"):lower()
+    if coding ~= "identity" and coding ~= "" then return false end
+  end
+  return true
+end
+
+-- Why a POST's body would be read otherwise by the server than the core
+-- reads it (UTF-8 JSON bytes): nil, or a code and why.  A server may
+-- decode a body by its charset (express.json(): utf-7, utf-16, through
+-- iconv-lite) or inflate it (gzip, deflate, br): the same bytes would be
+-- another message there.  Only application/json is decided, as the SDK's
+-- servers take only that; a charset parameter must say UTF-8 (absent: it is).
+local function unreadable_body(headers)
+  local ce = headers["content-encoding"]
+  if not identity_coding(ce) then
+    return "ENCODED_REQUEST", "a body with Content-Encoding " .. (type(ce) == "table" and table.concat(ce, ", ") or ce)
+      .. " is not decided: send it unencoded"
+  end
+  local ct = headers["content-type"]
+  if type(ct) ~= "string" then
+    return "UNSUPPORTED_MEDIA_TYPE", ct and "a body with more than one Content-Type is not decided"
+      or "a body without Content-Type is not decided: application/json"
+  end
+  ct = ct:lower()
+  local semi = ct:find(";", 1, true)
+  local media = (semi and ct:sub(1, semi - 1) or ct):match("^%s*(.-)%s*$")
+  if media ~= "application/json" then
+    return "UNSUPPORTED_MEDIA_TYPE", "a body of Content-Type " .. media .. " is not decided: application/json"
+  end
+  for name, v in ct:sub(semi or #ct + 1):gmatch(";%s*([^=;%s]*)%s*=%s*([^;]*)") do
+    v = v:match("^(.-)%s*$")
+    if name == "charset" and (v:match('^"(.*)"$') or v) ~= "utf-8" then
+      return "UNSUPPORTED_CHARSET", "a body in charset " .. v .. " is not decided: JSON in UTF-8"
+    end
+  end
+  return nil
+end
+
+-- A refusal of what a message came wrapped in, unread: a decision like the
+-- core's framing refusals, observed (logged, counted); returns the error's
+-- data ({"decision": ...}, JSON text).
+local function refused_unread(route, phase, code, message)
+  local snap = W.engine:snapshot()
+  local d = decision.from_table({ verdict = "reject", stage = "decode", code = code, message = message,
+    server = route.server, policy_version = snap.version, registry_hash = snap.hash })
+  observe({ kind = "decision", phase = phase, server = route.server, decision = d })
+  return '{"decision":' .. d:json() .. "}"
+end
+
 --- access(server): in access_by_lua of the location of server's MCP endpoint.
 function M.access(server)
   if not W.gw then return unavailable() end
@@ -316,6 +377,11 @@ function M.access(server)
     if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route } end
     return
   end
+  local unreadable, why = unreadable_body(ngx.req.get_headers(0))
+  if unreadable then
+    return send(415, mcp.error_reply("null", mcp.CODES.INVALID_REQUEST, "toolgate: " .. why,
+      refused_unread(route, "method", unreadable, why)))
+  end
   local body = read_body()
   if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
   local t0 = now()
@@ -329,6 +395,9 @@ function M.access(server)
   if plan.reply then return send(200, plan.reply) end
   if not plan.forward then return ngx.exit(202) end -- refused notifications: nothing to answer
   if plan.forward ~= body then ngx.req.set_body_data(plan.forward) end
+  -- the server is told what was decided: JSON in UTF-8, unencoded
+  ngx.req.set_header("Content-Type", "application/json")
+  ngx.req.clear_header("Content-Encoding")
   -- every answer is read: one to a request of another stream's would reach
   -- the client unread (clients match answers by id, whatever the stream)
   ngx.ctx.toolgate = { plan = plan, route = route }
@@ -342,6 +411,20 @@ function M.header_filter()
     -- the server had only notifications to take: the answers are the gateway's
     ngx.status = 200
     ngx.header["Content-Type"] = "application/json"
+  end
+  -- an answer is read as the client will read it: one still encoded (the
+  -- server was asked for identity) is refused unread, never passed
+  local ce = ngx.header["Content-Encoding"]
+  if not identity_coding(ce) then
+    if type(ce) == "table" then ce = table.concat(ce, ", ") end
+    local why = "the server " .. c.route.server .. " answered with Content-Encoding " .. ce
+    ngx.log(ngx.ERR, "toolgate: ", why, ": refused unread (the gateway asks for identity)")
+    c.mode, c.refused = "encoded", why .. ", which the gateway does not read: refused unread"
+    c.data = refused_unread(c.route, "result", "ENCODED_ANSWER", c.refused)
+    ngx.header["Content-Encoding"] = nil
+    ngx.header["Content-Type"] = "application/json"
+    ngx.header["Content-Length"] = nil
+    return
   end
   -- whatever the status: an answer the gateway watches is read, or refused,
   -- however the server labels it (anything but an event stream is read as JSON)
@@ -402,6 +485,17 @@ function M.body_filter()
   local c = ngx.ctx.toolgate
   if not c or not c.mode then return end
   local chunk, eof = ngx.arg[1], ngx.arg[2]
+  if c.mode == "encoded" then
+    -- nothing of it passes: the requests in flight get errors, the batch's refused their answers
+    if not eof then
+      ngx.arg[1] = nil
+      return
+    end
+    local out = mcp.unanswered(c.plan, c.refused, mcp.CODES.INTERNAL_ERROR, c.data)
+    for _, a in ipairs(c.plan.inject or {}) do out[#out + 1] = a end
+    ngx.arg[1] = (#out > 1 or c.plan.batch and #out > 0) and ("[" .. table.concat(out, ",") .. "]") or out[1] or ""
+    return
+  end
   if c.mode == "json" then
     -- (an answer longer than MAX_MESSAGE_BYTES is not held: it is dropped)
     if not c.over then
@@ -612,10 +706,22 @@ end
 
 -- The admin API --------------------------------------------------------------------
 
+-- Whether given is the expected secret, in a time that depends on given's
+-- length alone: every byte is compared, a length difference counts, and
+-- nothing stops early (a comparison that stops at the first difference
+-- tells a prober how much of a guess was right).
+local function same_secret(given, expected)
+  local diff = bit.bxor(#given, #expected)
+  for i = 1, #given do
+    diff = bit.bor(diff, bit.bxor(given:byte(i), expected:byte((i - 1) % #expected + 1)))
+  end
+  return diff == 0
+end
+
 local function authorized()
   if not token then return false end
   local h = ngx.var.http_authorization
-  return h ~= nil and h == "Bearer " .. token
+  return h ~= nil and same_secret(h, "Bearer " .. token)
 end
 
 local function reload()
