@@ -475,6 +475,21 @@ describe("toolgate mcp-proxy", function()
     assert.truthy(by_id(answers, 5).error.message:find("raw CR", 1, true), out)
     assert.is_nil(by_id(answers, 6))
     assert.equal("after", by_id(answers, 7).result.content[1].text)
+    -- a batch is refused whole, an error for each of its requests; a notification gets none
+    code, out, err, calls = py({ INIT, INITIALIZED, "[" .. call_line(12, "read_note", '{"text":"a"}') .. ",\r"
+      .. DELETE_ALL .. "]", '{"jsonrpc":"2.0","method":"notifications/progress",\r"params":{}}',
+      call_line(13, "read_note", '{"text":"b"}') })
+    assert.equal(0, code, err)
+    assert.same({ "read_note" }, tools_of(calls))
+    answers = lines(out)
+    local batch
+    for _, a in ipairs(answers) do
+      if a[1] then batch = a end
+    end
+    assert.same({ { 12, -32600 }, { 6, -32600 } }, { { batch[1].id, batch[1].error.code },
+      { batch[2].id, batch[2].error.code } })
+    assert.equal(3, #answers) -- initialize, the batch, 13
+    assert.equal("b", by_id(answers, 13).result.content[1].text)
   end)
 
   it("forwards each message re-serialized: U+2028, U+2029, U+0085 escaped; \\v \\f \\x1c-\\x1e refused unread", function()
