@@ -72,13 +72,15 @@ local function make_certificates(dir)
   assert(os.execute("chmod 644 " .. q(dir) .. "/*.pem"))
 end
 
-local function start_redis()
+-- start_redis([options]): on the spec's port, its data in the spec's
+-- directory (appendonly unless options say otherwise)
+local function start_redis(options)
   local tls = env.dir .. "/tls/"
   pids.redis = fx.spawn("exec redis-server --port " .. env.redis_port .. " --bind 127.0.0.1 --dir " ..
     q(env.dir .. "/redis") .. " --appendonly yes --save '' --requirepass " .. q(env.redis_password) ..
     " --tls-port " .. env.redis_tls_port .. " --tls-cert-file " .. q(tls .. "redis.pem") .. " --tls-key-file " ..
     q(tls .. "redis.key") .. " --tls-ca-cert-file " .. q(tls .. "ca.pem") .. " --tls-auth-clients no" ..
-    " --daemonize no", env.dir .. "/redis.log")
+    " --daemonize no " .. (options or ""), env.dir .. "/redis.log")
   fx.wait_for("redis-server", function()
     local c, out = h.run("redis-cli -h 127.0.0.1 -p " .. env.redis_port .. " --no-auth-warning -a " ..
       q(env.redis_password) .. " ping")
@@ -457,7 +459,7 @@ describe("a fleet of toolgate gateways on Redis", function()
       local pins, det = redis_cli("--raw hvals " .. key("pins")), redis_cli("--raw hvals " .. key("det:q"))
       return pins:find("exfiltrate", 1, true) and det:find("add-results", 1, true) and det:find("echo-results", 1, true)
     end)
-    assert.matches("(its data was lost): writing this node's", h.read_file(env.dir .. "/b.log"), 1, true)
+    assert.matches("(it may have lost data): writing this node's", h.read_file(env.dir .. "/b.log"), 1, true)
     -- never forgotten on the nodes meanwhile
     local x = send("b", "rug", fx.call_body(61, "echo", '{"message":"hi"}'))[1]
     assert.equals("PIN_CHANGED", x.json.error.data.decision.code)
@@ -494,6 +496,56 @@ describe("a fleet of toolgate gateways on Redis", function()
     redis_cli("set " .. key("version") .. " " .. (version + 2))
     fx.wait_for("both nodes to poll again", function() return healthy("a") and healthy("b") end)
     assert.equals("ARG_DISAGREE", classify("a", "broken_add", "args"))
+  end)
+
+  it("a Redis that may evict keys (allkeys-lru) is refused: nothing granted, the copy ages, until it is noeviction", function()
+    if not need(pending) then return end
+    local function up(n) return fx.metric(metrics(n), "toolgate_state_store_up") end
+    fx.stop(pids.redis)
+    start_redis("--maxmemory-policy allkeys-lru")
+    fx.wait_for("both nodes to refuse it", function()
+      local a, b = h.read_file(env.dir .. "/a.log"), h.read_file(env.dir .. "/b.log")
+      return up("a") == 0 and up("b") == 0 and a:find("maxmemory-policy is allkeys-lru", 1, true) and
+        b:find("maxmemory-policy is allkeys-lru", 1, true)
+    end)
+    local before = calls().total
+    local body = fx.call_body(81, "write_note", '{"text":"an evicting Redis"}')
+    local d = send("a", "counter", body)[1].json.error
+    assert.equals(-32002, d.code)
+    assert.equals("0", (redis_cli("--raw exists " .. key("a:" .. d.data.approval_id)):gsub("%s", "")))
+    assert.equals("UNAVAILABLE", json(admin("b", "GET", "/v1/approvals")).code)
+    assert.equals("UNAVAILABLE", json(admin("b", "POST", "/v1/approvals/" .. d.data.approval_id .. "/grant")).code)
+    fx.wait_for("A's copy to go stale", function() return classify("a", "broken_add", "args") == "DETERMINISM_UNVERIFIED" end)
+    -- the operator makes it safe: the nodes use it again
+    redis_cli("config set maxmemory-policy noeviction")
+    fx.wait_for("both nodes to use Redis again", function() return up("a") == 1 and up("b") == 1 end)
+    assert.equals("ARG_DISAGREE", classify("a", "broken_add", "args"))
+    local id = send("a", "counter", body)[1].json.error.data.approval_id
+    assert.equals("granted", json(admin("b", "POST", "/v1/approvals/" .. id .. "/grant")).status)
+    assert.equals("pass", outcome(send("b", "counter", body)[1]))
+    assert.equals(before + 1, calls().total)
+  end)
+
+  it("a Redis whose CONFIG the nodes may not read is used, with one warning saying what the operator must guarantee", function()
+    if not need(pending) then return end
+    local function warnings(n)
+      return select(2, h.read_file(env.dir .. "/" .. n .. ".log"):gsub("cannot read Redis's settings", ""))
+    end
+    local was = warnings("a")
+    fx.stop(pids.redis)
+    start_redis("--rename-command CONFIG ''")
+    fx.wait_for("A to warn", function() return warnings("a") > was end)
+    local errors = fx.metric(metrics("a"), 'toolgate_state_store_errors_total{op="sync"}')
+    fx.sleep(4 * SYNC)
+    assert.equals(1, fx.metric(metrics("a"), "toolgate_state_store_up"))
+    assert.equals(errors, fx.metric(metrics("a"), 'toolgate_state_store_errors_total{op="sync"}'))
+    assert.equals(was + 1, warnings("a"))
+    assert.matches("maxmemory%-policy noeviction", h.read_file(env.dir .. "/a.log"))
+    fx.stop(pids.redis)
+    start_redis()
+    fx.wait_for("both nodes to use Redis again", function()
+      return fx.metric(metrics("a"), "toolgate_state_store_up") == 1 and fx.metric(metrics("b"), "toolgate_state_store_up") == 1
+    end)
   end)
 
   it("another deployment whose prefix extends this one's never shows in its listings, and a bad record is skipped", function()

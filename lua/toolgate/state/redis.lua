@@ -162,6 +162,8 @@ local J_TAIL, J_HEAD, J_ENTRY, J_GAP = "r:j#", "r:j<", "r:j:", "r:gap:"
 local GAP_SECONDS = 5
 local OK_AT, VERSION, UP, ERRORS, LOCK = "r:ok", "r:ver", "r:up", "r:err:", "r:lock"
 local GENERATION = "r:gen" -- the generation of Redis's records this node last saw
+local UNFIT = "r:unfit" -- why Redis may not hold the fleet's state now (it may evict keys)
+local WARNED = "r:warned:" -- a warning about Redis's settings given once
 
 -- Every write to the dict is a safe one: set, add and incr with an initial
 -- value make room by evicting the least recently used records, and those may
@@ -244,12 +246,12 @@ local function connect(self)
   return red
 end
 
--- with(self, fn) -> fn(red)'s results | nil, message.  fn returns nil,
+-- connected(self, fn) -> fn(red)'s results | nil, message.  fn returns nil,
 -- message on a socket error (the connection is closed) and false, message
 -- on Redis's error answer (the connection goes back to the pool).
 -- fn raising (a reply of a type it cannot use) is a failure too: the
 -- connection is closed, the message returned.
-local function with(self, fn)
+local function connected(self, fn)
   local red, err = connect(self)
   if not red then return nil, err end
   local ran, res, ferr = pcall(fn, red)
@@ -260,6 +262,14 @@ local function with(self, fn)
   red:set_keepalive(self.c.keepalive_timeout * 1000, self.c.pool_size)
   if res == false then return nil, "redis: " .. tostring(ferr) end
   return res
+end
+
+-- with(self, fn): connected, for what only a Redis fit for the fleet may
+-- hold (approvals): none while worker 0's poll finds it may evict keys.
+local function with(self, fn)
+  local unfit = self.dict:get(UNFIT)
+  if unfit then return nil, unfit end
+  return connected(self, fn)
 end
 
 -- EVALSHA, and EVAL when Redis does not have the script yet.
@@ -298,7 +308,7 @@ local function write_journal(self)
   local d = self.dict
   local head, tail = d:get(J_HEAD) or 1, d:get(J_TAIL) or 0
   if head > tail then return true end
-  local ok, err = with(self, function(red)
+  local ok, err = connected(self, function(red)
     for n = head, tail do
       local text = d:get(J_ENTRY .. n)
       if not text then
@@ -381,8 +391,8 @@ end
 
 local function fetch(self)
   local k = self.keys
-  return with(self, function(red)
-    red:init_pipeline(6)
+  return connected(self, function(red)
+    red:init_pipeline(7)
     red:get(k.version)
     red:hgetall(k.detv)
     red:hgetall(k.detq)
@@ -391,9 +401,13 @@ local function fetch(self)
     -- the records' generation: made by the first node to find none (a new
     -- fleet, or a Redis that lost its data), one per data set
     red:eval(GENERATION_SCRIPT, 1, k.generation, string.format("%.3f-%d", ngx.now(), ngx.worker.pid()))
+    -- whether it may evict keys, checked at every poll (a restarted Redis
+    -- may come back with other settings); CONFIG may be renamed or denied
+    red:config("get", "maxmemory-policy")
     local res, err = red:commit_pipeline()
     if not res then return nil, err end
-    for _, r in ipairs(res) do
+    for i = 1, 6 do
+      local r = res[i]
       if type(r) == "table" and r[1] == false then return false, r[2] end
     end
     return res
@@ -444,7 +458,29 @@ local function restore(self, why)
       end
     end
   end
-  ngx.log(ngx.WARN, "toolgate redis: ", why, " (its data was lost): writing this node's ", n, " records again")
+  ngx.log(ngx.WARN, "toolgate redis: ", why, " (it may have lost data): writing this node's ", n, " records again")
+end
+
+local function warn_once(self, what, ...)
+  if self.dict:safe_add(WARNED .. what, true) then ngx.log(ngx.WARN, "toolgate redis: ", ...) end
+end
+
+-- unfit(self, answer) -> why Redis may not hold the fleet's state | nil.
+-- answer: the poll's CONFIG GET maxmemory-policy.  A Redis that may evict
+-- keys would drop quarantines, pin reports and approvals' uses unseen; one
+-- whose settings cannot be read (CONFIG renamed, denied by an ACL) is
+-- taken on the operator's word, said once.
+local function unfit(self, answer)
+  if type(answer) ~= "table" or answer[1] == false then
+    warn_once(self, "config", "cannot read Redis's settings (CONFIG GET: ", tostring(type(answer) == "table" and
+      answer[2] or answer), "): the fleet relies on the operator to keep maxmemory-policy noeviction (an evicted ",
+      "quarantine is lifted on every node, an evicted use is spent again)")
+    return nil
+  end
+  if answer[2] ~= "noeviction" then
+    return "its maxmemory-policy is " .. tostring(answer[2]) .. ": it may evict the fleet's quarantines, pin reports " ..
+      "and approvals; the fleet needs noeviction (set it, and the nodes use it again)"
+  end
 end
 
 local function mark(self, up, err)
@@ -470,17 +506,28 @@ function Store:sync()
     if not res then return nil, ferr end
     local v, generation = tostring(null(res[1]) or 0), res[6]
     if not tonumber(v) then return nil, "the version key holds " .. string.format("%q", v:sub(1, 40)) .. ", not a count" end
+    local why = unfit(self, res[7])
+    if why then
+      put(d, UNFIT, why)
+      return nil, why
+    end
     local last, last_generation = tonumber(d:get(VERSION) or ""), d:get(GENERATION)
     -- a version that went back says Redis lost its data, but only until the
     -- other nodes write past what this one saw: a new generation says so
     -- however far the version moved
+    local lost
     if last_generation and generation ~= last_generation then
-      restore(self, "its records are a new generation (" .. generation .. ", was " .. last_generation .. ")")
-      empty = false
+      lost = "its records are a new generation (" .. generation .. ", was " .. last_generation .. ")"
     elseif last and tonumber(v) < last then
-      restore(self, "its version went back from " .. last .. " to " .. v)
+      lost = "its version went back from " .. last .. " to " .. v
+    elseif d:get(UNFIT) then
+      lost = "it could evict keys until now"
+    end
+    if lost then
+      restore(self, lost)
       empty = false
     end
+    d:delete(UNFIT)
     put(d, GENERATION, generation)
     if v ~= d:get(VERSION) or not empty then copy(self, res, empty) end
     put(d, VERSION, v)
