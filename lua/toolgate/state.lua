@@ -29,7 +29,14 @@
 --       (a grant lets the request's uses through for its ttl from now)
 --   store:approval(id) -> record | nil;  store:approvals() -> { record, ... }
 --   store:pin_report(registry_hash, server, tool, change) -> true the first
---       time this change of this tool is reported under this registry
+--       time this change of this tool is reported under this registry.
+--       Of tools the registry lacks (change "added") a server keeps
+--       MAX_ADDED_REPORTS per registry; past them each report, and a
+--       report {change = "more", count = n} (a listing's tail, counted by
+--       the gateway), adds to the server's one record {tool = "", change =
+--       {change = "more", count =}} (true when it made that record).  A
+--       store that cannot keep a report raises (a full shared dict): the
+--       gateway then keeps a changed tool itself (toolgate.mcp)
 --   store:pin_change(registry_hash, server, tool) -> change | nil (a tool
 --       whose upstream no longer matches its pin)
 --   store:pin_reports() -> { {registry_hash =, server =, tool =, change =, since =}, ... }
@@ -42,9 +49,13 @@
 -- "UNAVAILABLE", approvals nil, message; and it may add health() -> {up =,
 -- age =, pending =, errors =} for the host's metrics.
 -- approval record = { id =, status = "pending" | "granted" | "denied" | "used",
---   binding =, server =, tool =, code =, message =, args_digest =, uses =,
---   created =, expires = }.  Pins and quarantines are kept per registry
--- hash: a new registry (the operator accepted the change) starts clean.
+--   binding =, server =, tool =, code =, message =, args_digest =,
+--   arguments =, arguments_bytes =, arguments_truncated =, uses =, created =,
+--   expires = }: arguments is the exact canonical JSON text args_digest
+--   hashed, or its first toolgate.mcp.MAX_APPROVAL_ARGUMENTS_BYTES
+--   (arguments_truncated true; arguments_bytes the whole size).  Pins and
+-- quarantines are kept per registry hash: a new registry (the operator
+-- accepted the change) starts clean.
 -- Epochs are stored and compared as the canonical JSON text of the epoch
 -- value (the string "e7" as "\"e7\"", the number 1 as "1"), one rule for
 -- probes and for every kind of plan.

@@ -11,8 +11,12 @@ state directory made, oldest first, one JSON line each, as the nginx
 gateway's decision log has them:
   {"approval_id":...,"approved":false,"decision":{...},"phase":"call",
    "route":"filesystem","seq":N,"time":...}
-and a line per tools/list difference from the registry's pins
-({"pin_change":{...},"route":...,"seq":N,"time":...}).
+A call that asks for an approval (or passes by one) shows the arguments
+it binds: "arguments" (their exact canonical JSON text, as a string; past
+64 KiB its first 64 KiB), "arguments_bytes" and "arguments_truncated".
+And a line per tools/list difference from the registry's pins
+({"pin_change":{...},"route":...,"seq":N,"time":...}; past 100 tools the
+registry lacks, one {"change":"more","count":N} for the rest of a listing).
 
   --state DIR   the state directory (default $XDG_STATE_HOME/toolgate, or
                 ~/.local/state/toolgate)
