@@ -92,7 +92,7 @@ describe("toolgate gateway (nginx)", function()
     h.write_file(dir .. "/hostile.json", hostile)
     record("express", env.express, dir .. "/express.json")
     -- the counter's /gzip/json and /gzip/sse: its tools (and secret_tool, which no registry has), gzip-compressed
-    for _, s in ipairs({ "gzipjson", "gzipsse" }) do
+    for _, s in ipairs({ "gzipjson", "gzipsse", "gzipdecoy" }) do
       h.write_file(dir .. "/" .. s .. ".json", (hostile:gsub('"server":"hostile"', '"server":"' .. s .. '"')))
     end
 
@@ -100,7 +100,7 @@ describe("toolgate gateway (nginx)", function()
     h.write_file(dir .. "/token", env.token .. "\n")
     env.policy = dir .. "/policy.lua"
     h.write_file(env.policy, h.read_file(root .. "/policies/gateway.lua"))
-    for _, s in ipairs({ "everything", "counter", "rug", "express", "gzipjson", "gzipsse" }) do
+    for _, s in ipairs({ "everything", "counter", "rug", "express", "gzipjson", "gzipsse", "gzipdecoy" }) do
       h.write_file(dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
     end
     local cmd = table.concat({
@@ -119,7 +119,7 @@ describe("toolgate gateway (nginx)", function()
       "--upstream", "express=http://127.0.0.1:" .. env.express .. "/mcp",
       "--registry", q("express=" .. dir .. "/express.json"), "--context", q("express=" .. dir .. "/express.ctx"),
     }, " ")
-    for _, s in ipairs({ "json", "sse" }) do
+    for _, s in ipairs({ "json", "sse", "decoy" }) do
       cmd = cmd .. " --upstream gzip" .. s .. "=http://127.0.0.1:" .. env.counter .. "/gzip/" .. s
         .. " --registry " .. q("gzip" .. s .. "=" .. dir .. "/gzip" .. s .. ".json")
         .. " --context " .. q("gzip" .. s .. "=" .. dir .. "/gzip" .. s .. ".ctx")
@@ -413,10 +413,11 @@ describe("toolgate gateway (nginx)", function()
       record("flood", port, dir .. "/flood.json")
       local registered = #json(h.read_file(dir .. "/flood.json")).tools
       h.write_file(dir .. "/flood.ctx", '{"scopes":["flood:read","flood:write"]}')
-      -- a gateway of its own: one worker, and a state dict of 32 KiB (toolgate gateway's is 16 MiB), which
-      -- MAX_ADDED_REPORTS reports overflow: every record of their size then fails, echo's change too
+      -- a gateway of its own: a state dict of 32 KiB (toolgate gateway's is 16 MiB), which MAX_ADDED_REPORTS
+      -- reports overflow: every record of their size then fails, echo's change too; two workers, one of
+      -- which reads the listing while the other may decide the calls
       local code, out, cerr = h.run(table.concat({ h.lua, q(root .. "/bin/toolgate"), "gateway", "--conf-only",
-        "--listen", listen, "--admin", admin_at, "--admin-token-file", q(env.dir .. "/token"), "--workers 1",
+        "--listen", listen, "--admin", admin_at, "--admin-token-file", q(env.dir .. "/token"), "--workers 2",
         "--prefix", q(dir .. "/prefix"), "--policy", q(env.policy),
         "--upstream", "flood=http://127.0.0.1:" .. port .. "/mcp", "--registry", q("flood=" .. dir .. "/flood.json"),
         "--context", q("flood=" .. dir .. "/flood.ctx") }, " "))
@@ -450,11 +451,30 @@ describe("toolgate gateway (nginx)", function()
       local deferred = fx.send(url, call_body(7, "write_note", '{"text":"a note"}'))[1].json
       assert.is_nil(deferred.result)
       assert.equals(-32003, deferred.error.code)
-      -- the rug pull: echo's report cannot be stored, and its calls are refused all the same
+      -- the rug pull: echo's report cannot be stored, and its calls are refused all the same, by both workers
       local before = errors()
       r = fx.client(url, '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"hi"}}]')
       assert.equals(registered - 1, #r[2].ok.tools)
       assert.equals("PIN_CHANGED", r[3].error.data.decision.code)
+      local function workers()
+        local seen, count = {}, 0
+        for l in (h.read_file(dir .. "/prefix/decisions.jsonl") or ""):gmatch("[^\n]+") do
+          local t = json(l)
+          if t.decision and t.decision.code == "PIN_CHANGED" and not seen[t.worker] then
+            seen[t.worker], count = true, count + 1
+          end
+        end
+        return count
+      end
+      -- new connections at once, until both workers decided some (the log is written every 0.1 s)
+      for _ = 1, 10 do
+        for _, x in ipairs(fx.send(url, call_body(8, "echo", '{"message":"hi"}'), 12, '{"connection":"close"}')) do
+          assert.equals("PIN_CHANGED", x.json.error.data.decision.code)
+        end
+        sleep(0.3)
+        if workers() == 2 then break end
+      end
+      assert.equals(2, workers())
       assert.is_nil(json(curl(q("http://127.0.0.1:" .. port .. "/calls"))).echo)
       wait_for("echo's store error in /metrics", function() return errors() > before end)
       assert.matches("cannot keep a pin_report of server flood tool echo:", h.read_file(dir .. "/nginx.log"))
@@ -646,6 +666,18 @@ describe("toolgate gateway (nginx)", function()
       .. "Content%-Encoding gzip"))
   end)
 
+  it("refuses an encoded answer at its first bytes, whatever its compressed bytes read as: a decoy event", function()
+    if not need(pending) then return end
+    -- the gzip header's comment holds an event answering with an empty list; the
+    -- client inflates the real list, secret_tool in it; the server keeps the answer open
+    local r = client("gzipdecoy", '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"x"}}]')
+    for i = 2, 3 do
+      assert.is_nil(r[i].ok, enc(r[i]))
+      assert.equals(-32603, r[i].error.code, enc(r[i]))
+      assert.equals("ENCODED_ANSWER", r[i].error.data.decision.code)
+    end
+  end)
+
   it("asks every upstream for identity encoding", function()
     if not need(pending) then return end
     local conf = h.read_file(env.dir .. "/prefix/nginx.conf")
@@ -654,7 +686,7 @@ describe("toolgate gateway (nginx)", function()
       n = n + 1
       assert.truthy(loc:find("proxy_set_header Accept-Encoding identity;", 1, true), loc)
     end
-    assert.equals(7, n)
+    assert.equals(8, n)
   end)
 
   it("refuses a request disguised as a notification: the server never sees it", function()

@@ -247,6 +247,27 @@ case("a store that fills up raises on the write it cannot keep and never drops a
   eq_results({ false, "pending" }, results(s:approval_take("fill1")), "a pending approval, once full")
 end)
 
+case("a changed pin whose report no longer fits holds all the same, by the mark the store reserved for it",
+  function(t)
+    local s, why = t.open(t.clock, { bounded = true })
+    if not s then return "n/a", why end
+    if not s.reserve_pins then return "n/a", "reserves no marks" end
+    s:reserve_pins("h0000", { { server = "s", name = "echo" }, { server = "s", name = "add" } })
+    local change = { tool = "echo", change = "changed", pin = string.rep("1", 32), upstream_pin = string.rep("2", 32) }
+    -- reports of the same size under other registries until one does not fit
+    local full, err
+    for i = 1, 20000 do
+      full, err = raises(function() s:pin_report(string.format("f%04d", i), "s", "echo", change) end)
+      if full then break end
+    end
+    check(full, "20000 pin reports written and no write raised")
+    check(raises(function() s:pin_report("h0000", "s", "echo", change) end), "the report that does not fit raises")
+    check(tostring(err):find("cannot", 1, true), "the error says what it could not store: " .. tostring(err))
+    eq("changed", (s:pin_change("h0000", "s", "echo") or {}).change, "the changed pin, once full")
+    eq(nil, s:pin_change("h0000", "s", "add"), "a tool whose pin did not change")
+    eq(nil, s:pin_change("h0001", "s", "echo"), "another registry")
+  end)
+
 case("a second handle that fills up with the first's records keeps its own quarantines", function(t)
   local a = t.store
   local b, why = t.peer(a, { bounded = true })

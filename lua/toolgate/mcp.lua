@@ -168,11 +168,18 @@ end
 --- Swaps in another engine (a reload) after checking its policy's mcp
 -- settings; a bad one leaves the gateway as it was.
 -- adopt(engine) -> true | nil, message, code
+-- A store that can fill up keeps room for the snapshot's changed pins
+-- (toolgate.state's reserve_pins), made while it has some.
+local function reserve(self, snap)
+  if self.state.reserve_pins then self.state:reserve_pins(snap.hash, snap.registry.tools) end
+end
+
 function Gateway:adopt(engine)
   local snap = engine:snapshot()
   local s, err, code = M.settings(snap.policy)
   if not s then return nil, err, code end
   self.engine, self.snap, self.settings = engine, snap, s
+  reserve(self, snap)
   return true
 end
 
@@ -184,6 +191,7 @@ local function current(self)
     local s = M.settings(snap.policy)
     -- engine:reload took a policy whose mcp table is wrong: fail closed
     self.snap, self.settings = snap, s or false
+    reserve(self, snap)
   end
   return snap, self.settings
 end

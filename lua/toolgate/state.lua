@@ -39,6 +39,11 @@
 --       gateway then keeps a changed tool itself (toolgate.mcp)
 --   store:pin_change(registry_hash, server, tool) -> change | nil (a tool
 --       whose upstream no longer matches its pin)
+--   store:reserve_pins(registry_hash, tools) (optional: a store that can
+--       fill up) makes room, while there is some, for a mark per registry
+--       tool ({server =, name =}) that keeps a changed pin whose report no
+--       longer fits: pin_change then answers {tool =, change = "changed",
+--       stored = false}
 --   store:pin_reports() -> { {registry_hash =, server =, tool =, change =, since =}, ... }
 --   store:quarantine_server(registry_hash, server, reason)
 --   store:server_quarantine(registry_hash, server) -> { reason =, since = } | nil

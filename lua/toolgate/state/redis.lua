@@ -107,12 +107,30 @@ end
 
 -- Scripts Redis runs: each is one atomic step of the fleet's state -----------
 
--- KEYS generation; ARGV a new generation: the records' generation, made
--- when there is none (in fetch's pipeline, so sent as EVAL)
-local GENERATION_SCRIPT = [[
+-- The Redis process's run id: a new one at every start, never in a snapshot.
+local RUN = "local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')\n"
+
+-- KEYS generation run; ARGV a new generation: the generation of the
+-- fleet's records and of the grants made in it (in fetch's pipeline, so
+-- sent as EVAL).  A new one when there is none (a new fleet, a Redis that
+-- lost its data) and when the process is not the one the run key names: a
+-- restarted Redis may hold an older snapshot, its spent uses unspent.
+local GENERATION_SCRIPT = RUN .. [[
 local g = redis.call('GET', KEYS[1])
-if not g then g = ARGV[1]; redis.call('SET', KEYS[1], g) end
+if not g or redis.call('GET', KEYS[2]) ~= run then
+  g = ARGV[1]
+  redis.call('SET', KEYS[1], g)
+  redis.call('SET', KEYS[2], run)
+end
 return g]]
+
+-- (in take and decide) a Redis restarted since the last poll has grants no
+-- node has checked yet: nothing is taken or decided until one has
+local CHECKED = RUN .. [[
+if redis.call('GET', KEYS[5]) ~= run then
+  return redis.error_reply('RESTARTED: Redis restarted and no node has checked its data since')
+end
+]]
 
 local SCRIPTS = {
   -- KEYS det:v det:q version; ARGV field record: the first quarantine wins,
@@ -136,17 +154,28 @@ return 1]],
 local added = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
 if added == 1 then redis.call('INCR', KEYS[2]) end
 return added]],
-  -- KEYS a+<id>: takes one granted use; the uses left, -1 for none
-  take = [[
-local left = redis.call('GET', KEYS[1])
-if left and tonumber(left) > 0 then return redis.call('DECR', KEYS[1]) end
-return -1]],
-  -- KEYS a:<id> a#<id> a+<id>; ARGV verdict ttl uses record: one decision
-  -- wins; the request, its decision and its uses live ttl from now
-  decide = [[
+  -- KEYS a+<id> a:<id> a#<id> generation run: takes one granted use
+  -- ("<uses left>@<generation>"); the uses left, -1 for none.  A grant of
+  -- another generation may be one a restore brought back: it is dropped,
+  -- never used (the call asks again), -1.
+  take = CHECKED .. [[
+local left, g = string.match(redis.call('GET', KEYS[1]) or '', '^(%d+)@(.+)$')
+if not left then return -1 end
+if g ~= redis.call('GET', KEYS[4]) then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  return -1
+end
+left = tonumber(left)
+if left <= 0 then return -1 end
+redis.call('SET', KEYS[1], (left - 1) .. '@' .. g, 'KEEPTTL')
+return left - 1]],
+  -- KEYS a:<id> a#<id> a+<id> generation run; ARGV verdict ttl uses record:
+  -- one decision wins; the request, its decision and its uses (stamped
+  -- with the generation) live ttl from now
+  decide = CHECKED .. [[
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', ARGV[2]) then return 'ALREADY_DECIDED' end
-if ARGV[1] == 'grant' then redis.call('SET', KEYS[3], ARGV[3], 'EX', ARGV[2]) end
+if ARGV[1] == 'grant' then redis.call('SET', KEYS[3], ARGV[3] .. '@' .. redis.call('GET', KEYS[4]), 'EX', ARGV[2]) end
 redis.call('SET', KEYS[1], ARGV[4], 'EX', ARGV[2])
 return 'OK']],
 }
@@ -196,7 +225,7 @@ function M.new(dict, o, clock)
   local p = "{" .. c.prefix .. "}"
   local self = setmetatable({ tag = p, dict = dict, c = c, clock = clock or ngx.now, here = shared_dict.new(dict, clock),
     keys = { detv = p .. "det:v", detq = p .. "det:q", pins = p .. "pins", servers = p .. "servers",
-      version = p .. "version", generation = p .. "generation" },
+      version = p .. "version", generation = p .. "generation", run = p .. "run" },
     pool = table.concat({ "toolgate", c.host, c.port, c.database, c.username or "", p }, ":"),
     scripts = {} }, Store)
   for name, src in pairs(SCRIPTS) do self.scripts[name] = { src = src, sha = hex(ngx.sha1_bin(src)) } end
@@ -392,7 +421,7 @@ end
 local function fetch(self)
   local k = self.keys
   return connected(self, function(red)
-    red:init_pipeline(7)
+    red:init_pipeline(9)
     red:get(k.version)
     red:hgetall(k.detv)
     red:hgetall(k.detq)
@@ -400,10 +429,12 @@ local function fetch(self)
     red:hgetall(k.servers)
     -- the records' generation: made by the first node to find none (a new
     -- fleet, or a Redis that lost its data), one per data set
-    red:eval(GENERATION_SCRIPT, 1, k.generation, string.format("%.3f-%d", ngx.now(), ngx.worker.pid()))
+    red:eval(GENERATION_SCRIPT, 2, k.generation, k.run, string.format("%.3f-%d", ngx.now(), ngx.worker.pid()))
     -- whether it may evict keys, checked at every poll (a restarted Redis
     -- may come back with other settings); CONFIG may be renamed or denied
     red:config("get", "maxmemory-policy")
+    red:config("get", "appendonly")
+    red:config("get", "appendfsync")
     local res, err = red:commit_pipeline()
     if not res then return nil, err end
     for i = 1, 6 do
@@ -496,6 +527,21 @@ local function mark(self, up, err)
   end
 end
 
+-- What a restart of Redis keeps, from the poll's CONFIG GET appendonly and
+-- appendfsync: said once when it is less than the fleet asks for.  (Grants
+-- are safe either way: a restarted Redis starts a new generation.)
+local function persistence(self, appendonly, appendfsync)
+  local function setting(answer) return type(answer) == "table" and answer[1] ~= false and answer[2] or nil end
+  local aof, fsync = setting(appendonly), setting(appendfsync)
+  if aof == nil then return end -- (its settings cannot be read: unfit said so)
+  if aof ~= "yes" or fsync == "no" then
+    warn_once(self, "persistence", "Redis runs with appendonly ", aof, ", appendfsync ", tostring(fsync), ": a ",
+      "restart brings back its last snapshot at best; the approvals granted before a restart are then refused ",
+      "(their calls ask again) and the nodes write their quarantines and pin reports again, but one no node holds ",
+      "is lost (the fleet's README asks for appendonly yes, appendfsync everysec or always)")
+  end
+end
+
 --- sync() -> true | nil, message: writes the journal, then copies the
 -- fleet's records when the version moved (worker 0's timer calls it).
 function Store:sync()
@@ -507,6 +553,7 @@ function Store:sync()
     local v, generation = tostring(null(res[1]) or 0), res[6]
     if not tonumber(v) then return nil, "the version key holds " .. string.format("%q", v:sub(1, 40)) .. ", not a count" end
     local why = unfit(self, res[7])
+    persistence(self, res[8], res[9])
     if why then
       put(d, UNFIT, why)
       return nil, why
@@ -613,6 +660,8 @@ function Store:pin_report(registry_hash, server, tool, change)
 end
 
 function Store:pin_change(registry_hash, server, tool) return self.here:pin_change(registry_hash, server, tool) end
+-- (marks of this node's: a change another node could not store reaches it as its report, through Redis)
+function Store:reserve_pins(registry_hash, tools) return self.here:reserve_pins(registry_hash, tools) end
 function Store:pin_reports() return self.here:pin_reports() end
 
 function Store:quarantine_server(registry_hash, server, reason)
@@ -628,15 +677,20 @@ function Store:quarantined_servers() return self.here:quarantined_servers() end
 
 -- Approvals: on Redis only ---------------------------------------------------
 
+-- an approval's request, decision and uses left, and the fleet's generation
 local function akeys(self, id)
   local p = self.tag
-  return p .. "a:" .. id, p .. "a#" .. id, p .. "a+" .. id
+  return p .. "a:" .. id, p .. "a#" .. id, p .. "a+" .. id, self.keys.generation
 end
 
-local function read_approval(red, a, v, u)
-  local res, err = red:mget(a, v, u)
+-- -> { record | nil }: a grant of another generation counts as expired
+-- (take drops it; its call asks again)
+local function read_approval(red, a, v, u, g)
+  local res, err = red:mget(a, v, u, g)
   if not res then return res, err end
-  return { shared_dict.approval_view(null(res[1]), null(res[2]), tonumber(null(res[3]))) }
+  local left, generation = string.match(null(res[3]) or "", "^(%d+)@(.+)$")
+  if generation and generation ~= null(res[4]) then return {} end
+  return { shared_dict.approval_view(null(res[1]), null(res[2]), tonumber(left)) }
 end
 
 -- -> true when it opened the request; false when one exists, or when Redis
@@ -653,12 +707,12 @@ function Store:approval_open(id, fields, ttl, uses)
 end
 
 function Store:approval_take(id)
-  local a, v, u = akeys(self, id)
+  local a, v, u, g = akeys(self, id)
   local res, err = with(self, function(red)
-    local left, serr = script(self, red, "take", { u }, {})
+    local left, serr = script(self, red, "take", { u, a, v, g, self.keys.run }, {})
     if left == nil or left == false then return left, serr end
     if left >= 0 then return { true, left == 0 and "used" or "granted" } end
-    local r, rerr = read_approval(red, a, v, u)
+    local r, rerr = read_approval(red, a, v, u, g)
     if not r then return r, rerr end
     return { false, r[1] and r[1].status or nil }
   end)
@@ -673,16 +727,16 @@ end
 -- -> record | nil, message, code ("NOT_FOUND", "ALREADY_DECIDED", or
 -- "UNAVAILABLE" when Redis cannot be reached: nothing was decided)
 function Store:approval_decide(id, verdict)
-  local a, v, u = akeys(self, id)
+  local a, v, u, g = akeys(self, id)
   local res, err = with(self, function(red)
-    local got, rerr = read_approval(red, a, v, u)
+    local got, rerr = read_approval(red, a, v, u, g)
     if not got then return got, rerr end
     local r = got[1]
     if not r then return { "NOT_FOUND" } end
     r.expires = self.clock() + r.ttl
     local uses = r.uses
     r.status = verdict == "grant" and "granted" or "denied"
-    local out, serr = script(self, red, "decide", { a, v, u }, { verdict, r.ttl, uses, encode(r) })
+    local out, serr = script(self, red, "decide", { a, v, u, g, self.keys.run }, { verdict, r.ttl, uses, encode(r) })
     if out == nil or out == false then return out, serr end
     return { out, r }
   end)

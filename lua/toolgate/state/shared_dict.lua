@@ -32,8 +32,9 @@ local M = {}
 -- fleet's records here, in the same layout.
 M.KEYS = { verified = "d:v", quarantined = "d:q", pin = "p:", server = "s:" }
 -- (and this node's counts, per "<hash>\0<server>": its added-tool reports,
--- and the count of its "more" record)
-local ADDED, MORE = "p#", "p+"
+-- and the count of its "more" record; per "<hash>\0<server>\0<tool>", the
+-- mark of a changed pin whose report did not fit: reserve_pins)
+local ADDED, MORE, MARK = "p#", "p+", "p!"
 local K = M.KEYS
 
 local Store = {}
@@ -207,12 +208,28 @@ function Store:pin_report(registry_hash, server, tool, change)
     k, tool, change = K.pin .. sk .. "\0\0more", "", { tool = "", change = "more", count = by }
   end
   local r = { registry_hash = registry_hash, server = server, tool = tool, change = change, since = self.clock() }
-  return stored("a pin report", d:safe_add(k, encode(r))) and true or false
+  local ok, err = d:safe_add(k, encode(r))
+  -- a changed pin that does not fit still holds for every worker: its mark
+  -- (reserved, a number: incr needs no memory)
+  if not ok and err ~= "exists" and kind == "changed" then d:incr(MARK .. sk .. "\0" .. tool, 1) end
+  return stored("a pin report", ok, err) and true or false
+end
+
+--- reserve_pins(registry_hash, tools): while the dict has room (at start,
+-- at a reload), a mark for each registry tool ({server =, name =}) that
+-- its pin changed, set without memory when the report itself cannot be
+-- stored; pin_change reads it.  Marks that do not fit are left out: the
+-- gateway keeps such a change in its worker.
+function Store:reserve_pins(registry_hash, tools)
+  for _, t in ipairs(tools) do self.dict:safe_add(MARK .. registry_hash .. "\0" .. key(t.server, t.name), 0) end
 end
 
 function Store:pin_change(registry_hash, server, tool)
-  local r = decode(self.dict:get(K.pin .. registry_hash .. "\0" .. key(server, tool) .. "\0changed"))
-  return r and r.change
+  local k = registry_hash .. "\0" .. key(server, tool)
+  local r = decode(self.dict:get(K.pin .. k .. "\0changed"))
+  if r then return r.change end
+  if (self.dict:get(MARK .. k) or 0) > 0 then return { tool = tool, change = "changed", stored = false } end
+  return nil
 end
 
 function Store:pin_reports()
