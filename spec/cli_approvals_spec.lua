@@ -2,7 +2,7 @@
 -- decided by the MCP gateway (toolgate.mcp) on the SQLite state a stdio
 -- proxy keeps, and `toolgate approvals list` and `show` -- the command, run
 -- as a process -- print the exact arguments it binds, and say when they
--- were cut.
+-- were cut; so does `toolgate log`.
 local h = require "helpers"
 local mcp = require "toolgate.mcp"
 local sqlite = require "toolgate.state.sqlite"
@@ -22,7 +22,10 @@ describe("toolgate approvals", function()
     local store = assert(sqlite.open(dir .. "/state.sqlite"))
     local e = assert(toolgate.new{ policy = dofile(h.root .. "/policies/gateway.lua"),
       registry = { "counter=" .. h.root .. "/spec/data/nginx/counter.json" } })
-    local gw = assert(mcp.new{ engine = e, state = store })
+    -- the decision log as toolgate mcp-proxy keeps it
+    local gw = assert(mcp.new{ engine = e, state = store, observe = function(ev)
+      if ev.kind == "decision" then store:log(mcp.decision_line(ev, os.time())) end
+    end })
     local route = gw:route("counter", { scopes = { "counter:read", "counter:write" } })
     local function defer(text)
       local call = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_note","arguments":'
@@ -67,5 +70,17 @@ describe("toolgate approvals", function()
     code, _, err = h.toolgate("approvals show 0123abcd --state " .. q(dir))
     assert.equal(1, code)
     assert.matches("no approval request 0123abcd", err, 1, true)
+  end)
+
+  it("and the decision log (toolgate log) show the arguments a deferred call asked approval for", function()
+    local code, out, err = h.toolgate("log --state " .. q(dir))
+    assert.equal(0, code, err)
+    local found
+    for _, line in ipairs(h.lines_of(out)) do
+      local r = json(line)
+      if r.approval_id == id then found = r end
+    end
+    assert.same({ '{"text":"rm -rf / --no-preserve-root"}', 38, false },
+      { found.arguments, found.arguments_bytes, found.arguments_truncated })
   end)
 end)
