@@ -48,7 +48,7 @@ describe("toolgate canon", function()
     local code, _, err = h.toolgate("canon --frobnicate")
     assert.equal(2, code)
     assert.matches("unknown option --frobnicate", err, 1, true)
-    assert.matches("usage: toolgate canon", err, 1, true)
+    assert.matches("see 'toolgate canon --help'", err, 1, true)
     code, _, err = h.toolgate("canon /nonexistent/file.json")
     assert.equal(2, code)
     assert.matches("cannot read", err, 1, true)
@@ -630,9 +630,107 @@ describe("toolgate classify", function()
     for _, args in ipairs({ "--threads 0", "--threads 65", "--threads x", "--fail-on maybe" }) do
       local code, _, err = classify(h.lua, args)
       assert.equal(2, code, args)
-      assert.matches("usage", err, 1, true)
+      assert.matches("see 'toolgate classify --help'", err, 1, true)
     end
     local code = classify(h.lua, "--fail-on defer")
     assert.equal(1, code)
+  end)
+end)
+
+describe("a usage error says what to do in a line", function()
+  local TYPOS = {
+    { "canon --hsah", "canon", "--hsah", "--hash" },
+    { "check --polcy rung", "check", "--polcy", "--policy" },
+    { "check --polcy=rung", "check", "--polcy", "--policy" },
+    { "check -policy rung", "check", "-policy", "--policy" },
+    { "classify --treads 2", "classify", "--treads", "--threads" },
+    { "test --updte c.jsonl", "test", "--updte", "--update" },
+    { "validate --schmea s.json", "validate", "--schmea", "--schema" },
+    { "sweep --gird x l.jsonl", "sweep", "--gird", "--grid" },
+    { "policy lint --ntoes p.lua", "policy", "--ntoes", "--notes" },
+    { "registry lint --strcit r.json", "registry", "--strcit", "--strict" },
+    { "mcp-proxy --polcy p -- true", "mcp-proxy", "--polcy", "--policy" },
+    { "gateway --lisen 127.0.0.1:1", "gateway", "--lisen", "--listen" },
+    { "approvals --stat d list", "approvals", "--stat", "--state" },
+    { "log --folow", "log", "--folow", "--follow" },
+    { "probe --exce x", "probe", "--exce", "--exec" },
+  }
+  for _, t in ipairs(TYPOS) do
+    local args, cmd, typo, meant = t[1], t[2], t[3], t[4]
+    it("toolgate " .. args .. ": one line, did you mean " .. meant .. ", and where the options are; exit 2", function()
+      local code, out, err = h.toolgate(args)
+      assert.equal(2, code, err)
+      assert.equal("", out)
+      assert.equal(string.format("toolgate %s: unknown option %s (did you mean %s?); see 'toolgate %s --help'\n",
+        cmd, typo, meant, cmd), err)
+    end)
+  end
+
+  it("suggests nothing for a flag no option is close to, and still says where the options are", function()
+    local code, out, err = h.toolgate("check --frobnicate")
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate check: unknown option --frobnicate; see 'toolgate check --help'\n", err)
+  end)
+
+  it("every usage error of a command is one line pointing at its --help, not the help itself", function()
+    local code, out, err = h.toolgate("classify --threads 0")
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate classify: --threads takes a whole number from 1 to 64; see 'toolgate classify --help'\n",
+      err)
+  end)
+
+  it("an unknown command names the command it was likely meant to be, in one line", function()
+    local code, out, err = h.toolgate("chekc calls.jsonl")
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate: unknown command 'chekc' (did you mean check?); see 'toolgate --help'\n", err)
+  end)
+end)
+
+describe("--policy naming a file that is not a Lua policy", function()
+  local dir, registry
+  setup(function()
+    dir = h.tmpname(".policyarg")
+    assert.equal(0, (h.run("mkdir -p " .. h.shell_quote(dir))))
+    h.write_file(dir .. "/p.yaml", "# my policy\nname: mine\nstages:\n  - rung\n")
+    h.write_file(dir .. "/p.json", '{\n  "name": "mine",\n  "stages": ["rung"]\n}\n')
+    registry = h.root .. "/examples/quickstart/openai-tools.json"
+  end)
+  teardown(function()
+    if dir then h.run("rm -rf " .. h.shell_quote(dir)) end
+  end)
+  local function check_in_dir(policy)
+    return h.run(string.format("cd %s && %s %s/bin/toolgate check --policy %s --registry %s", h.shell_quote(dir),
+      h.lua, h.root, h.shell_quote(policy), h.shell_quote(registry)), "")
+  end
+
+  for _, c in ipairs({ { "p.yaml", "YAML" }, { "./p.yaml", "YAML" }, { "p.json", "JSON" }, { "./p.json", "JSON" } }) do
+    it("--policy " .. c[1] .. " says it is not a Lua policy file but looks like " .. c[2], function()
+      local code, out, err = check_in_dir(c[1])
+      assert.equal(2, code)
+      assert.equal("", out)
+      assert.equal("toolgate check: POLICY_LOAD: " .. c[1] .. " is not a Lua policy file: it looks like " .. c[2]
+        .. "; a policy is a Lua file that returns a table (see docs/policies.md; the shipped policy example is a "
+        .. "template to copy)\n", err)
+    end)
+  end
+
+  it("--policy naming a Lua file without .lua in this directory says to give it as a path", function()
+    h.write_file(dir .. "/mine", 'return { name = "mine", version = "1", stages = { "rung" } }\n')
+    local code, _, err = check_in_dir("mine")
+    assert.equal(2, code)
+    assert.matches("toolgate check: POLICY_LOAD: mine is a file here, not a shipped policy's name: to load it as a "
+      .. "policy file, give its path, ./mine\n", err, 1, true)
+    code, _, err = check_in_dir("./mine")
+    assert.equal(0, code, err)
+  end)
+
+  it("a name that is no file keeps the suggestion of a policy file of one's own", function()
+    local code, _, err = check_in_dir("strcit")
+    assert.equal(2, code)
+    assert.matches("no shipped policy named 'strcit'", err, 1, true)
+    assert.matches("./strcit.lua", err, 1, true)
   end)
 end)

@@ -8,6 +8,7 @@
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
 local lines = require "toolgate.lines"
+local suggest = require "toolgate.suggest"
 local value = require "toolgate.value"
 
 local M = {}
@@ -36,11 +37,28 @@ local function command_module(name)
   end
 end
 
--- A usage error carries its message up to main(), which prints it with the
--- command's usage line and exits 2.
+-- A usage error carries its message up to main(), which prints it in one
+-- line with where the command's options are (its --help), and exits 2: the
+-- whole help after it would scroll the one line that matters off the screen.
 local UsageError = {}
 UsageError.__index = UsageError
 function M.usage_error(msg) error(setmetatable({ msg = msg }, UsageError), 0) end
+
+-- unknown_option(arg, spec): the usage error of an option spec does not
+-- know, naming the one it was likely meant to be ("-policy" is "--policy")
+local function unknown_option(arg, spec)
+  local known = { "help" }
+  for _, set in ipairs({ spec.flags or {}, spec.options or {}, spec.multi or {} }) do
+    for _, name in ipairs(suggest.sorted_keys(set)) do known[#known + 1] = name end
+  end
+  local name = arg:match("^%-+([^=]*)")
+  local meant
+  for _, k in ipairs(known) do
+    if k == name then meant = k end
+  end
+  meant = meant or suggest.closest(name, known)
+  M.usage_error("unknown option " .. (arg:match("^[^=]*")) .. (meant and " (did you mean --" .. meant .. "?)" or ""))
+end
 
 -- parse(argv, spec) -> opts, positionals
 -- spec.flags: set of boolean flags; spec.options: set of flags taking a value;
@@ -73,10 +91,10 @@ function M.parse(argv, spec)
           opts[name] = val
         end
       else
-        M.usage_error("unknown option --" .. name)
+        unknown_option(a, spec)
       end
     elseif a:sub(1, 1) == "-" and a ~= "-" then
-      M.usage_error("unknown option " .. a)
+      unknown_option(a, spec)
     else
       pos[#pos + 1] = a
     end
@@ -165,6 +183,37 @@ function M.each_line(cmd, path, fn)
   return true
 end
 
+-- not_a_policy(arg) -> what the --policy argument that failed to load is,
+-- when that is likelier the story than the loader's, or nil: a YAML or JSON
+-- file (which Lua reads as a syntax error on line 1), or a file here taken
+-- for a shipped policy's name, having no slash and no .lua.
+local function not_a_policy(arg)
+  local f = io.open(arg, "rb")
+  if not f then return nil end
+  local head, err = f:read(4096)
+  f:close()
+  if not head and err then return nil end -- a directory
+  head = head or ""
+  local looks
+  if head:match("^%s*[{%[]") then
+    looks = "JSON"
+  else
+    for line in head:gmatch("[^\n]+") do
+      if line:find("%S") and not line:match("^%s*#") and not line:match("^%-%-%-%s*$") then
+        if line:match("^[%w_\"'-]+%s*:%s") or line:match("^[%w_\"'-]+%s*:%s*$") then looks = "YAML" end
+        break
+      end
+    end
+  end
+  if looks then
+    return arg .. " is not a Lua policy file: it looks like " .. looks .. "; a policy is a Lua file that returns a "
+      .. "table (see docs/policies.md; the shipped policy example is a template to copy)"
+  end
+  if not arg:find("/", 1, true) and not arg:match("%.lua$") then
+    return arg .. " is a file here, not a shipped policy's name: to load it as a policy file, give its path, ./" .. arg
+  end
+end
+
 -- load_engine(cmd, opts, engine_opts, warn) -> engine | nil (after a
 -- diagnostic): the engine of --policy (a path, or a shipped policy's name;
 -- default: "default") and --registry, with engine_opts (format,
@@ -177,6 +226,8 @@ function M.load_engine(cmd, opts, engine_opts, warn)
     if code == "NO_REGISTRY" then
       err = "no registry: give the tools' list with --registry [SERVER=]FILE (or list it in the policy's "
         .. "registry.sources)"
+    elseif code == "POLICY_LOAD" and type(o.policy) == "string" then
+      err = not_a_policy(o.policy) or err
     end
     M.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
     return nil
@@ -293,21 +344,21 @@ function M.engine_context(cmd, engine, opts, extra)
   return compiled
 end
 
--- stream(cmd, path, decide) -> accepts, rejects, defers | nil (after a
--- diagnostic): FILE (or standard input) through decide(input, output), an
--- engine's file method (check_file, classify_file) given the path (or 0)
--- and standard output's descriptor: the core reads the input, decides
--- whole chunks and writes the decisions itself; Lua only answers what is
--- Lua's.
+-- stream(cmd, path, decide) -> accepts, rejects, defers[, what else the
+-- method returned] | nil (after a diagnostic): FILE (or standard input)
+-- through decide(input, output), an engine's file method (check_file,
+-- classify_file) given the path (or 0) and standard output's descriptor:
+-- the core reads the input, decides whole chunks and writes the decisions
+-- itself; Lua only answers what is Lua's.
 function M.stream(cmd, path, decide)
   local input = core_input(path)
   M.flush() -- what Lua buffered comes before what the core writes
-  local a, r, d = decide(input, 1)
+  local a, r, d, more = decide(input, 1)
   if a == nil then -- nothing more was decided: say why
     M.diag(cmd, tostring(r))
     return nil
   end
-  return a, r, d
+  return a, r, d, more
 end
 
 -- read_lines(cmd, path, core_engine, step) -> the count of lines that
@@ -416,7 +467,11 @@ function M.main(argv)
   end
   local mod = command_module(cmd)
   if not mod then
-    io.stderr:write("toolgate: unknown command '", cmd, "'\n\n", global_usage())
+    local names = {}
+    for _, c in ipairs(COMMANDS) do names[#names + 1] = c.name end
+    local meant = suggest.closest(cmd, names)
+    io.stderr:write("toolgate: unknown command '", cmd, "'", meant and (" (did you mean " .. meant .. "?)") or "",
+      "; see 'toolgate --help'\n")
     return M.EXIT_USAGE
   end
   local args = {}
@@ -436,7 +491,7 @@ function M.main(argv)
   end
   if ok then return result end
   if getmetatable(result) == UsageError then
-    io.stderr:write("toolgate ", cmd, ": ", result.msg, "\n", mod.usage)
+    io.stderr:write("toolgate ", cmd, ": ", result.msg, "; see 'toolgate ", cmd, " --help'\n")
     return M.EXIT_USAGE
   end
   error(result, 0)
