@@ -72,12 +72,14 @@ local function make_certificates(dir)
   assert(os.execute("chmod 644 " .. q(dir) .. "/*.pem"))
 end
 
--- start_redis([options]): on the spec's port, its data in the spec's
--- directory (appendonly unless options say otherwise)
-local function start_redis(options)
+-- start_redis([options[, persistence]]): on the spec's port, its data in
+-- the spec's directory, persisted as persistence says (default: an
+-- append-only file, no snapshots)
+local function start_redis(options, persistence)
   local tls = env.dir .. "/tls/"
   pids.redis = fx.spawn("exec redis-server --port " .. env.redis_port .. " --bind 127.0.0.1 --dir " ..
-    q(env.dir .. "/redis") .. " --appendonly yes --save '' --requirepass " .. q(env.redis_password) ..
+    q(env.dir .. "/redis") .. " " .. (persistence or "--appendonly yes --save ''") .. " --requirepass " ..
+    q(env.redis_password) ..
     " --tls-port " .. env.redis_tls_port .. " --tls-cert-file " .. q(tls .. "redis.pem") .. " --tls-key-file " ..
     q(tls .. "redis.key") .. " --tls-ca-cert-file " .. q(tls .. "ca.pem") .. " --tls-auth-clients no" ..
     " --daemonize no " .. (options or ""), env.dir .. "/redis.log")
@@ -445,7 +447,12 @@ describe("a fleet of toolgate gateways on Redis", function()
     within(BOUND, "B to see the quarantine made while Redis was away", function()
       return classify("b", "echo", "args") == "DETERMINISM_UNVERIFIED"
     end)
-    -- the grant made before the outage survived it, unused: one call passes
+    -- Redis restarted: the grant made before is refused (a restart may have
+    -- brought back spent uses), the call asks again, a new grant lets it pass once
+    local again = send("b", "counter", kept)[1].json.error
+    assert.same({ -32002, kid }, { again.code, again.data.approval_id })
+    assert.equals("pending", json(admin("a", "GET", "/v1/approvals/" .. kid)).status)
+    assert.equals("granted", json(admin("a", "POST", "/v1/approvals/" .. kid .. "/grant")).status)
     assert.equals("pass", outcome(send("b", "counter", kept)[1]))
     assert.equals("deferred", outcome(send("a", "counter", kept)[1]))
     assert.equals(before + 1, calls().total)
@@ -546,6 +553,54 @@ describe("a fleet of toolgate gateways on Redis", function()
     fx.wait_for("both nodes to use Redis again", function()
       return fx.metric(metrics("a"), "toolgate_state_store_up") == 1 and fx.metric(metrics("b"), "toolgate_state_store_up") == 1
     end)
+  end)
+
+  it("a Redis restored from an RDB snapshot never spends a use twice: at most the grant's uses reach the upstream", function()
+    if not need(pending) then return end
+    local function up(n) return fx.metric(metrics(n), "toolgate_state_store_up") == 1 end
+    local function reload(policy)
+      h.write_file(env.dir .. "/policy.lua", policy)
+      for _, n in ipairs({ "a", "b" }) do assert.equals("success", json(admin(n, "POST", "/v1/reload")).result) end
+    end
+    local stock = h.read_file(root .. "/policies/gateway.lua")
+    reload((stock:gsub("approval_uses = 1", "approval_uses = 3")))
+    -- Debian's stock persistence: snapshots (RDB), no append-only file
+    local rdb = "--appendonly no --save ''"
+    fx.stop(pids.redis)
+    start_redis(nil, rdb)
+    fx.wait_for("both nodes to use Redis", function() return up("a") and up("b") end)
+    local body = fx.call_body(91, "write_note", '{"text":"three uses, then a snapshot"}')
+    local id = send("a", "counter", body)[1].json.error.data.approval_id
+    local granted = json(admin("b", "POST", "/v1/approvals/" .. id .. "/grant"))
+    assert.same({ "granted", 3 }, { granted.status, granted.uses })
+    redis_cli("save")
+    local before = calls().total
+    for i = 1, 3 do assert.equals("pass", outcome(send(i == 2 and "b" or "a", "counter", body)[1])) end
+    assert.equals(before + 3, calls().total)
+    -- Redis dies and comes back from the snapshot, where the three uses are unspent
+    assert.equals(0, (h.run("kill -KILL " .. pids.redis)))
+    fx.wait_for("Redis to die", function() return not fx.alive(pids.redis) end)
+    start_redis(nil, rdb)
+    assert.equals("3", (redis_cli("--raw get " .. key("a+" .. id)):match("^%d+")))
+    -- both nodes poll it, then the call is retried through both, six times
+    fx.wait_for("both nodes to use Redis again", function() return up("a") and up("b") end)
+    for i = 1, 6 do send(i % 2 == 0 and "b" or "a", "counter", body) end
+    io.stderr:write(string.format("# fleet: 3 uses granted, spent, restored from the snapshot: %d calls reached the " ..
+      "upstream\n", calls().total - before))
+    assert.equals(before + 3, calls().total)
+    -- the restored grant is never used: the call asks again, and a new grant lets it through
+    local again = send("a", "counter", body)[1].json.error
+    assert.equals(-32002, again.code)
+    assert.equals("pending", json(admin("b", "GET", "/v1/approvals/" .. again.data.approval_id)).status)
+    assert.equals("granted", json(admin("b", "POST", "/v1/approvals/" .. again.data.approval_id .. "/grant")).status)
+    assert.equals("pass", outcome(send("b", "counter", body)[1]))
+    assert.equals(before + 4, calls().total)
+    -- each node said what this persistence keeps
+    for _, n in ipairs({ "a", "b" }) do assert.matches("appendonly no", h.read_file(env.dir .. "/" .. n .. ".log"), 1, true) end
+    reload(stock)
+    fx.stop(pids.redis)
+    start_redis()
+    fx.wait_for("both nodes to use Redis again", function() return up("a") and up("b") end)
   end)
 
   it("another deployment whose prefix extends this one's never shows in its listings, and a bad record is skipped", function()

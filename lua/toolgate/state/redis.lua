@@ -27,8 +27,13 @@
 --   records into the dict: a change made through another node holds here
 --   within sync_interval plus one round trip to Redis.  When Redis lost its
 --   data (a version that went back, or a generation key that changed: the
---   first node to find none makes a new one), each node writes its copy's
---   quarantines and pin reports again.
+--   first node to find none, or to find a Redis process other than the one
+--   that made it, makes a new one), each node writes its copy's quarantines
+--   and pin reports again.  A grant carries the generation it was made in
+--   and is never used in another: a Redis restarted from an older snapshot
+--   does not spend a spent use again (its call asks again).  The poll also
+--   reads Redis's settings: one that may evict keys is not used (as if
+--   unreachable) until it is noeviction.
 --
 -- While the copy is older than stale_after (no successful poll), a tool's
 -- determinism verification is unread: get() answers it as unverified
@@ -49,8 +54,9 @@
 --   stale_after              when the copy counts as unread (default 5 x sync_interval, at least 1)
 -- Keys on Redis: {<prefix>}det:v, det:q (hashes, field "<server>\0<tool>"),
 -- pins (field "<hash>\0<server>\0<tool>\0<change>"), servers (field
--- "<hash>\0<server>"), version (a counter), a:<id>, a#<id>, a+<id> (an
--- approval, its decision, its uses left; each with the approval's TTL).
+-- "<hash>\0<server>"), version (a counter), generation, run (the Redis
+-- process it was made on), a:<id>, a#<id>, a+<id> (an approval, its
+-- decision, its uses left "<n>@<generation>"; each with the approval's TTL).
 -- @module toolgate.state.redis
 
 local decision = require "toolgate.decision"
