@@ -46,6 +46,7 @@ build = {
     ["toolgate.policy"] = "lua/toolgate/policy.lua",
     ["toolgate.decision"] = "lua/toolgate/decision.lua",
     ["toolgate.lines"] = "lua/toolgate/lines.lua",
+    ["toolgate.documents"] = "lua/toolgate/documents.lua",
     ["toolgate.verifier"] = "lua/toolgate/verifier.lua",
     ["toolgate.pipeline"] = "lua/toolgate/pipeline.lua",
     ["toolgate.engine"] = "lua/toolgate/engine.lua",

@@ -1127,6 +1127,35 @@ static tg_reader_t *check_reader(lua_State *L, int i)
     return r->r;
 }
 
+/* reader:lines(want[, max]) -> the complete lines held (at least want
+ * bytes of them when the input has that many; "" at its end), at most max
+ * bytes of them, left held | nil, message, code: for a host that reads
+ * the input itself (toolgate check's documents) or looks at its start */
+static int l_reader_lines(lua_State *L)
+{
+    tg_reader_t *r = check_reader(L, 1);
+    lua_Integer want = luaL_checkinteger(L, 2), max = luaL_optinteger(L, 3, LUA_MAXINTEGER);
+    const char *text;
+    size_t len;
+    tg_error_t err;
+    luaL_argcheck(L, want >= 0, 2, "want must not be negative");
+    luaL_argcheck(L, max >= 0, 3, "max must not be negative");
+    if (tg_reader_lines(r, (size_t)want, &text, &len, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushlstring(L, text, (lua_Unsigned)max < len ? (size_t)max : len);
+    return 1;
+}
+
+/* reader:take(n): the first n bytes of the lines held were read */
+static int l_reader_take(lua_State *L)
+{
+    tg_reader_t *r = check_reader(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, n >= 0, 2, "n must not be negative");
+    tg_reader_take(r, (size_t)n);
+    return 0;
+}
+
 /* engine:write_fd(fd, text) -> true | nil, message, code */
 static int l_engine_write_fd(lua_State *L)
 {
@@ -2980,7 +3009,8 @@ static const luaL_Reg no_methods[] = {{NULL, NULL}};
 static const luaL_Reg workers_methods[] = {{"count", l_workers_count}, {NULL, NULL}};
 
 /* reader:close() closes what it opened now rather than at collection */
-static const luaL_Reg reader_methods[] = {{"close", l_reader_gc}, {NULL, NULL}};
+static const luaL_Reg reader_methods[] = {
+    {"close", l_reader_gc}, {"lines", l_reader_lines}, {"take", l_reader_take}, {NULL, NULL}};
 
 static const luaL_Reg functions[] = {
     {"new_engine", l_new_engine},

@@ -1413,6 +1413,34 @@ function Reader:close()
   end
 end
 
+-- reader:lines(want[, max]) -> the complete lines held (at least want
+-- bytes of them when the input has that many; "" at its end), at most max
+-- bytes of them, left held | nil, message, code
+local text_box = ffi.new("const char *[1]")
+
+function Reader:lines(want, max)
+  if getmetatable(self) ~= Reader then error("bad argument #1 to 'lines' (toolgate reader expected)", 2) end
+  if self.r == nil then error("toolgate reader already freed", 2) end
+  if type(want) ~= "number" or want < 0 or want % 1 ~= 0 then
+    error("bad argument #1 to 'lines' (want must not be negative)", 2)
+  end
+  if max ~= nil and (type(max) ~= "number" or max < 0 or max % 1 ~= 0) then
+    error("bad argument #2 to 'lines' (max must not be negative)", 2)
+  end
+  local st = self.engine.st
+  if C.tg_reader_lines(self.r, want, text_box, size_box, st.err) ~= 0 then return error_values(st.err, false) end
+  local len = tonumber(size_box[0])
+  return ffi.string(text_box[0], max and max < len and max or len)
+end
+
+-- reader:take(n): the first n bytes of the lines held were read
+function Reader:take(n)
+  if getmetatable(self) ~= Reader then error("bad argument #1 to 'take' (toolgate reader expected)", 2) end
+  if self.r == nil then error("toolgate reader already freed", 2) end
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then error("bad argument #1 to 'take' (n must not be negative)", 2) end
+  C.tg_reader_take(self.r, n)
+end
+
 -- write_fd(fd, text) -> true | nil, message, code
 function Engine:write_fd(fd, text)
   local st = check_engine(self)

@@ -30,6 +30,7 @@
 local core = require "toolgate.core"
 local decision = require "toolgate.decision"
 local explain = require "toolgate.explain"
+local documents = require "toolgate.documents"
 local json = require "toolgate.json"
 local lines = require "toolgate.lines"
 local pipeline = require "toolgate.pipeline"
@@ -688,8 +689,8 @@ local function piece_bytes(workers)
   return workers and lines.SHARED_CHUNK * workers:count() or lines.CHUNK
 end
 
--- The lines of input (a path, or a file descriptor the caller keeps)
--- decided by step(reader, want, line) -- the decider's check_reader or
+-- The lines of input (a path, a file descriptor the caller keeps, or a
+-- reader of either) decided by step(reader, want, line) -- the decider's check_reader or
 -- classify_reader with the rest bound -- which writes the core's
 -- decisions to the descriptor output itself.  A line the core failed on
 -- is refused here (what: "call" or "plan"); a line that waits for the
@@ -697,7 +698,8 @@ end
 -- step gave after the counts, write writing to output too.
 -- -> counts | nil, message
 local function drive_reader(snap, input, output, workers, what, step, host)
-  local reader, rerr = snap.core:reader(input)
+  local reader, rerr = input, nil
+  if type(input) == "number" or type(input) == "string" then reader, rerr = snap.core:reader(input) end
   if not reader then return nil, rerr end
   local counts, line, want, failed = { [0] = 0, 0, 0 }, 0, piece_bytes(workers), nil
   local function write(...)
@@ -729,12 +731,64 @@ local function drive_reader(snap, input, output, workers, what, step, host)
   return counts
 end
 
+-- The calls of a reader decided here a text at a time by check_all, and
+-- their decisions written to output: each document of an input that is
+-- not JSON Lines (toolgate.documents), or each line under explain, whose
+-- decisions carry the trace.  -> accepts, rejects, defers[, the line of a
+-- document after which nothing was read] | nil, message
+local function check_texts(self, snap, reader, output, ctx, as_documents)
+  local counts, failed = { accept = 0, reject = 0, defer = 0 }, nil
+  local function read()
+    if failed then return nil end
+    local text, err = reader:lines(lines.CHUNK)
+    if not text then failed = err end
+    if not text or text == "" then return nil end
+    reader:take(#text)
+    return text
+  end
+  local function decide(text, line, code, message)
+    local list = text and self:check_all(text, ctx, line) or { decision.from_table(finish(snap, {
+      verdict = "reject", stage = "decode", code = code, message = message, line = line }, {})) }
+    local out = {}
+    for i, d in ipairs(list) do
+      out[i] = d:json() .. "\n"
+      counts[d.verdict] = counts[d.verdict] + 1
+    end
+    if #out > 0 and not failed then
+      local ok, err = snap.core:write_fd(output, table.concat(out))
+      if not ok then failed = err end
+    end
+  end
+  local stopped
+  if as_documents then
+    stopped = documents.each(snap.core, read, decide)
+  else
+    local line = 0
+    for piece in read do
+      for text in piece:gmatch("([^\n]*)\n") do
+        line = line + 1
+        if text:find("%S") then decide(text, line) end
+      end
+    end
+  end
+  reader:close()
+  if failed then return nil, failed end
+  return counts.accept, counts.reject, counts.defer, stopped
+end
+
 --- Decides the JSON Lines of a file, one decision per call, as
 -- check_stream does, with the reading and writing done by the core: the
 -- input read into a buffer of its own, the decisions written from it to
 -- a file descriptor (what toolgate check runs; no Lua string per piece,
 -- so the pieces are large enough for threads to share).
--- check_file(input, output[, ctx[, threads]]) -> accepts, rejects, defers | nil, message
+-- An input whose first line that is not blank is the start of a JSON
+-- value that goes on past it (a response saved with indentation, or
+-- several such documents one after another) is read as JSON documents
+-- instead, each decided as check_all decides a text, with the line it
+-- starts on; a document that is not JSON, or larger than max_input_bytes,
+-- gets a reject and ends the reading (where the next one would start
+-- cannot be told), its line the fourth value returned.
+-- check_file(input, output[, ctx[, threads]]) -> accepts, rejects, defers[, line] | nil, message
 -- @param input a path, or a file descriptor to read (0: standard input; left open)
 -- @tparam number output the file descriptor the decisions are written to
 -- (1: standard output; anything buffered for it in Lua must be flushed first)
@@ -744,8 +798,17 @@ function Engine:check_file(input, output, ctx, threads)
   local snap = self.current
   local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
   if not cctx then return nil, lua_ctx end
+  local opened, oerr = snap.core:reader(input)
+  if not opened then return nil, oerr end
+  local head, herr = opened:lines(1, lines.CHUNK)
+  if not head then
+    opened:close()
+    return nil, herr
+  end
+  local as_documents = documents.starts_document(snap.core, head)
+  if as_documents or self.opts.explain then return check_texts(self, snap, opened, output, ctx, as_documents) end
   local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
-  local counts, err = drive_reader(snap, input, output, workers, "call", function(reader, want, line)
+  local counts, err = drive_reader(snap, opened, output, workers, "call", function(reader, want, line)
     return dec:check_reader(snap.compiled, cctx, reader, want, format, flags, line, output, workers)
   end, function(_, line, counts, write, pending)
     settle_call_line(self, snap, dec, lua_ctx, write, counts, line, pending)

@@ -19,6 +19,15 @@ API response, an Anthropic message, an MCP batch): each gets its decision,
 with index counting from 0; a line of no call (a text-only message) writes
 nothing; a line that cannot be decoded gets one reject without index.
 
+An input whose first line that is not blank is the start of a JSON value
+that goes on past it (a response saved with indentation, as the SDKs and
+jq print it, or several such documents one after another, as jq without
+-c prints them) is read as JSON documents instead: each is decided as a
+line is, "line" being the line it starts on, and no part of a document is
+ever decided on its own.  A document that is not JSON, or larger than the
+policy's max_input_bytes (1 MiB by default), gets one reject and ends the
+reading (where the next one would start cannot be told; stderr says so).
+
   --policy FILE|NAME        a policy file, or a shipped policy by name:
                               default  (the default) rung, gate, verifier; the
                                        gate needs each tool's risk and scopes
@@ -105,23 +114,15 @@ function M.run(args)
   if not engine then return cli.EXIT_USAGE end
   local ctx = cli.engine_context("check", engine, opts, { server = opts.server })
   if not ctx then return cli.EXIT_USAGE end
-  local n = { accept = 0, reject = 0, defer = 0 }
-  if opts.explain then
-    -- a call at a time through check_all, whose decisions carry the trace
-    local ok = cli.each_line("check", pos[1], function(line, number)
-      for _, d in ipairs(engine:check_all(line, ctx, number)) do
-        cli.out(d:json(), "\n")
-        n[d.verdict] = n[d.verdict] + 1
-      end
-    end)
-    if not ok then return cli.EXIT_USAGE end
-  else
-    local counts = { cli.stream("check", pos[1], function(input, output)
-      return engine:check_file(input, output, ctx, threads)
-    end) }
-    if not counts[1] then return cli.EXIT_USAGE end
-    n = { accept = counts[1], reject = counts[2], defer = counts[3] }
+  local counts = { cli.stream("check", pos[1], function(input, output)
+    return engine:check_file(input, output, ctx, threads)
+  end) }
+  if not counts[1] then return cli.EXIT_USAGE end
+  if counts[4] then
+    cli.diag("check", "line " .. counts[4] .. ": the JSON document there was refused, and the input after it was "
+      .. "not read (where the next document would start cannot be told)")
   end
+  local n = { accept = counts[1], reject = counts[2], defer = counts[3] }
   return fail_on and n[fail_on] > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

@@ -1,0 +1,80 @@
+--- toolgate.documents: JSON input that is not JSON Lines -- a document
+-- saved with indentation (a chat.completion as an SDK or jq prints it), or
+-- several such documents one after another (jq without -c) -- cut into
+-- its documents, each with the line it starts on (toolgate check).
+-- @module toolgate.documents
+
+local M = {}
+
+--- starts_document(core, head) -> whether an input that begins with head
+-- (its first complete lines, from a reader) is read as documents: its first
+-- line that is not blank is the start of a JSON value that goes on past
+-- that line.  A line that is JSON, or that is not JSON at all, keeps the
+-- input JSON Lines (a bad line is one reject, and the next lines go on).
+-- @param core a core engine (its limits decide what is too deep or long)
+function M.starts_document(core, head)
+  local line = head:match("^[ \t\r\n]*([^\n]*)\n")
+  if not line or line == "" then return false end
+  local doc, _, code = core:parse(line)
+  if doc then
+    doc:free()
+    return false
+  end
+  return code == "UNEXPECTED_END"
+end
+
+local function newlines(text)
+  local _, n = text:gsub("\n", "")
+  return n
+end
+
+--- each(core, read, fn) -> nil | the line of a document that was not
+-- JSON (the input after it was not read: where the next document would
+-- start cannot be told).
+-- @param read returns the next piece of input, whole lines (nil at the end)
+-- @param fn fn(text, line) for each document, line being the line it
+-- starts on (from 1); a document that is not JSON is given too, as far as
+-- it goes, so that its decision names the error.  fn(nil, line, code,
+-- message) for a document larger than the core's max_input_bytes: the
+-- input after it is not read, and none of it is kept.
+function M.each(core, read, fn)
+  local max = core:limits().max_input_bytes
+  local buf, line, ended = "", 1, false -- line: the line buf starts on
+  while true do
+    local blank = buf:match("^[ \t\r\n]*")
+    if #blank > 0 then
+      line = line + newlines(blank)
+      buf = buf:sub(#blank + 1)
+    end
+    if buf == "" then
+      if ended then return nil end
+      buf = read() or ""
+      ended = buf == ""
+    else
+      local text = #buf > max and buf:sub(1, max) or buf
+      local doc, _, code, offset = core:parse(text)
+      if doc then doc:free() end
+      if doc or code == "TRAILING_GARBAGE" then
+        -- a whole value (the pieces end at the end of a line), the next
+        -- one after it
+        local len = doc and #text or offset
+        fn(buf:sub(1, len), line)
+        line = line + newlines(buf:sub(1, len))
+        buf = buf:sub(len + 1)
+      elseif code == "UNEXPECTED_END" and #buf > max then
+        fn(nil, line, "INPUT_TOO_LARGE", string.format("the JSON document that starts on line %d is larger than "
+          .. "max_input_bytes (%d bytes); the input after it was not read", line, max))
+        return line
+      elseif code == "UNEXPECTED_END" and not ended then
+        local piece = read()
+        if piece then buf = buf .. piece else ended = true end
+      else
+        -- not JSON, or cut short by the end of the input
+        fn(text, line)
+        return code ~= "UNEXPECTED_END" and line or nil
+      end
+    end
+  end
+end
+
+return M
