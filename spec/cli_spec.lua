@@ -734,3 +734,105 @@ describe("--policy naming a file that is not a Lua policy", function()
     assert.matches("./strcit.lua", err, 1, true)
   end)
 end)
+
+describe("toolgate test: a failing case says what the decision was", function()
+  local dir, policy, cases
+  local REGISTRY = "memory=" .. h.root .. "/examples/registries/mcp-memory.json"
+  setup(function()
+    dir = h.tmpname(".failingcase")
+    assert.equal(0, (h.run("mkdir -p " .. h.shell_quote(dir))))
+    policy, cases = dir .. "/owner.lua", dir .. "/cases.jsonl"
+    -- line 7 reads the tool argument without reads_contract: it gets nil
+    h.write_file(policy, [[
+return {
+  name = "owner", version = "1",
+  stages = {
+    "rung",
+    { name = "tool_owner", code = "OWNER",
+      run = function(call, tool, ctx)
+        return tool.owner ~= nil
+      end },
+  },
+}
+]])
+    h.write_file(cases, '{"call":{"server":"memory","name":"read_graph","arguments":{}},"expect":{"verdict":"accept"}}\n'
+      .. '{"call":{"server":"memory","name":"read_grahp","arguments":{}},"expect":{"verdict":"accept"}}\n')
+  end)
+  teardown(function()
+    if dir then h.run("rm -rf " .. h.shell_quote(dir)) end
+  end)
+
+  it("names the decision's code, stage and message: a policy function's error with its file and line", function()
+    local code, out, err = h.toolgate("test --policy " .. h.shell_quote(policy) .. " --registry "
+      .. h.shell_quote(REGISTRY) .. " " .. h.shell_quote(cases))
+    assert.equal(1, code, err)
+    local lines = h.lines_of(out)
+    assert.equal(3, #lines, out)
+    -- the rest of Lua's message differs: "a nil value (local 'tool')" (5.4), "local 'tool' (a nil value)" (LuaJIT)
+    local want = cases .. ':1: verdict: expected "accept", got "reject"; decision: POLICY_ERROR from tool_owner: '
+      .. "policy function failed: " .. policy .. ":7: attempt to index"
+    assert.equal(want, lines[1]:sub(1, #want))
+    assert.matches(cases .. ':2: verdict: expected "accept", got "reject"; decision: H1 from rung: ', lines[2], 1, true)
+    assert.equal("0 passed, 2 failed", lines[3])
+  end)
+end)
+
+describe("toolgate check, given what a user has that is not a call or a registry", function()
+  local tools = h.root .. "/examples/quickstart/openai-tools.json"
+  local saved = h.root .. "/examples/quickstart/chat_response.json"
+  local request = '{"model":"gpt-4o","messages":[{"role":"user","content":"Weather in Paris?"}],'
+    .. '"tools":' .. h.read_file(tools) .. ',"tool_choice":"auto"}'
+  local yaml = "- type: function\n  function:\n    name: get_weather\n    parameters:\n      type: object\n"
+
+  it("names an OpenAI request body given as calls, and where its tools are", function()
+    local code, out = h.toolgate("check --policy rung --registry " .. tools, request .. "\n")
+    assert.equal(0, code)
+    assert.matches('"code":"BAD_CALL"', out, 1, true)
+    assert.matches('a request to a model (it has \\"messages\\"), not a tool call: the calls are in its '
+      .. 'response; its tools (.tools) are a registry (jq .tools FILE > tools.json; --registry tools.json)', out, 1, true)
+  end)
+
+  it("names an OpenAI request body given as a registry, and where its tools are", function()
+    local file = h.tmpname(".json")
+    h.write_file(file, request)
+    local code, out, err = h.toolgate("check --policy rung --registry " .. file, "")
+    os.remove(file)
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate check: BAD_REGISTRY: " .. file .. ": a request to a model (it has \"messages\"), not a "
+      .. "registry: its tools are under \"tools\" (jq .tools FILE > tools.json; --registry tools.json)\n", err)
+  end)
+
+  it("says a YAML registry is not JSON, the code said once", function()
+    local file = h.tmpname(".yaml")
+    h.write_file(file, yaml)
+    local code, _, err = h.toolgate("check --policy rung --registry " .. file, "")
+    os.remove(file)
+    assert.equal(2, code)
+    assert.equal("toolgate check: INVALID_NUMBER: " .. file .. ": not JSON (YAML?): at byte 0: minus sign must be "
+      .. "followed by a digit\n", err)
+  end)
+
+  it("refuses a YAML file of calls in one reject that says it is not JSON", function()
+    local code, out, err = h.toolgate("check --policy rung --registry " .. tools, yaml)
+    assert.equal(0, code)
+    local lines = h.lines_of(out)
+    assert.equal(1, #lines)
+    assert.matches('"code":"INVALID_NUMBER","line":1,"message":"not JSON (YAML?): minus sign must be followed by a '
+      .. 'digit","offset":0,', lines[1], 1, true)
+    assert.matches("line 1: the JSON document there was refused", err, 1, true)
+  end)
+
+  it("names an array of chat.completion responses (jq -s), compact or pretty", function()
+    local _, one = h.toolgate("canon " .. saved)
+    for _, text in ipairs({ "[" .. one:sub(1, -2) .. "," .. one:sub(1, -2) .. "]\n",
+        "[\n" .. h.read_file(saved) .. ",\n" .. h.read_file(saved) .. "]\n" }) do
+      local code, out = h.toolgate("check --policy rung --registry " .. tools, text)
+      assert.equal(0, code)
+      local lines = h.lines_of(out)
+      assert.equal(1, #lines)
+      assert.matches('"code":"BAD_CALL","line":1,"message":"[0] is an OpenAI chat.completion: an array of responses '
+        .. "or messages (as jq -s makes) is not one call shape; give one per line (jq -c '.[]')\"", lines[1], 1, true)
+    end
+  end)
+end)

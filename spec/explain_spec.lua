@@ -196,3 +196,38 @@ describe("toolgate test --explain", function()
     assert.equal("4 passed, 2 failed", lines[9])
   end)
 end)
+
+describe("toolgate test --explain, a policy function that fails", function()
+  it("its trace line ends with the function's error, with its file and line", function()
+    local dir = h.tmpname(".explainfail")
+    assert.equal(0, (h.run("mkdir -p " .. h.shell_quote(dir))))
+    local policy, cases = dir .. "/owner.lua", dir .. "/cases.jsonl"
+    h.write_file(policy, [[
+return {
+  name = "owner", version = "1",
+  stages = {
+    "rung",
+    { name = "tool_owner", code = "OWNER",
+      run = function(call, tool, ctx)
+        return tool.owner ~= nil
+      end },
+  },
+}
+]])
+    h.write_file(cases, '{"call":{"server":"memory","name":"read_graph","arguments":{}},"expect":{"verdict":"accept"}}\n')
+    local code, out = h.toolgate("test --explain --policy " .. h.shell_quote(policy) .. " --registry memory="
+      .. h.shell_quote(h.root .. "/examples/registries/mcp-memory.json") .. " " .. h.shell_quote(cases))
+    h.run("rm -rf " .. h.shell_quote(dir))
+    assert.equal(1, code, out)
+    local lines = h.lines_of(out)
+    assert.equal(4, #lines, out)
+    assert.matches("^  rung: pass ", lines[2])
+    local head = "  tool_owner: reject POLICY_ERROR ("
+    assert.equal(head, lines[3]:sub(1, #head))
+    local tail = lines[3]:match("; returned nothing, %d+ of 1000000 instructions: (.*)$")
+    assert.is_string(tail, lines[3])
+    -- Lua 5.4 goes on "a nil value (local 'tool')", LuaJIT "local 'tool' (a nil value)"
+    local want = "policy function failed: " .. policy .. ":7: attempt to index"
+    assert.equal(want, tail:sub(1, #want))
+  end)
+end)

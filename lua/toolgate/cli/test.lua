@@ -34,7 +34,10 @@ check or classify run do: a quarantine a plan causes holds for the plans
 after it.  Each file gets an engine of its own.
 
 Prints one line per failing case, FILE:LINE: and what differs
-(field: expected X, got Y), then "N passed, N failed".
+(field: expected X, got Y), then the decisions it got ("decision: CODE
+from STAGE: message": a policy function that failed gives POLICY_ERROR
+and its error, with the policy file's name and line), then "N passed,
+N failed".
 
   --policy FILE|NAME        the policy under test (default: default)
   --registry [SERVER=]FILE  registry files (repeatable), added to the policy's
@@ -44,7 +47,8 @@ Prints one line per failing case, FILE:LINE: and what differs
                             it): a line per stage that ran, with what it said,
                             its CPU time, what it looked at and, for a policy
                             function, what it returned and the instructions
-                            it used
+                            it used (and, when it failed, its error, with
+                            the file and line)
   --update                  write each case's current outcome as its
                             expectation (the fields it already expects; a
                             case that expects nothing gets verdict, code,
@@ -181,6 +185,24 @@ local function differences(want, got)
   return out
 end
 
+-- one_line(message) -> the message with no line break (a reason a policy
+-- wrote may hold one): a failing case is one line
+local function one_line(message) return (tostring(message):gsub("%c", " ")) end
+
+-- decided(got) -> "decision: CODE from STAGE: message" for each decision
+-- that has a code, so a failing case says why it got what it got (a
+-- policy function's error, with its file and line, among them)
+local function decided(got)
+  local out = {}
+  for i, d in ipairs(got) do
+    if d.code ~= nil then
+      out[#out + 1] = string.format("decision%s: %s from %s%s", #got > 1 and (" [" .. (i - 1) .. "]") or "",
+        tostring(d.code), tostring(d.stage), d.message ~= nil and (": " .. one_line(d.message)) or "")
+    end
+  end
+  return out
+end
+
 -- updated(case, got) -> the case's expectation from its outcome: the fields
 -- it already expects (over all its objects), or the DEFAULT_FIELDS
 local function updated_expect(case, got)
@@ -210,8 +232,10 @@ local function write_traces(got)
       local said = e.said == "pass" and "pass" or (e.said.verdict .. " " .. tostring(e.said.code))
       cli.out("  ", e.stage, ": ", said, " (", e.cpu_us, " us) looked at ", canonical(e.looked_at))
       if e.budget then
-        cli.out("; returned ", e.returned == value.null and "nothing (it failed)" or canonical(e.returned),
+        cli.out("; returned ", e.returned == value.null and "nothing" or canonical(e.returned),
           ", ", e.instructions, " of ", e.budget, " instructions")
+        -- a function that failed, or returned what a stage cannot return: why, with the file and line
+        if e.said ~= "pass" and e.said.code == "POLICY_ERROR" then cli.out(": ", one_line(e.said.message)) end
       end
       cli.out("\n")
     end
@@ -277,6 +301,7 @@ local function run_file(opts, path, base_ctx, warn, update)
     else
       failed = failed + 1
       local label = c.case.name and (tostring(c.case.name) .. ": ") or ""
+      for _, why in ipairs(decided(got)) do diff[#diff + 1] = why end
       cli.out(c.where, ": ", label, table.concat(diff, "; "), "\n")
       if opts.explain then write_traces(got) end
     end
