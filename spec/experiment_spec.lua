@@ -428,4 +428,13 @@ describe("a grid", function()
       assert.matches(want, err, 1, true)
     end
   end)
+
+  it("ranks exact ties alike (competition ranking: 1, 2, 2, 4), a tie being the same metric and defer rate", function()
+    local obj = assert(experiment.parse_objective("min fp_share"))
+    local function r(fp, defer) return { metrics = { fp_share = fp, defer_rate = defer } } end
+    local best = experiment.best({ r(0.2, 0.1), r(0, 0.3), r(0.1, 0.2), r(0.1, 0.2), r(0.1, 0.25), r(0.2, 0.1),
+                                   r(0.2, 0.1) }, obj)
+    assert.same({ 1, 2, 2, 4, 5, 5, 5 }, experiment.ranks(best, obj))
+    assert.same({}, experiment.ranks({}, obj))
+  end)
 end)

@@ -386,6 +386,24 @@ function M.best(results, obj)
   return out
 end
 
+--- The ranks of best's list: competition ranking (1, 2, 2, 4), a tie
+-- being an equal objective metric and defer rate, all that best orders by
+-- before grid order, which says nothing of a point's merit.
+-- ranks(best, objective) -> list of whole numbers
+function M.ranks(best, obj)
+  local out = {}
+  for i, r in ipairs(best) do
+    local prev = best[i - 1]
+    if prev and prev.metrics[obj.metric] == r.metrics[obj.metric]
+        and (prev.metrics.defer_rate or 0) == (r.metrics.defer_rate or 0) then
+      out[i] = out[i - 1]
+    else
+      out[i] = i
+    end
+  end
+  return out
+end
+
 -- ---- the naive baseline ---------------------------------------------------------
 
 --- The seed's naive scorer on one plan (a single-tool plan as a Lua table):

@@ -91,8 +91,9 @@ local function counts_text(c, verdict)
   return string.format("%d/%d", c[verdict].correct, c[verdict].fabricated)
 end
 
-local function table_rows(axes, list, with_rank)
-  local head = { with_rank and "rank" or "scorer" }
+-- ranks: the points' ranks (experiment.ranks), or nil for the baseline's rows
+local function table_rows(axes, list, ranks)
+  local head = { ranks and "rank" or "scorer" }
   for _, a in ipairs(axes) do head[#head + 1] = a.key end
   for _, h in ipairs({ "reject c/f", "defer c/f", "accept c/f", "fp_share", "recall", "defer_rate",
                        "accept_prec", "quarantined" }) do
@@ -100,7 +101,7 @@ local function table_rows(axes, list, with_rank)
   end
   local rows = { head }
   for i, r in ipairs(list) do
-    local row = { with_rank and tostring(i) or r.scorer }
+    local row = { ranks and tostring(ranks[i]) or r.scorer }
     for _, a in ipairs(axes) do row[#row + 1] = r.point and val(r.point[a.key]) or "" end
     local m = r.metrics
     for _, x in ipairs({ counts_text(r.counts, "reject"), counts_text(r.counts, "defer"),
@@ -182,8 +183,11 @@ local function json_report(exp, axes, results, baseline, obj, best)
   for i, r in ipairs(baseline or {}) do base[i] = { threshold = r.settings.threshold, counts = r.counts, metrics = r.metrics } end
   local grid = setmetatable({}, arr)
   for i, a in ipairs(axes) do grid[i] = { key = a.key, values = setmetatable(a.values, arr) } end
-  local top = setmetatable({}, arr)
-  for i, r in ipairs(best) do top[i] = result(r) end
+  local top, ranks = setmetatable({}, arr), experiment.ranks(best, obj)
+  for i, r in ipairs(best) do
+    top[i] = result(r)
+    top[i].rank = ranks[i]
+  end
   return cli.encode({ plans = exp.n, labels = exp.labels, grid = grid, points = points,
                       baseline = baseline and base or nil, objective = obj.text, best = top,
                       quarantine_order = "input" }) .. "\n"
@@ -274,11 +278,11 @@ function M.run(args)
   else
     local shown = {}
     for i = 1, math.min(top, #best) do shown[i] = best[i] end
-    print_table(table_rows(axes, shown, true))
+    print_table(table_rows(axes, shown, experiment.ranks(best, obj)))
   end
   if baseline then
     cli.out("\nnaive baseline (one agreement score over arguments and result, reject below the threshold):\n")
-    print_table(table_rows({}, baseline, false))
+    print_table(table_rows({}, baseline, nil))
   end
 
   local ok = true
