@@ -701,13 +701,50 @@ static void envelope(reader *r, const tg_value_t *root, int shape)
     r->set->context = member(root, "context");
 }
 
+/* What an array element that holds calls rather than being one is: a
+ * response or a message (NULL: neither). */
+static const char *envelope_name(const tg_value_t *el)
+{
+    const tg_value_t *object = member(el, "object");
+    if (is_string_equal(object, "chat.completion"))
+        return "an OpenAI chat.completion";
+    if (is_string_equal(object, "response"))
+        return "an OpenAI Responses API response";
+    if (is_string_equal(member(el, "type"), "message"))
+        return "an Anthropic message";
+    if (member(el, "role"))
+        return "a chat message";
+    return NULL;
+}
+
+/* An array of responses or messages (jq -s of saved responses, a
+ * conversation) is no SDK's shape of calls: at a line's root an array is a
+ * tool_calls list or an MCP batch.  Said as what it is, not as a call
+ * with unknown members. */
+static int refuse_envelopes(reader *r, const tg_value_t *root)
+{
+    for (size_t i = 0; i < tg_len(root); i++) {
+        const tg_value_t *el = tg_at(root, i);
+        const char *name = tg_type_of(el) == TG_OBJECT ? envelope_name(el) : NULL;
+        if (name)
+            return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(el),
+                           "[%zu] is %s: an array of responses or messages (as jq -s makes) is "
+                           "not one call shape; give one per line (jq -c '.[]')",
+                           i, name);
+    }
+    return TG_OK;
+}
+
 /* The shape of a line read as format, and the reading. */
 static int read_format(reader *r, const tg_value_t *root, int format)
 {
     tg_calls_t *s = r->set;
     const tg_value_t *object, *type;
+    int rc;
 
     if (tg_type_of(root) == TG_ARRAY) {
+        if ((rc = refuse_envelopes(r, root)) != TG_OK)
+            return rc;
         if (format == TG_FORMAT_MCP) {
             s->shape = TG_SHAPE_MCP_BATCH;
             /* JSON-RPC 2.0: an empty batch is an invalid request */
@@ -877,6 +914,12 @@ static int detect_object(reader *r, const tg_value_t *obj, const char *where, in
     }
     if (!first && member(obj, "name"))
         first = TG_FORMAT_NATIVE; /* {"name"} alone: a native call lacking arguments */
+    if (!first && member(obj, "messages"))
+        return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(obj),
+                       "%s%sa request to a model (it has \"messages\"), not a tool call: the "
+                       "calls are in its response; its tools (.tools) are a registry (jq .tools "
+                       "FILE > tools.json; --registry tools.json)",
+                       where ? where : "", where ? ": " : "");
     if (!first)
         return tg_fail(r->err, TG_E_BAD_CALL, tg_offset(obj),
                        "%s%snot a tool call: expected a native call {\"name\", \"arguments\"}, an "
@@ -900,6 +943,8 @@ static int detect(reader *r, const tg_value_t *root, int *format)
     if (tg_len(root) == 0)
         return tg_fail(r->err, TG_E_BAD_CALL, 0,
                        "an empty array: neither a tool_calls array nor an MCP batch can be told");
+    if ((rc = refuse_envelopes(r, root)) != TG_OK)
+        return rc;
     for (size_t i = 0; i < tg_len(root); i++) {
         const tg_value_t *el = tg_at(root, i);
         snprintf(where, sizeof where, "[%zu]", i);

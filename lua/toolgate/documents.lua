@@ -1,16 +1,31 @@
 --- toolgate.documents: JSON input that is not JSON Lines -- a document
 -- saved with indentation (a chat.completion as an SDK or jq prints it), or
 -- several such documents one after another (jq without -c) -- cut into
--- its documents, each with the line it starts on (toolgate check).
+-- its documents, each with the line it starts on (toolgate check); and
+-- text that is not JSON at all told for what it likely is (YAML).
 -- @module toolgate.documents
 
 local M = {}
 
+--- looks_like_yaml(text) -> whether text (that is not JSON) reads as YAML
+-- does: its first line that is neither blank nor a comment is "---", a
+-- list item ("- ...") or a key ("name: ...", "name:").
+function M.looks_like_yaml(text)
+  for line in text:sub(1, 65536):gmatch("([^\n]*)\n?") do
+    if not line:find("^%s*$") and not line:find("^%s*#") then
+      return line:find("^%-%-%-") ~= nil or line:find("^%s*%-%s") ~= nil or line:find("^%s*%-$") ~= nil
+        or line:find("^%s*[%w_\"'][^:{}%[%],]*:%s") ~= nil or line:find("^%s*[%w_\"'][^:{}%[%],]*:$") ~= nil
+    end
+  end
+  return false
+end
+
 --- starts_document(core, head) -> whether an input that begins with head
 -- (its first complete lines, from a reader) is read as documents: its first
 -- line that is not blank is the start of a JSON value that goes on past
--- that line.  A line that is JSON, or that is not JSON at all, keeps the
--- input JSON Lines (a bad line is one reject, and the next lines go on).
+-- that line, or YAML (one reject for the whole, not one a line).  A line
+-- that is JSON, or any other line that is not, keeps the input JSON Lines
+-- (a bad line is one reject, and the next lines go on).
 -- @param core a core engine (its limits decide what is too deep or long)
 function M.starts_document(core, head)
   local line = head:match("^[ \t\r\n]*([^\n]*)\n")
@@ -20,7 +35,7 @@ function M.starts_document(core, head)
     doc:free()
     return false
   end
-  return code == "UNEXPECTED_END"
+  return code == "UNEXPECTED_END" or M.looks_like_yaml(head)
 end
 
 local function newlines(text)
@@ -35,8 +50,9 @@ end
 -- @param fn fn(text, line) for each document, line being the line it
 -- starts on (from 1); a document that is not JSON is given too, as far as
 -- it goes, so that its decision names the error.  fn(nil, line, code,
--- message) for a document larger than the core's max_input_bytes: the
--- input after it is not read, and none of it is kept.
+-- message[, offset]) for a document larger than the core's
+-- max_input_bytes (the input after it is not read, and none of it is
+-- kept), and for one that looks like YAML.
 function M.each(core, read, fn)
   local max = core:limits().max_input_bytes
   local buf, line, ended = "", 1, false -- line: the line buf starts on
@@ -52,7 +68,7 @@ function M.each(core, read, fn)
       ended = buf == ""
     else
       local text = #buf > max and buf:sub(1, max) or buf
-      local doc, _, code, offset = core:parse(text)
+      local doc, message, code, offset = core:parse(text)
       if doc then doc:free() end
       if doc or code == "TRAILING_GARBAGE" then
         -- a whole value (the pieces end at the end of a line), the next
@@ -70,7 +86,11 @@ function M.each(core, read, fn)
         if piece then buf = buf .. piece else ended = true end
       else
         -- not JSON, or cut short by the end of the input
-        fn(text, line)
+        if code ~= "UNEXPECTED_END" and M.looks_like_yaml(text) then
+          fn(nil, line, code, "not JSON (YAML?): " .. message, offset)
+        else
+          fn(text, line)
+        end
         return code ~= "UNEXPECTED_END" and line or nil
       end
     end

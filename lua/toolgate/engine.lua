@@ -746,9 +746,9 @@ local function check_texts(self, snap, reader, output, ctx, as_documents)
     reader:take(#text)
     return text
   end
-  local function decide(text, line, code, message)
+  local function decide(text, line, code, message, offset)
     local list = text and self:check_all(text, ctx, line) or { decision.from_table(finish(snap, {
-      verdict = "reject", stage = "decode", code = code, message = message, line = line }, {})) }
+      verdict = "reject", stage = "decode", code = code, message = message, line = line, offset = offset }, {})) }
     local out = {}
     for i, d in ipairs(list) do
       out[i] = d:json() .. "\n"

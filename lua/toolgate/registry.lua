@@ -27,6 +27,7 @@
 -- is only reported.  Schema problems always fail a load.
 -- @module toolgate.registry
 
+local documents = require "toolgate.documents"
 local json = require "toolgate.json"
 local suggest = require "toolgate.suggest"
 local value = require "toolgate.value"
@@ -210,6 +211,10 @@ end
 local function read_native(source, root, out)
   for i = 1, root:len() do
     local k = root:key(i)
+    if k == "messages" then
+      return fail(source, "a request to a model (it has \"messages\"), not a registry: its tools are under "
+        .. "\"tools\" (jq .tools FILE > tools.json; --registry tools.json)")
+    end
     if not NATIVE_TOP_KEYS[k] then return fail(source, "unknown top-level key \"" .. k .. "\"") end
   end
   local default_server = source.server or str_field(root, "server") or ""
@@ -319,7 +324,9 @@ local function read_source(engine, source, k, out)
   end
   local doc, err, code, offset = engine:parse(text)
   if not doc then
-    return nil, source.label .. ": " .. code .. (offset and (" at byte " .. offset) or "") .. ": " .. err, code
+    -- the code is the caller's to print, once
+    return nil, source.label .. ": " .. (documents.looks_like_yaml(text) and "not JSON (YAML?): " or "")
+      .. (offset and ("at byte " .. offset .. ": ") or "") .. err, code
   end
   local root = doc:root()
   local format = source.format or "auto"

@@ -337,6 +337,37 @@ static void envelope_refusals(void)
             "an array of non-objects");
 }
 
+/* What users hand over that is no call at all is named, with where its
+ * calls or tools are (issue 36). */
+static void not_calls_named(void)
+{
+    refuses(q("{'model':'gpt-4o','messages':[{'role':'user','content':'hi'}],'tools':[{'type':"
+              "'function','function':{'name':'f','parameters':{}}}]}"),
+            TG_FORMAT_AUTO, TG_E_BAD_CALL,
+            "a request to a model (it has \"messages\"), not a tool call: the calls are in its "
+            "response; its tools (.tools) are a registry (jq .tools FILE > tools.json; "
+            "--registry tools.json)",
+            "an OpenAI request body is named");
+    refuses(q("{'model':'claude','max_tokens':9,'messages':[]}"), TG_FORMAT_AUTO, TG_E_BAD_CALL,
+            "a request to a model", "an Anthropic request body is named");
+    refuses(q("[{'id':'c1','object':'chat.completion','choices':[]},"
+              "{'id':'c2','object':'chat.completion','choices':[]}]"),
+            TG_FORMAT_AUTO, TG_E_BAD_CALL,
+            "[0] is an OpenAI chat.completion: an array of responses or messages (as jq -s "
+            "makes) is not one call shape; give one per line (jq -c '.[]')",
+            "an array of chat.completion responses is named");
+    refuses(q("[{'id':'c1','object':'chat.completion','choices':[]}]"), TG_FORMAT_OPENAI,
+            TG_E_BAD_CALL, "[0] is an OpenAI chat.completion", "... under --format openai too");
+    refuses(q("[{'type':'function','id':'a','function':{'name':'a','arguments':'{}'}},"
+              "{'id':'r','object':'response','output':[]}]"),
+            TG_FORMAT_OPENAI, TG_E_BAD_CALL, "[1] is an OpenAI Responses API response",
+            "a response anywhere in the array");
+    refuses(q("[{'id':'m','type':'message','role':'assistant','content':[]}]"), TG_FORMAT_AUTO,
+            TG_E_BAD_CALL, "[0] is an Anthropic message", "an array of Anthropic messages");
+    refuses(q("[{'role':'assistant','content':null,'tool_calls':[]}]"), TG_FORMAT_AUTO,
+            TG_E_BAD_CALL, "[0] is a chat message", "a conversation's messages");
+}
+
 static void old_refusals(void)
 {
     refuses("\"x\"", TG_FORMAT_AUTO, TG_E_BAD_CALL, NULL, "a call must be an object or array");
@@ -480,6 +511,7 @@ int main(void)
     class3_unknown_shapes();
     class4_mixed_formats();
     envelope_refusals();
+    not_calls_named();
     old_refusals();
     accessors();
     limits();

@@ -80,6 +80,11 @@ openai-function-call (a Responses API function_call item),
 openai-responses (a Responses API response); anthropic (a tool_use block),
 anthropic-message; mcp (a tools/call request), mcp-batch.  A call object
 with a member its SDK type does not define is refused (BAD_CALL names it).
+What is no call is refused saying what it is: a request body to a model
+({"model","messages","tools"}: its calls are in the response, its .tools
+are a registry), an array of responses or messages (jq -s: give one per
+line, jq -c '.[]'), a file that looks like YAML (one reject, "not JSON
+(YAML?)").
 
 Codes: H1 unknown or ambiguous tool; H2 undeclared or missing key; H3 a
 value failing its check; H4 outside the caller's scopes or risk; BAD_CALL,
