@@ -478,6 +478,13 @@ describe("toolgate gateway (nginx)", function()
       assert.is_nil(json(curl(q("http://127.0.0.1:" .. port .. "/calls"))).echo)
       wait_for("echo's store error in /metrics", function() return errors() > before end)
       assert.matches("cannot keep a pin_report of server flood tool echo:", h.read_file(dir .. "/nginx.log"))
+      -- and the admin API lists it, kept by its mark
+      local listed
+      for _, p in ipairs(json(curl("-H " .. q("Authorization: Bearer " .. env.token) .. " "
+          .. q("http://" .. admin_at .. "/v1/pins"))).reports) do
+        if p.tool == "echo" then listed = p.change end
+      end
+      assert.same({ "changed", false }, { listed and listed.change, listed and listed.stored })
     end)
     stop(own.nginx)
     stop(own.upstream)

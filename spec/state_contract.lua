@@ -266,6 +266,11 @@ case("a changed pin whose report no longer fits holds all the same, by the mark 
     eq("changed", (s:pin_change("h0000", "s", "echo") or {}).change, "the changed pin, once full")
     eq(nil, s:pin_change("h0000", "s", "add"), "a tool whose pin did not change")
     eq(nil, s:pin_change("h0001", "s", "echo"), "another registry")
+    local listed
+    for _, r in ipairs(s:pin_reports()) do
+      if r.registry_hash == "h0000" then listed = r.server .. " " .. r.tool .. " " .. r.change.change end
+    end
+    eq("s echo changed", listed, "pin_reports() lists it")
   end)
 
 case("a second handle that fills up with the first's records keeps its own quarantines", function(t)

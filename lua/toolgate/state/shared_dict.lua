@@ -241,6 +241,14 @@ function Store:pin_reports()
     end
     if r then out[#out + 1] = r end
   end
+  -- a changed pin kept only by its mark (its report did not fit)
+  for _, k in ipairs(scan(self.dict, MARK)) do
+    local hash, server, tool = k:sub(3):match("^(.-)%z(.-)%z(.*)$")
+    if (self.dict:get(k) or 0) > 0 and not self.dict:get(K.pin .. k:sub(3) .. "\0changed") then
+      out[#out + 1] = { registry_hash = hash, server = server, tool = tool,
+        change = { tool = tool, change = "changed", stored = false } }
+    end
+  end
   return out
 end
 
