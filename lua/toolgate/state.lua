@@ -43,7 +43,7 @@
 --       fill up) makes room, while there is some, for a mark per registry
 --       tool ({server =, name =}) that keeps a changed pin whose report no
 --       longer fits: pin_change then answers {tool =, change = "changed",
---       stored = false}
+--       stored = false}, and pin_reports lists it so
 --   store:pin_reports() -> { {registry_hash =, server =, tool =, change =, since =}, ... }
 --   store:quarantine_server(registry_hash, server, reason)
 --   store:server_quarantine(registry_hash, server) -> { reason =, since = } | nil

@@ -13,8 +13,9 @@
 -- Keys: "d:v|q:<server>\0<tool>" determinism, "a:<id>" an approval,
 -- "a#<id>" its decision, "a+<id>" its uses left, "p:<hash>\0<server>\0<tool>\0<change>"
 -- a pin report ("p#<hash>\0<server>" how many of the server's are of added
--- tools, "p+<hash>\0<server>" the count of its "more" record), "s:<hash>\0<server>" a
--- quarantined server.
+-- tools, "p+<hash>\0<server>" the count of its "more" record,
+-- "p!<hash>\0<server>\0<tool>" the mark of a changed pin: reserve_pins),
+-- "s:<hash>\0<server>" a quarantined server.
 -- @module toolgate.state.shared_dict
 
 local decision = require "toolgate.decision"
