@@ -32,6 +32,22 @@ describe("toolgate policy lint", function()
       "ctxkeys.lua:7: warning: gate.admissible reads ctx.tenant, which no context given here holds (the policy's "
         .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
       "1 warning, 0 notes" } },
+    { "fallback.lua", "", 1, {
+      "fallback.lua:16: warning: stage window reads ctx.opens, which no context given here holds (the policy's "
+        .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
+      "fallback.lua:16: warning: stage window reads ctx.closes, which no context given here holds (the policy's "
+        .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
+      "fallback.lua:17: warning: stage window reads ctx.approved, which no context given here holds (the policy's "
+        .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
+      "fallback.lua:17: warning: stage window reads ctx.region, which no context given here holds (the policy's "
+        .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
+      "fallback.lua:18: warning: stage window reads ctx.tenant, which no context given here holds (the policy's "
+        .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
+      "fallback.lua:19: warning: stage window reads ctx.quota, which no context given here holds (the policy's "
+        .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
+      "fallback.lua:19: warning: stage window reads ctx.epoch, which no context given here holds (the policy's "
+        .. "context, --context, the cases'): a typo, or a key the operator must be told to set",
+      "7 warnings, 0 notes" } },
     { "never.lua", OPS .. " --cases policies/tests/default.jsonl", 1, {
       "never.lua:5: warning: gate.admissible refused none of the 27 cases (11 of their decisions ran it): it may "
         .. "never return false; add a case it must refuse",

@@ -65,28 +65,56 @@ local function params(fn)
   return out
 end
 
--- reads(code, fn, name) -> { {key =, line =}, ... }: the fields the body of
--- fn reads off its parameter called name (name.key, name["key"]), each once,
--- in the order they first appear
+-- What the text around a read says of it: a read with a fallback
+-- (ctx.x or default) or a comparison with nil (ctx.x ~= nil, type(ctx.x))
+-- expects the key may be absent.  A truthiness test (if ctx.x then, not
+-- ctx.x) is how a flag is read, so it stays a read: a typo there (not
+-- ctx.incident_id, docs/policies.md's worked example) only ever takes one
+-- branch.  An operand of arithmetic, a comparison or .. is a read whatever
+-- follows: in now < ctx.limit or ..., the or is not ctx.limit's fallback.
+local FALLBACK_AFTER = "^%s*or%f[^%w_]"
+local TESTED_AFTER = { "^%s*[~=]=%s*nil%f[^%w_]" }
+local TESTED_BEFORE = { "%f[%w_]nil%s*[~=]=%s*$", "%f[%w_]type%s*%(%s*$" }
+local OPERAND_BEFORE = { "%f[%w_]not%s*$", "[<>]=?%s*$", "[=~]=%s*$", "[%+%-%*/%%%^]%s*$", "%.%.%s*$" }
+
+local function how_read(body, from, to)
+  local after, before = body:sub(to), body:sub(math.max(1, from - 16), from - 1)
+  for _, p in ipairs(TESTED_BEFORE) do
+    if before:find(p) then return "tested" end
+  end
+  for _, p in ipairs(OPERAND_BEFORE) do
+    if before:find(p) then return "bare" end
+  end
+  if after:find(FALLBACK_AFTER) then return "fallback" end
+  for _, p in ipairs(TESTED_AFTER) do
+    if after:find(p) then return "tested" end
+  end
+  return "bare"
+end
+
+-- reads(code, fn, name) -> { {key =, line =, how =}, ... }: every read the
+-- body of fn makes off its parameter called name (name.key, name["key"]),
+-- in the order of the text; how is "fallback", "tested" or "bare" (see
+-- how_read).  The scan is of the text, not a parse: a fallback may span
+-- lines, and a string that spells name.key counts as a read.
 local function reads(code, fn, name)
   local info = debug.getinfo(fn, "S")
   if not name or info.what ~= "Lua" or info.linedefined < 1 then return {} end
   local lines, n = {}, 0
   for line in (code .. "\n"):gmatch("([^\n]*)\n") do
     n = n + 1
-    if n >= info.linedefined and n <= info.lastlinedefined then lines[#lines + 1] = { line, n } end
+    if n >= info.linedefined and n <= info.lastlinedefined then lines[#lines + 1] = line end
   end
-  local out, seen = {}, {}
-  local function add(key, line)
-    if not seen[key] then
-      seen[key] = true
-      out[#out + 1] = { key = key, line = line }
+  local body = table.concat(lines, "\n")
+  local out = {}
+  for _, pattern in ipairs({ "()%f[%w_]" .. name .. "%s*%.%s*([%a_][%w_]*)()",
+                             "()%f[%w_]" .. name .. "%s*%[%s*[\"']([^\"']+)[\"']%s*%]()" }) do
+    for from, key, to in body:gmatch(pattern) do
+      local _, breaks = body:sub(1, from):gsub("\n", "")
+      out[#out + 1] = { key = key, line = info.linedefined + breaks, how = how_read(body, from, to), at = from }
     end
   end
-  for _, l in ipairs(lines) do
-    for key in l[1]:gmatch("%f[%w_]" .. name .. "%s*%.%s*([%a_][%w_]*)") do add(key, l[2]) end
-    for key in l[1]:gmatch("%f[%w_]" .. name .. "%s*%[%s*[\"']([^\"']+)[\"']%s*%]") do add(key, l[2]) end
-  end
+  table.sort(out, function(a, b) return a.at < b.at end)
   return out
 end
 
@@ -202,12 +230,23 @@ local function context_readers(pol)
 end
 
 -- context_keys(pol, code, provided) -> findings: context keys read that no
--- context given to lint (the policy's, --context, the cases') holds
+-- context given to lint (the policy's, --context, the cases') holds, at
+-- their first bare read; a key the function tests for presence anywhere,
+-- or reads only with a fallback (ctx.now or os.time()), it expects absent
 local function context_keys(pol, code, provided)
   local out = {}
   for _, r in ipairs(context_readers(pol)) do
-    for _, use in ipairs(reads(code, r.fn, r.param)) do
-      if not provided[use.key] then
+    local used = reads(code, r.fn, r.param)
+    local tested, bare, order = {}, {}, {}
+    for _, use in ipairs(used) do
+      if use.how == "tested" then tested[use.key] = true end
+      if use.how == "bare" and not bare[use.key] then
+        bare[use.key] = use
+        order[#order + 1] = use
+      end
+    end
+    for _, use in ipairs(order) do
+      if not provided[use.key] and not tested[use.key] then
         out[#out + 1] = { severity = "warning", line = use.line,
           message = string.format("%s reads %s.%s, which no context given here holds (the policy's context, "
             .. "--context, the cases'): a typo, or a key the operator must be told to set", r.what, r.param,

@@ -23,7 +23,9 @@ then "N warnings, N notes".  The findings:
   - a custom stage that reads its tool argument (the contract) but does
     not declare reads_contract = true: it gets nil there
   - context keys the gate rule or a custom stage reads that no context
-    holds (the policy's own, --context, the cases')
+    holds (the policy's own, --context, the cases'); a key read with a
+    fallback (ctx.now or os.time()) or compared with nil (ctx.x ~= nil)
+    is one the function expects absent, not a finding
   - a gate.admissible that refused none of the cases (with --cases)
   - settings equal to their defaults (notes)
 The load errors are the loader's (a risk the registry declares that is not
