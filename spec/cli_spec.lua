@@ -836,3 +836,28 @@ describe("toolgate check, given what a user has that is not a call or a registry
     end
   end)
 end)
+
+describe("toolgate check --format", function()
+  local tools = h.root .. "/examples/quickstart/openai-tools.json"
+  local saved = h.root .. "/examples/quickstart/chat_response.json"
+
+  it("takes every name a decision's format shows, as the core names its shapes, reading its family", function()
+    local names = {}
+    for name in h.read_file(h.root .. "/core/tg_call.c"):gmatch('%[TG_SHAPE_[%w_]+%] = "([%w%-]+)"') do
+      names[#names + 1] = name
+    end
+    assert.is_true(#names >= 11)
+    for _, name in ipairs(names) do
+      local code, _, err = h.toolgate("check --policy rung --registry " .. tools .. " --format " .. name, "")
+      assert.equal(0, code, name .. ": " .. err)
+    end
+    local _, family = h.toolgate("check --policy rung --registry " .. tools .. " --format openai " .. saved)
+    local code, out, err = h.toolgate("check --policy rung --registry " .. tools .. " --format openai-chat " .. saved)
+    assert.equal(0, code, err)
+    assert.equal(family, out)
+    assert.matches('"format":"openai-chat"', out, 1, true)
+    code, _, err = h.toolgate("check --policy rung --registry " .. tools .. " --format openai-chatt", "")
+    assert.equal(2, code)
+    assert.matches("unknown --format openai-chatt", err, 1, true)
+  end)
+end)

@@ -46,8 +46,17 @@ local M = {}
 local Engine = {}
 Engine.__index = Engine
 
--- The call formats engine:check reads (toolgate.new's format option).
-local FORMATS = { auto = true, native = true, openai = true, anthropic = true, mcp = true }
+-- The call formats engine:check reads (toolgate.new's format option): a
+-- family, or a shape a decision's "format" names (core/tg_call.c,
+-- tg_call_shape_name), which reads its family's every shape.
+local FAMILIES = {
+  auto = "auto", native = "native", openai = "openai", anthropic = "anthropic", mcp = "mcp",
+  ["openai-tool-calls"] = "openai", ["openai-message"] = "openai", ["openai-chat"] = "openai",
+  ["openai-function-call"] = "openai", ["openai-responses"] = "openai",
+  ["anthropic-message"] = "anthropic", ["mcp-batch"] = "mcp",
+}
+local FORMATS = {}
+for name in pairs(FAMILIES) do FORMATS[name] = true end
 M.FORMATS = FORMATS
 
 local compile_context
@@ -360,7 +369,10 @@ end
 
 
 local VERDICTS = { [0] = "accept", "reject", "defer" }
-local FORMAT_CODES = { auto = 0, native = 1, openai = 2, anthropic = 3, mcp = 4 }
+local FORMAT_CODES = {}
+for name, family in pairs(FAMILIES) do
+  FORMAT_CODES[name] = ({ auto = 0, native = 1, openai = 2, anthropic = 3, mcp = 4 })[family]
+end
 local TRUST_CONTEXT = 1 -- TG_CHECK_TRUST_CONTEXT
 local PAUSE = 2         -- TG_CHECK_PAUSE
 local ONE = 4           -- TG_CHECK_ONE

@@ -52,7 +52,10 @@ reading (where the next one would start cannot be told; stderr says so).
   --format FMT              call format: auto (default: told by the members
                             only one format has; a line with the members of
                             two is refused), native, openai, anthropic, mcp
-                            (only that format's shapes, read strictly)
+                            (only that format's shapes, read strictly); a
+                            shape a decision's "format" shows (openai-chat,
+                            anthropic-message, mcp-batch, ...: see Shapes)
+                            reads its format's every shape
   --server NAME             server for calls that name none
   --also                    for accepted calls, list the other tools whose input
                             schemas also accept the arguments (H5)
