@@ -37,12 +37,15 @@ M.FAMILIES = {
       .. "determinism declarations." },
   { "toolgate_reloads_total", "counter", "Reloads of the policy and registry, by result (success, failure)." },
   { "toolgate_state_store_up", "gauge", "1 when the last poll of the fleet's Redis succeeded, else 0 (Redis store only)." },
+  { "toolgate_state_store_degraded", "gauge", "1 while the fleet's Redis refuses writes and a grace after: determinism "
+      .. "counts as unverified (Redis store only)." },
   { "toolgate_state_store_sync_age_seconds", "gauge",
     "Seconds since this node last copied the fleet's records from Redis (-1: never; Redis store only)." },
   { "toolgate_state_store_pending_writes", "gauge",
     "Quarantines, verifications and pin reports this node holds that Redis does not have yet (Redis store only)." },
   { "toolgate_state_store_errors_total", "counter",
-    "Redis operations that failed, by op (sync, write, approval; Redis store only)." },
+    "State store operations that failed, by op (Redis: sync, write, approval, record: one skipped; every store: "
+      .. "pin_report, quarantine_server: a write that did not fit, its tool refused all the same)." },
   { "toolgate_info", "gauge", "The policy version and registry hash the worker that answered decides with." },
 }
 

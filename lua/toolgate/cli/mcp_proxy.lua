@@ -102,6 +102,9 @@ local function observer(say, record)
         ev.approval_id and (" (approval " .. ev.approval_id .. ")") or ""))
     elseif ev.kind == "pin_change" then
       log("tools/list of " .. ev.server .. ": tool " .. ev.tool .. " " .. ev.change.change .. " (not shown to the client)")
+    elseif ev.kind == "store_error" then
+      log("the state store could not keep a " .. ev.op .. " of tool " .. tostring(ev.tool) .. " (" .. ev.message
+        .. "): its calls are refused all the same")
     end
   end
 end
