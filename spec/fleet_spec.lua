@@ -603,6 +603,31 @@ describe("a fleet of toolgate gateways on Redis", function()
     fx.wait_for("both nodes to use Redis again", function() return up("a") and up("b") end)
   end)
 
+  it("a Redis that refuses writes but answers reads degrades the fleet: every node counts verifications unverified", function()
+    if not need(pending) then return end
+    local function degraded(n) return fx.metric(metrics(n), "toolgate_state_store_degraded") end
+    assert.equals("ARG_DISAGREE", classify("b", "failing_add", "args"))
+    -- full under noeviction: every write is refused (OOM), reads answer
+    redis_cli("config set maxmemory 1")
+    finally(function() redis_cli("config set maxmemory 0") end)
+    assert.equals("RESULT_DISAGREE", classify("a", "failing_add", "results"))
+    assert.is_true(fx.metric(metrics("a"), "toolgate_state_store_pending_writes") >= 1)
+    within(BOUND, "B to count the verification unverified", function()
+      return classify("b", "failing_add", "args") == "DETERMINISM_UNVERIFIED"
+    end)
+    assert.equals("DETERMINISM_UNVERIFIED", classify("b", "broken_add", "args"))
+    assert.same({ 1, 1 }, { degraded("a"), degraded("b") })
+    assert.equals(1, fx.metric(metrics("b"), "toolgate_state_store_up"))
+    assert.matches("refuses writes", h.read_file(env.dir .. "/b.log"), 1, true)
+    -- room again: A's quarantine lands, B holds it, and B's other verifications count again
+    redis_cli("config set maxmemory 0")
+    fx.wait_for("the fleet to be whole again", function()
+      return degraded("a") == 0 and degraded("b") == 0 and classify("b", "broken_add", "args") == "ARG_DISAGREE"
+    end)
+    assert.equals(0, fx.metric(metrics("a"), "toolgate_state_store_pending_writes"))
+    assert.equals("DETERMINISM_UNVERIFIED", classify("b", "failing_add", "args"))
+  end)
+
   it("another deployment whose prefix extends this one's never shows in its listings, and a bad record is skipped", function()
     if not need(pending) then return end
     local function ids(node)

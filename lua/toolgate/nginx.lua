@@ -486,14 +486,18 @@ function M.body_filter()
   if not c or not c.mode then return end
   local chunk, eof = ngx.arg[1], ngx.arg[2]
   if c.mode == "encoded" then
-    -- nothing of it passes: the requests in flight get errors, the batch's refused their answers
-    if not eof then
+    -- nothing of it passes, and the answer ends here, at its first bytes
+    -- (a server may keep it open): the requests in flight get errors, the
+    -- batch's refused their answers
+    if c.ended then
       ngx.arg[1] = nil
       return
     end
     local out = mcp.unanswered(c.plan, c.refused, mcp.CODES.INTERNAL_ERROR, c.data)
     for _, a in ipairs(c.plan.inject or {}) do out[#out + 1] = a end
+    c.ended = true
     ngx.arg[1] = (#out > 1 or c.plan.batch and #out > 0) and ("[" .. table.concat(out, ",") .. "]") or out[1] or ""
+    ngx.arg[2] = true
     return
   end
   if c.mode == "json" then
@@ -638,6 +642,7 @@ local function metrics_text()
   if W.store.health then
     local hl = W.store:health()
     gauges[#gauges + 1] = { "toolgate_state_store_up", nil, hl.up and 1 or 0 }
+    gauges[#gauges + 1] = { "toolgate_state_store_degraded", nil, hl.degraded and 1 or 0 }
     gauges[#gauges + 1] = { "toolgate_state_store_sync_age_seconds", nil, hl.age or -1 }
     gauges[#gauges + 1] = { "toolgate_state_store_pending_writes", nil, hl.pending }
     for op, n in pairs(hl.errors) do gauges[#gauges + 1] = { "toolgate_state_store_errors_total", { op = op }, n } end

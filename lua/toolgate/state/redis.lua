@@ -199,6 +199,7 @@ local OK_AT, VERSION, UP, ERRORS, LOCK = "r:ok", "r:ver", "r:up", "r:err:", "r:l
 local GENERATION = "r:gen" -- the generation of Redis's records this node last saw
 local UNFIT = "r:unfit" -- why Redis may not hold the fleet's state now (it may evict keys)
 local WARNED = "r:warned:" -- a warning about Redis's settings given once
+local REFUSING, REFUSED_AT = "r:refusing", "r:refused" -- Redis refused the poll's write; when it last did
 
 -- Every write to the dict is a safe one: set, add and incr with an initial
 -- value make room by evicting the least recently used records, and those may
@@ -231,10 +232,13 @@ function M.new(dict, o, clock)
   local p = "{" .. c.prefix .. "}"
   local self = setmetatable({ tag = p, dict = dict, c = c, clock = clock or ngx.now, here = shared_dict.new(dict, clock),
     keys = { detv = p .. "det:v", detq = p .. "det:q", pins = p .. "pins", servers = p .. "servers",
-      version = p .. "version", generation = p .. "generation", run = p .. "run" },
+      version = p .. "version", generation = p .. "generation", run = p .. "run", probe = p .. "probe" },
     pool = table.concat({ "toolgate", c.host, c.port, c.database, c.username or "", p }, ":"),
     scripts = {} }, Store)
   for name, src in pairs(SCRIPTS) do self.scripts[name] = { src = src, sha = hex(ngx.sha1_bin(src)) } end
+  -- how long the fleet stays degraded after Redis took writes again: every
+  -- node's poll writes its journal, then this node's copies it
+  self.grace = math.max(c.stale_after, 2 * c.sync_interval + c.connect_timeout + c.send_timeout + c.read_timeout)
   return self
 end
 
@@ -427,7 +431,7 @@ end
 local function fetch(self)
   local k = self.keys
   return connected(self, function(red)
-    red:init_pipeline(9)
+    red:init_pipeline(10)
     red:get(k.version)
     red:hgetall(k.detv)
     red:hgetall(k.detq)
@@ -441,6 +445,8 @@ local function fetch(self)
     red:config("get", "maxmemory-policy")
     red:config("get", "appendonly")
     red:config("get", "appendfsync")
+    -- whether it takes writes (full under noeviction, a read-only replica)
+    red:set(k.probe, "1", "PX", math.ceil(1000 * self.grace))
     local res, err = red:commit_pipeline()
     if not res then return nil, err end
     for i = 1, 6 do
@@ -548,6 +554,32 @@ local function persistence(self, appendonly, appendfsync)
   end
 end
 
+-- A Redis that refuses writes still answers the poll, but a quarantine
+-- another node learned meanwhile waits in that node's journal: no node can
+-- tell, so every node counts the fleet degraded while its own write is
+-- refused and for grace after (get() answers unverified).
+local function refusing(self, answer)
+  local d = self.dict
+  local refused = type(answer) == "table" and answer[1] == false and tostring(answer[2])
+  if refused then
+    put(d, REFUSED_AT, ngx.now())
+    if not d:get(REFUSING) then
+      put(d, REFUSING, true)
+      ngx.log(ngx.ERR, "toolgate redis: it refuses writes (", refused, "): the fleet is degraded, every node counts ",
+        "determinism as unverified until writes land; quarantines and pin reports are kept here and written then")
+    end
+  elseif d:get(REFUSING) then
+    d:delete(REFUSING)
+    ngx.log(ngx.NOTICE, "toolgate redis: it takes writes again; determinism counts as verified again after ",
+      self.grace, " s")
+  end
+end
+
+local function degraded(self)
+  local at = self.dict:get(REFUSED_AT)
+  return at ~= nil and ngx.now() - at < self.grace
+end
+
 --- sync() -> true | nil, message: writes the journal, then copies the
 -- fleet's records when the version moved (worker 0's timer calls it).
 function Store:sync()
@@ -560,6 +592,7 @@ function Store:sync()
     if not tonumber(v) then return nil, "the version key holds " .. string.format("%q", v:sub(1, 40)) .. ", not a count" end
     local why = unfit(self, res[7])
     persistence(self, res[8], res[9])
+    refusing(self, res[10])
     if why then
       put(d, UNFIT, why)
       return nil, why
@@ -605,14 +638,15 @@ function Store:start()
   ngx.timer.every(self.c.sync_interval, tick)
 end
 
---- health() -> { up = bool, age = seconds since the last good poll | nil,
+--- health() -> { up = bool, degraded = bool (Redis refuses writes, or did
+-- within grace), age = seconds since the last good poll | nil,
 -- pending = writes waiting for Redis, errors = { [op] = n } }
 function Store:health()
   local d = self.dict
   local at = d:get(OK_AT)
   local errors = {}
   for _, op in ipairs({ "sync", "write", "approval", "record" }) do errors[op] = d:get(ERRORS .. op) or 0 end
-  return { up = d:get(UP) == 1, age = at and (ngx.now() - at) or nil,
+  return { up = d:get(UP) == 1, degraded = degraded(self), age = at and (ngx.now() - at) or nil,
     pending = math.max(0, (d:get(J_TAIL) or 0) - (d:get(J_HEAD) or 1) + 1), errors = errors }
 end
 
@@ -626,6 +660,10 @@ function Store:get(server, name)
     -- the fleet's verification cannot be read: unverified, never verified
     return { quarantined = { reason = "state store unavailable: no copy of the fleet's records newer than "
       .. self.c.stale_after .. " s", since = self.clock() } }
+  end
+  if degraded(self) then
+    return { quarantined = { reason = "state store degraded: Redis refuses writes, another node's quarantine may "
+      .. "not have reached it", since = self.clock() } }
   end
   return self.here:get(server, name)
 end
