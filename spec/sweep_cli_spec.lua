@@ -3,7 +3,10 @@
 -- librsvg (rsvg-convert) to a PNG of its size, and has its axis labels and
 -- a path per series; the HTML report is well formed and holds the plot and
 -- the tables; Debian's Chromium opens it headless, with no console
--- message, and screenshots it; grids and objectives that do not parse exit 2.
+-- message, and screenshots it, and shows the plot at its own size in a
+-- narrow window too (tick labels of 12 px or more, no two texts
+-- overlapping); tied best points share a rank; grids and objectives that do
+-- not parse exit 2.
 local h = require "helpers"
 local toolgate = require "toolgate"
 local experiment = require "toolgate.experiment"
@@ -129,7 +132,8 @@ for t in ("false-positive share of rejects", "fabrication recall", "arg_reject",
     assert.equal(0, ccode, cerr)
     local lines = h.lines_of(out)
     -- two panels, three series each (one per result_quarantine), the baseline dashed in each
-    assert.equal("1120 440 6 3 2", lines[1])
+    local svg_width, svg_height = lines[1]:match("^(%d+) (%d+) 6 3 2$")
+    assert.equal("960", svg_width, lines[1])
     assert.equal("false-positive share of rejects 2", lines[2]) -- the title and the y label
     assert.equal("fabrication recall 2", lines[3])
     assert.equal("arg_reject 2", lines[4])
@@ -140,8 +144,8 @@ for t in ("false-positive share of rejects", "fabrication recall", "arg_reject",
     local rcode, _, rerr = h.run("rsvg-convert -o " .. h.shell_quote(png) .. " " .. h.shell_quote(svg))
     assert.equal(0, rcode, rerr)
     local width, height, size = assert(png_size(png))
-    assert.equal(1120, width)
-    assert.equal(440, height)
+    assert.equal(960, width)
+    assert.equal(tonumber(svg_height), height)
     assert.is_true(size > 10000, "the PNG has something drawn in it")
   end)
 
@@ -270,5 +274,70 @@ print(len(p.bad), len(p.stack), p.seen.get("svg", 0), p.seen.get("table", 0), p.
       .. h.shell_quote(plans))
     assert.equal(0, code)
     assert.matches("no point meets the objective", out, 1, true)
+  end)
+
+  it("shows the report's plot at its own size in Chromium, in a wide window or a narrow one: tick labels of "
+    .. "12 px or more, no two texts overlapping", function()
+    if h.run("test -x " .. CHROMIUM) ~= 0 then return pending("needs Debian's chromium (mk/deps.sh test)") end
+    local html = dir .. "/measured.html"
+    local code, _, err = sweep(string.format("--grid %s --baseline naive --html %s %s",
+      h.shell_quote("arg_reject=0.05:0.8:0.05,result_quarantine=0.3|0.5"), h.shell_quote(html), h.shell_quote(plans)))
+    assert.equal(0, code, err)
+    -- the report has no script: a copy with one that measures what Chromium laid out, for --dump-dom to print
+    local measure = [[
+<script>
+const svg = document.querySelector("svg");
+const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+let tick = Infinity, ticks = 0, overlaps = [];
+for (const t of svg.querySelectorAll("text.xtick, text.ytick")) {
+  tick = Math.min(tick, parseFloat(getComputedStyle(t).fontSize) * scale, t.getBoundingClientRect().height);
+  ticks++;
+}
+const texts = [...svg.querySelectorAll("text")].filter(t => t.textContent.trim() !== "");
+const boxes = texts.map(t => t.getBoundingClientRect());
+for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+  const a = boxes[i], b = boxes[j];
+  if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)
+    overlaps.push(texts[i].textContent + " | " + texts[j].textContent);
+}
+const out = document.createElement("pre");
+out.id = "measure";
+out.textContent = JSON.stringify({ tick: tick, ticks: ticks, texts: texts.length, overlaps: overlaps,
+  right: svg.getBoundingClientRect().right, width: svg.viewBox.baseVal.width });
+document.body.appendChild(out);
+</script>
+]]
+    local measured = dir .. "/measured-script.html"
+    h.write_file(measured, (h.read_file(html):gsub("</body>", function() return measure .. "</body>" end)))
+    for _, width in ipairs({ 1280, 700 }) do
+      local dump
+      code, dump, err = h.run(string.format("timeout -k 5 60 %s --headless --no-sandbox --disable-gpu "
+        .. "--user-data-dir=%s --window-size=%d,900 --dump-dom %s", CHROMIUM,
+        h.shell_quote(dir .. "/chromium-measure-" .. width), width, h.shell_quote("file://" .. measured)))
+      assert.equal(0, code, err)
+      local m = cjson.decode((assert(dump:match('<pre id="measure">(.-)</pre>'), dump)))
+      assert.is_true(m.ticks >= 20, "the panels have their ticks: " .. m.ticks)
+      assert.is_true(m.tick >= 12, width .. " px window: tick labels are " .. m.tick .. " px")
+      assert.same({}, m.overlaps)
+      assert.is_true(m.texts >= 30, "the plot has its texts: " .. m.texts)
+    end
+  end)
+
+  it("ranks exact ties in the best points alike, in the table and the JSON", function()
+    local json = dir .. "/ties.json"
+    local code, out, err = sweep(string.format("--grid %s --top 40 --json %s %s",
+      h.shell_quote("arg_reject=0.05:0.8:0.05,result_quarantine=0.3|0.5"), h.shell_quote(json), h.shell_quote(plans)))
+    assert.equal(0, code, err)
+    local exp = assert(experiment.load(assert(toolgate.new({ policy = policy })), plans))
+    local obj = assert(experiment.parse_objective(experiment.DEFAULT_OBJECTIVE))
+    local grid = assert(experiment.parse_grid("arg_reject=0.05:0.8:0.05,result_quarantine=0.3|0.5"))
+    local best = experiment.best(exp:grid(grid), obj)
+    local ranks = experiment.ranks(best, obj)
+    assert.is_true(ranks[2] == ranks[1], "the seed demo's batch has tied best points")
+    local printed = {}
+    for rank in out:match("best points.*"):gmatch("\n  (%d+) ") do printed[#printed + 1] = tonumber(rank) end
+    assert.same(ranks, printed)
+    local report = cjson.decode(h.read_file(json))
+    for i, r in ipairs(report.best) do assert.equal(ranks[i], r.rank) end
   end)
 end)
