@@ -380,7 +380,7 @@ describe("a user who arrives with the tool lists they have", function()
     for _, args in ipairs({ "--policy rung --registry " .. QS .. "openai-tools.json",
       "--registry spec/data/registries/formats.json", "--policy example" }) do
       _, _, err = check(args, "")
-      assert.equal("", err, args)
+      assert.equal("toolgate check: <stdin>: no call in it (an empty input, or text-only messages)\n", err, args)
     end
   end)
 
@@ -859,5 +859,152 @@ describe("toolgate check --format", function()
     code, _, err = h.toolgate("check --policy rung --registry " .. tools .. " --format openai-chatt", "")
     assert.equal(2, code)
     assert.matches("unknown --format openai-chatt", err, 1, true)
+  end)
+end)
+
+describe("--assert-formats on the commands that load a registry", function()
+  local dir, tools
+  setup(function()
+    dir = h.tmpname(".formats")
+    assert.equal(0, (h.run("mkdir -p " .. h.shell_quote(dir))))
+    tools = dir .. "/tools.json"
+    h.write_file(tools, [[
+[{"type":"function","function":{"name":"send_email","description":"Send an email",
+  "parameters":{"type":"object","properties":{"to":{"type":"string","format":"email"},
+    "id":{"type":"string","format":"uuid"},"on":{"type":"string","format":"date"}},"required":["to"]}}}]
+]])
+  end)
+  teardown(function()
+    if dir then h.run("rm -rf " .. h.shell_quote(dir)) end
+  end)
+
+  local BAD = '{"name":"send_email","arguments":{"to":"not an email"}}\n'
+  local GOOD = '{"name":"send_email","arguments":{"to":"ana@example.com","id":"9b2e0c4e-5f5a-4c1e-9f0a-2d6b7c8e9f01",'
+    .. '"on":"2026-02-28"}}\n'
+
+  it("check --policy rung --assert-formats: an email that is not an email is H3; without the flag it passes", function()
+    local code, out, err = h.toolgate("check --policy rung --assert-formats --registry " .. h.shell_quote(tools), BAD)
+    assert.equal(0, code, err)
+    assert.matches('"code":"H3"', out, 1, true)
+    assert.matches('"path":"/to"', out, 1, true)
+    assert.matches('"verdict":"reject"', out, 1, true)
+    code, out, err = h.toolgate("check --policy rung --registry " .. h.shell_quote(tools), BAD)
+    assert.equal(0, code, err)
+    assert.matches('"verdict":"accept"', out, 1, true)
+    code, out, err = h.toolgate("check --policy rung --assert-formats --registry " .. h.shell_quote(tools), GOOD)
+    assert.equal(0, code, err)
+    assert.matches('"verdict":"accept"', out, 1, true)
+    for _, v in ipairs({ '"id":"not-a-uuid"', '"on":"2026-02-30"' }) do
+      code, out = h.toolgate("check --policy rung --assert-formats --registry " .. h.shell_quote(tools),
+        '{"name":"send_email","arguments":{"to":"ana@example.com",' .. v .. '}}\n')
+      assert.equal(0, code)
+      assert.matches('"code":"H3"', out, 1, true)
+    end
+  end)
+
+  it("is in the --help of each command that takes it", function()
+    for _, cmd in ipairs({ "check", "classify", "test", "mcp-proxy" }) do
+      local code, out = h.toolgate(cmd .. " --help")
+      assert.equal(0, code)
+      assert.matches("\n  --assert-formats ", out, 1, true)
+    end
+  end)
+
+  it("a format toolgate cannot check fails the load under --assert-formats, as validate's does", function()
+    local odd = dir .. "/odd.json"
+    h.write_file(odd, '[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":'
+      .. '{"to":{"type":"string","format":"idn-email"}}}}}]')
+    local code, out, err = h.toolgate("check --policy rung --assert-formats --registry " .. h.shell_quote(odd), BAD)
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.matches("UNSUPPORTED_FORMAT", err, 1, true)
+  end)
+
+  it("toolgate test --assert-formats decides its cases as check --assert-formats does", function()
+    local cases = dir .. "/cases.jsonl"
+    h.write_file(cases, '{"call":' .. BAD:sub(1, -2) .. ',"expect":{"verdict":"reject","code":"H3","path":"/to"}}\n')
+    local code, out = h.toolgate("test --policy rung --assert-formats --registry " .. h.shell_quote(tools) .. " "
+      .. h.shell_quote(cases))
+    assert.equal(0, code, out)
+    assert.equal("1 passed, 0 failed\n", out)
+    code = h.toolgate("test --policy rung --registry " .. h.shell_quote(tools) .. " " .. h.shell_quote(cases))
+    assert.equal(1, code)
+  end)
+
+  it("classify --assert-formats: a plan whose arguments fail a format gets the rung's H3", function()
+    local plan = '{"plan_id":"p","tool":{"server":"","name":"send_email","deterministic":true,"verified":true},'
+      .. '"epoch_fixed":true,"samples":[{"arguments":{"to":"x"},"result":1,"epoch":"e"},'
+      .. '{"arguments":{"to":"x"},"result":1,"epoch":"e"},{"arguments":{"to":"x"},"result":1,"epoch":"e"}]}\n'
+    local code, out, err = h.toolgate("classify --policy rung --assert-formats --registry " .. h.shell_quote(tools), plan)
+    assert.equal(0, code, err)
+    assert.matches('"code":"H3"', out, 1, true)
+    code, out, err = h.toolgate("classify --policy rung --registry " .. h.shell_quote(tools), plan)
+    assert.equal(0, code, err)
+    assert.not_matches('"code":"H3"', out, 1, true)
+  end)
+
+  it("mcp-proxy --assert-formats refuses a tools/call whose argument fails its format; without it the server answers",
+    function()
+      assert.is_true(h.have("node"), "node is needed (make test installs it)")
+      local reg = dir .. "/echo.json"
+      h.write_file(reg, '{"server":"echo","tools":[{"name":"echo","description":"Echoes the message back.",'
+        .. '"inputSchema":{"type":"object","properties":{"message":{"type":"string","format":"email"}},'
+        .. '"required":["message"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}}]}')
+      local input = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        .. '"capabilities":{},"clientInfo":{"name":"spec","version":"1"}}}\n'
+        .. '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+        .. '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"x"}}}\n'
+      local function proxy(flag)
+        return h.run(string.format("env XDG_STATE_HOME=%s timeout 60 %s %s/bin/toolgate mcp-proxy %s --policy rung "
+          .. "--registry %s -- node %s", h.shell_quote(dir .. "/xdg"), h.lua, h.root, flag,
+          h.shell_quote("echo=" .. reg), h.shell_quote(h.root .. "/spec/stdio/echo.mjs")), input)
+      end
+      local code, out, err = proxy("--assert-formats")
+      assert.equal(0, code, err)
+      assert.matches('"id":2,"error":{"code":-32602,"message":"toolgate refused the call: H3 at /message', out, 1, true)
+      code, out, err = proxy("")
+      assert.equal(0, code, err)
+      assert.matches('{"id":2,"jsonrpc":"2.0","result":{"content":[{"text":"x","type":"text"}]}}', out, 1, true)
+    end)
+end)
+
+describe("an input with nothing in it", function()
+  local tools = h.root .. "/examples/quickstart/openai-tools.json"
+
+  it("toolgate test fails a case file that holds no case (exit 2), saying so, whatever its kind", function()
+    local jsonl, lua = h.tmpname(".jsonl"), h.tmpname(".lua")
+    h.write_file(jsonl, "\n  \n")
+    h.write_file(lua, "return {}")
+    for _, file in ipairs({ jsonl, lua }) do
+      local code, out, err = h.toolgate("test --policy rung --registry " .. tools .. " " .. file)
+      assert.equal(2, code, file)
+      assert.equal("", out)
+      assert.equal("toolgate test: " .. file .. ": no case in it (a run that lost its cases must not pass)\n", err)
+    end
+    -- beside a file that has cases, too
+    local code = h.toolgate("test --policy rung --registry " .. h.root .. "/policies/tests/rung.json "
+      .. h.root .. "/policies/tests/rung.jsonl " .. jsonl)
+    assert.equal(2, code)
+    os.remove(jsonl)
+    os.remove(lua)
+  end)
+
+  it("toolgate check says on stderr that it read no call, exit 0 still", function()
+    local empty = h.tmpname(".jsonl")
+    h.write_file(empty, "")
+    local code, out, err = h.toolgate("check --policy rung --registry " .. tools .. " " .. empty)
+    assert.equal(0, code)
+    assert.equal("", out)
+    assert.equal("toolgate check: " .. empty .. ": no call in it (an empty input, or text-only messages)\n", err)
+    os.remove(empty)
+    code, out, err = h.toolgate("check --policy rung --registry " .. tools,
+      '{"role":"assistant","content":"no tool needed","refusal":null,"annotations":[]}\n')
+    assert.equal(0, code)
+    assert.equal("", out)
+    assert.equal("toolgate check: <stdin>: no call in it (an empty input, or text-only messages)\n", err)
+    code, out, err = h.toolgate("check --policy rung --registry " .. tools,
+      h.read_file(h.root .. "/examples/quickstart/openai-calls.jsonl"))
+    assert.equal(0, code)
+    assert.equal("", err)
   end)
 end)

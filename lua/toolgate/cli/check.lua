@@ -33,7 +33,8 @@ reading (where the next one would start cannot be told; stderr says so).
                                        gate needs each tool's risk and scopes
                               rung     the schemas alone, no contract needed:
                                        for OpenAI and Anthropic tool lists,
-                                       which carry no risks
+                                       which carry no risks (formats too
+                                       with --assert-formats)
                               mcp      risks and scopes from MCP annotations
                               strict   every registry finding fails the load
                               example  a template to copy
@@ -41,6 +42,15 @@ reading (where the next one would start cannot be told; stderr says so).
                             own sources: toolgate's format, an OpenAI or Anthropic
                             tools array, or an MCP tools/list result; SERVER=
                             names the server its tools belong to
+  --assert-formats          check every "format" the tools' schemas use
+                            (email, uuid, date, date-time, uri, ...: the
+                            formats of toolgate validate --assert-formats),
+                            as the policy's registry.assert_formats = true
+                            does: a value that fails is H3.  A format
+                            toolgate cannot check fails the load
+                            (UNSUPPORTED_FORMAT) rather than pass unchecked.
+                            Without it a format is an annotation (in every
+                            shipped policy but strict)
   --context FILE            the per-call context (a JSON object: scopes,
                             max_risk, epoch, ...): what the operator grants.
                             A call line carrying its own "context" is refused
@@ -100,6 +110,10 @@ Nothing that cannot be checked is ever accepted.
 When the policy's gate will refuse tools only because they declare no risk,
 a warning on stderr says so once, at load, and how to give them one.
 
+An input in which no call was read (an empty file, text-only messages)
+writes nothing and says so on stderr, "FILE: no call in it"; the exit
+status stays 0.
+
 exit status: 0 done, 1 --fail-on matched (or a line met an internal error:
 it gets an INTERNAL_ERROR reject and a note on stderr), 2 bad usage, a
 policy or registry that cannot be loaded, or an input that cannot be read
@@ -108,7 +122,7 @@ or an output that cannot be written (one line on stderr saying why)
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
-    flags = { also = true, ["line-context"] = true, explain = true },
+    flags = { also = true, ["line-context"] = true, explain = true, ["assert-formats"] = true },
     options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true, threads = true },
     multi = { registry = true },
   })
@@ -131,6 +145,11 @@ function M.run(args)
       .. "not read (where the next document would start cannot be told)")
   end
   local n = { accept = counts[1], reject = counts[2], defer = counts[3] }
+  if n.accept + n.reject + n.defer == 0 then
+    -- said, so that a run fed nothing by mistake does not pass unseen
+    cli.diag("check", ((pos[1] == nil or pos[1] == "-") and "<stdin>" or pos[1])
+      .. ": no call in it (an empty input, or text-only messages)")
+  end
   return fail_on and n[fail_on] > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
 

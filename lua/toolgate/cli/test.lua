@@ -41,6 +41,8 @@ N failed".
 
   --policy FILE|NAME        the policy under test (default: default)
   --registry [SERVER=]FILE  registry files (repeatable), added to the policy's
+  --assert-formats          check every "format" the tools' schemas use, as
+                            toolgate check --assert-formats does
   --context FILE            a context (a JSON object) under every case's own
   --explain                 under each failing case, the trace of each of
                             its decisions (as toolgate check --explain writes
@@ -58,8 +60,9 @@ N failed".
                             Lines files only
 
 exit status: 0 every case passed (or --update wrote them), 1 a case
-failed, 2 bad usage, a case file that cannot be read, or a policy or
-registry that cannot be loaded
+failed, 2 bad usage, a case file that cannot be read or holds no case
+(a run that lost its cases must not pass), or a policy or registry that
+cannot be loaded
 ]]
 
 local CASE_FIELDS = { call = true, plan = true, context = true, expect = true, name = true }
@@ -277,6 +280,10 @@ local function run_file(opts, path, base_ctx, warn, update)
     cli.diag("test", path .. ": --update rewrites JSON Lines case files only")
     return nil
   end
+  if #cases == 0 then
+    cli.diag("test", path .. ": no case in it (a run that lost its cases must not pass)")
+    return nil
+  end
   if not update then
     for _, c in ipairs(cases) do
       if c.case.expect == nil then
@@ -319,7 +326,7 @@ end
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
-    flags = { update = true, explain = true },
+    flags = { update = true, explain = true, ["assert-formats"] = true },
     options = { policy = true, context = true },
     multi = { registry = true },
   })
