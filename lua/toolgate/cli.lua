@@ -216,10 +216,13 @@ end
 
 -- load_engine(cmd, opts, engine_opts, warn) -> engine | nil (after a
 -- diagnostic): the engine of --policy (a path, or a shipped policy's name;
--- default: "default") and --registry, with engine_opts (format,
--- trust_call_context) passed on; warn prints the load's warnings.
+-- default: "default"), --registry and --assert-formats (a flag of check,
+-- classify, test and mcp-proxy: validate's, for the tools' schemas), with
+-- engine_opts (format, trust_call_context) passed on; warn prints the
+-- load's warnings.
 function M.load_engine(cmd, opts, engine_opts, warn)
-  local o = { policy = opts.policy or "default", registry = opts.registry }
+  local o = { policy = opts.policy or "default", registry = opts.registry,
+              assert_formats = opts["assert-formats"] or nil }
   for k, v in pairs(engine_opts or {}) do o[k] = v end
   local engine, err, code = require("toolgate.engine").new(o)
   if not engine then

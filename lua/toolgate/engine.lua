@@ -224,7 +224,8 @@ local function build(opts)
   if #sources == 0 then
     return nil, "no registry: give the policy registry.sources or the engine registry = {...}", "NO_REGISTRY"
   end
-  local reg_settings = merge(pol.registry_settings, pol.resolvers and { resolvers = pol.resolvers } or nil)
+  local reg_settings = merge(pol.registry_settings, opts.assert_formats and { assert_formats = true } or nil,
+    pol.resolvers and { resolvers = pol.resolvers } or nil)
   local reg
   reg, err, code = registry.load(ce, sources, reg_settings)
   if not reg then return nil, err, code end
@@ -255,7 +256,8 @@ end
 -- mistake, and raises (a policy's or a registry's content is data).
 local OPTIONS = { policy = { string = true, table = true }, registry = { table = true }, context = { table = true },
   limits = { table = true }, format = { string = true }, observe = { ["function"] = true }, state = { table = true },
-  trust_call_context = { boolean = true }, report_also = { boolean = true }, explain = { boolean = true } }
+  trust_call_context = { boolean = true }, report_also = { boolean = true }, explain = { boolean = true },
+  assert_formats = { boolean = true } }
 
 --- Makes an engine (also toolgate.new).
 -- new(opts) -> engine | nil, message, code
@@ -273,7 +275,11 @@ local OPTIONS = { policy = { string = true, table = true }, registry = { table =
 -- what the operator granted), report_also (true: list H5 for accepted
 -- calls whatever the policy's rung.report_also says), explain (true:
 -- the decisions of check and check_all carry a trace of each stage that
--- ran, "explain": see toolgate.explain; slower, for authors and debugging)
+-- ran, "explain": see toolgate.explain; slower, for authors and debugging),
+-- assert_formats (true: every "format" the tools' schemas use is checked,
+-- as the policy's registry.assert_formats = true does, for a policy that
+-- leaves it off; a format toolgate cannot check fails the load,
+-- UNSUPPORTED_FORMAT.  The registry_hash of the decisions says which)
 -- @treturn Engine the engine, or nil, message, code when the policy or a
 -- registry cannot be loaded
 function M.new(opts)

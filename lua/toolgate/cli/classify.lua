@@ -32,6 +32,8 @@ plans that follow; quarantined tools are listed on standard error.
                             default), rung, mcp, strict, example (see
                             toolgate check --help)
   --registry [SERVER=]FILE  registry files (repeatable), added to the policy's
+  --assert-formats          check every "format" the tools' schemas use, as
+                            toolgate check --assert-formats does
   --context FILE            the context (a JSON object)
   --threads N               threads that classify together (default: the
                             processors online, at most 4); the output and
@@ -47,6 +49,7 @@ cannot be written
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
+    flags = { ["assert-formats"] = true },
     options = { policy = true, context = true, ["fail-on"] = true, threads = true },
     multi = { registry = true },
   })

@@ -43,6 +43,9 @@ exit status is the server's (128 + N when signal N ended it).
   --policy FILE|NAME        the policy (default: mcp)
   --registry SERVER=FILE    a registry file (repeatable): toolgate's format or
                             an MCP tools/list result; SERVER= names its server
+  --assert-formats          check every "format" the tools' schemas use, as
+                            toolgate check --assert-formats does (a value
+                            that fails is H3, -32602)
   --server NAME             the server the calls are for (default: the one
                             server the registry holds)
   --context FILE            what the operator grants the calls (scopes,
@@ -111,6 +114,7 @@ end
 
 function M.run(args)
   local opts, argv = cli.parse(args, {
+    flags = { ["assert-formats"] = true },
     options = { policy = true, server = true, context = true, grace = true, state = true },
     multi = { registry = true },
   })
