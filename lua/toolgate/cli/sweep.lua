@@ -31,13 +31,15 @@ over from plan to plan in input order, as in classify.
                       max|min METRIC [with METRIC OP NUMBER [and ...] ], metrics
                       fp_share (correct plans among the rejects), recall
                       (fabricated plans rejected), defer_rate,
-                      accept_precision, fabricated_accepted
+                      accept_precision, fabricated_accepted; points equal
+                      on the metric and defer_rate share a rank
   --top N             points shown (default 10)
   --csv FILE          every point, one row each (and the baseline's rows)
   --json FILE         every point, the baseline, the objective, the best points
+                      (each with its rank)
   --svg FILE          a plot: fp_share and recall against the first key
-  --html FILE         a one-file report: the plot, the best points, the
-                      confusion at the best one
+  --html FILE         a one-file report: the plot, what its figures mean,
+                      the best points, the confusion at the best one
   --policy, --registry, --context   as for toolgate classify
   --no-progress       no progress bar (one is drawn on standard error when it
                       is a terminal)
