@@ -733,6 +733,24 @@ describe("--policy naming a file that is not a Lua policy", function()
     assert.matches("no shipped policy named 'strcit'", err, 1, true)
     assert.matches("./strcit.lua", err, 1, true)
   end)
+
+  it("policy lint and gateway, which find the policy themselves, say the same of a YAML file", function()
+    local code, out, err = h.run(string.format("cd %s && %s %s/bin/toolgate policy lint p.yaml", h.shell_quote(dir),
+      h.lua, h.root))
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.matches("toolgate policy lint: p.yaml is not a Lua policy file: it looks like YAML;", err, 1, true)
+    code, out, err = h.run(string.format("cd %s && %s %s/bin/toolgate policy lint ./p.json", h.shell_quote(dir),
+      h.lua, h.root))
+    assert.equal(2, code)
+    assert.equal("./p.json: error: POLICY_LOAD: ./p.json is not a Lua policy file: it looks like JSON; a policy is a "
+      .. "Lua file that returns a table (see docs/policies.md; the shipped policy example is a template to copy)\n", out)
+    code, out, err = h.run(string.format("cd %s && %s %s/bin/toolgate gateway --conf-only --prefix %s --listen "
+      .. "127.0.0.1:1 --upstream s=http://127.0.0.1:2/mcp --registry s=%s --policy p.yaml", h.shell_quote(dir), h.lua,
+      h.root, h.shell_quote(dir .. "/gw"), h.shell_quote(h.root .. "/examples/registries/mcp-memory.json")))
+    assert.equal(2, code, out .. err)
+    assert.matches("toolgate gateway: p.yaml is not a Lua policy file: it looks like YAML;", err, 1, true)
+  end)
 end)
 
 describe("toolgate test: a failing case says what the decision was", function()

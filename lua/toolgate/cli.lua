@@ -186,8 +186,9 @@ end
 -- not_a_policy(arg) -> what the --policy argument that failed to load is,
 -- when that is likelier the story than the loader's, or nil: a YAML or JSON
 -- file (which Lua reads as a syntax error on line 1), or a file here taken
--- for a shipped policy's name, having no slash and no .lua.
-local function not_a_policy(arg)
+-- for a shipped policy's name, having no slash and no .lua.  (Also policy
+-- lint's and gateway's, which resolve the policy themselves.)
+function M.not_a_policy(arg)
   local f = io.open(arg, "rb")
   if not f then return nil end
   local head, err = f:read(4096)
@@ -230,7 +231,7 @@ function M.load_engine(cmd, opts, engine_opts, warn)
       err = "no registry: give the tools' list with --registry [SERVER=]FILE (or list it in the policy's "
         .. "registry.sources)"
     elseif code == "POLICY_LOAD" and type(o.policy) == "string" then
-      err = not_a_policy(o.policy) or err
+      err = M.not_a_policy(o.policy) or err
     end
     M.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
     return nil

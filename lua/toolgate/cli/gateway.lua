@@ -307,7 +307,7 @@ function M.run(args)
   end
   local policy, perr = require("toolgate.policy").resolve(o.policy or "mcp")
   if not policy then
-    cli.diag("gateway", perr)
+    cli.diag("gateway", cli.not_a_policy(o.policy or "mcp") or perr)
     return cli.EXIT_USAGE
   end
   -- the engine is built here first: a broken policy or registry is said now, plainly

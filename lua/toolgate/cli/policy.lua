@@ -56,7 +56,7 @@ end
 local function lint_one(opts, name)
   local path, rerr = policy_mod.resolve(name)
   if not path then
-    cli.diag("policy lint", rerr)
+    cli.diag("policy lint", cli.not_a_policy(name) or rerr)
     return cli.EXIT_USAGE
   end
   local text = cli.read_all("policy lint", path)
@@ -67,7 +67,7 @@ local function lint_one(opts, name)
     return cli.EXIT_USAGE
   end
   local pol, err, code = policy_mod.load(path)
-  if not pol then return load_failed(err, code) end
+  if not pol then return load_failed(code == "POLICY_LOAD" and cli.not_a_policy(path) or err, code) end
   local contexts, outcomes, base_ctx = {}, nil, {}
   if opts.context then
     base_ctx = cli.read_context("policy lint", decision.codec(), opts.context)
