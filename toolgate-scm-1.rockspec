@@ -85,6 +85,7 @@ build = {
     ["toolgate.cli.mcp_proxy"] = "lua/toolgate/cli/mcp_proxy.lua",
     ["toolgate.cli.approvals"] = "lua/toolgate/cli/approvals.lua",
     ["toolgate.cli.log"] = "lua/toolgate/cli/log.lua",
+    ["toolgate.cli.env"] = "lua/toolgate/cli/env.lua",
     ["toolgate.mcp_client"] = "lua/toolgate/mcp_client.lua",
     ["toolgate.state.sqlite"] = "lua/toolgate/state/sqlite.lua",
     -- the stdio proxy's process handling (core/tg_proc.h) for Lua 5.4

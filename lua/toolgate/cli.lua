@@ -29,6 +29,7 @@ local COMMANDS = {
   { name = "mcp-proxy", module = "mcp_proxy", summary = "a stdio MCP gateway around a local server" },
   { name = "approvals", summary = "the person's side of a defer: list, grant or deny (the local state)" },
   { name = "log", summary = "the decisions the stdio proxies made (the local state)" },
+  { name = "env", summary = "LUA_PATH, LUA_CPATH, TOOLGATE_LIB for scripts: eval \"$(bin/toolgate env)\"" },
 }
 
 local function command_module(name)
