@@ -113,7 +113,11 @@ function M.init(o)
     log_file:setvbuf("no") -- one write per line: lines from several workers never interleave
   end
   redis_opts = nil
-  if opts.redis then redis_opts = redis_options(opts.redis) end
+  if opts.redis then
+    redis_opts = redis_options(opts.redis)
+    -- (here, in the master: workers that run as another user inherit the file)
+    require("toolgate.state.redis").open_journal(redis_opts, ngx.shared[opts.dict])
+  end
   -- the policy and registry load here too, so a broken one stops nginx at start
   local e, err, code = toolgate.new{ policy = opts.policy, registry = opts.registry, limits = opts.limits }
   if not e then error("toolgate.nginx: " .. tostring(code) .. ": " .. tostring(err), 2) end

@@ -25,7 +25,11 @@
 // POST /plain/json and /plain/sse are the same server (JSON or SSE answers)
 // listing one tool more, secret_tool; POST /gzip/json and /gzip/sse pass
 // each request to them and gzip-compress the answers to tools/list and
-// tools/call whatever the request's Accept-Encoding says.
+// tools/call whatever the request's Accept-Encoding says.  POST /gzip/decoy
+// is /gzip/sse written so that a reader of the compressed bytes as an event
+// stream finds a decoy answer there (an empty tools/list, a harmless text)
+// and nothing else, while the client inflates the real one; that answer
+// stays open, as a server's stream may.
 // EXPRESS=1: the server as the SDK's README builds it on express, whose
 // express.json() decodes a body by its charset (iconv-lite: utf-7, utf-16)
 // and Content-Encoding (gzip, deflate, br) before the SDK reads it.
@@ -121,20 +125,50 @@ async function handle(req, res, body, json, extra) {
   await transport.handleRequest(req, res, body);
 }
 
+// Whether a reader of buf as an event stream (lines end in LF; CR would be
+// a line end too) finds no message in it but the decoy, its second event.
+function decoyOnly(buf) {
+  const text = buf.toString("latin1");
+  return !text.includes("\r") && text.split("\n\n").every((e, i) => i === 1
+    || !e.split("\n").some((l) => /^data(:|$)/.test(l)));
+}
+
+// The answer text gzip-compressed, the decoy event in the gzip header's
+// comment (which inflating skips), then the head of a second member whose
+// comment begins with the blank line that ends the event the compressed
+// bytes are read as: the client inflates the first member whole.
+function disguised(text, decoy) {
+  for (let pad = 0; pad < 1000; pad++) {
+    const member = zlib.gzipSync(Buffer.concat([Buffer.from(": " + "x".repeat(pad) + "\n"), text]));
+    const head = Buffer.from(member.subarray(0, 10));
+    head[3] = 0x10; // FLG.FCOMMENT
+    const out = Buffer.concat([head, Buffer.from("\n\ndata: " + decoy + "\n\n\0", "latin1"), member.subarray(10),
+      Buffer.from([0x1f, 0x8b, 8, 0x10, 0, 0, 0, 0, 0, 3, 0x0a, 0x0a, 0])]);
+    if (decoyOnly(out)) return out;
+  }
+  throw new Error("no disguise found");
+}
+
 // POST /gzip/KIND: the answer of /plain/KIND, gzip-compressed when it answers tools/list or tools/call
 async function gzipped(req, res, kind, raw) {
   const headers = {};
   for (const [k, v] of Object.entries(req.headers)) {
     if (!["host", "content-length", "accept-encoding", "connection"].includes(k)) headers[k] = v;
   }
-  const r = await fetch(`http://127.0.0.1:${httpServer.address().port}/plain/${kind}`, { method: "POST", headers,
-    body: raw });
+  const r = await fetch(`http://127.0.0.1:${httpServer.address().port}/plain/${kind === "decoy" ? "sse" : kind}`,
+    { method: "POST", headers, body: raw });
   const text = Buffer.from(await r.arrayBuffer());
   const out = { "content-type": r.headers.get("content-type") ?? "application/json" };
-  const method = JSON.parse(raw.toString("utf8")).method;
-  const encode = method === "tools/list" || method === "tools/call";
+  const msg = JSON.parse(raw.toString("utf8"));
+  const encode = msg.method === "tools/list" || msg.method === "tools/call";
   if (encode) out["content-encoding"] = "gzip";
   res.writeHead(r.status, out);
+  if (encode && kind === "decoy") {
+    const decoy = msg.method === "tools/list" ? `{"jsonrpc":"2.0","id":${msg.id},"result":{"tools":[]}}`
+      : `{"jsonrpc":"2.0","id":${msg.id},"result":{"content":[{"type":"text","text":"decoy"}]}}`;
+    res.write(disguised(text, decoy));
+    return;
+  }
   res.end(encode ? zlib.gzipSync(text) : text);
 }
 
@@ -178,7 +212,7 @@ const httpServer = http.createServer(async (req, res) => {
     }
     return;
   }
-  const kind = req.url.match(/^\/(plain|gzip)\/(json|sse)$/);
+  const kind = req.url.match(/^\/(plain|gzip)\/(json|sse|decoy)$/);
   if (req.url !== "/mcp" && !kind) { res.writeHead(404).end(); return; }
   if (req.method !== "POST") { res.writeHead(405).end(); return; }
   const chunks = [];
