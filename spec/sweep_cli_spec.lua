@@ -341,3 +341,76 @@ document.body.appendChild(out);
     for i, r in ipairs(report.best) do assert.equal(ranks[i], r.rank) end
   end)
 end)
+
+describe("toolgate sweep, given lines that are not labeled plans", function()
+  local dir, plans, policy
+
+  setup(function()
+    dir = h.tmpname(".sweep-input")
+    local code, _, err = h.run(string.format("python3 %s/examples/seed-demo/generate.py --plans 60 --out %s",
+      h.root, h.shell_quote(dir)))
+    assert.equal(0, code, err)
+    policy = dir .. "/policy.lua"
+    h.write_file(policy, h.read_file(h.root .. "/examples/seed-demo/policy.lua"))
+    plans = h.read_file(dir .. "/plans.jsonl")
+  end)
+
+  teardown(function()
+    if dir then h.run("rm -rf " .. h.shell_quote(dir)) end
+  end)
+
+  local GRID = "arg_reject=0.1:0.5:0.2"
+  local function sweep(file, json)
+    return h.toolgate("sweep --no-progress --policy " .. h.shell_quote(policy) .. " --grid " .. GRID
+      .. (json and (" --json " .. h.shell_quote(json)) or "") .. " " .. h.shell_quote(file))
+  end
+
+  it("counts and names on stderr the lines that are not plans, and never scores them", function()
+    local good, mixed = dir .. "/good.jsonl", dir .. "/mixed.jsonl"
+    local lines = h.lines_of(plans)
+    h.write_file(good, plans)
+    local oops = '{"plan_id":"x","label":"fabricated","samples":"oops"}'
+    -- lines 3, 5, 8 and 9 are not plans; line 6 is blank, no plan and no line to name
+    local out = { lines[1], lines[2], oops, lines[3], oops, "", lines[4], '{"name":"read_config","arguments":{}}',
+      "not json" }
+    for i = 5, #lines do out[#out + 1] = lines[i] end
+    h.write_file(mixed, table.concat(out, "\n") .. "\n")
+    local code, expected, err0 = sweep(good, dir .. "/good.json")
+    assert.equal(0, code, err0)
+    local code2, got, err = sweep(mixed, dir .. "/mixed.json")
+    assert.equal(0, code2, err)
+    assert.equal(expected, got)
+    assert.equal(h.read_file(dir .. "/good.json"), h.read_file(dir .. "/mixed.json"))
+    assert.equal("toolgate sweep: " .. mixed .. ": 4 lines are not plans, and are not scored: line 3 (BAD_PLAN), "
+      .. "line 5 (BAD_PLAN), line 8 (BAD_PLAN), line 9 (SYNTAX)\n", err)
+    -- standard input, read once, gives the same
+    local code3, piped, err3 = h.toolgate("sweep --no-progress --policy " .. h.shell_quote(policy) .. " --grid "
+      .. GRID .. " -", h.read_file(mixed))
+    assert.equal(0, code3, err3)
+    assert.equal(expected, piped)
+    assert.matches("<stdin>: 4 lines are not plans", err3, 1, true)
+  end)
+
+  it("names the first five lines that are not plans, counts the rest, and exits 2 with no labeled plan", function()
+    local calls = dir .. "/calls.jsonl"
+    h.write_file(calls, ('{"name":"read_config","arguments":{}}\n'):rep(7))
+    local code, out, err = sweep(calls)
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate sweep: " .. calls .. ": 7 lines are not plans, and are not scored: line 1 (BAD_PLAN), "
+      .. "line 2 (BAD_PLAN), line 3 (BAD_PLAN), line 4 (BAD_PLAN), line 5 (BAD_PLAN), and 2 more\n"
+      .. "toolgate sweep: " .. calls .. ": no labeled plan to score (a plan needs \"label\": \"correct\" or "
+      .. "\"fabricated\")\n", err)
+  end)
+
+  it("says on stderr how many plans carry no label, and exits 2 when none does", function()
+    local unlabeled = dir .. "/unlabeled.jsonl"
+    h.write_file(unlabeled, (plans:gsub(',? *"label": *"[a-z]+"', "")))
+    local code, out, err = sweep(unlabeled)
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.equal("toolgate sweep: " .. unlabeled .. ": 60 plans carry no \"label\" and are not scored\n"
+      .. "toolgate sweep: " .. unlabeled .. ": no labeled plan to score (a plan needs \"label\": \"correct\" or "
+      .. "\"fabricated\")\n", err)
+  end)
+end)

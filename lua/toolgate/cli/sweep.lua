@@ -18,6 +18,14 @@ against label.  At each point a plan gets exactly the verdict toolgate
 classify gives it under the policy with those settings: quarantines carry
 over from plan to plan in input order, as in classify.
 
+A line that is not a plan (not JSON, or what classify refuses as
+BAD_PLAN: no "samples" array, a sample of the wrong shape) is never
+scored, whatever its "label": stderr counts such lines and names the
+first five by number and code, and the plans are read again without them
+(standard input is kept in memory for it).  Plans without a "label" are
+not scored either, and stderr counts them; with no labeled plan at all
+the sweep exits 2.
+
   --grid SPEC         KEY=FROM:TO:STEP or KEY=V1|V2|..., comma separated;
                       keys: arg_reject, arg_accept, result_accept,
                       result_quarantine, min_samples, quarantine (on|off).
@@ -45,7 +53,7 @@ over from plan to plan in input order, as in classify.
                       is a terminal)
 
 exit status: 0 done, 2 bad usage (a grid or objective that does not parse),
-an unloadable policy or registry, unreadable input
+an unloadable policy or registry, unreadable input, or no labeled plan
 ]]
 
 local function pct(x)
@@ -195,6 +203,82 @@ local function json_report(exp, axes, results, baseline, obj, best)
                       quarantine_order = "input" }) .. "\n"
 end
 
+-- The codes of a line classify refuses at "decode": not a plan at all
+-- (not JSON, or not the shape of one).  Such a line is a reject at every
+-- point, with whatever "label" it has: never scored.
+local NOT_PLAN = {}
+for code in ("BAD_PLAN EMPTY SYNTAX UNEXPECTED_END TRAILING_GARBAGE DUPLICATE_KEY INVALID_UTF8 LONE_SURROGATE "
+    .. "CONTROL_CHARACTER INVALID_ESCAPE LEADING_ZERO INVALID_NUMBER NONFINITE_NUMBER NUMBER_OUT_OF_RANGE "
+    .. "INPUT_TOO_LARGE TOO_DEEP STRING_TOO_LONG TOO_MANY_MEMBERS TOO_MANY_ITEMS"):gmatch("%S+") do
+  NOT_PLAN[code] = true
+end
+local NAMED = 5 -- lines that are not plans named on stderr; the others counted
+
+-- counting(read) -> read passing read's pieces on, keeping the numbers of
+-- the blank lines (which give no plan); and line_of(i), the line of the
+-- i-th plan.  Blank as the core's readers take it: nothing but space and
+-- \t .. \r.
+local function counting(read)
+  local blanks, line, blank = {}, 1, true
+  return function()
+    local piece = read()
+    if not piece then return nil end
+    local pos = 1
+    while true do
+      local nl = piece:find("\n", pos, true)
+      if blank then
+        local other = piece:find("[^ \t\n\v\f\r]", pos)
+        if other and (not nl or other < nl) then blank = false end
+      end
+      if not nl then break end
+      if blank then blanks[#blanks + 1] = line end
+      line, blank, pos = line + 1, true, nl + 1
+    end
+    return piece
+  end, function(i)
+    local l = i
+    for _, b in ipairs(blanks) do
+      if b <= l then l = l + 1 else break end
+    end
+    return l
+  end
+end
+
+-- without(read, drop) -> read passing read's pieces on without the lines
+-- whose numbers are keys of drop
+local function without(read, drop)
+  local line, carry = 0, ""
+  return function()
+    while true do
+      local piece = read()
+      if not piece and carry == "" then return nil end
+      local text = carry .. (piece or "\n")
+      local kept, pos = {}, 1
+      while true do
+        local nl = text:find("\n", pos, true)
+        if not nl then break end
+        line = line + 1
+        if not drop[line] then kept[#kept + 1] = text:sub(pos, nl) end
+        pos = nl + 1
+      end
+      carry = text:sub(pos)
+      if #kept > 0 then return table.concat(kept) end
+      if not piece then return nil end
+    end
+  end
+end
+
+-- The lines that are not plans among exp's, by their numbers, with their
+-- codes, in order.
+local function not_plans(exp, line_of)
+  local found = {}
+  for i = 1, exp.n do
+    local p = exp.sweep:plan(i)
+    if p.fixed and NOT_PLAN[p.code] then found[#found + 1] = { line = line_of(i), code = p.code } end
+  end
+  return found
+end
+
 function M.run(args)
   local cmd = "sweep"
   local opts, pos = cli.parse(args, {
@@ -223,9 +307,17 @@ function M.run(args)
     ctx = cli.read_context(cmd, engine:snapshot().core, opts.context)
     if not ctx then return cli.EXIT_USAGE end
   end
+  -- read once; when some lines are not plans, read again without them
+  -- (standard input kept from the first reading for it)
   local f, name = cli.open_input(cmd, pos[1])
   if not f then return cli.EXIT_USAGE end
-  local read, read_failed = require("toolgate.lines").reader(f)
+  local raw, read_failed = require("toolgate.lines").reader(f)
+  local kept = f == io.stdin and {} or nil
+  local read, line_of = counting(function()
+    local piece = raw()
+    if kept and piece then kept[#kept + 1] = piece end
+    return piece
+  end)
   local exp, err, code = experiment.load(engine, read, ctx)
   if f ~= io.stdin then f:close() end
   if read_failed() then
@@ -234,6 +326,48 @@ function M.run(args)
   end
   if not exp then
     cli.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
+    return cli.EXIT_USAGE
+  end
+  local not_plan = not_plans(exp, line_of)
+  if #not_plan > 0 then
+    local named, drop = {}, {}
+    for i, s in ipairs(not_plan) do
+      drop[s.line] = true
+      if i <= NAMED then named[i] = "line " .. s.line .. " (" .. s.code .. ")" end
+    end
+    cli.diag(cmd, string.format("%s: %d %s, and %s not scored: %s%s", name, #not_plan,
+      #not_plan == 1 and "line is not a plan" or "lines are not plans", #not_plan == 1 and "is" or "are",
+      table.concat(named, ", "),
+      #not_plan > NAMED and (", and " .. (#not_plan - NAMED) .. " more") or ""))
+    local again
+    if kept then
+      local i = 0
+      again = function()
+        i = i + 1
+        return kept[i]
+      end
+    else
+      f = cli.open_input(cmd, pos[1])
+      if not f then return cli.EXIT_USAGE end
+      again, read_failed = require("toolgate.lines").reader(f)
+    end
+    exp, err, code = experiment.load(engine, without(again, drop), ctx)
+    if f ~= io.stdin then f:close() end
+    if read_failed() then
+      cli.diag(cmd, "cannot read " .. name .. ": " .. tostring(read_failed()))
+      return cli.EXIT_USAGE
+    end
+    if not exp then
+      cli.diag(cmd, (code and (code .. ": ") or "") .. tostring(err))
+      return cli.EXIT_USAGE
+    end
+  end
+  if exp.labels.none > 0 then
+    cli.diag(cmd, string.format("%s: %d plan%s no \"label\" and %s not scored", name, exp.labels.none,
+      exp.labels.none == 1 and " carries" or "s carry", exp.labels.none == 1 and "is" or "are"))
+  end
+  if exp.labels.correct + exp.labels.fabricated == 0 then
+    cli.diag(cmd, name .. ": no labeled plan to score (a plan needs \"label\": \"correct\" or \"fabricated\")")
     return cli.EXIT_USAGE
   end
 
