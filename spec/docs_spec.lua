@@ -104,6 +104,36 @@ describe("docs/policies.md", function()
     os.remove(path)
   end)
 
+  it("keeps a stage's file-level counter per engine: one across --threads, apart in two engines, reset by reload", function()
+    local path = write_policy(assert(policy_block("count_calls.lua")))
+    local registry = h.root .. "/examples/quickstart/openai-tools.json"
+    local call = '{"id":"c","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}'
+    local function verdicts(e, n)
+      local v = {}
+      for _ = 1, n do v[#v + 1] = e:check(call).verdict:sub(1, 1) end
+      return table.concat(v)
+    end
+    local a = assert(toolgate.new({ policy = path, registry = { registry } }))
+    local b = assert(toolgate.new({ policy = path, registry = { registry } }))
+    assert.equal("aaarr", verdicts(a, 5))
+    assert.equal("aa", verdicts(b, 2))
+    assert(a:reload())
+    assert.equal("aaarr", verdicts(a, 5))
+    -- toolgate check on 4 threads: the one counter sees every call once
+    local lines = {}
+    for i = 1, 20000 do lines[i] = (call:gsub('"id":"c"', '"id":"c' .. i .. '"')) end
+    local input = h.tmpname(".jsonl")
+    h.write_file(input, table.concat(lines, "\n") .. "\n")
+    local code, out, err = h.run(h.lua .. " " .. h.shell_quote(h.root .. "/bin/toolgate") .. " check --threads 4 --policy "
+      .. h.shell_quote(path) .. " --registry " .. h.shell_quote(registry) .. " " .. h.shell_quote(input))
+    os.remove(input)
+    os.remove(path)
+    assert.equal(0, code, err)
+    local _, accepts = out:gsub('"verdict":"accept"', "")
+    assert.equal(3, accepts)
+    assert.matches('"message":"call 20000: only three pass"', h.lines_of(out)[20000], 1, true)
+  end)
+
   it("shows the testing section's draft policy and its cases as the files in examples/authoring/ hold them", function()
     local section = assert(guide:match("\n## Testing your policy\n(.-)\n## "))
     local draft = assert(h.read_file(h.root .. "/examples/authoring/oncall-draft.lua"))
