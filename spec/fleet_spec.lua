@@ -667,4 +667,32 @@ describe("a fleet of toolgate gateways on Redis", function()
     fx.stop(pids.d)
     pids.d = nil
   end)
+
+  it("a quarantine learned while Redis is down survives the node's nginx restart and reaches the fleet", function()
+    if not need(pending) then return end
+    local function node_a() return "--redis 127.0.0.1:" .. env.redis_port end
+    assert.equals("ARG_DISAGREE", classify("b", "broken_add", "args"))
+    fx.stop(pids.redis)
+    fx.wait_for("A to see Redis gone", function() return fx.metric(metrics("a"), "toolgate_state_store_up") == 0 end)
+    assert.equals("RESULT_DISAGREE", classify("a", "broken_add", "results"))
+    assert.is_true(fx.metric(metrics("a"), "toolgate_state_store_pending_writes") >= 1)
+    -- A's nginx stops and starts again (its shared dict is gone), Redis still down
+    local pid = tonumber(h.read_file(env.dir .. "/a/nginx.pid"))
+    fx.stop(pids.a)
+    fx.wait_for("A's nginx to stop", function() return not fx.alive(pid) end)
+    gateway("a", node_a())
+    assert.is_true(fx.metric(metrics("a"), "toolgate_state_store_pending_writes") >= 1)
+    -- (the records Redis had are not written again: only the one it missed)
+    assert.matches("holds record(s) not on Redis when nginx stopped: 1;", h.read_file(env.dir .. "/a.log"), 1, true)
+    start_redis()
+    fx.wait_for("A to write what it kept", function()
+      local m = metrics("a")
+      return fx.metric(m, "toolgate_state_store_up") == 1 and fx.metric(m, "toolgate_state_store_pending_writes") == 0
+    end)
+    assert.matches("broken_add%-results", redis_cli("--raw hvals " .. key("det:q")))
+    within(BOUND, "B to see the quarantine A kept across its restart", function()
+      return classify("b", "broken_add", "args") == "DETERMINISM_UNVERIFIED"
+    end)
+    assert.equals("DETERMINISM_UNVERIFIED", classify("a", "broken_add", "args"))
+  end)
 end)

@@ -381,6 +381,8 @@ function M.access(server)
     if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route } end
     return
   end
+  -- (every header, not the first 100: a Content-Encoding past them is one all the same;
+  -- nginx's large_client_header_buffers bound them)
   local unreadable, why = unreadable_body(ngx.req.get_headers(0))
   if unreadable then
     return send(415, mcp.error_reply("null", mcp.CODES.INVALID_REQUEST, "toolgate: " .. why,

@@ -82,7 +82,7 @@ local DEFAULTS = { host = "127.0.0.1", port = 6379, database = 0, prefix = "tool
 local TYPES = { host = "string", port = "number", database = "number", password = "string", username = "string",
   prefix = "string", connect_timeout = "number", send_timeout = "number", read_timeout = "number",
   pool_size = "number", keepalive_timeout = "number", sync_interval = "number", stale_after = "number",
-  ssl = "boolean", ssl_verify = "boolean", server_name = "string" }
+  ssl = "boolean", ssl_verify = "boolean", server_name = "string", journal = "string" }
 local RANGES = { port = { 1, 65535 }, database = { 0, 1000 }, connect_timeout = { 0.001, 60 },
   send_timeout = { 0.001, 60 }, read_timeout = { 0.001, 60 }, pool_size = { 1, 10000 },
   keepalive_timeout = { 0.001, 3600 }, sync_interval = { 0.01, 60 }, stale_after = { 0.01, 3600 } }
@@ -332,6 +332,69 @@ end
 local function encode(t) return (assert(value.encode(t))) end
 local function decode(text) return json.decode(decision.codec(), text) end
 
+-- Its safety records (quarantines, pin reports, quarantined servers) also
+-- go to a file, before the dict, so they outlive the node's nginx (a
+-- restart empties the dict): "+\t<key>\t<entry>" a record to write,
+-- "-\t<key>" once Redis has it.  The master opens it (workers that run as
+-- another user inherit it) and, at a start, keeps only the records Redis
+-- was not known to have; worker 0 journals those again.
+local SAFETY = { quarantine = true, pin = true, server = true }
+local COPY = { quarantine = K.quarantined, pin = K.pin, server = K.server }
+local STARTED = "r:started" -- set by the master: a HUP reload finds it, a start does not
+local file, stamp, replay -- the file, this master's key prefix, the records to journal again
+
+--- open_journal(options, dict): in init_by_lua (the master), before the
+-- workers fork.  options.journal: the file (default: toolgate-redis-journal
+-- in nginx's prefix).  Raises when it cannot be kept (nginx does not start).
+function M.open_journal(o, dict)
+  if not dict then return end -- (init_worker says the dict is missing)
+  local path = o.journal or (ngx.config.prefix() .. "toolgate-redis-journal")
+  if file then file:close() end
+  stamp, replay = string.format("%.3f", ngx.now()), {}
+  if not dict:get(STARTED) then
+    local pending, order = {}, {}
+    local f = io.open(path, "r")
+    if f then
+      for line in f:lines() do
+        local mark, key, text = line:match("^([+-])\t([^\t]+)\t?(.*)$")
+        if mark == "+" then
+          order[#order + 1] = key
+          pending[key] = text
+        elseif mark == "-" then
+          pending[key] = nil
+        end
+      end
+      f:close()
+    end
+    local kept = {}
+    for _, key in ipairs(order) do
+      local ok, e = pcall(decode, pending[key] or "")
+      if ok and type(e) == "table" and SAFETY[e[1]] then
+        replay[#replay + 1] = e
+        kept[#kept + 1] = "+\t" .. key .. "\t" .. pending[key] .. "\n"
+      end
+      pending[key] = nil
+    end
+    local w, err = io.open(path .. ".new", "w")
+    if not w or not w:write(table.concat(kept)) or not w:close() or not os.rename(path .. ".new", path) then
+      error("toolgate.state.redis: cannot write the journal file " .. path .. ": " .. tostring(err), 2)
+    end
+    if #replay > 0 then ngx.log(ngx.WARN, "toolgate redis: the journal file ", path, " holds record(s) not on Redis ",
+      "when nginx stopped: ", #replay, "; enforced here, written when Redis answers") end
+    dict:set(STARTED, true)
+  end
+  local err
+  file, err = io.open(path, "a")
+  if not file then error("toolgate.state.redis: cannot open the journal file " .. path .. ": " .. tostring(err), 2) end
+  file:setvbuf("no") -- one write per line: lines from several workers never interleave
+end
+
+-- Redis has the file's record key.
+local function done(key)
+  if file and key then file:write("-\t" .. key .. "\n") end -- (not noted: written again after a restart, kept once)
+end
+
+
 -- The entry's script and arguments on Redis.
 local function entry_call(self, e)
   local k = self.keys
@@ -362,6 +425,7 @@ local function write_journal(self)
           local name, keys, args = entry_call(self, e)
           local res, serr = script(self, red, name, keys, args)
           if res == nil or res == false then return res, serr end
+          done(e[4])
         end
       end
       put(d, J_HEAD, n + 1)
@@ -407,7 +471,14 @@ end
 -- the journal from a timer now (later: at the next poll).  entry nil: the
 -- number is used up with nothing to write.
 local function fill(self, n, entry, later)
-  local ok, err = self.dict:safe_set(J_ENTRY .. n, encode(entry or { "none" }))
+  entry = entry or { "none" }
+  if file and SAFETY[entry[1]] and not entry[4] then
+    -- in the file first: once the call that learned it is answered, a restart keeps it
+    entry[4] = stamp .. ":" .. n
+    local wrote, werr = file:write("+\t" .. entry[4] .. "\t" .. encode(entry) .. "\n")
+    if not wrote then error("toolgate redis: cannot keep a write for Redis in the journal file: " .. tostring(werr), 3) end
+  end
+  local ok, err = self.dict:safe_set(J_ENTRY .. n, encode(entry))
   if not ok then error("toolgate redis: cannot keep a write for Redis: " .. tostring(err), 3) end
   if not later then ngx.timer.at(0, flush, self) end
 end
@@ -631,6 +702,14 @@ end
 function Store:start()
   local id = ngx.worker.id()
   if id ~= nil and id ~= 0 then return end -- (nil: nginx without a master, one process)
+  -- the journal file's records: enforced here at once, written when Redis
+  -- answers (once per master start, not again when worker 0 is respawned)
+  if replay and #replay > 0 and self.dict:safe_add("r:replayed:" .. stamp, true) then
+    for _, e in ipairs(replay) do
+      put(self.dict, COPY[e[1]] .. e[2], e[3])
+      journal(self, e, true)
+    end
+  end
   local function tick(premature)
     if not premature then self:sync() end
   end
