@@ -66,6 +66,22 @@ describe("toolgate check, given a response saved as an SDK or jq prints it", fun
       .. 'than max_input_bytes (3000 bytes); the input after it was not read"', lines[3], 1, true)
   end)
 
+  it("decides a document longer than a piece of input, then the many short ones after it, each on its line", function()
+    local text = h.read_file(saved)
+    -- the message's text: 200 KB over 2,000 lines of the string's own escapes, one line
+    local long = text:gsub('"content": null', '"content": "' .. ("weather report \\n"):rep(12000) .. '"')
+    local short = '{\n  "id": "call_s",\n  "type": "function",\n  "function": {\n    "name": "get_weather",\n'
+      .. '    "arguments": "{\\"city\\":\\"Oslo\\"}"\n  }\n}\n'
+    local code, out, err = check("", long .. short:rep(600))
+    assert.equal(0, code, err)
+    local lines = h.lines_of(out)
+    assert.equal(602, #lines)
+    assert.matches('"id":"call_a6","index":1,"keyword":"closed","line":1,', lines[2], 1, true)
+    assert.matches('"format":"openai","id":"call_s","index":0,"line":55,', lines[3], 1, true)
+    assert.matches('"id":"call_s","index":0,"line":' .. (55 + 599 * 8) .. ',', lines[602], 1, true)
+    assert.matches('"verdict":"accept"', lines[602], 1, true)
+  end)
+
   it("explains each call of a pretty-printed document, as it explains a line", function()
     local code, out, err = check("--explain " .. saved)
     assert.equal(0, code, err)

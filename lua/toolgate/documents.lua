@@ -38,15 +38,23 @@ function M.starts_document(core, head)
   return code == "UNEXPECTED_END" or M.looks_like_yaml(head)
 end
 
-local function newlines(text)
-  local _, n = text:gsub("\n", "")
+-- The newlines of text[from, to].
+local function newlines(text, from, to)
+  local n, at = 0, text:find("\n", from, true)
+  while at and at <= to do
+    n = n + 1
+    at = text:find("\n", at + 1, true)
+  end
   return n
 end
 
+local WINDOW = 4096 -- bytes first parsed for a document, doubled while it goes on
+
 --- each(core, read, fn) -> nil | the line of a document that was not
--- JSON (the input after it was not read: where the next document would
--- start cannot be told).
--- @param read returns the next piece of input, whole lines (nil at the end)
+-- JSON or too large (the input after it was not read: where the next
+-- document would start cannot be told).
+-- @param read read(want) returns the next piece of input, whole lines, at
+-- least want bytes of them when the input has that many (nil at the end)
 -- @param fn fn(text, line) for each document, line being the line it
 -- starts on (from 1); a document that is not JSON is given too, as far as
 -- it goes, so that its decision names the error.  fn(nil, line, code,
@@ -55,43 +63,55 @@ end
 -- kept), and for one that looks like YAML.
 function M.each(core, read, fn)
   local max = core:limits().max_input_bytes
-  local buf, line, ended = "", 1, false -- line: the line buf starts on
+  -- buf[pos ..] is read and not yet decided; line is the line of pos
+  local buf, pos, line, ended = "", 1, 1, false
   while true do
-    local blank = buf:match("^[ \t\r\n]*")
-    if #blank > 0 then
-      line = line + newlines(blank)
-      buf = buf:sub(#blank + 1)
-    end
-    if buf == "" then
+    local start = buf:find("[^ \t\r\n]", pos)
+    line = line + newlines(buf, pos, (start or #buf + 1) - 1)
+    if not start then
       if ended then return nil end
-      buf = read() or ""
+      buf, pos = read(0) or "", 1
       ended = buf == ""
     else
-      local text = #buf > max and buf:sub(1, max) or buf
-      local doc, message, code, offset = core:parse(text)
-      if doc then doc:free() end
-      if doc or code == "TRAILING_GARBAGE" then
-        -- a whole value (the pieces end at the end of a line), the next
-        -- one after it
-        local len = doc and #text or offset
-        fn(buf:sub(1, len), line)
-        line = line + newlines(buf:sub(1, len))
-        buf = buf:sub(len + 1)
-      elseif code == "UNEXPECTED_END" and #buf > max then
-        fn(nil, line, "INPUT_TOO_LARGE", string.format("the JSON document that starts on line %d is larger than "
-          .. "max_input_bytes (%d bytes); the input after it was not read", line, max))
-        return line
-      elseif code == "UNEXPECTED_END" and not ended then
-        local piece = read()
-        if piece then buf = buf .. piece else ended = true end
-      else
-        -- not JSON, or cut short by the end of the input
-        if code ~= "UNEXPECTED_END" and M.looks_like_yaml(text) then
+      -- the value at start, parsed in a window that grows while it goes
+      -- on (a document is never parsed with all that follows it)
+      pos = start
+      local window = WINDOW
+      while true do
+        local stop = math.min(#buf, pos + math.min(window, max) - 1)
+        local text = buf:sub(pos, stop)
+        local doc, message, code, offset = core:parse(text)
+        if doc then doc:free() end
+        local whole = code == "TRAILING_GARBAGE" or (doc and (stop == #buf or #text == max))
+        if whole then
+          -- a whole value (pieces end at the end of a line), the next one after it
+          local len = doc and #text or offset
+          fn(text:sub(1, len), line)
+          line = line + newlines(buf, pos, pos + len - 1)
+          pos = pos + len
+          break
+        elseif (doc or code == "UNEXPECTED_END") and stop < #buf and #text < max then
+          window = window * 2
+        elseif (doc or code == "UNEXPECTED_END") and #text >= max then
+          fn(nil, line, "INPUT_TOO_LARGE", string.format("the JSON document that starts on line %d is larger than "
+            .. "max_input_bytes (%d bytes); the input after it was not read", line, max))
+          return line
+        elseif code == "UNEXPECTED_END" and not ended then
+          -- the document goes on past what is read: read as much again
+          local piece = read(#buf - pos + 1)
+          if piece then
+            buf, pos = buf:sub(pos) .. piece, 1
+          else
+            ended = true
+          end
+        elseif code ~= "UNEXPECTED_END" and M.looks_like_yaml(text) then
           fn(nil, line, code, "not JSON (YAML?): " .. message, offset)
+          return line
         else
+          -- not JSON, or cut short by the end of the input
           fn(text, line)
+          return code ~= "UNEXPECTED_END" and line or nil
         end
-        return code ~= "UNEXPECTED_END" and line or nil
       end
     end
   end

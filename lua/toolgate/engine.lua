@@ -756,9 +756,9 @@ end
 -- document after which nothing was read] | nil, message
 local function check_texts(self, snap, reader, output, ctx, as_documents)
   local counts, failed = { accept = 0, reject = 0, defer = 0 }, nil
-  local function read()
+  local function read(want)
     if failed then return nil end
-    local text, err = reader:lines(lines.CHUNK)
+    local text, err = reader:lines(math.max(lines.CHUNK, want or 0))
     if not text then failed = err end
     if not text or text == "" then return nil end
     reader:take(#text)
@@ -814,8 +814,6 @@ end
 -- @tparam[opt] number threads as for check_stream
 function Engine:check_file(input, output, ctx, threads)
   local snap = self.current
-  local cctx, lua_ctx, workers = stream_setup(snap, ctx, threads)
-  if not cctx then return nil, lua_ctx end
   local opened, oerr = snap.core:reader(input)
   if not opened then return nil, oerr end
   local head, herr = opened:lines(1, lines.CHUNK)
@@ -824,7 +822,13 @@ function Engine:check_file(input, output, ctx, threads)
     return nil, herr
   end
   local as_documents = documents.starts_document(snap.core, head)
-  if as_documents or self.opts.explain then return check_texts(self, snap, opened, output, ctx, as_documents) end
+  local in_lua = as_documents or self.opts.explain -- a text at a time: no threads to wake
+  local cctx, lua_ctx, workers = stream_setup(snap, ctx, not in_lua and threads or nil)
+  if not cctx then
+    opened:close()
+    return nil, lua_ctx
+  end
+  if in_lua then return check_texts(self, snap, opened, output, ctx, as_documents) end
   local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
   local counts, err = drive_reader(snap, opened, output, workers, "call", function(reader, want, line)
     return dec:check_reader(snap.compiled, cctx, reader, want, format, flags, line, output, workers)

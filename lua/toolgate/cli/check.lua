@@ -23,10 +23,12 @@ An input whose first line that is not blank is the start of a JSON value
 that goes on past it (a response saved with indentation, as the SDKs and
 jq print it, or several such documents one after another, as jq without
 -c prints them) is read as JSON documents instead: each is decided as a
-line is, "line" being the line it starts on, and no part of a document is
-ever decided on its own.  A document that is not JSON, or larger than the
-policy's max_input_bytes (1 MiB by default), gets one reject and ends the
-reading (where the next one would start cannot be told; stderr says so).
+line is, "line" being the line it starts on (and "offset" counted from
+its start), and no part of a document is ever decided on its own.  The
+first line decides: JSON Lines stay JSON Lines, byte for byte.  A
+document that is not JSON, or larger than the policy's max_input_bytes
+(1 MiB by default), gets one reject and ends the reading (where the next
+one would start cannot be told; stderr says so).
 
   --policy FILE|NAME        a policy file, or a shipped policy by name:
                               default  (the default) rung, gate, verifier; the
