@@ -101,3 +101,31 @@ describe("toolgate check, given a response saved as an SDK or jq prints it", fun
     assert.matches('"verdict":"accept"', lines[3], 1, true)
   end)
 end)
+
+describe("a core reader, read from the host (both bindings)", function()
+  local core = require "toolgate.core"
+
+  it("gives the complete lines it holds, at most max bytes, and keeps them until taken", function()
+    local file = h.tmpname(".txt")
+    h.write_file(file, "one\ntwo\nthree")
+    local e = assert(core.new_engine())
+    local r = assert(e:reader(file))
+    assert.equal("one\ntwo\n", r:lines(1))
+    assert.equal("one\nt", r:lines(1, 5))
+    r:take(4)
+    assert.equal("two\n", r:lines(1))
+    r:take(100) -- no further than the lines held
+    assert.equal("three\n", r:lines(1)) -- the last line, given its newline at the end
+    r:take(6)
+    assert.equal("", r:lines(1))
+    assert.has_error(function() r:lines(-1) end)
+    assert.has_error(function() r:take(-1) end)
+    r:close()
+    assert.has_error(function() r:lines(1) end)
+    os.remove(file)
+    local missing, message, code = e:reader("/nonexistent/calls.jsonl")
+    assert.is_nil(missing)
+    assert.equal("IO_ERROR", code)
+    assert.matches("cannot read /nonexistent/calls.jsonl", message, 1, true)
+  end)
+end)
