@@ -143,3 +143,74 @@ describe("docs/policies.md", function()
     assert.equal(cases, assert(section:match("\n```json\n(.-\n)```")))
   end)
 end)
+
+-- GitHub's anchor of a heading: lower case, punctuation but "-" and "_"
+-- dropped, spaces to "-"; the second of one name gets "-1", and so on.
+local function anchors(text)
+  local set, seen = {}, {}
+  local fenced = false
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("^```") then fenced = not fenced end
+    local title = not fenced and line:match("^#+%s+(.-)%s*$")
+    if title then
+      local a = title:lower():gsub("[^%w%s_%-]", ""):gsub("%s", "-")
+      local n = seen[a]
+      seen[a] = (n or -1) + 1
+      set[n and (a .. "-" .. (n + 1)) or a] = true
+    end
+  end
+  return set
+end
+
+-- The relative links of a page: { { target =, line = }, ... }, code left out.
+local function links(text)
+  local out, fenced, n = {}, false, 0
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    if line:match("^```") then fenced = not fenced end
+    if not fenced then
+      for target in line:gsub("`[^`]*`", ""):gmatch("%]%(([^)%s]+)%)") do
+        if not target:match("^%a[%w+.-]*:") then out[#out + 1] = { target = target, line = n } end
+      end
+    end
+  end
+  return out
+end
+
+describe("the documentation's links", function()
+  local pages = { "README.md", "nginx/README.md", "bench/NOTES.md" }
+  local p = assert(io.popen("cd " .. h.shell_quote(h.root) .. " && ls docs/*.md"))
+  for name in p:lines() do pages[#pages + 1] = name end
+  p:close()
+
+  it("README.md is a door: at most 320 lines", function()
+    local text = assert(h.read_file(h.root .. "/README.md"))
+    local _, lines = text:gsub("\n", "")
+    assert.is_true(lines <= 320, "README.md has " .. lines .. " lines")
+  end)
+
+  it("finds GitHub's anchors", function()
+    local set = anchors('# A b\n## What "canonical" means here\n```\n# not a heading\n```\n## A b\n### `x`, y_z!\n')
+    assert.same({ ["a-b"] = true, ["what-canonical-means-here"] = true, ["a-b-1"] = true, ["x-y_z"] = true }, set)
+  end)
+
+  for _, page in ipairs(pages) do
+    it(page .. ": every relative link names a file that exists, and an anchor it has", function()
+      local text = assert(h.read_file(h.root .. "/" .. page))
+      local dir = page:match("^(.*)/[^/]*$")
+      local bad = {}
+      for _, l in ipairs(links(text)) do
+        local file, anchor = l.target:match("^([^#]*)#?(.*)$")
+        local path = file == "" and page or ((dir and dir .. "/" or "") .. file)
+        local body = h.read_file(h.root .. "/" .. path)
+        local exists = body or os.rename(h.root .. "/" .. path, h.root .. "/" .. path)
+        if not exists then
+          bad[#bad + 1] = page .. ":" .. l.line .. ": " .. l.target .. " (no such file)"
+        elseif anchor ~= "" and path:match("%.md$") and not anchors(body)[anchor] then
+          bad[#bad + 1] = page .. ":" .. l.line .. ": " .. l.target .. " (no such heading)"
+        end
+      end
+      assert.same({}, bad)
+    end)
+  end
+end)
