@@ -774,3 +774,29 @@ describe("toolgate.mcp: a changed tool in tools/list", function()
     end
   end)
 end)
+
+describe("toolgate.mcp, a result the verifier defers", function()
+  local function deferring_gateway()
+    local store = state.memory()
+    local p = dofile(root .. "/policies/gateway.lua")
+    p.verifier = { on_mismatch = "defer" }
+    local e = assert(toolgate.new{ policy = p, registry = { REGISTRY }, state = store })
+    local gw = assert(mcp.new{ engine = e })
+    return gw, gw:route("counter", { scopes = { "counter:read", "counter:write" } })
+  end
+
+  it("never reaches the client: a broken contract deferred is refused; the tool's own isError passes", function()
+    local gw, route = deferring_gateway()
+    local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    local broken = '{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"sum":"three"}}}'
+    local out = gw:response(route, plan, broken)
+    assert.not_equals(broken, out)
+    local r = json(out)
+    local d = r.error and r.error.data.decision or r.result._meta["toolgate/decision"]
+    assert.same({ "defer", "CONTRACT_OUTPUT" }, { d.verdict, d.code })
+    assert.is_nil(out:find('"three"', 1, true))
+    plan = gw:request(route, call(2, "add", '{"a":1,"b":2}'))
+    local failed = '{"jsonrpc":"2.0","id":2,"result":{"content":[],"isError":true}}'
+    assert.equals(failed, gw:response(route, plan, failed))
+  end)
+end)

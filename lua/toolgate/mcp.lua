@@ -716,7 +716,10 @@ local function call_answer(self, settings, route, root, id, pending)
   local d = pending.resolved and self.engine:verify_resolved(pending.resolved, rtext, ctx or route.context)
     or self.engine:verify(pending.text, rtext, ctx or route.context)
   self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d })
-  if d.verdict ~= "reject" then return nil end
+  -- a result passes accepted, or as the tool's own error (TOOL_ERROR: the
+  -- model's to read); any other defer (a broken contract the policy defers)
+  -- is held back like a reject: a result cannot wait for a person
+  if d.verdict == "accept" or (d.verdict == "defer" and d.code == "TOOL_ERROR") then return nil end
   return refusal(settings, id, d)
 end
 
