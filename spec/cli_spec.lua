@@ -612,7 +612,7 @@ describe("toolgate classify", function()
   end)
 
   it("decides on as many threads as there are processors by default, at most 4", function()
-    -- two on a 2-vCPU machine were measured faster than one (README, Performance)
+    -- two on a 2-vCPU machine were measured faster than one (docs/performance.md)
     local cli = require "toolgate.cli"
     assert.same({ 1, 2, 3, 4, 4 }, { cli.default_threads(1), cli.default_threads(2), cli.default_threads(3),
       cli.default_threads(4), cli.default_threads(64) })
@@ -838,7 +838,7 @@ describe("toolgate check, given what a user has that is not a call or a registry
     assert.equal(1, #lines)
     assert.matches('"code":"INVALID_NUMBER","line":1,"message":"not JSON (YAML?): minus sign must be followed by a '
       .. 'digit","offset":0,', lines[1], 1, true)
-    assert.matches("line 1: the JSON document there was refused", err, 1, true)
+    assert.matches("<stdin>:1: the document there was refused", err, 1, true)
   end)
 
   it("names an array of chat.completion responses (jq -s), compact or pretty", function()

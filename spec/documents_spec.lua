@@ -48,7 +48,7 @@ describe("toolgate check, given a response saved as an SDK or jq prints it", fun
     local lines = h.lines_of(out)
     assert.equal(3, #lines)
     assert.matches('"code":"SYNTAX","line":55,', lines[3], 1, true)
-    assert.matches("line 55: the JSON document there was refused, and the input after it was not read", err, 1, true)
+    assert.matches("<stdin>:55: the document there was refused, and the input after it was not read", err, 1, true)
   end)
 
   it("refuses a document larger than max_input_bytes, naming the limit, and reads nothing after it", function()

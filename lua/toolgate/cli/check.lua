@@ -142,15 +142,15 @@ function M.run(args)
     return engine:check_file(input, output, ctx, threads)
   end) }
   if not counts[1] then return cli.EXIT_USAGE end
+  local name = (pos[1] == nil or pos[1] == "-") and "<stdin>" or pos[1]
   if counts[4] then
-    cli.diag("check", "line " .. counts[4] .. ": the JSON document there was refused, and the input after it was "
+    cli.diag("check", name .. ":" .. counts[4] .. ": the document there was refused, and the input after it was "
       .. "not read (where the next document would start cannot be told)")
   end
   local n = { accept = counts[1], reject = counts[2], defer = counts[3] }
   if n.accept + n.reject + n.defer == 0 then
     -- said, so that a run fed nothing by mistake does not pass unseen
-    cli.diag("check", ((pos[1] == nil or pos[1] == "-") and "<stdin>" or pos[1])
-      .. ": no call in it (an empty input, or text-only messages)")
+    cli.diag("check", name .. ": no call in it (an empty input, or text-only messages)")
   end
   return fail_on and n[fail_on] > 0 and cli.EXIT_FAILED or cli.EXIT_OK
 end
