@@ -311,6 +311,28 @@ case("a store it cannot reach grants nothing and lifts no quarantine", function(
   eq(nil, (s:approvals()), "approvals")
 end)
 
+case("exchanges (rounds, tasks): kept per kind and server for their ttl, replaced by key, new ones refused past the limit",
+  function(t)
+    local s, clock = t.store, t.clock
+    eq(nil, s:exchange("round", "s", "k1"), "before any")
+    eq(true, s:exchange_put("round", "s", "k1", { tool = "deploy", asked = { confirm = { method = "m" } } }, 2, 2), "put k1")
+    eq({ tool = "deploy", asked = { confirm = { method = "m" } } }, s:exchange("round", "s", "k1"), "k1")
+    eq(nil, s:exchange("task", "s", "k1"), "another kind")
+    eq(nil, s:exchange("round", "s2", "k1"), "another server")
+    eq(true, s:exchange_put("round", "s", "k1", { tool = "deploy", n = 2 }, 2, 2), "k1 replaced")
+    eq({ tool = "deploy", n = 2 }, s:exchange("round", "s", "k1"), "k1 after its replacement")
+    eq(true, s:exchange_put("round", "s", "k2", { n = 3 }, 2, 2), "put k2")
+    eq_results({ nil, "full" }, results(s:exchange_put("round", "s", "k3", { n = 4 }, 2, 2)), "k3 past the limit")
+    eq({ n = 3 }, s:exchange("round", "s", "k2"), "k2 kept when k3 was refused")
+    eq(true, s:exchange_put("round", "s", "k2", { n = 5 }, 2, 2), "a live one replaced at the limit")
+    eq(true, s:exchange_put("task", "s", "k3", { n = 6 }, 2, 2), "another kind has its own count")
+    eq(true, s:exchange_put("round", "s2", "k3", { n = 7 }, 2, 2), "another server has its own count")
+    clock.advance(2.2)
+    eq(nil, s:exchange("round", "s", "k1"), "k1 after its ttl")
+    eq(true, s:exchange_put("round", "s", "k3", { n = 8 }, 2, 2), "room again once the others expired")
+    eq({ n = 8 }, s:exchange("round", "s", "k3"), "k3")
+  end)
+
 --- run_case(store, case) -> "pass" | "fail" | "n/a", message: one case on a
 -- new store made by store.open.
 function M.run_case(st, c)

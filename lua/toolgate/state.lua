@@ -48,6 +48,13 @@
 --   store:quarantine_server(registry_hash, server, reason)
 --   store:server_quarantine(registry_hash, server) -> { reason =, since = } | nil
 --   store:quarantined_servers() -> { {registry_hash =, server =, reason =, since =}, ... }
+--   store:exchange_put(kind, server, key, record, ttl, limit) -> true |
+--       nil, "full": keeps what toolgate.mcp.rounds remembers of a multi
+--       round-trip request (kind "round") or a task ("task") for ttl
+--       seconds (a JSON-able table); a new key is refused when the server
+--       already keeps limit live ones of the kind, an existing one is
+--       replaced (and its ttl starts again)
+--   store:exchange(kind, server, key) -> record | nil (none, or expired)
 -- A store kept elsewhere (toolgate.state.redis) may be unreachable: then
 -- approval_take is false, "unavailable" (no use taken: the call stays
 -- deferred), approval_open false, approval_decide and approval nil, message,
@@ -215,6 +222,38 @@ function Memory:quarantined_servers()
   end
   table.sort(out, function(a, b) return a.server < b.server end)
   return out
+end
+
+-- Exchanges (toolgate.mcp.rounds): counted per kind and server, the
+-- expired ones dropped when the count reaches the limit.
+function Memory:exchange_put(kind, server, key, record, ttl, limit)
+  local all = self.exchanges or {}
+  self.exchanges = all
+  local sk = kind .. "\0" .. server
+  local t = all[sk] or { n = 0, records = {} }
+  all[sk] = t
+  local now = self.clock()
+  local old = t.records[key]
+  if not old or old.expires <= now then
+    if t.n >= limit then
+      local n = 0
+      for k, r in pairs(t.records) do
+        if r.expires <= now then t.records[k] = nil else n = n + 1 end
+      end
+      t.n = n
+      if n >= limit then return nil, "full" end
+    end
+    if not t.records[key] then t.n = t.n + 1 end
+  end
+  t.records[key] = { record = record, expires = now + ttl }
+  return true
+end
+
+function Memory:exchange(kind, server, key)
+  local t = self.exchanges and self.exchanges[kind .. "\0" .. server]
+  local r = t and t.records[key]
+  if not r or r.expires <= self.clock() then return nil end
+  return r.record
 end
 
 --- core_store(store) -> the core's store behind an in-process store, nil

@@ -798,6 +798,14 @@ end
 function Store:server_quarantine(registry_hash, server) return self.here:server_quarantine(registry_hash, server) end
 function Store:quarantined_servers() return self.here:quarantined_servers() end
 
+-- What toolgate.mcp.rounds remembers of an exchange stays on this node (its
+-- dict, shared by its workers): a client's later rounds and task requests
+-- reach the node that saw the first (a fleet routes a client to one node).
+function Store:exchange_put(kind, server, key, record, ttl, limit)
+  return self.here:exchange_put(kind, server, key, record, ttl, limit)
+end
+function Store:exchange(kind, server, key) return self.here:exchange(kind, server, key) end
+
 -- Approvals: on Redis only ---------------------------------------------------
 
 -- an approval's request, decision and uses left, and the fleet's generation

@@ -16,6 +16,8 @@
 -- tools, "p+<hash>\0<server>" the count of its "more" record,
 -- "p!<hash>\0<server>\0<tool>" the mark of a changed pin: reserve_pins),
 -- "s:<hash>\0<server>" a quarantined server.
+-- "x:<kind>\0<server>\0<key>" an exchange (toolgate.mcp.rounds), "x#<kind>\0<server>"
+-- how many a server's kind keeps (at most: expired ones are counted until the limit recounts them).
 -- @module toolgate.state.shared_dict
 
 local decision = require "toolgate.decision"
@@ -273,6 +275,31 @@ function Store:quarantined_servers()
     end
   end
   return out
+end
+
+-- Exchanges (toolgate.mcp.rounds) -------------------------------------------
+
+-- The count is a counter each new exchange adds to; the dict's TTLs drop
+-- expired ones without it, so at the limit the live ones are counted
+-- again (a scan, only then) before a new one is refused.
+function Store:exchange_put(kind, server, k, record, ttl, limit)
+  local d, sk = self.dict, kind .. "\0" .. server
+  local rk = "x:" .. sk .. "\0" .. k
+  if not d:get(rk) then
+    local n = d:get("x#" .. sk) or 0
+    if n >= limit then
+      n = #scan(d, "x:" .. sk .. "\0")
+      stored("an exchange count", d:safe_set("x#" .. sk, n))
+      if n >= limit then return nil, "full" end
+    end
+    count(d, "x#" .. sk, 1)
+  end
+  stored("an exchange", d:safe_set(rk, encode(record), ttl))
+  return true
+end
+
+function Store:exchange(kind, server, k)
+  return decode(self.dict:get("x:" .. kind .. "\0" .. server .. "\0" .. k))
 end
 
 return M

@@ -43,6 +43,8 @@ local SCHEMA = {
     since REAL NOT NULL, PRIMARY KEY (registry_hash, server))]],
   [[CREATE TABLE IF NOT EXISTS decisions (seq INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL,
     line TEXT NOT NULL)]],
+  [[CREATE TABLE IF NOT EXISTS exchanges (kind TEXT NOT NULL, server TEXT NOT NULL, key TEXT NOT NULL,
+    record TEXT NOT NULL, expires REAL NOT NULL, PRIMARY KEY (kind, server, key))]],
 }
 
 local Store = {}
@@ -361,6 +363,33 @@ function Store:quarantined_servers()
 end
 
 -- The decision log ---------------------------------------------------------------
+
+-- Exchanges (toolgate.mcp.rounds) --------------------------------------------
+
+-- The expired ones of a server's kind go when a new one is counted.
+function Store:exchange_put(kind, server, key, record, ttl, limit)
+  return tx(self, function()
+    local now = self.clock()
+    local where = "kind = " .. str(self, kind) .. " AND server = " .. str(self, server)
+    local k = str(self, key)
+    local old = rows(self, "SELECT expires FROM exchanges WHERE " .. where .. " AND key = " .. k)[1]
+    if not old or tonumber(old.expires) <= now then
+      exec(self, "DELETE FROM exchanges WHERE " .. where .. " AND expires <= " .. num(now))
+      local n = tonumber(rows(self, "SELECT count(*) AS n FROM exchanges WHERE " .. where)[1].n)
+      if n >= limit then return nil, "full" end
+    end
+    exec(self, "INSERT OR REPLACE INTO exchanges VALUES (" .. str(self, kind) .. ", " .. str(self, server) .. ", " .. k
+      .. ", " .. str(self, encode(record)) .. ", " .. num(now + ttl) .. ")")
+    return true
+  end)
+end
+
+function Store:exchange(kind, server, key)
+  local row = rows(self, "SELECT record, expires FROM exchanges WHERE kind = " .. str(self, kind) .. " AND server = "
+    .. str(self, server) .. " AND key = " .. str(self, key))[1]
+  if not row or tonumber(row.expires) <= self.clock() then return nil end
+  return decode(row.record)
+end
 
 -- log(line) appends a line; log(lines) a list of them, in one transaction.
 function Store:log(line)
