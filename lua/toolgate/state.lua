@@ -226,32 +226,32 @@ end
 
 -- Exchanges (toolgate.mcp.rounds): counted per kind and server, the
 -- expired ones dropped when the count reaches the limit.
-function Memory:exchange_put(kind, server, key, record, ttl, limit)
+function Memory:exchange_put(kind, server, k, record, ttl, limit)
   local all = self.exchanges or {}
   self.exchanges = all
   local sk = kind .. "\0" .. server
   local t = all[sk] or { n = 0, records = {} }
   all[sk] = t
   local now = self.clock()
-  local old = t.records[key]
+  local old = t.records[k]
   if not old or old.expires <= now then
     if t.n >= limit then
       local n = 0
-      for k, r in pairs(t.records) do
-        if r.expires <= now then t.records[k] = nil else n = n + 1 end
+      for rk, r in pairs(t.records) do
+        if r.expires <= now then t.records[rk] = nil else n = n + 1 end
       end
       t.n = n
       if n >= limit then return nil, "full" end
     end
-    if not t.records[key] then t.n = t.n + 1 end
+    if not t.records[k] then t.n = t.n + 1 end
   end
-  t.records[key] = { record = record, expires = now + ttl }
+  t.records[k] = { record = record, expires = now + ttl }
   return true
 end
 
-function Memory:exchange(kind, server, key)
+function Memory:exchange(kind, server, k)
   local t = self.exchanges and self.exchanges[kind .. "\0" .. server]
-  local r = t and t.records[key]
+  local r = t and t.records[k]
   if not r or r.expires <= self.clock() then return nil end
   return r.record
 end
