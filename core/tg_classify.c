@@ -1336,7 +1336,7 @@ static int classify_text(tg_decider_t *d, tg_plan *pl, const char *json, size_t 
                         err);
     pl->epoch_fixed = member(pl->root, "epoch_fixed");
     pl->n = tg_len(pl->samples);
-    /* a limit (README, "Limits"): the policy's consistency.max_samples */
+    /* a limit (docs/limits.md): the policy's consistency.max_samples */
     if (pl->n > cs->max_samples) {
         rc =
             refuse_begin(pl, TG_REJECT, "consistency", "TOO_MANY_SAMPLES", TG_PF_PLAN_ID | TG_PF_N);

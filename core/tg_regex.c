@@ -16,7 +16,7 @@
  * written as two escapes (\uD83D\uDE00) becomes the one code point it
  * spells (\u{1F600}).  Patterns are unanchored searches.
  *
- * Where PCRE2, used this way, still differs from ECMA-262 (README material):
+ * Where PCRE2, used this way, still differs from ECMA-262 (docs/rung.md, "Patterns"):
  *   - Patterns are read as with ECMA-262's /u flag: code points, \p{...}
  *     classes and \u{...} escapes always work, a surrogate pair of escapes
  *     is its code point, and a lone surrogate escape (\uD83D) is an error

@@ -386,7 +386,7 @@ typedef struct tg_schema_options_t {
     /* 1: `format` is asserted: date-time, date, time, duration, email,
      * hostname, ipv4, ipv6, uri, uri-reference, uri-template, uuid, regex,
      * json-pointer, relative-json-pointer, and OpenAPI's byte, binary,
-     * password, int32, int64, float and double (README, "Formats").  Any
+     * password, int32, int64, float and double (docs/rung.md, "Formats").  Any
      * other format name fails the compile (TG_E_UNSUPPORTED_FORMAT) unless
      * annotation_formats lists it.  0 (default): every format is an
      * annotation. */
@@ -1467,8 +1467,8 @@ TG_API int tg_store_at(const tg_store_t *s, size_t i, const char **server, size_
 /* Classifying sampled plans                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* Self-consistency of one plan sampled several times (README,
- * "Self-consistency of sampled plans"), and its decision, on decider d
+/* Self-consistency of one plan sampled several times
+ * (docs/self-consistency.md), and its decision, on decider d
  * under policy p and context ctx (NULL: an empty one).  json is the plan
  * in either form:
  *   {"plan_id", "tool": {"server", "name"[, "deterministic", "verified"]},

@@ -48,7 +48,7 @@ M.new = engine.new
 local Codec = {}
 Codec.__index = Codec
 
---- A codec: a core engine with its own limits (see README, "Limits").
+--- A codec: a core engine with its own limits (see docs/limits.md).
 -- codec([limits]) -> codec | nil, message, code
 -- @tparam[opt] table limits max_input_bytes, max_depth, max_string_bytes,
 -- max_members, max_items, regex_match_limit, max_validation_steps,

@@ -97,7 +97,7 @@ return {
     on_invalid = "defer",     -- too few samples, an epoch that moved: "defer" or "reject"
   },
 
-  -- The core's limits (README, "Limits"; these are the defaults).
+  -- The core's limits (docs/limits.md; these are the defaults).
   limits = { max_depth = 64, max_input_bytes = 1048576 },
 
   -- ID resolvers for arguments a schema marks x-toolgate-canonical "id":

@@ -178,7 +178,7 @@ describe("differential against ajv on calls to the real MCP registries", functio
 
   -- The principled differences: JSON.parse reads these arguments texts, and
   -- ajv then accepts them; toolgate refuses the text itself, before any
-  -- schema (RFC 8259 read strictly, I-JSON; README, "What canonical means here").  The "__proto__" key
+  -- schema (RFC 8259 read strictly, I-JSON; docs/canonical-json.md).  The "__proto__" key
   -- is a control: JSON.parse makes it an own property, so ajv sees it as
   -- an extra key like toolgate does.
   it("differs from JSON.parse + ajv only on input toolgate reads strictly", function()

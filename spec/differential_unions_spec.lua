@@ -1,7 +1,7 @@
 -- Differential test of toolgate's closed world on unions against ajv 8's
 -- unevaluatedProperties (npm, draft 2020-12).
 --
--- Closed world's rule (README, "The Resolution Rung"): a key is declared
+-- Closed world's rule (docs/rung.md, "Closed world"): a key is declared
 -- where a subschema that validated at that instance location evaluates it,
 -- which is what "unevaluatedProperties": false on every closed group head
 -- says in standard JSON Schema.  bench/gen_unions.py writes union schemas

@@ -1,4 +1,4 @@
--- Limits (README, "Limits"): every limit, at N and at N + 1, through the
+-- Limits (docs/limits.md): every limit, at N and at N + 1, through the
 -- engine.  Each exceeded limit has its own code, and the decision it gives
 -- is a reject (or a defer where the policy says so), never an accept; a
 -- limit on what a registry may hold fails the load instead, so nothing is

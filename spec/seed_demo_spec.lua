@@ -1,4 +1,4 @@
--- The seed demo (examples/seed-demo) on a smaller batch: what the README
+-- The seed demo (examples/seed-demo) on a smaller batch: what docs/self-consistency.md's
 -- table claims, checked against the generator's ground truth rather than
 -- against compare.lua's summary.
 local h = require "helpers"

@@ -51,7 +51,7 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 
-# The threshold sweep of the same batch: the plot README.md shows is the one
+# The threshold sweep of the same batch: the plot docs/self-consistency.md shows is the one
 # of the default batch (no generate.py options), written into docs/.
 if [ "$#" -eq 0 ]; then SWEEP_SVG=${SWEEP_SVG:-$root/docs/seed-demo-sweep.svg}; fi
 SWEEP_SVG=${SWEEP_SVG:-$OUT/sweep.svg}

@@ -311,7 +311,7 @@ M.DEFAULT_MAX_THREADS = 4
 -- (beyond that the reading and writing of lines, on one thread, is what
 -- limits a run).  Since the core reads the input itself, in pieces of
 -- 1 MiB a thread (engine:check_file), two threads on a 2-vCPU machine take
--- 0.6-0.9x the wall time of one (README, Performance); with 64 KiB pieces
+-- 0.6-0.9x the wall time of one (docs/performance.md); with 64 KiB pieces
 -- handed over from Lua they took 1.2-1.8x, a worker woken for each.
 function M.default_threads(cpus)
   return math.max(1, math.min(cpus, M.DEFAULT_MAX_THREADS))

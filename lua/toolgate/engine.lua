@@ -968,9 +968,10 @@ function Engine:classify_file(input, output, ctx, threads)
 end
 
 --- The features pass of a threshold sweep: a stream of labeled plans
--- (JSON Lines, classify's plans with "label" and "tool_labels"; README,
--- "Threshold sweeps") read and kept by the core as classify reads them,
--- to be decided again under any settings (toolgate.experiment).
+-- (JSON Lines, classify's plans with "label" and "tool_labels";
+-- docs/self-consistency.md, "Threshold sweeps") read and kept by the core
+-- as classify reads them, to be decided again under any settings
+-- (toolgate.experiment).
 -- sweep_stream(read[, ctx]) -> sweep | nil, message, code
 -- @tparam function read returns the next piece of input, nil at the end
 -- @param[opt] ctx as for classify

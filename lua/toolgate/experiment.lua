@@ -16,7 +16,7 @@
 --
 -- A labeled plan is a classify plan with "label": "correct" | "fabricated"
 -- and, optionally, "tool_labels": [{"server", "name", "deterministic"}]
--- (README, "Threshold sweeps").
+-- (docs/self-consistency.md, "Threshold sweeps").
 -- @module toolgate.experiment
 
 local lines = require "toolgate.lines"

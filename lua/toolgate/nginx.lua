@@ -35,7 +35,7 @@
 --   decision_log      a file (one JSON line per decision), "error_log", or nil: none
 --   admin_token_file  the file holding the admin API's bearer token; without
 --                     one the admin API refuses every request
---   limits            the core's limits (README, "Limits")
+--   limits            the core's limits (docs/limits.md)
 -- @module toolgate.nginx
 
 local bit = require "bit"

@@ -6,7 +6,7 @@
 local M = {}
 
 -- Sizes in px, drawn 1:1: the report shows the plot at its own size, so a
--- tick label is 14 px on the page (the README's column, about 880 px on
+-- tick label is 14 px on the page (a docs page's column, about 880 px on
 -- GitHub, scales 960 by 0.92: still 12.8 px).
 local WIDTH = 960
 local PANEL_W, PANEL_H = 360, 300

@@ -4,7 +4,7 @@
 -- every field):
 --   name, version      identify it in every decision (policy_version)
 --   registry           sources and load settings (toolgate.registry)
---   limits             core limits (README, "Limits")
+--   limits             core limits (docs/limits.md)
 --   stages             the pipeline, in order: "rung", "gate", "verifier",
 --                      "consistency", or custom stage tables
 --   rung, gate, verifier, consistency   each built-in stage's settings
@@ -309,7 +309,7 @@ end
 -- own (tg_engine_new names a limit outside its range).
 local function a_limit(v)
   if type(v) ~= "number" then return nil, "must be a number, not " .. describe(v) end
-  if v ~= math.floor(v) or v < 0 or v > 2 ^ 53 then return nil, "must be a whole number (README, \"Limits\")" end
+  if v ~= math.floor(v) or v < 0 or v > 2 ^ 53 then return nil, "must be a whole number (docs/limits.md)" end
   return true
 end
 

@@ -35,7 +35,7 @@ local value = require "toolgate.value"
 local M = {}
 
 M.DEFAULTS = {
-  closed = true,            -- closed-world objects (README, "Closed world")
+  closed = true,            -- closed-world objects (docs/rung.md, "Closed world")
   assert_formats = false,   -- format is an annotation unless asked
   ignore_keywords = {},     -- extra schema keywords to treat as annotations
   annotation_formats = {},  -- with assert_formats: formats to leave unchecked instead of failing the load

@@ -19,7 +19,7 @@ hash of the canonical form as 32 lowercase hex digits.
 Input is read strictly (RFC 8259): duplicate keys, invalid UTF-8, lone
 surrogate escapes, NaN/Infinity, leading zeros, control characters in strings
 and trailing data are errors, as are documents beyond the limits
-(1 MiB, depth 64, ...; see README).  Numbers are IEEE 754 doubles: integers
+(1 MiB, depth 64, ...; see docs/limits.md).  Numbers are IEEE 754 doubles: integers
 beyond 2^53 are rounded, as RFC 8785 requires.
 
 exit status: 0 all documents done, 1 some document was malformed,
