@@ -414,3 +414,27 @@ describe("toolgate sweep, given lines that are not labeled plans", function()
       .. "\"fabricated\")\n", err)
   end)
 end)
+
+describe("toolgate sweep --baseline naive, given a line that is not a plan", function()
+  it("does not score it in the baseline either", function()
+    local dir = h.tmpname(".sweep-naive")
+    local code, _, err = h.run(string.format("python3 %s/examples/seed-demo/generate.py --plans 40 --out %s",
+      h.root, h.shell_quote(dir)))
+    assert.equal(0, code, err)
+    local policy = dir .. "/policy.lua"
+    h.write_file(policy, h.read_file(h.root .. "/examples/seed-demo/policy.lua"))
+    local plans = h.read_file(dir .. "/plans.jsonl")
+    local first = plans:match("^[^\n]*\n")
+    h.write_file(dir .. "/mixed.jsonl", first .. '{"plan_id":"x","label":"fabricated","samples":"oops"}\n'
+      .. plans:sub(#first + 1))
+    local function naive(file)
+      local c, out, e = h.toolgate("sweep --no-progress --policy " .. h.shell_quote(policy)
+        .. " --grid arg_reject=0.1:0.5:0.2 --baseline naive " .. h.shell_quote(dir .. "/" .. file))
+      assert.equal(0, c, e)
+      return out
+    end
+    local expected, got = naive("plans.jsonl"), naive("mixed.jsonl")
+    h.run("rm -rf " .. h.shell_quote(dir))
+    assert.equal(expected, got)
+  end)
+end)

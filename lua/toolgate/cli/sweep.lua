@@ -22,7 +22,8 @@ A line that is not a plan (not JSON, or what classify refuses as
 BAD_PLAN: no "samples" array, a sample of the wrong shape) is never
 scored, whatever its "label": stderr counts such lines and names the
 first five by number and code, and the plans are read again without them
-(standard input is kept in memory for it).  Plans without a "label" are
+(standard input is kept in memory for it); --baseline naive leaves out
+those it can read (one that is not JSON stops it, naming the line).  Plans without a "label" are
 not scored either, and stderr counts them; with no labeled plan at all
 the sweep exits 2.
 
@@ -269,12 +270,12 @@ local function without(read, drop)
 end
 
 -- The lines that are not plans among exp's, by their numbers, with their
--- codes, in order.
+-- codes and the plans' indices, in order.
 local function not_plans(exp, line_of)
   local found = {}
   for i = 1, exp.n do
     local p = exp.sweep:plan(i)
-    if p.fixed and NOT_PLAN[p.code] then found[#found + 1] = { line = line_of(i), code = p.code } end
+    if p.fixed and NOT_PLAN[p.code] then found[#found + 1] = { line = line_of(i), code = p.code, index = i } end
   end
   return found
 end
@@ -380,6 +381,8 @@ function M.run(args)
       cli.diag(cmd, "--baseline naive: " .. nerr)
       return cli.EXIT_USAGE
     end
+    -- one score a line that is not blank, as one plan: those not plans go
+    for k = #not_plan, 1, -1 do table.remove(scores, not_plan[k].index) end
     baseline = {}
     local thresholds, seen = { 0.80 }, { [0.80] = true }
     local first = axes[1].key
