@@ -75,6 +75,7 @@ build = {
     ["toolgate.policies.strict"] = "policies/strict.lua",
     ["toolgate.cli.gateway"] = "lua/toolgate/cli/gateway.lua",
     ["toolgate.mcp"] = "lua/toolgate/mcp.lua",
+    ["toolgate.mcp.headers"] = "lua/toolgate/mcp/headers.lua",
     ["toolgate.metrics"] = "lua/toolgate/metrics.lua",
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
@@ -87,6 +88,7 @@ build = {
     ["toolgate.cli.log"] = "lua/toolgate/cli/log.lua",
     ["toolgate.cli.env"] = "lua/toolgate/cli/env.lua",
     ["toolgate.mcp_client"] = "lua/toolgate/mcp_client.lua",
+    ["toolgate.mcp.http_client"] = "lua/toolgate/mcp/http_client.lua",
     ["toolgate.state.sqlite"] = "lua/toolgate/state/sqlite.lua",
     -- the stdio proxy's process handling (core/tg_proc.h) for Lua 5.4
     ["toolgate.proc_c"] = {

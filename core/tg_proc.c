@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -159,9 +162,93 @@ long tg_proc_write(int fd, const char *buf, size_t len)
     ssize_t n;
 
     do {
-        n = write(fd, buf, len);
+        n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK) {
+            n = write(fd, buf, len);
+        }
     } while (n < 0 && errno == EINTR);
     return n < 0 ? fail() : (long)n;
+}
+
+/* One address: the connected socket, or a negative errno. */
+static int connect_one(const struct addrinfo *a, double deadline)
+{
+    struct pollfd pfd;
+    socklen_t len = sizeof(int);
+    int fd, err = 0, rc, left;
+
+    fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return fail();
+    }
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        return fd;
+    }
+    if (errno != EINPROGRESS) {
+        rc = fail();
+        close(fd);
+        return rc;
+    }
+    pfd.fd = fd;
+    pfd.events = POLLOUT;
+    for (;;) {
+        left = (int)((deadline - tg_proc_now()) * 1000.0);
+        if (left <= 0) {
+            close(fd);
+            return -ETIMEDOUT;
+        }
+        rc = poll(&pfd, 1, left);
+        if (rc > 0) {
+            break;
+        }
+        if (rc < 0 && errno != EINTR) {
+            rc = fail();
+            close(fd);
+            return rc;
+        }
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        err = errno;
+    }
+    if (err != 0) {
+        close(fd);
+        return -err;
+    }
+    return fd;
+}
+
+int tg_proc_connect(const char *host, int port, int timeout_ms)
+{
+    static const char *const LOCALHOST[] = {"127.0.0.1", "::1"};
+    struct addrinfo hints, *res;
+    double deadline = tg_proc_now() + (double)timeout_ms / 1000.0;
+    char service[16];
+    int i, n = 1, rc = -EINVAL;
+    const char *const *names = &host;
+
+    if (!host || port < 1 || port > 65535 || timeout_ms < 0) {
+        return -EINVAL;
+    }
+    if (strcmp(host, "localhost") == 0) {
+        names = LOCALHOST;
+        n = 2;
+    }
+    snprintf(service, sizeof service, "%d", port);
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    for (i = 0; i < n; i++) {
+        if (getaddrinfo(names[i], service, &hints, &res) != 0) {
+            continue;
+        }
+        rc = connect_one(res, deadline);
+        freeaddrinfo(res);
+        if (rc >= 0 || rc == -ETIMEDOUT) {
+            return rc;
+        }
+    }
+    return rc;
 }
 
 int tg_proc_nonblock(int fd, int on)

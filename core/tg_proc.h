@@ -55,8 +55,18 @@ TG_API int tg_proc_poll(const int *fds, const short *events, short *revents, int
  * nothing to read now). */
 TG_API long tg_proc_read(int fd, char *buf, size_t cap);
 
-/* write(2): bytes written, or a negative errno (-EAGAIN: the pipe is full). */
+/* write(2): bytes written, or a negative errno (-EAGAIN: the pipe is full).
+ * On a socket it is send(2) with MSG_NOSIGNAL: a peer that closed is -EPIPE,
+ * never a SIGPIPE, whether or not the caller blocked that signal. */
 TG_API long tg_proc_write(int fd, const char *buf, size_t len);
+
+/* A TCP connection to host:port (toolgate registry record --url), within
+ * timeout_ms: a non-blocking, close-on-exec socket, or a negative errno
+ * (-ETIMEDOUT, -ECONNREFUSED, ...).  host is an IPv4 or IPv6 literal (no
+ * brackets) or "localhost" (127.0.0.1, then ::1); there is no name lookup,
+ * so nothing waits on a resolver past the timeout: any other name is
+ * -EINVAL.  Read and write it with tg_proc_read and tg_proc_write. */
+TG_API int tg_proc_connect(const char *host, int port, int timeout_ms);
 
 /* Sets or clears O_NONBLOCK; returns whether it was set before (0 or 1),
  * or a negative errno. */

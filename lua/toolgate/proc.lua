@@ -7,6 +7,7 @@
 --   poll(fds, events, timeout_ms) -> revents list
 --   read(fd) -> bytes (at most READ_CHUNK) | false (end of file) | nil, "again" | nil, message
 --   write(fd, s[, from]) -> bytes written (0: the pipe is full) | nil, message
+--   connect(host, port, timeout_ms) -> fd (a non-blocking TCP socket; read and write it as a pipe) | nil, message
 --   nonblock(fd, on) -> was_on;  wait(pid, nohang) -> "exited"|"signaled", n | false
 --   kill(pid, signo), close(fd), signum(name), now(); POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL
 --   stat(path) -> {perm, uid, dir} | nil, message, errno;  euid();  umask(mask) -> the mask before

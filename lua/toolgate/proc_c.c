@@ -165,6 +165,18 @@ static int l_write(lua_State *L)
     return 1;
 }
 
+/* connect(host, port, timeout_ms) -> fd (a non-blocking TCP socket) | nil, message */
+static int l_connect(lua_State *L)
+{
+    int rc = tg_proc_connect(luaL_checkstring(L, 1), (int)luaL_checkinteger(L, 2), (int)luaL_checkinteger(L, 3));
+
+    if (rc < 0) {
+        return fail(L, rc);
+    }
+    lua_pushinteger(L, rc);
+    return 1;
+}
+
 /* nonblock(fd, on) -> was_on | nil, message */
 static int l_nonblock(lua_State *L)
 {
@@ -290,7 +302,7 @@ static const luaL_Reg functions[] = {
     {"read", l_read},   {"write", l_write},     {"nonblock", l_nonblock},       {"wait", l_wait},
     {"kill", l_kill},   {"close", l_close},     {"signum", l_signum},           {"now", l_now},
     {"stat", l_stat},   {"euid", l_euid},       {"mkdir", l_mkdir},             {"chmod", l_chmod},
-    {"umask", l_umask}, {NULL, NULL}};
+    {"umask", l_umask}, {"connect", l_connect},   {NULL, NULL}};
 
 int luaopen_toolgate_proc_c(lua_State *L);
 

@@ -16,6 +16,7 @@ int tg_proc_next_signal(int fd);
 int tg_proc_poll(const int *fds, const short *events, short *revents, int n, int timeout_ms);
 long tg_proc_read(int fd, char *buf, size_t cap);
 long tg_proc_write(int fd, const char *buf, size_t len);
+int tg_proc_connect(const char *host, int port, int timeout_ms);
 int tg_proc_nonblock(int fd, int on);
 int tg_proc_wait(int pid, int nohang, int *code, int *signo);
 int tg_proc_kill(int pid, int signo);
@@ -103,6 +104,12 @@ function M.write(fd, s, from)
   if n == -EAGAIN then return 0 end
   if n < 0 then return fail(n) end
   return n
+end
+
+function M.connect(host, port, timeout_ms)
+  local rc = C.tg_proc_connect(host, port, timeout_ms)
+  if rc < 0 then return fail(rc) end
+  return rc
 end
 
 function M.nonblock(fd, on)

@@ -9,16 +9,24 @@
  *     ends the child: tg_proc_wait says which signal);
  *  4. a write to a child that closed its input is -EPIPE, not a SIGPIPE;
  *  5. poll's timeout and the event bits;
- *  6. the local state's directory: mkdir, stat, chmod and umask.
+ *  6. the local state's directory: mkdir, stat, chmod and umask;
+ *  7. a TCP connection (registry record --url): to an IPv4 literal,
+ *     localhost and an IPv6 literal; a closed port is -ECONNREFUSED, a name
+ *     is -EINVAL (no lookup); a write to a peer that closed is -EPIPE
+ *     with SIGPIPE not blocked.
  */
 #define _GNU_SOURCE
 #include "tap.h"
 #include "tg_proc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Reads fd until its end (bounded by ~5 s of polls), into buf. */
@@ -56,6 +64,56 @@ static int wait_exit(int pid, int *code, int *signo)
         }
     }
     return rc;
+}
+
+/* A listening socket on an ephemeral port of the loopback address of
+ * family af: its descriptor (-1 when the family is not there), *port. */
+static int listener(int af, int *port)
+{
+    struct sockaddr_in6 a6;
+    struct sockaddr_in a4;
+    struct sockaddr *a = af == AF_INET ? (struct sockaddr *)&a4 : (struct sockaddr *)&a6;
+    socklen_t len = af == AF_INET ? sizeof a4 : sizeof a6;
+    int fd = socket(af, SOCK_STREAM, 0);
+
+    memset(&a4, 0, sizeof a4);
+    memset(&a6, 0, sizeof a6);
+    a4.sin_family = AF_INET;
+    a4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a6.sin6_family = AF_INET6;
+    a6.sin6_addr = in6addr_loopback;
+    if (fd < 0 || bind(fd, a, len) != 0 || listen(fd, 4) != 0 || getsockname(fd, a, &len) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    *port = ntohs(af == AF_INET ? a4.sin_port : a6.sin6_port);
+    return fd;
+}
+
+/* Connects to host at the listener's port and passes bytes both ways. */
+static void talk(const char *host, int lfd, int port)
+{
+    char buf[16], name[96];
+    int fd = tg_proc_connect(host, port, 2000), peer;
+    size_t n;
+
+    snprintf(name, sizeof name, "connect to %s", host);
+    tap_ok(fd >= 0, name);
+    if (fd < 0) {
+        return;
+    }
+    peer = accept(lfd, NULL, NULL);
+    tap_ok(tg_proc_nonblock(fd, 1) == 1, "the socket is non-blocking");
+    tap_ok(tg_proc_write(fd, "ping", 4) == 4 && read(peer, buf, sizeof buf) == 4, "it writes to the peer");
+    tap_ok(write(peer, "pong", 4) == 4, "the peer answers");
+    n = read_all(fd, buf, 4);
+    tap_is_mem(buf, n, "pong", "it reads the answer");
+    close(peer);
+    n = read_all(fd, buf, sizeof buf);
+    tap_ok(n == 0, "the peer's close is the end of its input");
+    tg_proc_close(fd);
 }
 
 int main(void)
@@ -152,6 +210,53 @@ int main(void)
         tap_ok(tg_proc_stat("/nonexistent/toolgate", &perm, &uid, &is_dir) == -ENOENT, "stat of nothing: -ENOENT");
         rmdir(sub);
         rmdir(dir);
+    }
+
+    /* 7 */
+    {
+        sigset_t pipe_set;
+        char big[65536];
+        int port = 0, lfd = listener(AF_INET, &port), i, peer;
+        long w = 0;
+
+        tap_ok(lfd >= 0, "listen on 127.0.0.1");
+        talk("127.0.0.1", lfd, port);
+        talk("localhost", lfd, port);
+        close(lfd);
+        tap_ok(tg_proc_connect("127.0.0.1", port, 2000) == -ECONNREFUSED, "a closed port is -ECONNREFUSED");
+        tap_ok(tg_proc_connect("example.invalid", port, 2000) == -EINVAL, "a name is -EINVAL: no lookup");
+        tap_ok(tg_proc_connect("127.0.0.1", 0, 2000) == -EINVAL && tg_proc_connect("127.0.0.1", 65536, 2000) == -EINVAL,
+               "a port out of 1..65535 is -EINVAL");
+        lfd = listener(AF_INET6, &port);
+        if (lfd >= 0) {
+            talk("::1", lfd, port);
+            close(lfd);
+        } else {
+            tap_ok(1, "# skip: no IPv6 loopback here");
+        }
+        /* section 3 blocked SIGPIPE (and section 4 left one pending: take
+         * it): unblock it, so a SIGPIPE would end this test */
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        {
+            struct timespec now = {0, 0};
+
+            while (sigtimedwait(&pipe_set, NULL, &now) == SIGPIPE) {
+            }
+        }
+        sigprocmask(SIG_UNBLOCK, &pipe_set, NULL);
+        lfd = listener(AF_INET, &port);
+        fd = tg_proc_connect("127.0.0.1", port, 2000);
+        peer = accept(lfd, NULL, NULL);
+        close(peer);
+        close(lfd);
+        memset(big, 'x', sizeof big);
+        for (i = 0; i < 100 && w >= 0; i++) {
+            w = tg_proc_write(fd, big, sizeof big);
+            usleep(1000);
+        }
+        tap_ok(w == -EPIPE || w == -ECONNRESET, "a write to a peer that closed fails, without a SIGPIPE");
+        tg_proc_close(fd);
     }
     return tap_done();
 }
