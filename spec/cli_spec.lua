@@ -1023,6 +1023,7 @@ describe("an input with nothing in it", function()
     code, out, err = h.toolgate("check --policy rung --registry " .. tools,
       h.read_file(h.root .. "/examples/quickstart/openai-calls.jsonl"))
     assert.equal(0, code)
+    assert.equal(4, #h.lines_of(out))
     assert.equal("", err)
   end)
 end)
