@@ -76,6 +76,7 @@ build = {
     ["toolgate.cli.gateway"] = "lua/toolgate/cli/gateway.lua",
     ["toolgate.mcp"] = "lua/toolgate/mcp.lua",
     ["toolgate.mcp.headers"] = "lua/toolgate/mcp/headers.lua",
+    ["toolgate.mcp.rounds"] = "lua/toolgate/mcp/rounds.lua",
     ["toolgate.metrics"] = "lua/toolgate/metrics.lua",
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",

@@ -103,6 +103,106 @@ describe("toolgate.mcp", function()
     assert.equals("METHOD_NOT_ALLOWED", r.error.data.decision.code)
   end)
 
+  -- a request of MCP 2026-07-28: its protocol version in params._meta
+  local MODERN = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+  local function modern(id, method, params)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"' .. method .. '","params":{' .. MODERN
+      .. (params and ("," .. params) or "") .. "}}"
+  end
+
+  it("passes what a 2026-07-28 client needs by default, and a 2025 client's methods", function()
+    local gw, route = gateway()
+    for _, m in ipairs({ "server/discover", "subscriptions/listen", "tools/list", "resources/read" }) do
+      local text = modern(1, m)
+      local plan = gw:request(route, text)
+      assert.equals(text, plan.forward, m)
+      assert.equals("modern", plan.era, m)
+      assert.equals("modern", plan.pending["1"].era, m)
+    end
+    -- tasks pass the method list (a task the gateway did not see created is its own refusal)
+    for _, m in ipairs({ "tasks/get", "tasks/update", "tasks/cancel" }) do
+      local plan = gw:request(route, modern(1, m, '"taskId":"t1"'))
+      assert.is_true(plan.forward ~= nil or json(plan.reply).error.code ~= mcp.CODES.METHOD_NOT_ALLOWED, m)
+    end
+    local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}')
+    assert.equals("legacy", plan.era)
+    assert.equals("legacy", plan.pending["1"].era)
+    for _, name in ipairs({ "gateway", "mcp" }) do
+      local e = assert(toolgate.new{ policy = name, registry = { REGISTRY } })
+      local g = assert(mcp.new{ engine = e })
+      local r = g:route("counter", {})
+      assert.is_string(g:request(r, modern(2, "server/discover")).forward, name)
+      assert.is_string(g:request(r, '{"jsonrpc":"2.0","id":2,"method":"initialize"}').forward, name)
+    end
+  end)
+
+  it("answers a modern claim of another version -32022 with the version it supports, never forwarding it", function()
+    local gw, route, events = gateway()
+    for _, v in ipairs({ "2025-11-25", "2099-01-01", "" }) do
+      local text = '{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":'
+        .. '{"io.modelcontextprotocol/protocolVersion":"' .. v .. '"}}}'
+      local plan = gw:request(route, text)
+      assert.is_nil(plan.forward, v)
+      local r = json(plan.reply)
+      assert.equals(-32022, r.error.code)
+      assert.equals(mcp.CODES.UNSUPPORTED_PROTOCOL_VERSION, r.error.code)
+      assert.equals("d", r.id)
+      assert.same({ "2026-07-28" }, r.error.data.supported)
+      assert.equals(v, r.error.data.requested)
+      assert.equals("UNSUPPORTED_PROTOCOL_VERSION", events[#events].decision.code)
+    end
+    -- a tools/call claiming it is refused before it is decided
+    local plan = gw:request(route, '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo",'
+      .. '"arguments":{"message":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}')
+    assert.is_nil(plan.forward)
+    assert.equals(-32022, json(plan.reply).error.code)
+    -- a notification claiming it is dropped: nothing answers a notification
+    local note = gw:request(route, '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":'
+      .. '{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}')
+    assert.same({ nil, nil }, { note.forward, note.reply })
+  end)
+
+  it("keeps its own codes out of JSON-RPC's reserved -32768..-32000, and the spec's codes as MCP means them", function()
+    local spec = { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_ALLOWED = -32601,
+      INVALID_PARAMS = -32602, INTERNAL_ERROR = -32603, HEADER_MISMATCH = -32020,
+      MISSING_REQUIRED_CLIENT_CAPABILITY = -32021, UNSUPPORTED_PROTOCOL_VERSION = -32022 }
+    local seen = {}
+    for name, code in pairs(mcp.CODES) do
+      assert.is_nil(seen[code], name)
+      seen[code] = true
+      if spec[name] then assert.equals(spec[name], code, name)
+      else assert.is_true(code >= mcp.OWN_CODES_FIRST and code <= mcp.OWN_CODES_LAST, name) end
+    end
+    assert.is_true(mcp.OWN_CODES_LAST < -32768 or mcp.OWN_CODES_FIRST > -32000)
+    assert.same({ -31001, -31002, -31003 }, { mcp.CODES.REJECTED, mcp.CODES.DEFERRED, mcp.CODES.POLICY_ERROR })
+  end)
+
+  it("writes resultType complete into every result of its own for a modern request, and none for a legacy one", function()
+    local gw, route = gateway({ refusal = "result" })
+    -- a refusal as a result
+    local r = json(gw:request(route, modern(3, "tools/call", '"name":"echo","arguments":{"message":"hi","x":1}')).reply)
+    assert.is_true(r.result.isError)
+    assert.equals("complete", r.result.resultType)
+    r = json(gw:request(route, call(3, "echo", '{"message":"hi","x":1}')).reply)
+    assert.is_nil(r.result.resultType)
+    -- a result that breaks the contract, replaced
+    local broken = '{"jsonrpc":"2.0","id":1,"result":{"content":[],"structuredContent":{"sum":"three"},'
+      .. '"resultType":"complete"}}'
+    local plan = gw:request(route, modern(1, "tools/call", '"name":"add","arguments":{"a":1,"b":2}'))
+    r = json(gw:response(route, plan, broken))
+    assert.equals("CONTRACT_OUTPUT", r.result._meta["toolgate/decision"].code)
+    assert.equals("complete", r.result.resultType)
+    plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    assert.is_nil(json(gw:response(route, plan, broken)).result.resultType)
+    -- the filtered tools/list keeps the server's resultType
+    local tools, answer = listed()
+    plan = gw:request(route, modern(1, "tools/list"))
+    local text = assert(value.encode({ jsonrpc = "2.0", id = 1, result = { tools = setmetatable(tools,
+      value.array_mt), resultType = "complete" } }))
+    assert.equals("complete", json(gw:response(route, plan, text)).result.resultType)
+    assert.is_function(answer)
+  end)
+
   it("lets a policy narrow the methods", function()
     local gw, route = gateway({ methods = { "initialize", "tools/*" } })
     assert.is_string(gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}').forward)
@@ -798,5 +898,254 @@ describe("toolgate.mcp, a result the verifier defers", function()
     plan = gw:request(route, call(2, "add", '{"a":1,"b":2}'))
     local failed = '{"jsonrpc":"2.0","id":2,"result":{"content":[],"isError":true}}'
     assert.equals(failed, gw:response(route, plan, failed))
+  end)
+end)
+
+describe("toolgate.mcp: multi round-trip requests and tasks", function()
+  local rounds = require "toolgate.mcp.rounds"
+  local now = 1000
+  local function clock() return now end
+  local MODERN_META = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+
+  -- the decision code of a refusal, whichever form it takes
+  local function refused(reply)
+    local r = json(reply)
+    if r.error then return r.error.data.decision.code, r.error.code end
+    return r.result._meta["toolgate/decision"].code
+  end
+
+  local ASK = '{"confirm":{"method":"elicitation/create","params":{"mode":"form","message":"Add?","requestedSchema":'
+    .. '{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}}}}'
+  local function input_required(id, state_text)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{"resultType":"input_required","inputRequests":' .. ASK
+      .. (state_text and (',"requestState":' .. state_text) or "") .. "}}"
+  end
+  -- a retry: the call's params with inputResponses and requestState
+  local function retry(id, name, args, responses, state_text)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":"' .. name .. '","arguments":'
+      .. args .. (responses and (',"inputResponses":' .. responses) or "")
+      .. (state_text and (',"requestState":' .. state_text) or "") .. "}}"
+  end
+  local YES = '{"confirm":{"action":"accept","content":{"confirm":true}}}'
+
+  it("passes an input_required answer unverified, and verifies the final round", function()
+    local gw, route = gateway(nil, clock)
+    local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    local ir = input_required(1, '"r1"')
+    assert.equals(ir, gw:response(route, plan, ir))
+    local again = retry(2, "add", '{"a":1,"b":2}', YES, '"r1"')
+    plan = gw:request(route, again)
+    assert.equals(again, plan.forward)
+    local broken = '{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"sum":"three"}}}'
+    local out = gw:response(route, plan, broken)
+    assert.equals("CONTRACT_OUTPUT", (refused(out)))
+    plan = gw:request(route, retry(3, "add", '{"a":1,"b":2}', YES, '"r1"'))
+    local fine = '{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"sum":3},"resultType":"complete"}}'
+    assert.equals(fine, gw:response(route, plan, fine))
+  end)
+
+  it("refuses a retry that changes the call, names a round it never issued, or answers what was not asked", function()
+    local gw, route = gateway(nil, clock)
+    local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    gw:response(route, plan, input_required(1, '"r1"'))
+    for _, c in ipairs({
+      { retry(2, "add", '{"a":1,"b":3}', YES, '"r1"'), "ROUND_MISMATCH" },          -- other arguments
+      { retry(2, "echo", '{"message":"x"}', YES, '"r1"'), "ROUND_MISMATCH" },       -- another tool
+      { retry(2, "add", '{"a":1,"b":2}', YES, '"r9"'), "ROUND_UNKNOWN" },           -- a state never issued
+      { retry(2, "add", '{"a":1,"b":2}', YES, "7"), "ROUND_INVALID" },
+      { retry(2, "add", '{"a":1,"b":2}', YES), "ROUND_UNKNOWN" },                   -- no round without a state
+      { '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":3},'
+        .. '"\\u0072equestState":"r1"}}', "ROUND_MISMATCH" },                        -- the key escaped
+      { retry(2, "add", '{"a":1,"b":2}', '{"confirm":{"action":"accept","content":{"confirm":"yes"}}}', '"r1"'),
+        "INPUT_RESPONSE_INVALID" },
+      { retry(2, "add", '{"a":1,"b":2}', '{"confirm":{"action":"accept"}}', '"r1"'), "INPUT_RESPONSE_INVALID" },
+      { retry(2, "add", '{"a":1,"b":2}', '{"confirm":{"action":"decline","content":{"confirm":true}}}', '"r1"'),
+        "INPUT_RESPONSE_INVALID" },
+      { retry(2, "add", '{"a":1,"b":2}', '{"confirm":{"action":"maybe"}}', '"r1"'), "INPUT_RESPONSE_INVALID" },
+      { retry(2, "add", '{"a":1,"b":2}', '{"other":{"action":"accept","content":{}}}', '"r1"'),
+        "INPUT_RESPONSE_INVALID" },
+      { retry(2, "add", '{"a":1,"b":2}', '[1]', '"r1"'), "INPUT_RESPONSE_INVALID" },
+    }) do
+      plan = gw:request(route, c[1])
+      assert.is_nil(plan.forward, c[1])
+      assert.equals(c[2], (refused(plan.reply)), c[1])
+    end
+    -- the same call, the same state: declined, cancelled, accepted
+    for _, r in ipairs({ '{"confirm":{"action":"decline"}}', '{"confirm":{"action":"cancel"}}', YES, '{}' }) do
+      local text = retry(2, "add", '{"b":2,"a":1}', r, '"r1"') -- (canonical arguments: the order does not matter)
+      assert.equals(text, gw:request(route, text).forward, r)
+    end
+    -- in a batch alike
+    plan = gw:request(route, "[" .. retry(5, "add", '{"a":1,"b":3}', YES, '"r1"') .. ","
+      .. retry(6, "add", '{"a":1,"b":2}', YES, '"r1"') .. "]")
+    local forwarded = json(plan.forward)
+    assert.same({ 1, 6 }, { #forwarded, forwarded[1].id })
+    assert.equals("ROUND_MISMATCH", (refused(plan.inject[1])))
+  end)
+
+  it("keeps a round the server gave no requestState under its call, and forgets it with the approval ttl", function()
+    local gw, route = gateway({ approval_ttl = 60 }, clock)
+    local plan = gw:request(route, call(1, "echo", '{"message":"hi"}'))
+    gw:response(route, plan, input_required(1))
+    local text = retry(2, "echo", '{"message":"hi"}', YES)
+    assert.equals(text, gw:request(route, text).forward)
+    assert.equals("ROUND_UNKNOWN", (refused(gw:request(route, retry(3, "echo", '{"message":"ho"}', YES)).reply)))
+    now = now + 61
+    assert.equals("ROUND_UNKNOWN", (refused(gw:request(route, retry(4, "echo", '{"message":"hi"}', YES)).reply)))
+  end)
+
+  it("lets every round of an exchange through by the one approval that let its first round through", function()
+    local gw, route, events, store = gateway({ approval_ttl = 60 }, clock)
+    local c = call(1, "write_note", '{"text":"a"}')
+    local id = json(gw:request(route, c).reply).error.data.approval_id
+    store:approval_decide(id, "grant")
+    local plan = gw:request(route, c)
+    assert.equals(c, plan.forward)
+    gw:response(route, plan, input_required(1, '"w1"'))
+    assert.equals("used", store:approval(id).status)
+    local r2 = retry(2, "write_note", '{"text":"a"}', YES, '"w1"')
+    plan = gw:request(route, r2)
+    assert.equals(r2, plan.forward) -- not deferred again, no use spent
+    assert.is_true(events[#events].approved)
+    assert.equals(id, events[#events].approval_id)
+    gw:response(route, plan, input_required(2, '"w2"'))
+    local r3 = retry(3, "write_note", '{"text":"a"}', YES, '"w2"')
+    assert.equals(r3, gw:request(route, r3).forward) -- a third round alike
+    assert.equals("ROUND_MISMATCH", (refused(gw:request(route, retry(4, "write_note", '{"text":"b"}', YES, '"w1"')).reply)))
+    -- a new exchange asks again
+    assert.equals(mcp.CODES.DEFERRED, json(gw:request(route, call(5, "write_note", '{"text":"a"}')).reply).error.code)
+  end)
+
+  it("refuses a new exchange past MAX_LIVE per route, never forgetting a live one", function()
+    local gw, route = gateway(nil, clock)
+    local max = rounds.MAX_LIVE
+    rounds.MAX_LIVE = 2
+    local ok, err = pcall(function()
+      for i = 1, 2 do
+        local plan = gw:request(route, call(i, "echo", '{"message":"' .. i .. '"}'))
+        assert.equals(input_required(i, '"s' .. i .. '"'), gw:response(route, plan, input_required(i, '"s' .. i .. '"')))
+      end
+      local plan = gw:request(route, call(3, "echo", '{"message":"3"}'))
+      local code, rpc = refused(gw:response(route, plan, input_required(3, '"s3"')))
+      assert.same({ "ROUNDS_FULL", mcp.CODES.REJECTED }, { code, rpc })
+      for i = 1, 2 do
+        local text = retry(10 + i, "echo", '{"message":"' .. i .. '"}', YES, '"s' .. i .. '"')
+        assert.equals(text, gw:request(route, text).forward)
+      end
+    end)
+    rounds.MAX_LIVE = max
+    assert(ok, err)
+  end)
+
+  local function task_req(id, method, params)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"' .. method .. '","params":{' .. MODERN_META
+      .. (params and ("," .. params) or "") .. "}}"
+  end
+  local function task_state(id, status, extra)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{"resultType":"complete","taskId":"t1","status":"' .. status
+      .. '","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:01Z","ttlMs":60000'
+      .. (extra and ("," .. extra) or "") .. "}}"
+  end
+
+  -- a route with a task t1 made by add {"a":1,"b":2}
+  local function with_task()
+    local gw, route, events = gateway(nil, clock)
+    local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+    local created = '{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t1","status":"working",'
+      .. '"createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:00Z","ttlMs":60000,"pollIntervalMs":50}}'
+    assert.equals(created, gw:response(route, plan, created))
+    return gw, route, events
+  end
+
+  it("routes tasks/* to a task it saw created on the route, and refuses any other -32602", function()
+    local gw, route = with_task()
+    for _, m in ipairs({ "tasks/get", "tasks/cancel" }) do
+      local text = task_req(2, m, '"taskId":"t1"')
+      assert.equals(text, gw:request(route, text).forward, m)
+    end
+    for _, c in ipairs({
+      { task_req(3, "tasks/get", '"taskId":"t9"'), "UNKNOWN_TASK" },
+      { task_req(3, "tasks/get"), "UNKNOWN_TASK" },
+      { task_req(3, "tasks/get", '"taskId":1'), "UNKNOWN_TASK" },
+      { task_req(3, "tasks/cancel", '"taskId":"t9"'), "UNKNOWN_TASK" },
+      { task_req(3, "tasks/update", '"taskId":"t9","inputResponses":{}'), "UNKNOWN_TASK" },
+    }) do
+      local plan = gw:request(route, c[1])
+      assert.is_nil(plan.forward, c[1])
+      assert.same({ c[2], mcp.CODES.INVALID_PARAMS }, { refused(plan.reply) }, c[1])
+    end
+    -- 2025-11-25's tasks/result and tasks/list are never routed, even where the policy lets tasks/* through
+    local wide = gateway({ methods = { "tools/call", "tasks/*" } })
+    local wroute = wide:route("counter", {})
+    for _, m in ipairs({ "tasks/result", "tasks/list" }) do
+      assert.same({ "TASK_METHOD", mcp.CODES.INVALID_PARAMS },
+        { refused(wide:request(wroute, task_req(3, m, '"taskId":"t1"')).reply) }, m)
+    end
+    -- another route never saw t1
+    local other = gw:route("elsewhere", {})
+    assert.equals("UNKNOWN_TASK", (refused(gw:request(other, task_req(4, "tasks/get", '"taskId":"t1"')).reply)))
+  end)
+
+  it("verifies a completed task's result like the call's, and passes working, failed and cancelled ones", function()
+    local gw, route, events = with_task()
+    local function get(id, answer)
+      local plan = gw:request(route, task_req(id, "tasks/get", '"taskId":"t1"'))
+      return gw:response(route, plan, answer)
+    end
+    local broken = task_state(2, "completed", '"result":{"content":[],"structuredContent":{"sum":"three"}}')
+    local out = get(2, broken)
+    assert.same({ "CONTRACT_OUTPUT", mcp.CODES.REJECTED }, { refused(out) })
+    assert.is_nil(out:find('"three"', 1, true))
+    assert.equals("result", events[#events].phase)
+    assert.equals("CONTRACT_OUTPUT", (refused(get(3, task_state(3, "completed")))))
+    for _, a in ipairs({
+      task_state(4, "completed", '"result":{"content":[],"structuredContent":{"sum":3}}'),
+      task_state(5, "completed", '"result":{"content":[{"type":"text","text":"no"}],"isError":true}'),
+      task_state(6, "working"),
+      task_state(7, "failed", '"error":{"code":-32603,"message":"boom"}'),
+      task_state(8, "cancelled"),
+      '{"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"Unknown task"}}',
+    }) do
+      local id = json(a).id
+      assert.equals(a, get(id, a))
+    end
+  end)
+
+  it("checks a tasks/update's inputResponses against what the task's last input_required asked", function()
+    local gw, route = with_task()
+    local asked = task_state(2, "input_required", '"inputRequests":{"n":{"method":"elicitation/create","params":'
+      .. '{"mode":"form","message":"How many?","requestedSchema":{"type":"object","properties":{"n":'
+      .. '{"type":"integer"}},"required":["n"]}}}}')
+    local plan = gw:request(route, task_req(2, "tasks/get", '"taskId":"t1"'))
+    assert.equals(asked, gw:response(route, plan, asked))
+    local good = task_req(3, "tasks/update", '"taskId":"t1","inputResponses":{"n":{"action":"accept","content":{"n":4}}}')
+    assert.equals(good, gw:request(route, good).forward)
+    for _, r in ipairs({ '{"n":{"action":"accept","content":{"n":"four"}}}', '{"m":{"action":"accept","content":{}}}',
+                         '{"n":{"action":"accept"}}' }) do
+      local plan2 = gw:request(route, task_req(4, "tasks/update", '"taskId":"t1","inputResponses":' .. r))
+      assert.same({ "INPUT_RESPONSE_INVALID", mcp.CODES.INVALID_PARAMS }, { refused(plan2.reply) }, r)
+    end
+    assert.equals("INPUT_RESPONSE_INVALID",
+      (refused(gw:request(route, task_req(5, "tasks/update", '"taskId":"t1"')).reply)))
+  end)
+
+  it("verifies a completed task's result in notifications/tasks, and drops one of a task it never saw", function()
+    local gw, route = with_task()
+    local plan = gw:request(route, task_req(2, "subscriptions/listen", '"notifications":{"taskIds":["t1"]}'))
+    local function note(task_id, result)
+      return '{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"' .. task_id .. '","status":'
+        .. '"completed","createdAt":"2026-08-01T10:00:00Z","lastUpdatedAt":"2026-08-01T10:00:01Z","ttlMs":null,'
+        .. '"result":' .. result .. "}}"
+    end
+    local fine = note("t1", '{"content":[],"structuredContent":{"sum":3}}')
+    assert.equals(fine, gw:response(route, plan, fine))
+    local out, why = gw:response(route, plan, note("t1", '{"content":[],"structuredContent":{"sum":"three"}}'))
+    assert.is_nil(out)
+    assert.matches("CONTRACT_OUTPUT", why)
+    out, why = gw:response(route, plan, note("t9", '{"content":[],"structuredContent":{"sum":3}}'))
+    assert.is_nil(out)
+    assert.matches("not created on this route", why)
+    local working = '{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"t1","status":"working"}}'
+    assert.equals(working, gw:response(route, plan, working))
   end)
 end)

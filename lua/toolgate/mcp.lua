@@ -55,23 +55,37 @@
 
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
+local rounds = require "toolgate.mcp.rounds"
 local value = require "toolgate.value"
 
 local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
 
 local M = {}
 
---- JSON-RPC error codes of refusals (mcp.refusal = "error").
+--- JSON-RPC error codes.  JSON-RPC reserves -32768 .. -32000 and MCP and
+-- its SDKs give codes there meanings (the SDK reads -32001 as a request
+-- timeout): the spec's codes below keep the spec's meaning, and toolgate's
+-- own are in OWN_CODES_FIRST .. OWN_CODES_LAST (docs/policies.md, "mcp").
+M.OWN_CODES_FIRST, M.OWN_CODES_LAST = -31099, -31000
 M.CODES = {
   PARSE_ERROR = -32700,      -- the message is not JSON
   INVALID_REQUEST = -32600,  -- not a JSON-RPC message
   METHOD_NOT_ALLOWED = -32601, -- a method the policy does not let through
-  INVALID_PARAMS = -32602,   -- H1, H2, H3 and calls that cannot be read
-  REJECTED = -32001,         -- H4, custom stages, pins, quarantine, a result that breaks the contract
-  DEFERRED = -32002,         -- a person must approve the call (data.approval_id)
-  POLICY_ERROR = -32003,     -- the policy or the gateway failed: never an accept
+  INVALID_PARAMS = -32602,   -- H1, H2, H3 and calls that cannot be read (mcp.refusal = "error")
   INTERNAL_ERROR = -32603,   -- the server's answer cannot be read as the client would read it (ENCODED_ANSWER)
+  HEADER_MISMATCH = -32020,  -- (HTTP) a Mcp-* header disagrees with the body
+  MISSING_REQUIRED_CLIENT_CAPABILITY = -32021, -- the request needs a capability the client did not declare
+  UNSUPPORTED_PROTOCOL_VERSION = -32022, -- a modern claim of a version not served (data {supported, requested})
+  REJECTED = -31001,         -- H4, custom stages, pins, quarantine, a result that breaks the contract
+  DEFERRED = -31002,         -- a person must approve the call (data.approval_id)
+  POLICY_ERROR = -31003,     -- the policy or the gateway failed: never an accept
 }
+
+--- The revision whose requests carry their version (params._meta's
+-- "io.modelcontextprotocol/protocolVersion": the modern era), and the
+-- legacy revisions whose initialize the server negotiates.
+M.MODERN_VERSIONS = { "2026-07-28" }
+M.LEGACY_VERSIONS = { "2025-03-26", "2025-06-18", "2025-11-25" }
 
 local INPUT_CODES = { H1 = true, H2 = true, H3 = true, BAD_CALL = true, BAD_ARGUMENTS = true }
 local POLICY_CODES = { POLICY_ERROR = true, INTERNAL_ERROR = true, NOMEM = true, BAD_CONTEXT = true }
@@ -80,6 +94,8 @@ local POLICY_CODES = { POLICY_ERROR = true, INTERNAL_ERROR = true, NOMEM = true,
 M.DEFAULT_METHODS = {
   "initialize", "ping", "notifications/*", "resources/*", "prompts/*", "completion/complete",
   "logging/setLevel", "tools/list", "tools/call",
+  -- 2026-07-28 (and its tasks extension)
+  "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel",
 }
 
 --- Defaults of the policy's mcp table.
@@ -243,14 +259,21 @@ local function describe(d, approval_id)
   return msg
 end
 
--- The answer to a refused or deferred request, as the policy wants it.
-local function refusal(settings, id, d, approval_id)
+-- A result the gateway writes itself: a modern request's says it is the
+-- final one (2026-07-28's resultType), a legacy one's has no such member.
+local function result_type(era)
+  return era == "modern" and ',"resultType":"complete"' or ""
+end
+
+-- The answer to a refused or deferred request, as the policy wants it; era
+-- is the request's ("modern" | "legacy").
+local function refusal(settings, id, d, approval_id, era)
   local msg = describe(d, approval_id)
   local aid = approval_id and enc(approval_id) or "null"
   if settings and settings.refusal == "result" then
     return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{"content":[{"type":"text","text":' .. enc(msg)
       .. '}],"isError":true,"_meta":{"toolgate/approval_id":' .. aid .. ',"toolgate/decision":' .. d:json()
-      .. "}}}"
+      .. "}" .. result_type(era) .. "}}"
   end
   return error_reply(id, code_of(d), msg, '{"approval_id":' .. aid .. ',"decision":' .. d:json() .. "}")
 end
@@ -323,15 +346,54 @@ end
 -- frames below are that reading.
 local MAX_ID = "9007199254740991" -- the core's bound, for the messages (text: LuaJIT would print 9.007199254741e+15)
 
+-- A later round of a multi round-trip request (params carry requestState
+-- or inputResponses) is held to the round that asked for it
+-- (toolgate.mcp.rounds): nil (not a retry), or the refusal's decision, or
+-- false and the approval that let its first round through (nil: none).
+local function check_round(self, snap, route, frame, text, name)
+  local params, doc = rounds.params(snap, frame, false)
+  local function refuse(code, message)
+    if doc then doc:free() end
+    return gateway_decision(snap, "rounds", code, message, route.server, name)
+  end
+  if params == false then return refuse("ROUND_INVALID", "the message cannot be read again") end
+  local state_node = params and params:type() == "object" and params:get("requestState")
+  local responses = params and params:type() == "object" and params:get("inputResponses")
+  if not state_node and not responses then
+    if doc then doc:free() end
+    return nil
+  end
+  local request_state = rounds.string_of(state_node)
+  if state_node and not request_state then return refuse("ROUND_INVALID", "requestState must be a string") end
+  local digest = rounds.call_digest(text)
+  local ok, rec = pcall(rounds.recall, self.state, "round", route.server, rounds.round_key(request_state, digest))
+  if not ok then return refuse("ROUND_UNKNOWN", "the state store cannot be read: " .. tostring(rec)) end
+  if not rec then
+    return refuse("ROUND_UNKNOWN", request_state and "no round of this route issued that requestState (or it "
+      .. "expired): start the call again without it" or "no round of this route asked this call for input (or it "
+      .. "expired): start the call again without inputResponses")
+  end
+  if rec.call_digest ~= digest then
+    return refuse("ROUND_MISMATCH", string.format("a retry repeats its first round's call: tool %q with the same "
+      .. "arguments", tostring(rec.tool)))
+  end
+  if responses then
+    local fine, why = rounds.check_responses(snap, snap.registry.settings, rec.asked or {}, responses)
+    if not fine then return refuse("INPUT_RESPONSE_INVALID", why) end
+  end
+  if doc then doc:free() end
+  return false, rec.approval_id
+end
+
 -- Decides one tools/call: returns the answer text (refused) or nil and the
 -- pending record (forward it).  d and resolved: the call's decision, when
 -- the core checked it with the message.
-local function decide_call(self, snap, settings, route, frame, d, resolved)
+local function decide_call(self, snap, settings, route, frame, d, resolved, era)
   local id, name, text = frame.id, frame.name, frame.call
   if not text then
     d = gateway_decision(snap, "decode", "BAD_CALL", frame.call_error, route.server, nil)
     self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
-    return refusal(settings, id, d)
+    return refusal(settings, id, d, nil, era)
   end
   if not d then
     local ctx, err, code = route_context(self, route, snap)
@@ -357,14 +419,28 @@ local function decide_call(self, snap, settings, route, frame, d, resolved)
         .. "pin in the registry (%s)", name, tostring(change.change)), route.server, name)
     end
   end
+  -- a retry's first round decides what it may repeat
+  local carried
+  if d.verdict ~= "reject" then
+    local refused
+    refused, carried = check_round(self, snap, route, frame, text, name)
+    if refused then d = refused end
+  end
   local approval, shown
+  -- one approval covers every round of the exchange it let through
+  if d.verdict == "defer" and carried and carried == M.approval_id(d:table().binding) then
+    shown = approval_arguments(text)
+    self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
+      approval_id = carried, approved = true, arguments = shown })
+    return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried }
+  end
   if d.verdict == "defer" then
     local outcome
     outcome, approval, shown = settle_defer(self, settings, d, route, text)
     if outcome == "pass" then
       self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
         approval_id = approval, approved = true, arguments = shown })
-      return nil, { kind = "call", text = text, name = name, resolved = resolved }
+      return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = approval }
     elseif outcome == "denied" then
       local t = d:table()
       d = decision.from_table({ verdict = "reject", stage = "approval", code = "APPROVAL_DENIED",
@@ -374,8 +450,55 @@ local function decide_call(self, snap, settings, route, frame, d, resolved)
   end
   self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
     approval_id = approval, arguments = shown })
-  if d.verdict == "accept" then return nil, { kind = "call", text = text, name = name, resolved = resolved } end
-  return refusal(settings, id, d, d.verdict == "defer" and approval or nil)
+  if d.verdict == "accept" then
+    return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried }
+  end
+  return refusal(settings, id, d, d.verdict == "defer" and approval or nil, era)
+end
+
+-- The methods of the tasks extension the gateway routes; any other tasks/*
+-- (2025-11-25's tasks/result and tasks/list) would deliver results, or
+-- other clients' tasks, it cannot hold to a call.
+local TASK_METHODS = { ["tasks/get"] = true, ["tasks/update"] = true, ["tasks/cancel"] = true }
+
+local function refuse_task(self, snap, route, id, code, message, name)
+  local d = gateway_decision(snap, "tasks", code, message, route.server, name)
+  self.observe({ kind = "decision", phase = "method", server = route.server, tool = name, decision = d })
+  return error_reply(id, M.CODES.INVALID_PARAMS, "toolgate: " .. message, '{"decision":' .. d:json() .. "}")
+end
+
+-- A tasks/get, tasks/update or tasks/cancel: routed to the call that made
+-- the task on this route (toolgate.mcp.rounds), a tasks/update's input
+-- checked against what the task asked.  -> the refusal | nil, pending
+local function decide_task(self, snap, route, frame, m)
+  local id = frame.id
+  if not TASK_METHODS[m] then
+    return refuse_task(self, snap, route, id, "TASK_METHOD", m .. " is not routed: a task's result is read "
+      .. "through tasks/get only, where the gateway verifies it")
+  end
+  local params, doc = rounds.params(snap, frame, true)
+  local function done(...)
+    if doc then doc:free() end
+    return ...
+  end
+  local task_id = params and params:type() == "object" and rounds.string_of(params:get("taskId"))
+  if not task_id then return done(refuse_task(self, snap, route, id, "UNKNOWN_TASK", m .. " names no taskId")) end
+  local key = rounds.task_key(task_id)
+  local ok, rec = pcall(rounds.recall, self.state, "task", route.server, key)
+  if not ok or not rec then
+    return done(refuse_task(self, snap, route, id, "UNKNOWN_TASK", "no task " .. string.format("%q", task_id)
+      .. " was created on this route" .. (ok and " (or it expired)" or ": the state store cannot be read")))
+  end
+  if m == "tasks/update" then
+    local responses = params:get("inputResponses")
+    if not responses then
+      return done(refuse_task(self, snap, route, id, "INPUT_RESPONSE_INVALID", "tasks/update carries no inputResponses",
+        rec.tool))
+    end
+    local fine, why = rounds.check_responses(snap, snap.registry.settings, rec.asked or {}, responses)
+    if not fine then return done(refuse_task(self, snap, route, id, "INPUT_RESPONSE_INVALID", why, rec.tool)) end
+  end
+  return done(nil, { kind = "task", method = m, task_id = task_id, key = key, rec = rec, name = rec.tool })
 end
 
 -- A message refused before its method is looked at (its framing): answered
@@ -384,6 +507,23 @@ local function refuse_framing(self, snap, route, id, code, message)
   local d = gateway_decision(snap, "decode", code, message, route.server)
   self.observe({ kind = "decision", phase = "method", server = route.server, decision = d })
   return error_reply(id or "null", M.CODES.INVALID_REQUEST, "toolgate: " .. message, '{"decision":' .. d:json() .. "}")
+end
+
+local MODERN = {}
+for _, v in ipairs(M.MODERN_VERSIONS) do MODERN[v] = true end
+local SUPPORTED = '["' .. table.concat(M.MODERN_VERSIONS, '","') .. '"]' -- (dates: nothing to escape)
+
+-- A modern claim of a version the gateway does not serve: -32022 naming
+-- the ones it does, as the spec's server answers (a stdio server may serve
+-- it once its era is pinned: the gateway never forwards it); a
+-- notification gets no answer.
+local function unsupported_version(self, snap, route, id, version)
+  local d = gateway_decision(snap, "method", "UNSUPPORTED_PROTOCOL_VERSION", "protocol version " .. version
+    .. " is not supported", route.server)
+  self.observe({ kind = "decision", phase = "method", server = route.server, decision = d })
+  if not id then return "" end
+  return error_reply(id, M.CODES.UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version: " .. version,
+    '{"requested":' .. enc(version) .. ',"supported":' .. SUPPORTED .. "}")
 end
 
 -- Whether a request with that id waits for its answer: one of the batch
@@ -430,6 +570,9 @@ local function decide_message(self, snap, settings, route, frame, seen, session,
     return refuse_framing(self, snap, route, id, "NOTIFICATION_WITH_ID", m .. " with an id is a request, not a "
       .. "notification: notifications/* go without one")
   end
+  if frame.protocol_version and not MODERN[frame.protocol_version] then
+    return unsupported_version(self, snap, route, id, frame.protocol_version)
+  end
   if not allowed(settings, m) then
     local dm = gateway_decision(snap, "method", "METHOD_NOT_ALLOWED", "the policy does not let " .. m .. " through",
       route.server)
@@ -439,9 +582,14 @@ local function decide_message(self, snap, settings, route, frame, seen, session,
       '{"decision":' .. dm:json() .. "}")
   end
   if not id then return nil, false end -- a notification: nothing comes back
-  if m == "tools/call" then return decide_call(self, snap, settings, route, frame, d, resolved) end
-  if m == "tools/list" then return nil, { kind = "list", paged = frame.cursor } end
-  return nil, { kind = "other" } -- read back only to know it was asked
+  local era = frame.protocol_version and "modern" or "legacy"
+  local answer, pending
+  if m == "tools/call" then answer, pending = decide_call(self, snap, settings, route, frame, d, resolved, era)
+  elseif m:sub(1, 6) == "tasks/" then answer, pending = decide_task(self, snap, route, frame, m)
+  elseif m == "tools/list" then pending = { kind = "list", paged = frame.cursor }
+  else pending = { kind = "other" } end -- read back only to know it was asked
+  if pending then pending.era = era end
+  return answer, pending
 end
 
 -- The messages of a JSON-RPC batch (MCP 2025-03-26; later revisions
@@ -454,6 +602,7 @@ local function request_batch(self, snap, settings, route, text, session, plan)
   for i = 1, root:len() do
     local msg = root:at(i)
     local frame = assert(msg:mcp(route.server))
+    frame.node = msg -- (what toolgate.mcp.rounds reads of it)
     local answer, pending = decide_message(self, snap, settings, route, frame, seen, session)
     if frame.id and (frame.method or frame.bad_method) then seen[frame.id] = true end
     if answer then
@@ -497,7 +646,12 @@ function Gateway:request(route, text, session)
     plan.reply = error_reply("null", M.CODES.PARSE_ERROR, "toolgate: the message is not JSON: " .. frame.why)
     return plan
   end
-  if frame.kind == "batch" then return request_batch(self, snap, settings, route, text, session, plan) end
+  if frame.kind == "batch" then
+    plan.era = "legacy" -- (batches are 2025-03-26's)
+    return request_batch(self, snap, settings, route, text, session, plan)
+  end
+  plan.era = frame.protocol_version and "modern" or "legacy"
+  frame.source = text -- (what toolgate.mcp.rounds reads of it)
   local answer, pending = decide_message(self, snap, settings, route, frame, {}, session, d, resolved)
   if answer then
     plan.reply = answer ~= "" and answer or nil
@@ -703,13 +857,64 @@ local function list_answer(self, snap, settings, route, root, id, pending)
     .. table.concat(parts, ",") .. "}}"
 end
 
+-- What the gateway could not remember of an exchange the server began:
+-- the client could not go on with it, so it ends here.
+local function unremembered(self, snap, route, id, pending, code, message)
+  local d = gateway_decision(snap, "rounds", code, message, route.server, pending.name)
+  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d })
+  return error_reply(id, M.CODES.REJECTED, "toolgate: " .. message, '{"decision":' .. d:json() .. "}")
+end
+
+-- An input_required answer is no result: it passes unverified, and its
+-- round is remembered (what it asked, the call and the approval that let
+-- it through) for the retry (check_round); the final round is verified.
+local function input_required(self, settings, route, result, id, pending)
+  local snap = self.engine:snapshot()
+  local asked, why = rounds.asked(result:get("inputRequests"))
+  local state_node = result:get("requestState")
+  local request_state = rounds.string_of(state_node)
+  if not asked or state_node and not request_state then
+    return unremembered(self, snap, route, id, pending, "ROUND_INVALID", "the server's input_required answer "
+      .. "cannot be read: " .. (why or "requestState is not a string"))
+  end
+  local digest = rounds.call_digest(pending.text)
+  local ok, err = rounds.remember(self.state, "round", route.server, rounds.round_key(request_state, digest),
+    { tool = pending.name, call_digest = digest, arguments = approval_arguments(pending.text).arguments,
+      asked = asked, approval_id = pending.approval_id }, settings.approval_ttl)
+  if not ok then
+    return unremembered(self, snap, route, id, pending, "ROUNDS_FULL", "the round cannot be remembered: " .. err)
+  end
+  return nil
+end
+
+-- A task the call made (resultType "task"): remembered under its taskId,
+-- with the call its result is verified against (task_answer).
+local function task_created(self, settings, route, result, id, pending)
+  local snap = self.engine:snapshot()
+  local task_id = rounds.string_of(result:get("taskId"))
+  if not task_id then
+    return unremembered(self, snap, route, id, pending, "TASK_INVALID", "the server's task has no taskId string")
+  end
+  local ok, err = rounds.remember(self.state, "task", route.server, rounds.task_key(task_id),
+    { tool = pending.name, call = pending.text, call_digest = rounds.call_digest(pending.text), asked = {},
+      approval_id = pending.approval_id }, settings.approval_ttl)
+  if not ok then
+    return unremembered(self, snap, route, id, pending, "TASKS_FULL", "the task cannot be remembered: " .. err)
+  end
+  return nil
+end
+
 -- A tools/call answer through the contract verifier; one that breaks the
 -- contract becomes a refusal (the tool ran: its result does not reach the
 -- model).  A tool that reported an error (isError, a defer) passes: that
--- error is the model's to read.
+-- error is the model's to read.  An input_required answer or a task is
+-- not a result: remembered, it passes (input_required, task_created).
 local function call_answer(self, settings, route, root, id, pending)
   local result = root:get("result")
   if not result then return nil end -- a JSON-RPC error from the server passes
+  local kind = result:type() == "object" and rounds.string_of(result:get("resultType"))
+  if kind == "input_required" then return input_required(self, settings, route, result, id, pending) end
+  if kind == "task" then return task_created(self, settings, route, result, id, pending) end
   local rtext = assert(result:canon(nil, "exact"))
   local ctx = route_context(self, route, self.engine:snapshot())
   -- the rung resolved the call when it was decided; after a reload it runs again
@@ -720,7 +925,70 @@ local function call_answer(self, settings, route, root, id, pending)
   -- model's to read); any other defer (a broken contract the policy defers)
   -- is held back like a reject: a result cannot wait for a person
   if d.verdict == "accept" or (d.verdict == "defer" and d.code == "TOOL_ERROR") then return nil end
-  return refusal(settings, id, d)
+  return refusal(settings, id, d, nil, pending.era)
+end
+
+-- A completed task's result, where the client reads it (a tasks/get answer,
+-- a notifications/tasks), through the contract verifier against the call
+-- that made the task: nil (it passes) or the refusing decision.
+local function verify_task_result(self, route, rec, task)
+  local r = task:get("result")
+  local snap = self.engine:snapshot()
+  local d
+  if not r then
+    d = gateway_decision(snap, "verify", "CONTRACT_OUTPUT", "a completed task without its result", route.server,
+      rec.tool)
+  else
+    local ctx = route_context(self, route, snap)
+    d = self.engine:verify(rec.call, assert(r:canon(nil, "exact")), ctx or route.context)
+  end
+  self.observe({ kind = "decision", phase = "result", server = route.server, tool = rec.tool, decision = d })
+  return d.verdict == "reject" and d or nil
+end
+
+-- The answer to a tasks/* request: tasks/get's input_required asks are
+-- kept (what a tasks/update may answer), its completed result verified (a
+-- broken one replaced by a refusal); failed and cancelled ones, and the
+-- acks of tasks/update and tasks/cancel, pass.
+local function task_answer(self, settings, route, root, id, pending)
+  local result = root:get("result")
+  if not result or pending.method ~= "tasks/get" or result:type() ~= "object" then return nil end
+  local status = rounds.string_of(result:get("status"))
+  local rec = pending.rec
+  if status == "input_required" then
+    local asked, why = rounds.asked(result:get("inputRequests"))
+    local kept = {}
+    for k, v in pairs(rec) do kept[k] = v end
+    kept.asked = asked or {}
+    local ok, err = rounds.remember(self.state, "task", route.server, pending.key, kept, settings.approval_ttl)
+    if not asked or not ok then
+      return unremembered(self, self.engine:snapshot(), route, id, pending, "TASK_INVALID", "the task's input "
+        .. "requests cannot be kept: " .. tostring(why or err))
+    end
+    return nil
+  end
+  if status ~= "completed" then return nil end
+  local d = verify_task_result(self, route, rec, result)
+  if not d then return nil end
+  return error_reply(id, M.CODES.REJECTED, describe(d), '{"decision":' .. d:json() .. "}")
+end
+
+-- A notifications/tasks (on a subscriptions/listen stream) delivers a
+-- task's state as tasks/get does: a completed one's result is verified the
+-- same way, and one the gateway cannot hold to a call of this route is
+-- dropped.  -> nil (it passes) | false, why
+local function task_notification(self, route, msg)
+  local params = msg:get("params")
+  local status = params and params:type() == "object" and rounds.string_of(params:get("status"))
+  if status ~= "completed" and not (params and params:type() == "object" and params:get("result")) then return nil end
+  local task_id = rounds.string_of(params:get("taskId"))
+  local ok, rec = pcall(rounds.recall, self.state, "task", route.server, rounds.task_key(task_id or ""))
+  if not task_id or not ok or not rec then
+    return false, "a notifications/tasks result of a task not created on this route"
+  end
+  local d = verify_task_result(self, route, rec, params)
+  if d then return false, "a notifications/tasks result that breaks the contract: " .. describe(d) end
+  return nil
 end
 
 -- One message of the server's: nil (it passes as it is), the text to give
@@ -731,6 +999,7 @@ end
 -- never sent, as well.
 local function answer_one(self, snap, settings, route, plan, msg)
   local frame = assert(msg:mcp())
+  if frame.method == "notifications/tasks" then return task_notification(self, route, msg) end
   -- the server's requests and notifications
   if frame.kind ~= "message" or frame.method or frame.bad_method then return nil end
   local id = frame.id
@@ -743,6 +1012,7 @@ local function answer_one(self, snap, settings, route, plan, msg)
   plan.pending[id] = nil
   if pending.kind == "other" then return nil end
   if pending.kind == "list" then return list_answer(self, snap, settings, route, msg, id, pending) end
+  if pending.kind == "task" then return task_answer(self, settings, route, msg, id, pending) end
   return call_answer(self, settings, route, msg, id, pending)
 end
 
