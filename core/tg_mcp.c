@@ -109,6 +109,14 @@ int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len, tg
     if (params && tg_type_of(params) != TG_OBJECT)
         params = NULL;
     m->has_cursor = params && member(params, "cursor");
+    if (params) {
+        const tg_value_t *meta = member(params, "_meta"), *version;
+        version = meta && tg_type_of(meta) == TG_OBJECT
+                      ? member(meta, "io.modelcontextprotocol/protocolVersion")
+                      : NULL;
+        if (version && tg_type_of(version) == TG_STRING)
+            m->protocol_version = tg_str(version, &m->protocol_version_len);
+    }
 
     why[0] = '\0';
     if (m->method == 1 && is(m->method_name, m->method_len, "tools/call")) {

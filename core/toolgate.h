@@ -1285,6 +1285,11 @@ typedef struct tg_mcp_message_t {
     size_t method_len;
     int has_result, has_error; /* a "result" / an "error" member */
     int has_cursor;            /* "params" is an object with a "cursor" */
+    /* the era a request claims (MCP 2026-07-28's per-request envelope):
+     * params._meta["io.modelcontextprotocol/protocolVersion"] when a string
+     * (decoded, not NUL-ended), else NULL: no claim, a legacy message */
+    const char *protocol_version;
+    size_t protocol_version_len;
     /* method "tools/call": the call a gateway decides, on the server given */
     const char *name; /* params.name when a string, else NULL */
     size_t name_len;

@@ -87,6 +87,19 @@ static void check_message(tg_engine_t *e, const tg_value_t *root, const tg_mcp_m
     if (m->id == TG_MCP_ID_BAD)
         FUZZ_CHECK(tg_type_of(id) != TG_STRING && !integer_id(id, m->id_text, m->id_len));
     FUZZ_CHECK(m->method != 1 || m->method_name);
+    /* the era claim is the string at params._meta's key, or none */
+    {
+        const tg_value_t *meta =
+            params && tg_type_of(params) == TG_OBJECT ? tg_get(params, "_meta", 5) : NULL;
+        const tg_value_t *v = meta && tg_type_of(meta) == TG_OBJECT
+                                  ? tg_get(meta, "io.modelcontextprotocol/protocolVersion", 39)
+                                  : NULL;
+        size_t vn = 0;
+        const char *want = v && tg_type_of(v) == TG_STRING ? tg_str(v, &vn) : NULL;
+        FUZZ_CHECK(!want == !m->protocol_version);
+        FUZZ_CHECK(!want || (vn == m->protocol_version_len &&
+                             memcmp(want, m->protocol_version, vn) == 0));
+    }
     if (m->call) {
         tg_call_t *c = NULL;
         tg_error_t err;

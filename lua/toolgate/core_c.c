@@ -1864,6 +1864,8 @@ static void push_mcp_frame(lua_State *L, const tg_mcp_message_t *m)
         set_lstring(L, "method", m->method_name, m->method_len);
     else if (m->method == 2)
         set_bool(L, "bad_method", 1);
+    if (m->protocol_version)
+        set_lstring(L, "protocol_version", m->protocol_version, m->protocol_version_len);
     if (m->name)
         set_lstring(L, "name", m->name, m->name_len);
     if (m->call)

@@ -180,6 +180,8 @@ typedef struct tg_mcp_message_t {
     size_t method_len;
     int has_result, has_error;
     int has_cursor;
+    const char *protocol_version;
+    size_t protocol_version_len;
     const char *name;
     size_t name_len;
     const char *call;
@@ -660,6 +662,8 @@ end
 --   method      the method when a string; bad_method = true for another type
 --   result, error, cursor   true for a "result", an "error" member, a
 --               params.cursor
+--   protocol_version  the era a request claims: params._meta's
+--               "io.modelcontextprotocol/protocolVersion" when a string
 --   name, call, call_error  a tools/call's params.name, and the call text
 --               on the server given ({"server", "name", "arguments"}) or
 --               why there is none
@@ -679,6 +683,7 @@ local function mcp_frame(m)
     if m.id == 1 then f.id = f.id_text else f.bad_id = true end
   end
   if m.method == 1 then f.method = ffi.string(m.method_name, m.method_len) elseif m.method == 2 then f.bad_method = true end
+  if m.protocol_version ~= nil then f.protocol_version = ffi.string(m.protocol_version, m.protocol_version_len) end
   if m.name ~= nil then f.name = ffi.string(m.name, m.name_len) end
   if m.call ~= nil then f.call = ffi.string(m.call, m.call_len) end
   if m.call_error ~= nil then f.call_error = ffi.string(m.call_error) end

@@ -126,6 +126,50 @@ static void test_members(void)
     tg_buf_free(&b);
 }
 
+/* The era claim: params._meta["io.modelcontextprotocol/protocolVersion"]
+ * when it is a string (MCP 2026-07-28's per-request envelope). */
+static void test_protocol_version(void)
+{
+    tg_buf_t b;
+    tg_doc_t *doc = NULL;
+    tg_mcp_message_t m;
+    tg_buf_init(&b, E);
+
+    m = read_text("{\"id\":1,\"method\":\"server/discover\",\"params\":{\"_meta\":"
+                  "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}",
+                  &doc, &b);
+    tap_ok(m.protocol_version && m.protocol_version_len == 10 &&
+               memcmp(m.protocol_version, "2026-07-28", 10) == 0,
+           "a modern request's protocol version is read from params._meta");
+    tg_doc_free(doc);
+
+    m = read_text("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                  "{\"io.modelcontextprotocol/protocolVersion\":\"2\\u0030\"}}}",
+                  &doc, &b);
+    tap_ok(m.protocol_version && m.protocol_version_len == 2 &&
+               memcmp(m.protocol_version, "20", 2) == 0,
+           "the version is the decoded string");
+    tg_doc_free(doc);
+
+    m = read_text("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
+                  "{\"io.modelcontextprotocol/protocolVersion\":20260728}}}",
+                  &doc, &b);
+    tap_ok(!m.protocol_version && m.protocol_version_len == 0, "a version that is no string is none");
+    tg_doc_free(doc);
+
+    m = read_text("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":[]}}", &doc, &b);
+    tap_ok(!m.protocol_version, "a _meta that is no object holds no version");
+    tg_doc_free(doc);
+
+    m = read_text("{\"id\":1,\"method\":\"initialize\",\"params\":"
+                  "{\"protocolVersion\":\"2025-11-25\"}}",
+                  &doc, &b);
+    tap_ok(!m.protocol_version, "a legacy request (initialize's own member) claims no era");
+    tg_doc_free(doc);
+
+    tg_buf_free(&b);
+}
+
 static void test_calls(void)
 {
     static const struct {
@@ -293,6 +337,7 @@ int main(void)
     E = tg_engine_new(NULL, NULL, NULL, NULL);
     test_ids();
     test_members();
+    test_protocol_version();
     test_calls();
     test_check();
     tg_engine_free(E);
