@@ -71,7 +71,7 @@ describe("toolgate gateway (nginx)", function()
     end
     local dir = fx.tempdir("toolgate-gateway-spec")
     env.dir = dir
-    local ports = fx.ports(6)
+    local ports = fx.ports(8)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
 
     pids.everything = spawn("PORT=" .. ports[3] .. " exec node " ..
@@ -84,6 +84,11 @@ describe("toolgate gateway (nginx)", function()
     -- the SDK README's server on express, which decodes a body by its charset and Content-Encoding
     pids.express = spawn("PORT=" .. ports[6] .. " EXPRESS=1 exec node upstream.mjs", dir .. "/express.log")
     env.express = upstream_port(dir .. "/express.log")
+    -- two SDK 2.4.0 servers (MCP 2026-07-28 and 2025), keep-alives every 200 ms; a touch of rug26 changes get-info
+    pids.u26 = spawn("PORT=" .. ports[7] .. " KA=200 exec node upstream2026.mjs", dir .. "/u26.log")
+    pids.rug26 = spawn("PORT=" .. ports[8] .. " KA=200 RUG=1 exec node upstream2026.mjs", dir .. "/rug26.log")
+    env.u26 = upstream_port(dir .. "/u26.log")
+    env.rug26 = upstream_port(dir .. "/rug26.log")
     -- the registries: the trusted snapshots, recorded before the gateway
     -- starts (the counter's without the tool "hidden")
     record("counter", env.counter, dir .. "/counter.json", "hidden")
@@ -91,6 +96,12 @@ describe("toolgate gateway (nginx)", function()
     local hostile = h.read_file(dir .. "/counter.json"):gsub('"server":"counter"', '"server":"hostile"')
     h.write_file(dir .. "/hostile.json", hostile)
     record("express", env.express, dir .. "/express.json")
+    record("u26", env.u26, dir .. "/u26.json")
+    record("rug26", env.rug26, dir .. "/rug26.json")
+    -- the counter's tools, echo's message mirrored in the header Mcp-Param-Message (x-mcp-header)
+    local params = h.read_file(dir .. "/counter.json"):gsub('"server":"counter"', '"server":"params"')
+      :gsub('"message":{', '"message":{"x-mcp-header":"Message",')
+    h.write_file(dir .. "/params.json", params)
     -- the counter's /gzip/json and /gzip/sse: its tools (and secret_tool, which no registry has), gzip-compressed
     for _, s in ipairs({ "gzipjson", "gzipsse", "gzipdecoy" }) do
       h.write_file(dir .. "/" .. s .. ".json", (hostile:gsub('"server":"hostile"', '"server":"' .. s .. '"')))
@@ -100,7 +111,8 @@ describe("toolgate gateway (nginx)", function()
     h.write_file(dir .. "/token", env.token .. "\n")
     env.policy = dir .. "/policy.lua"
     h.write_file(env.policy, h.read_file(root .. "/policies/gateway.lua"))
-    for _, s in ipairs({ "everything", "counter", "rug", "express", "gzipjson", "gzipsse", "gzipdecoy" }) do
+    for _, s in ipairs({ "everything", "counter", "rug", "express", "gzipjson", "gzipsse", "gzipdecoy", "u26", "rug26",
+      "params" }) do
       h.write_file(dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
     end
     local cmd = table.concat({
@@ -119,6 +131,12 @@ describe("toolgate gateway (nginx)", function()
       "--upstream", "express=http://127.0.0.1:" .. env.express .. "/mcp",
       "--registry", q("express=" .. dir .. "/express.json"), "--context", q("express=" .. dir .. "/express.ctx"),
     }, " ")
+    for _, s in ipairs({ "u26", "rug26" }) do
+      cmd = cmd .. " --upstream " .. s .. "=http://127.0.0.1:" .. env[s] .. "/mcp --registry " .. q(s .. "=" .. dir .. "/"
+        .. s .. ".json") .. " --context " .. q(s .. "=" .. dir .. "/" .. s .. ".ctx")
+    end
+    cmd = cmd .. " --upstream params=http://127.0.0.1:" .. env.counter .. "/mcp --registry "
+      .. q("params=" .. dir .. "/params.json") .. " --context " .. q("params=" .. dir .. "/params.ctx")
     for _, s in ipairs({ "json", "sse", "decoy" }) do
       cmd = cmd .. " --upstream gzip" .. s .. "=http://127.0.0.1:" .. env.counter .. "/gzip/" .. s
         .. " --registry " .. q("gzip" .. s .. "=" .. dir .. "/gzip" .. s .. ".json")
@@ -143,6 +161,8 @@ describe("toolgate gateway (nginx)", function()
     stop(pids.counter)
     stop(pids.rug)
     stop(pids.express)
+    stop(pids.u26)
+    stop(pids.rug26)
     if env.dir then os.execute("rm -rf " .. q(env.dir)) end
   end)
 
@@ -210,7 +230,7 @@ describe("toolgate gateway (nginx)", function()
       '{"op":"call","name":"echo","arguments":{"message":"x","extra":1}}',
       '{"op":"call","name":"echo","arguments":{"message":7}}',
       '{"op":"call","name":"delete_all"}]' }, ","))
-    local want = { { -32602, "H1" }, { -32602, "H2" }, { -32602, "H3" }, { -32001, "H4" } }
+    local want = { { -32602, "H1" }, { -32602, "H2" }, { -32602, "H3" }, { -31001, "H4" } }
     for i, w in ipairs(want) do
       local e = r[i + 1].error
       assert.equals(w[1], e.code)
@@ -242,7 +262,7 @@ describe("toolgate gateway (nginx)", function()
       assert.truthy(r.body:find('"name":"echo"', 1, true) or r.body:find('"id":3,"error"', 1, true), mode .. ": " .. r.body)
     end
     local r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}', 1, '{"x-hostile":"string-id"}')[1]
-    assert.equals(-32003, r.json.error.code)
+    assert.equals(-31003, r.json.error.code)
     assert.matches("answers no request in flight", r.json.error.message)
   end)
 
@@ -264,7 +284,7 @@ describe("toolgate gateway (nginx)", function()
   it("never holds an answer longer than MAX_MESSAGE_BYTES: JSON gets an error, an event stream loses the event", function()
     if not need(pending) then return end
     local r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}', 1, '{"x-hostile":"huge-json"}')[1]
-    assert.equals(-32003, r.json.error.code)
+    assert.equals(-31003, r.json.error.code)
     assert.matches("an answer longer than 67108864 bytes", r.json.error.message)
     r = send("hostile", '{"jsonrpc":"2.0","id":3,"method":"tools/list"}', 1, '{"x-hostile":"huge-sse"}')[1]
     assert.is_true(#r.body < 100000, "the long event passed")
@@ -296,7 +316,7 @@ describe("toolgate gateway (nginx)", function()
     if not need(pending) then return end
     local before = calls("counter").broken_add or 0
     local r = send("counter", call_body(9, "broken_add", '{"a":1,"b":2}'))[1]
-    assert.equals(-32001, r.json.error.code)
+    assert.equals(-31001, r.json.error.code)
     assert.equals("CONTRACT_OUTPUT", r.json.error.data.decision.code)
     assert.equals(before + 1, calls("counter").broken_add) -- it ran; its result did not reach the client
   end)
@@ -306,7 +326,7 @@ describe("toolgate gateway (nginx)", function()
     local body = call_body(11, "write_note", '{"text":"approve me"}')
     local before = calls("counter").total
     local d = send("counter", body)[1].json.error
-    assert.equals(-32002, d.code)
+    assert.equals(-31002, d.code)
     local id = d.data.approval_id
     assert.matches("^%x+$", id)
     assert.equals("defer", d.data.decision.verdict)
@@ -330,14 +350,14 @@ describe("toolgate gateway (nginx)", function()
     local passed, deferred = 0, 0
     for _, x in ipairs(r) do
       if x.json.result then passed = passed + 1 end
-      if x.json.error and x.json.error.code == -32002 then deferred = deferred + 1 end
+      if x.json.error and x.json.error.code == -31002 then deferred = deferred + 1 end
     end
     assert.equals(1, passed)
     assert.equals(3, deferred)
     assert.equals(before + 1, calls("counter").total)
     -- other arguments: another approval, still deferred
     local other = send("counter", call_body(12, "write_note", '{"text":"something else"}'))[1].json.error
-    assert.equals(-32002, other.code)
+    assert.equals(-31002, other.code)
     assert.not_equals(id, other.data.approval_id)
     -- denied: refused from then on
     assert.equals("denied", json(admin("POST", "/v1/approvals/" .. other.data.approval_id .. "/deny")).status)
@@ -376,7 +396,7 @@ describe("toolgate gateway (nginx)", function()
     local text = "rm -rf / --no-preserve-root " .. tostring(math.random(1e9))
     local r = client("counter", '[{"op":"call","name":"write_note","arguments":{"text":"' .. text .. '"}}]')
     local e = r[2].error
-    assert.equals(-32002, e.code)
+    assert.equals(-31002, e.code)
     local canonical = '{"text":"' .. text .. '"}'
     local a = json(admin("GET", "/v1/approvals/" .. e.data.approval_id))
     assert.same({ "write_note", canonical, #canonical, false },
@@ -450,7 +470,7 @@ describe("toolgate gateway (nginx)", function()
       -- a defer, which needs a record, fails closed
       local deferred = fx.send(url, call_body(7, "write_note", '{"text":"a note"}'))[1].json
       assert.is_nil(deferred.result)
-      assert.equals(-32003, deferred.error.code)
+      assert.equals(-31003, deferred.error.code)
       -- the rug pull: echo's report cannot be stored, and its calls are refused all the same, by both workers
       local before = errors()
       r = fx.client(url, '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"hi"}}]')
@@ -489,6 +509,173 @@ describe("toolgate gateway (nginx)", function()
     stop(own.nginx)
     stop(own.upstream)
     assert(ok, err)
+  end)
+
+  -- a 2026-07-28 request: params._meta claims the version
+  local META = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+    .. '"io.modelcontextprotocol/clientCapabilities":{}}'
+  local function modern_call(id, name, args)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":' .. enc(name) .. ',"arguments":'
+      .. args .. "," .. META .. "}}"
+  end
+  local function std_headers(more)
+    local t = { ["mcp-protocol-version"] = "2026-07-28", ["mcp-method"] = "tools/call" }
+    for k, v in pairs(more or {}) do t[k] = v end
+    return enc(t)
+  end
+
+  it("refuses a request whose MCP headers disagree with its body: 400 and -32020 from the gateway, never forwarded", function()
+    if not need(pending) then return end
+    local mismatch = require("toolgate.mcp").CODES.HEADER_MISMATCH
+    local function reached() return calls("counter").methods["tools/call"] or 0 end
+    local before = reached()
+    local cases = {
+      -- a router behind would route by Mcp-Name: add, the server would run echo
+      { "counter", modern_call(31, "echo", '{"message":"h1"}'), std_headers({ ["mcp-name"] = "add" }), "Mcp%-Name" },
+      { "counter", modern_call(32, "echo", '{"message":"h2"}'), std_headers({ ["mcp-name"] = "=?base64?YWRk?=" }),
+        'names "add"' },
+      { "counter", modern_call(33, "echo", '{"message":"h3"}'), std_headers(), "Mcp%-Name header is absent" },
+      { "counter", modern_call(34, "echo", '{"message":"h4"}'),
+        std_headers({ ["mcp-name"] = "echo", ["mcp-protocol-version"] = "2025-11-25" }), "body claims" },
+      { "counter", modern_call(35, "echo", '{"message":"h5"}'), enc({ ["mcp-name"] = "echo" }),
+        "MCP%-Protocol%-Version header is absent" },
+      { "counter", modern_call(36, "echo", '{"message":"h6"}'), std_headers({ ["mcp-name"] = "=?base64?ZWNobw?=" }),
+        "not valid" },
+      -- a legacy request may go without them; one it carries must agree, and none may claim a modern version
+      { "counter", call_body(37, "echo", '{"message":"h7"}'), enc({ ["mcp-name"] = "add" }), "Mcp%-Name" },
+      { "counter", call_body(38, "echo", '{"message":"h8"}'), enc({ ["mcp-protocol-version"] = "2026-07-28" }),
+        "no params._meta" },
+      -- x-mcp-header: echo's message must ride in Mcp-Param-Message too
+      { "params", modern_call(39, "echo", '{"message":"h9"}'), std_headers({ ["mcp-name"] = "echo" }),
+        "Mcp%-Param%-Message header is absent" },
+      { "params", modern_call(40, "echo", '{"message":"h10"}'),
+        std_headers({ ["mcp-name"] = "echo", ["mcp-param-message"] = "h11" }), "Mcp%-Param%-Message header names" },
+    }
+    for i, c in ipairs(cases) do
+      local r = send(c[1], c[2], 1, c[3])[1]
+      assert.equals(400, r.status, "case " .. i .. ": " .. r.body)
+      assert.equals(mismatch, r.json.error.code, "case " .. i)
+      assert.matches(c[4], r.json.error.message)
+      assert.equals("HEADER_MISMATCH", r.json.error.data.decision.code)
+    end
+    assert.equals(before, reached())
+    -- headers that agree, encoded or not, pass
+    local ok = {
+      { "counter", modern_call(41, "echo", '{"message":"ok1"}'), std_headers({ ["mcp-name"] = "=?base64?ZWNobw==?=" }),
+        "Echo: ok1" },
+      { "counter", call_body(42, "echo", '{"message":"ok2"}'), nil, "Echo: ok2" },
+      { "params", modern_call(43, "echo", '{"message":"Zürich"}'), std_headers({ ["mcp-name"] = "echo",
+        ["mcp-param-message"] = "=?base64?WsO8cmljaA==?=" }), "Echo: Zürich" },
+    }
+    for i, c in ipairs(ok) do
+      local r = send(c[1], c[2], 1, c[3])[1]
+      assert.equals(200, r.status, "ok " .. i .. ": " .. r.body)
+      assert.equals(c[4], r.json.result.content[1].text)
+    end
+    assert.equals(before + 3, reached())
+  end)
+
+  it("streams subscriptions/listen as it comes: keep-alive comments and a list_changed event pass unbuffered", function()
+    if not need(pending) then return end
+    local code, out, err = fx.node("listen.mjs " .. q("http://" .. env.listen .. "/mcp/u26") .. " 2000 "
+      .. q("http://127.0.0.1:" .. env.u26 .. "/touch") .. " 1000")
+    assert.equals(0, code, err)
+    local r = json(out)
+    assert.equals(200, r.status)
+    assert.matches("text/event%-stream", r.type)
+    local acked, keepalives, changed = nil, {}, nil
+    for _, c in ipairs(r.chunks) do
+      if c.text:find("notifications/subscriptions/acknowledged", 1, true) then acked = acked or c.t end
+      for _ in c.text:gmatch(": keepalive\n\n") do keepalives[#keepalives + 1] = c.t end
+      if c.text:find('"method":"notifications/tools/list_changed"', 1, true) then changed = changed or c.t end
+    end
+    assert.is_number(acked)
+    -- a keep-alive every 200 ms, each passed when it came: several before the touch, spread over the wait
+    local early = 0
+    for _, t in ipairs(keepalives) do if t < 1000 then early = early + 1 end end
+    assert.is_true(early >= 3, "keep-alives before the touch: " .. out)
+    assert.is_true(keepalives[1] < 600, out)
+    -- the event came after the touch, while the stream was open, not at its end
+    assert.is_number(changed, out)
+    assert.is_true(changed >= 950 and changed < 1800, out)
+    assert.is_true(changed < r.closed)
+  end)
+
+  it("lists the tools again itself on list_changed: a rug pull is refused before any client lists again", function()
+    if not need(pending) then return end
+    local function ran() return #json(curl(q("http://127.0.0.1:" .. env.rug26 .. "/calls"))) end
+    local headers = std_headers({ ["mcp-name"] = "get-info" })
+    local r = send("rug26", modern_call(51, "get-info", '{"key":"a"}'), 1, headers)[1]
+    assert.equals("info:a", r.json.result.content[1].text)
+    local before = ran()
+    -- a client listens; the server changes get-info and says so; nobody calls tools/list
+    local code, _, err = fx.node("listen.mjs " .. q("http://" .. env.listen .. "/mcp/rug26") .. " 800 "
+      .. q("http://127.0.0.1:" .. env.rug26 .. "/touch") .. " 200")
+    assert.equals(0, code, err)
+    wait_for("the gateway's report of get-info's change", function()
+      for _, p in ipairs(json(admin("GET", "/v1/pins")).reports) do
+        if p.server == "rug26" and p.tool == "get-info" and p.change.change == "changed" then return true end
+      end
+    end, env.dir .. "/gateway.log", 5)
+    r = send("rug26", modern_call(52, "get-info", '{"key":"b"}'), 1, headers)[1]
+    assert.is_nil(r.json.result and not r.json.result.isError and r.json.result, r.body)
+    assert.matches("PIN_CHANGED", r.body)
+    assert.equals(before, ran())
+  end)
+
+  -- client2026.mjs (SDK 2.4.0 in MODE) against a route: the JSON lines it printed
+  local function client2026(mode, server, list)
+    local code, out, err = h.run("cd " .. q(testdir) .. " && timeout 120 node client2026.mjs " .. mode .. " "
+      .. q("[" .. table.concat(list, ",") .. "]") .. " " .. q("http://" .. env.listen .. "/mcp/" .. server))
+    assert(code == 0, "client2026.mjs " .. mode .. " failed (" .. tostring(code) .. "):\n" .. out .. err)
+    return fx.lines(out)
+  end
+  -- a refusal as the client got it: the decision (a JSON-RPC error's data, or a CallToolResult's _meta)
+  local function decision_of(line)
+    if line.error then return line.error.data and line.error.data.decision, line.error.data.approval_id end
+    local m = line.ok and line.ok.isError and line.ok._meta
+    return m and m["toolgate/decision"], m and m["toolgate/approval_id"]
+  end
+
+  it("lets a write that asks for input through every round by one approval, each retry held to its round", function()
+    if not need(pending) then return end
+    local function publish(title, more)
+      return '{"op":"call_manual","name":"publish","arguments":{"channel":"blog","title":"' .. title .. '"}'
+        .. (more or "") .. "}"
+    end
+    local yes = ',"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},'
+      .. '"requestState":"{{requestState}}"'
+    local d, approval = decision_of(client2026("pin", "u26", { publish("rounds") })[2])
+    assert.equals("defer", d and d.verdict)
+    assert.equals("granted", json(admin("POST", "/v1/approvals/" .. approval .. "/grant")).status)
+    local r = client2026("pin", "u26", {
+      publish("rounds"),                                      -- round 1, by the grant's one use
+      publish("other", yes),                                  -- its state, other arguments
+      publish("rounds", ',"inputResponses":{"confirm":{"action":"accept","content":{"confirm":"yes"}}},'
+        .. '"requestState":"{{requestState}}"'),              -- an answer that does not fit the schema asked
+      publish("rounds", ',"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},'
+        .. '"requestState":"made-up"'),                       -- a state no round issued
+      publish("rounds", yes),                                 -- round 2: the same approval, no use spent
+      publish("rounds"),                                      -- a new exchange: deferred again
+    })
+    assert.equals("input_required", r[2].ok and r[2].ok.resultType, enc(r[2]))
+    for i, code in ipairs({ "ROUND_MISMATCH", "INPUT_RESPONSE_INVALID", "ROUND_UNKNOWN" }) do
+      assert.equals(code, (decision_of(r[2 + i]) or {}).code, enc(r[2 + i]))
+    end
+    assert.equals("published rounds to blog", r[6].ok and r[6].ok.content[1].text, enc(r[6]))
+    assert.equals("defer", (decision_of(r[7]) or {}).verdict, enc(r[7]))
+    local ran = {}
+    for _, c in ipairs(calls("u26")) do
+      if c.name == "publish" then ran[#ran + 1] = c.arguments.title .. ":" .. tostring(c.completed) end
+    end
+    assert.same({ "rounds:false", "rounds:true" }, ran)
+    -- a 2.4.0 client in auto mode answers the question itself: one grant, both rounds
+    d, approval = decision_of(client2026("auto", "u26", { '{"op":"call","name":"publish","arguments":'
+      .. '{"channel":"feed","title":"auto"}}' })[2])
+    assert.equals("defer", d and d.verdict)
+    admin("POST", "/v1/approvals/" .. approval .. "/grant")
+    r = client2026("auto", "u26", { '{"op":"call","name":"publish","arguments":{"channel":"feed","title":"auto"}}' })
+    assert.equals("published auto to feed", r[2].ok and r[2].ok.content[1].text, enc(r[2]))
   end)
 
   it("answers the decision API and health; the admin API needs its token", function()
@@ -713,7 +900,7 @@ describe("toolgate gateway (nginx)", function()
     if not need(pending) then return end
     local before = calls("counter").failing_add or 0
     local r = client("counter", '[{"op":"call","name":"failing_add","arguments":{"a":1,"b":2}}]')
-    assert.equals(-32001, r[2].error.code)
+    assert.equals(-31001, r[2].error.code)
     assert.equals("CONTRACT_OUTPUT", r[2].error.data.decision.code)
     assert.equals(before + 1, calls("counter").failing_add) -- it ran; its result did not reach the client
   end)
