@@ -616,7 +616,9 @@ describe("a fleet of toolgate gateways on Redis", function()
       return classify("b", "failing_add", "args") == "DETERMINISM_UNVERIFIED"
     end)
     assert.equals("DETERMINISM_UNVERIFIED", classify("b", "broken_add", "args"))
-    assert.same({ 1, 1 }, { degraded("a"), degraded("b") })
+    -- (each node's own poll finds it: within a poll or two)
+    fx.wait_for("both nodes to report the fleet degraded", function() return degraded("a") == 1 and degraded("b") == 1 end,
+      nil, 2)
     assert.equals(1, fx.metric(metrics("b"), "toolgate_state_store_up"))
     assert.matches("refuses writes", h.read_file(env.dir .. "/b.log"), 1, true)
     -- room again: A's quarantine lands, B holds it, and B's other verifications count again
