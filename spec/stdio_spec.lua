@@ -106,7 +106,7 @@ describe("toolgate mcp-proxy", function()
     assert.same(want, names(r[2].ok.tools))
     assert.equal("the contents of notes.txt\n", r[3].ok.content[1].text)
     -- the write needs the scope filesystem:write, which nobody granted
-    assert.equal(-32001, r[4].error.code)
+    assert.equal(-31001, r[4].error.code)
     assert.equal("H4", r[4].error.data.decision.code)
     assert.is_nil(io.open(target, "r"), "the refused write created the file")
     -- an argument read_text_file does not declare
@@ -140,7 +140,7 @@ describe("toolgate mcp-proxy", function()
     local a, b = tmp .. "/files/approved-dir", tmp .. "/files/other-dir"
     local mkdir_a = { op = "call", name = "create_directory", arguments = { path = a } }
     local r = client(assert(value.encode({ mkdir_a })), args)
-    assert.equal(-32002, r[2].error.code)
+    assert.equal(-31002, r[2].error.code)
     local id = r[2].error.data.approval_id
     assert.matches("^%x+$", id)
     assert.is_nil(io.open(a, "r"))
@@ -158,10 +158,10 @@ describe("toolgate mcp-proxy", function()
       mkdir_a })), args)
     assert.is_nil(r[2].error)
     assert.truthy(io.open(a, "r"), "the approved call did not run")
-    assert.equal(-32002, r[3].error.code)
+    assert.equal(-31002, r[3].error.code)
     assert.not_equal(id, r[3].error.data.approval_id)
     assert.is_nil(io.open(b, "r"))
-    assert.equal(-32002, r[4].error.code) -- the grant was for one use
+    assert.equal(-31002, r[4].error.code) -- the grant was for one use
     -- the decisions, in order, in the log
     code, out = h.toolgate("log --state " .. q(st))
     assert.equal(0, code)
@@ -237,7 +237,7 @@ describe("toolgate mcp-proxy", function()
     local r, perr = client(steps, "--state " .. q(tmp .. "/rug-state") .. " --registry " .. q("echo=" .. reg) .. " -- "
       .. changed)
     assert.same({ "add", "roots" }, names(r[2].ok.tools))
-    assert.equal(-32001, r[3].error.code)
+    assert.equal(-31001, r[3].error.code)
     assert.equal("PIN_CHANGED", r[3].error.data.decision.code)
     assert.equal("5", r[4].ok.content[1].text)
     assert.truthy(perr:find("tool echo changed", 1, true), perr)
@@ -332,7 +332,7 @@ describe("toolgate mcp-proxy", function()
     local code, answers, err = raw("exit", { INIT, INITIALIZED, CALL })
     assert.equal(3, code, err)
     assert.equal("spec-echo", by_id(answers, 1).result.serverInfo.name)
-    assert.equal(-32003, by_id(answers, 2).error.code)
+    assert.equal(-31003, by_id(answers, 2).error.code)
     assert.truthy(by_id(answers, 2).error.message:find("exited before answering", 1, true))
   end)
 
@@ -340,7 +340,7 @@ describe("toolgate mcp-proxy", function()
     if not need(pending) then return end
     local code, answers, err = raw("garbage", { INIT, INITIALIZED, CALL })
     assert.equal(4, code, err)
-    assert.equal(-32003, by_id(answers, 2).error.code)
+    assert.equal(-31003, by_id(answers, 2).error.code)
     assert.truthy(err:find("dropped a line from the server: not JSON", 1, true), err)
   end)
 
@@ -349,7 +349,7 @@ describe("toolgate mcp-proxy", function()
     local t0 = os.time()
     local code, answers, err = raw("hang", { INIT, INITIALIZED, CALL }, 3)
     assert.equal(128 + 9, code, err)
-    assert.equal(-32003, by_id(answers, 2).error.code)
+    assert.equal(-31003, by_id(answers, 2).error.code)
     assert.truthy(err:find("SIGTERM", 1, true), err)
     assert.truthy(err:find("SIGKILL", 1, true), err)
     assert.is_true(os.time() - t0 < 40)
@@ -462,7 +462,7 @@ describe("toolgate mcp-proxy", function()
     -- asked directly, delete_all is refused (H4): the server never sees it
     local code, out, err, calls = py({ INIT, INITIALIZED, DELETE_ALL })
     assert.equal(0, code, err)
-    assert.equal(-32001, by_id(lines(out), 6).error.code)
+    assert.equal(-31001, by_id(lines(out), 6).error.code)
     assert.same({}, tools_of(calls))
     -- hidden in a ping's params behind raw CRs, which JSON reads as whitespace and Python as line breaks
     local smuggled = '{"jsonrpc":"2.0","id":5,"method":"ping","params":{"k":\r' .. DELETE_ALL .. "\r}}"
@@ -560,7 +560,7 @@ describe("toolgate mcp-proxy", function()
     for _, a in ipairs(r.answers) do got[#got + 1] = a end
     table.sort(got, function(x, y) return tostring(x.id) < tostring(y.id) end)
     assert.equal(2, #got, out)
-    assert.same({ 3, -32003 }, { got[1].id, got[1].code })
+    assert.same({ 3, -31003 }, { got[1].id, got[1].code })
     assert.same({ 4, value.null }, { got[2].id, got[2].code })
     -- within the proxy's busy timeout, not the 5 s a command waits
     for _, a in ipairs(got) do assert.is_true(a.ms < 1500, out) end
@@ -648,4 +648,84 @@ describe("toolgate's local state directory", function()
     assert.equal(0, (h.toolgate("approvals list --state " .. q(old))))
     assert.same({ "600" }, modes({ old .. "/state.sqlite" }))
   end)
+end)
+
+describe("toolgate mcp-proxy: multi round-trip requests (MCP 2026-07-28 and the SDK's 2025 elicitation)", function()
+  local testdir = root .. "/nginx/test"
+  local tmp, args
+
+  setup(function()
+    if not h.have("node") or h.run("test -f " .. q(testdir .. "/node_modules/@modelcontextprotocol/server/package.json"))
+        ~= 0 then
+      return
+    end
+    tmp = mktemp_dir()
+    local code, out, err = h.run("cd " .. q(testdir) .. " && " .. h.lua .. " " .. q(root .. "/bin/toolgate")
+      .. " registry record --server up --output " .. q(tmp .. "/up.json") .. " -- node upstream2026.mjs stdio")
+    assert(code == 0, out .. err)
+    h.write_file(tmp .. "/up.ctx", '{"scopes":["up:read","up:write"]}')
+    args = table.concat({ h.lua, q(root .. "/bin/toolgate"), "mcp-proxy", "--policy", "gateway", "--state",
+      q(tmp .. "/state"), "--context", q(tmp .. "/up.ctx"), "--registry", q("up=" .. tmp .. "/up.json"), "--",
+      "node", "upstream2026.mjs", "stdio" }, " ")
+  end)
+
+  teardown(function()
+    if tmp then os.execute("rm -rf " .. q(tmp)) end
+  end)
+
+  -- client2026.mjs MODE through the proxy: its JSON lines
+  local function run(mode, list)
+    local code, out, err = h.run("cd " .. q(testdir) .. " && CALLS_FILE=" .. q(tmp .. "/calls") .. " timeout 120 node "
+      .. "client2026.mjs " .. mode .. " " .. q("[" .. table.concat(list, ",") .. "]") .. " -- " .. args)
+    assert(code == 0, "client2026.mjs " .. mode .. " failed (" .. tostring(code) .. "):\n" .. out .. err)
+    return lines(out)
+  end
+  local function decision_of(line)
+    if line.error then return line.error.data and line.error.data.decision, line.error.data.approval_id end
+    local m = line.ok and line.ok.isError and line.ok._meta
+    return m and m["toolgate/decision"], m and m["toolgate/approval_id"]
+  end
+  local function grant(id)
+    local code, out, err = h.toolgate("approvals grant " .. id .. " --state " .. q(tmp .. "/state"))
+    assert(code == 0, out .. err)
+  end
+  local function ran(title)
+    local out = {}
+    for l in (h.read_file(tmp .. "/calls") or ""):gmatch("[^\n]+") do
+      local c = decode(l)
+      if c.name == "publish" and c.arguments.title == title then out[#out + 1] = tostring(c.completed) end
+    end
+    return out
+  end
+
+  it("lets a 2025 client's elicitation and a 2026 client's rounds through one approval, each retry held to its round",
+    function()
+      if not tmp then return pending("needs node and nginx/test's node_modules (make test installs them)") end
+      -- SDK 1.32.2 (2025-11-25): the server asks by elicitation/create inside the one call
+      local call = '{"op":"call","name":"publish","arguments":{"channel":"blog","title":"v1"}}'
+      local d, approval = decision_of(run("v1", { call })[2])
+      assert.equals("defer", d and d.verdict)
+      grant(approval)
+      local r = run("v1", { call, call })
+      assert.equals("published v1 to blog", r[2].ok and r[2].ok.content[1].text, value.encode(r[2]))
+      assert.same({ "Publish v1 to blog?" }, r[2].asked)
+      assert.equals("defer", (decision_of(r[3]) or {}).verdict)
+      -- SDK 2.4.0 pinned to 2026-07-28, rounds by hand
+      local function publish(title, more)
+        return '{"op":"call_manual","name":"publish","arguments":{"channel":"blog","title":"' .. title .. '"}'
+          .. (more or "") .. "}"
+      end
+      local yes = ',"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},'
+        .. '"requestState":"{{requestState}}"'
+      d, approval = decision_of(run("pin", { publish("pin") })[2])
+      assert.equals("defer", d and d.verdict)
+      grant(approval)
+      r = run("pin", { publish("pin"), publish("changed", yes), publish("pin", yes), publish("pin") })
+      assert.equals("input_required", r[2].ok and r[2].ok.resultType, value.encode(r[2]))
+      assert.equals("ROUND_MISMATCH", (decision_of(r[3]) or {}).code, value.encode(r[3]))
+      assert.equals("published pin to blog", r[4].ok and r[4].ok.content[1].text, value.encode(r[4]))
+      assert.equals("defer", (decision_of(r[5]) or {}).verdict, value.encode(r[5]))
+      assert.same({ "false", "true" }, ran("pin"))
+      assert.same({}, ran("changed"))
+    end)
 end)
