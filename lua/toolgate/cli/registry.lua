@@ -59,17 +59,73 @@ then {"summary":{"changed":N,"added":N,"removed":N,"registry_hash":"..."}};
 exit status 1 when anything changed, 0 when the server matches its pins.
 ]]
 
+-- Headers that record writes itself, never taken from a --header-file
+local OWN_HEADERS = { host = true, ["content-type"] = true, ["content-length"] = true, accept = true,
+  connection = true, ["transfer-encoding"] = true, ["mcp-protocol-version"] = true, ["mcp-method"] = true,
+  ["mcp-name"] = true, ["mcp-session-id"] = true }
+
+-- The headers of a --header-file: {{name, value}...} | nil after a
+-- diagnostic.  No message ever holds a value: they are credentials.
+local function header_file(path)
+  local proc = require "toolgate.proc"
+  local st, serr = proc.stat(path)
+  if not st then
+    cli.diag("registry", "cannot read the header file " .. path .. ": " .. tostring(serr))
+    return nil
+  end
+  if st.perm % 64 ~= 0 then
+    cli.diag("registry", "the header file " .. path .. " is open to other users (mode "
+      .. string.format("%04o", st.perm) .. "): it holds credentials; chmod 600 it")
+    return nil
+  end
+  local f = io.open(path, "rb")
+  local text = f and f:read("a")
+  if f then f:close() end
+  if not text then
+    cli.diag("registry", "cannot read the header file " .. path)
+    return nil
+  end
+  local http = require "toolgate.mcp.http_client"
+  local out, n = {}, 0
+  for line in (text:gsub("\r\n", "\n") .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    if line:find("%S") and not line:find("^%s*#") then
+      local name, v = line:match("^([^:%s]+):[ \t]*(.-)[ \t]*$")
+      if not name or not http.header_ok(name, v) then
+        cli.diag("registry", path .. ":" .. n .. ": not a header line (Name: value)")
+        return nil
+      end
+      if OWN_HEADERS[name:lower()] then
+        cli.diag("registry", path .. ":" .. n .. ": " .. name .. " is a header record writes itself")
+        return nil
+      end
+      out[#out + 1] = { name, v }
+    end
+  end
+  return out
+end
+
 -- The live server's tools: (server name, tools JSON text, protocol) | nil
--- after a diagnostic.
-local function live_tools(argv, timeout)
+-- after a diagnostic.  how: {argv =} or {url =, headers =}.
+local function live_tools(how, timeout)
   local mcp_client = require "toolgate.mcp_client"
-  local c, err = mcp_client.start(argv, { timeout = timeout })
+  local c, err
+  if how.url then
+    c, err = mcp_client.open_http(how.url, { timeout = timeout, headers = how.headers })
+  else
+    c, err = mcp_client.start(how.argv, { timeout = timeout })
+  end
   if not c then
     cli.diag("registry", err)
     return nil
   end
   local init, tools
-  init, err = c:initialize()
+  init, err = c:connect()
+  if init then
+    cli.diag("registry", "the server speaks MCP " .. tostring(init.protocol) .. (init.era == "modern"
+      and " (server/discover, then tools/list with the 2026-07-28 _meta)"
+      or (" (initialize: " .. tostring(init.fallback) .. ")")))
+  end
   if init and not init.has_tools then err = "the server does not offer tools (no tools capability)" end
   if init and not err then tools, err = c:list_tools() end
   c:close()
@@ -81,12 +137,20 @@ local function live_tools(argv, timeout)
 end
 
 local function record(rest)
-  local opts, argv = cli.parse(rest, { options = { server = true, output = true, check = true, timeout = true } })
-  if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
+  local opts, argv = cli.parse(rest, { options = { server = true, output = true, check = true, timeout = true,
+    url = true, ["header-file"] = true } })
+  if opts.url and #argv > 0 then cli.usage_error("give --url URL or -- COMMAND, not both") end
+  if not opts.url and #argv == 0 then cli.usage_error("the server's command (after --) or --url is missing") end
+  if opts["header-file"] and not opts.url then cli.usage_error("--header-file goes with --url") end
   if opts.check and opts.output then cli.usage_error("--check writes no registry: no --output") end
   local timeout = tonumber(opts.timeout or "30")
   if not timeout or timeout <= 0 then cli.usage_error("--timeout takes seconds") end
-  local name, tools, protocol = live_tools(argv, timeout)
+  local how = { argv = argv, url = opts.url }
+  if opts["header-file"] then
+    how.headers = header_file(opts["header-file"])
+    if not how.headers then return cli.EXIT_USAGE end
+  end
+  local name, tools, protocol = live_tools(how, timeout)
   if not name and not tools then return cli.EXIT_FAILED end
   local mcp = require "toolgate.mcp"
   local toolgate = require "toolgate"
@@ -113,7 +177,7 @@ local function record(rest)
   end
   local server = opts.server or name
   if not server or server == "" then
-    cli.diag("registry", "the server gives no name in initialize: name it with --server")
+    cli.diag("registry", "the server gives no name (in server/discover or initialize): name it with --server")
     return cli.EXIT_FAILED
   end
   local text = '{"server":' .. assert(value.encode(server)) .. ',"protocolVersion":'
