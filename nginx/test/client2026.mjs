@@ -20,7 +20,9 @@
 //   {"op":"call_manual","name","arguments","inputResponses","requestState"}
 //       tools/call without auto-fulfilment (modern modes): the answer is the
 //       server's, input_required included, so a spec can retry with other
-//       arguments; a client with a call_manual step fulfils nothing itself
+//       arguments; "{{requestState}}" is the requestState of the last
+//       input_required answer; a client with a call_manual step fulfils
+//       nothing itself
 //   {"op":"listen","ms","touch"}               subscriptions/listen
 //       {toolsListChanged: true} (legacy and v1: the notifications the
 //       connection gets anyway) for ms; "touch" is fetched (a URL) or signalled
@@ -31,7 +33,7 @@
 //       MCP needs: {"status", "type", "json" | "body"(, "messages" for SSE)};
 //       over stdio body is written as one line and the answer with its id
 //       (or what arrived within 5 s) is printed: {"messages": [...]}.
-//       "{{taskId}}" in body is the taskId of the last task created (a
+//       "{{taskId}}" in body and headers is the taskId of the last task created (a
 //       CreateTaskResult an earlier step got); with "until": STATUS the step
 //       is sent again (at most 20 times, 0.1 s apart) until its answer's
 //       result has that status or is an error
@@ -106,6 +108,7 @@ async function listen(client, s) {
 }
 
 async function runSdk(client) {
+  let requestState = null; // the last one an input_required answer gave
   for (const s of steps) {
     current = s;
     try {
@@ -115,9 +118,10 @@ async function runSdk(client) {
       else if (s.op === "call_manual") {
         const params = { name: s.name, arguments: s.arguments ?? {} };
         if (s.inputResponses) params.inputResponses = s.inputResponses;
-        if (s.requestState !== undefined) params.requestState = s.requestState;
+        if (s.requestState !== undefined) params.requestState = s.requestState === "{{requestState}}" ? requestState : s.requestState;
         // a 2025 connection has no input_required: its questions come as elicitation/create
         r = await (mode === "v1" ? client.callTool(params) : client.callTool(params, { allowInputRequired: true }));
+        if (typeof r?.requestState === "string") requestState = r.requestState;
       } else if (s.op === "listen") r = await listen(client, s);
       else throw new Error("unknown step " + s.op);
       out(s.asked ? { ok: r, asked: s.asked } : { ok: r });
@@ -196,7 +200,8 @@ async function runRaw() {
     try {
       if (s.op !== "raw") throw new Error("raw mode runs raw steps only, not " + s.op);
       const body = typeof s.body === "string" ? s.body : JSON.stringify(s.body);
-      const step = { ...s, body: taskId ? body.replaceAll("{{taskId}}", taskId) : body };
+      const fill = (text) => (taskId ? text.replaceAll("{{taskId}}", taskId) : text);
+      const step = { ...s, body: fill(body), headers: JSON.parse(fill(JSON.stringify(s.headers ?? {}))) };
       if (typeof s.body === "object") step.body = JSON.parse(step.body);
       let r;
       for (let i = 0; i < (s.until ? 20 : 1); i++) {

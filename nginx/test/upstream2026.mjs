@@ -93,9 +93,9 @@ function factory() {
     (a, state) => `deployed ${a.service} to ${a.env} (state=${state})`));
   server.registerTool("publish", {
     description: "Publishes the notes to a channel after a confirmation (multi round-trip)",
-    inputSchema: object({ channel: { type: "string", enum: ["blog", "feed"] } }),
+    inputSchema: object({ channel: { type: "string", enum: ["blog", "feed"] }, title: { type: "string", maxLength: 40 } }),
     annotations: { readOnlyHint: false, destructiveHint: false },
-  }, confirmed("publish", (a) => `Publish to ${a.channel}?`, (a) => `published to ${a.channel}`));
+  }, confirmed("publish", (a) => `Publish ${a.title} to ${a.channel}?`, (a) => `published ${a.title} to ${a.channel}`));
   return server;
 }
 
