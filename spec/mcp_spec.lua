@@ -13,9 +13,13 @@ local decode = require("toolgate.json").decode
 local codec = toolgate.codec()
 local function json(text) return assert(decode(codec.engine, text)) end
 
+-- (the specs below read a refusal's decision from a JSON-RPC error's data:
+-- mcp.refusal = "error" unless they say otherwise; the default, a result
+-- the model reads, has its own specs)
 local function policy(mcp_settings)
   local p = dofile(root .. "/policies/gateway.lua")
-  p.mcp = mcp_settings
+  p.mcp = mcp_settings or {}
+  if p.mcp.refusal == nil then p.mcp.refusal = "error" end
   return p
 end
 
@@ -201,6 +205,93 @@ describe("toolgate.mcp", function()
       value.array_mt), resultType = "complete" } }))
     assert.equals("complete", json(gw:response(route, plan, text)).result.resultType)
     assert.is_function(answer)
+  end)
+
+  describe("refusals a model can repair (mcp.refusal = \"result\", the default)", function()
+    -- the shipped policy as it is, its refusal setting and all
+    local function shipped(scopes, hints)
+      local e = assert(toolgate.new{ policy = "gateway", registry = { REGISTRY }, state = state.memory() })
+      local gw = assert(mcp.new{ engine = e, hints = hints })
+      return gw, gw:route("counter", { scopes = scopes })
+    end
+    local function text_of(reply)
+      local r = json(reply)
+      assert.is_true(r.result.isError)
+      assert.equals(1, #r.result.content)
+      return r.result.content[1].text, r.result
+    end
+
+    it("says what was wrong and what the tool accepts (H2, H3), the same bytes under both bindings", function()
+      assert.equals("result", mcp.DEFAULTS.refusal)
+      local gw, route = shipped({ "counter:read" })
+      local cases = {
+        { call(1, "echo", '{"message":"hi","x":1}'), 'toolgate refused this call to echo: H2 at /x: (root): key "x" '
+          .. 'is not declared by the schema. echo accepts: message (string, at most 100 characters, required). '
+          .. "Correct the arguments and call again." },
+        { call(2, "echo", '{"message":111}'), 'toolgate refused this call to echo: H3 at /message: "/message": 111 '
+          .. "is a number, expected string. echo accepts: message (string, at most 100 characters, required). "
+          .. "Correct the arguments and call again." },
+        { call(3, "add", '{"a":"x","b":2}'), 'toolgate refused this call to add: H3 at /a: "/a": "x" is a string, '
+          .. "expected number. add accepts: a (number, required), b (number, required). Correct the arguments "
+          .. "and call again." },
+      }
+      for _, c in ipairs(cases) do
+        local text, result = text_of(gw:request(route, c[1]).reply)
+        assert.equals(c[2], text)
+        assert.is_nil(result.resultType)
+        assert.equals(result._meta["toolgate/decision"].code, text:match("^toolgate refused this call to %w+: (H%d)"))
+      end
+    end)
+
+    it("writes enum values, bounds and types from the compiled schema, in key order", function()
+      local e = assert(toolgate.new{ policy = "gateway", registry = { "deploy=" .. root .. "/spec/data/registries/mcp_text.json" } })
+      local gw = assert(mcp.new{ engine = e })
+      local route = gw:route("deploy", { scopes = { "deploy:read" } })
+      local text = text_of(gw:request(route, call(1, "plan", '{"env":"dev","replicas":2}')).reply)
+      assert.equals('toolgate refused this call to plan: H3 at /env: "/env": "dev" is not one of "prod", "staging". '
+        .. 'plan accepts: env (string, one of "prod", "staging", required), note (string or null, at least 1 '
+        .. "characters), replicas (integer, at least 1, at most 10, required), tags (array, at most 3 items). "
+        .. "Correct the arguments and call again.", text)
+    end)
+
+    it("says a policy's refusal is not the arguments' and how a person can allow it (H4)", function()
+      local gw, route = shipped({ "counter:read" })
+      assert.equals("toolgate refused this call to write_note: H4: scope counter:write not granted. The policy "
+        .. "decides this, not the arguments: calling again unchanged gets the same answer. A person can allow it: "
+        .. "a scope in the route's context (--context), or the policy.",
+        text_of(gw:request(route, call(1, "write_note", '{"text":"t"}')).reply))
+    end)
+
+    it("says a person was asked, the approval, and how to ask again (a defer; the host's hint)", function()
+      for _, hints in ipairs({ false, { approval = "A person grants it on the gateway's admin API: POST "
+          .. "/v1/approvals/%s/grant" } }) do
+        local gw, route = shipped({ "counter:read", "counter:write" }, hints or nil)
+        local text, result = text_of(gw:request(route, modern(1, "tools/call", '"name":"write_note","arguments":'
+          .. '{"text":"t"}')).reply)
+        local id = result._meta["toolgate/approval_id"]
+        assert.matches("^%x+$", id)
+        assert.equals("complete", result.resultType)
+        assert.equals("defer", result._meta["toolgate/decision"].verdict)
+        assert.equals("toolgate asked a person to approve this call to write_note (H4: writes need a person's "
+          .. "approval); it has not run. Approval " .. id .. ". "
+          .. (hints and ("A person grants it on the gateway's admin API: POST /v1/approvals/" .. id .. "/grant")
+            or ("A person grants it with: toolgate approvals grant " .. id))
+          .. " Once it is granted, the same call with the same arguments passes; other arguments ask again.", text)
+      end
+    end)
+
+    it("keeps H1 a -32602 error naming the closest tools the server has", function()
+      local gw, route = shipped({ "counter:read" })
+      local r = json(gw:request(route, call(1, "ehco", "{}")).reply)
+      assert.equals(-32602, r.error.code)
+      assert.equals('toolgate refused the call: H1: no tool "ehco" on server "counter" (did you mean "echo"?)',
+        r.error.message)
+      r = json(gw:request(route, call(2, "zzz", "{}")).reply)
+      assert.equals('toolgate refused the call: H1: no tool "zzz" on server "counter" (its tools: add, delete_all, '
+        .. "echo, write_note)", r.error.message)
+      assert.equals(-32602, json(gw:request(route, '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}').reply)
+        .error.code)
+    end)
   end)
 
   it("lets a policy narrow the methods", function()
@@ -1127,6 +1218,21 @@ describe("toolgate.mcp: multi round-trip requests and tasks", function()
     end
     assert.equals("INPUT_RESPONSE_INVALID",
       (refused(gw:request(route, task_req(5, "tasks/update", '"taskId":"t1"')).reply)))
+  end)
+
+  it("remembers no 2025-11-25 task (params.task): its tasks/get and tasks/result never reach the server", function()
+    local gw, route = gateway({ methods = { "tools/call", "tasks/*" } })
+    local text = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},'
+      .. '"task":{"ttl":60000}}}'
+    local plan = gw:request(route, text)
+    assert.equals(text, plan.forward)
+    gw:response(route, plan, '{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"old","status":"working",'
+      .. '"createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000}}}')
+    for _, m in ipairs({ "tasks/get", "tasks/result" }) do
+      plan = gw:request(route, '{"jsonrpc":"2.0","id":2,"method":"' .. m .. '","params":{"taskId":"old"}}')
+      assert.is_nil(plan.forward, m)
+      assert.equals(mcp.CODES.INVALID_PARAMS, json(plan.reply).error.code, m)
+    end
   end)
 
   it("verifies a completed task's result in notifications/tasks, and drops one of a task it never saw", function()
