@@ -1202,6 +1202,21 @@ describe("toolgate.mcp: multi round-trip requests and tasks", function()
     end
   end)
 
+  it("answers a completed task whose result breaks the contract with the refusal as its result (refusal = \"result\")",
+    function()
+      local gw, route = gateway({ refusal = "result" }, clock)
+      local plan = gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+      gw:response(route, plan, '{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t1","status":"working"}}')
+      plan = gw:request(route, task_req(2, "tasks/get", '"taskId":"t1"'))
+      local out = gw:response(route, plan, task_state(2, "completed",
+        '"result":{"content":[],"structuredContent":{"sum":"three"}}'))
+      local r = json(out).result
+      assert.same({ "t1", "completed", "complete" }, { r.taskId, r.status, r.resultType })
+      assert.is_true(r.result.isError)
+      assert.equals("CONTRACT_OUTPUT", r.result._meta["toolgate/decision"].code)
+      assert.is_nil(out:find('"three"', 1, true))
+    end)
+
   it("checks a tasks/update's inputResponses against what the task's last input_required asked", function()
     local gw, route = with_task()
     local asked = task_state(2, "input_required", '"inputRequests":{"n":{"method":"elicitation/create","params":'

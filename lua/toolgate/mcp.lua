@@ -54,6 +54,7 @@
 -- @module toolgate.mcp
 
 local decision = require "toolgate.decision"
+local suggest = require "toolgate.suggest"
 local json = require "toolgate.json"
 local rounds = require "toolgate.mcp.rounds"
 local value = require "toolgate.value"
@@ -100,7 +101,7 @@ M.DEFAULT_METHODS = {
 
 --- Defaults of the policy's mcp table.
 M.DEFAULTS = {
-  refusal = "error",          -- "error" | "result"
+  refusal = "result",         -- "result": a CallToolResult with isError the model reads | "error": JSON-RPC
   on_pin_change = "refuse",   -- "refuse": calls to changed tools | "quarantine": every call to the server
   approval_uses = 1,          -- calls one approval lets through (1 .. 1000)
   approval_ttl = 3600,        -- seconds an approval request, and a grant, lasts (1 .. 30 days)
@@ -174,8 +175,10 @@ function M.new(opts)
   if type(opts) ~= "table" or type(opts.engine) ~= "table" then
     error("toolgate.mcp.new: {engine = ...} expected", 2)
   end
+  local hints = opts.hints or {}
   local gw = setmetatable({ engine = opts.engine, state = opts.state or opts.engine.store,
-    observe = opts.observe or function() end, unstored = {} }, Gateway)
+    observe = opts.observe or function() end, unstored = {},
+    hints = { approval = hints.approval or M.HINTS.approval, grant = hints.grant or M.HINTS.grant } }, Gateway)
   local ok, err, code = gw:adopt(opts.engine)
   if not ok then return nil, err, code end
   return gw
@@ -247,17 +250,64 @@ local function code_of(d)
   return M.CODES.REJECTED
 end
 
-local function describe(d, approval_id)
+-- The closest tools of the route's server to a name it does not have (H1):
+-- the likely typo (toolgate.suggest), else the names it has, a few.
+local MAX_NAMED_TOOLS = 10
+local function closest_tools(snap, server, name)
+  local names = {}
+  for _, t in ipairs(snap.registry.tools) do
+    if t.server == server then names[#names + 1] = t.name end
+  end
+  table.sort(names)
+  local near = suggest.closest(name, names)
+  if near then return string.format(' (did you mean "%s"?)', near) end
+  if #names == 0 then return " (the registry holds no tool of this server)" end
+  local shown = {}
+  for i = 1, math.min(#names, MAX_NAMED_TOOLS) do shown[i] = names[i] end
+  return " (its tools: " .. table.concat(shown, ", ") .. (#names > MAX_NAMED_TOOLS and ", ..." or "") .. ")"
+end
+
+local function describe(d, approval_id, snap)
   local path, message = d:get("path"), d:get("message")
   local what = d.verdict == "defer" and "deferred the call" or "refused the call"
   local msg = "toolgate " .. what .. ": " .. tostring(d.code or "?")
   if path and path ~= "" then msg = msg .. " at " .. path end
   if message then msg = msg .. ": " .. message end
+  if d.code == "H1" and snap and d:get("server") and d:get("tool") then
+    msg = msg .. closest_tools(snap, d:get("server"), d:get("tool"))
+  end
   if approval_id then
     msg = msg .. " (approval " .. approval_id .. ": an operator can grant it; the same call then passes)"
   end
   return msg
 end
+
+--- What the model is told a person can do, unless the host says otherwise
+-- (mcp.new's hints): grant a defer's approval (%s: its id; the stdio
+-- proxy's command), allow what H4 refused.
+M.HINTS = {
+  approval = "A person grants it with: toolgate approvals grant %s",
+  grant = "A person can allow it: a scope in the route's context (--context), or the policy.",
+}
+
+-- The text a model reads in a refusal as a result, written by the core
+-- (tg_model_text: the same bytes under both bindings and every front end).
+local function model_text(self, snap, d, approval_id)
+  local server, tool = d:get("server"), d:get("tool")
+  local known = server and tool and snap.registry.by_key[server .. "\0" .. tool]
+  local deferred = d.verdict == "defer"
+  local hint
+  if deferred and approval_id then hint = string.format(self.hints.approval, approval_id)
+  elseif not deferred then hint = self.hints.grant end
+  local message = d:get("message")
+  return assert(snap.registry.c:model_text(known and known.index or nil, tool or "?", deferred,
+    tostring(d.code or "?"), d:get("path"), message ~= nil and tostring(message) or nil, approval_id, hint))
+end
+
+-- Refusals that stay JSON-RPC errors whatever mcp.refusal says: a call the
+-- gateway could not read, or to a tool the server does not have (the SDK
+-- reports both as a protocol error, not as the tool's).
+local ALWAYS_ERRORS = { H1 = true, BAD_CALL = true }
 
 -- A result the gateway writes itself: a modern request's says it is the
 -- final one (2026-07-28's resultType), a legacy one's has no such member.
@@ -267,15 +317,15 @@ end
 
 -- The answer to a refused or deferred request, as the policy wants it; era
 -- is the request's ("modern" | "legacy").
-local function refusal(settings, id, d, approval_id, era)
-  local msg = describe(d, approval_id)
+local function refusal(self, settings, id, d, approval_id, era)
+  local snap = self.engine:snapshot()
   local aid = approval_id and enc(approval_id) or "null"
-  if settings and settings.refusal == "result" then
-    return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{"content":[{"type":"text","text":' .. enc(msg)
-      .. '}],"isError":true,"_meta":{"toolgate/approval_id":' .. aid .. ',"toolgate/decision":' .. d:json()
+  if settings and settings.refusal == "result" and not ALWAYS_ERRORS[d.code] then
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{"content":[{"type":"text","text":'
+      .. enc(model_text(self, snap, d, approval_id)) .. '}],"isError":true,"_meta":{"toolgate/approval_id":' .. aid .. ',"toolgate/decision":' .. d:json()
       .. "}" .. result_type(era) .. "}}"
   end
-  return error_reply(id, code_of(d), msg, '{"approval_id":' .. aid .. ',"decision":' .. d:json() .. "}")
+  return error_reply(id, code_of(d), describe(d, approval_id, snap), '{"approval_id":' .. aid .. ',"decision":' .. d:json() .. "}")
 end
 
 local function gateway_decision(snap, stage, code, message, server, tool)
@@ -393,7 +443,7 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
   if not text then
     d = gateway_decision(snap, "decode", "BAD_CALL", frame.call_error, route.server, nil)
     self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
-    return refusal(settings, id, d, nil, era)
+    return refusal(self, settings, id, d, nil, era)
   end
   if not d then
     local ctx, err, code = route_context(self, route, snap)
@@ -453,7 +503,7 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
   if d.verdict == "accept" then
     return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried }
   end
-  return refusal(settings, id, d, d.verdict == "defer" and approval or nil, era)
+  return refusal(self, settings, id, d, d.verdict == "defer" and approval or nil, era)
 end
 
 -- The methods of the tasks extension the gateway routes; any other tasks/*
@@ -627,9 +677,12 @@ end
 --- Decides a client's message (one JSON-RPC message or a batch).
 -- request(route, text[, session]) -> plan {forward =, reply =, inject =,
 -- pending =, batch =}; session is a stream's plan (stdio), whose requests
--- in flight an id must not repeat.  A single message costs one call into
+-- in flight an id must not repeat; precheck(arg, frame, text), when given,
+-- is the host's check of the message's frame (the core's reading) against
+-- what came with it, and returns the answer to give instead (nothing of the
+-- message is decided then), or nil.  A single message costs one call into
 -- the core: read, and its tools/call decided (engine:check_mcp).
-function Gateway:request(route, text, session)
+function Gateway:request(route, text, session, precheck, arg)
   local snap, settings = current(self)
   local plan = { pending = {}, batch = false }
   if not settings then
@@ -645,6 +698,14 @@ function Gateway:request(route, text, session)
   if frame.kind == "not_json" then
     plan.reply = error_reply("null", M.CODES.PARSE_ERROR, "toolgate: the message is not JSON: " .. frame.why)
     return plan
+  end
+  -- the host's own check of what came with the message (HTTP headers), before anything of it is decided
+  if precheck then
+    local refused = precheck(arg, frame, text)
+    if refused then
+      plan.reply = refused
+      return plan
+    end
   end
   if frame.kind == "batch" then
     plan.era = "legacy" -- (batches are 2025-03-26's)
@@ -827,6 +888,28 @@ local function report_changes(self, snap, settings, server, changes)
   end
 end
 
+--- check_tools(route, text) -> the number of changes | nil, why: a
+-- server's whole tool list (text: a JSON array of its tools, every page),
+-- fetched by the host itself after the server announced a change
+-- (notifications/tools/list_changed), checked against the pins as a
+-- client's tools/list answer is, and what changed reported the same way: a
+-- changed tool's calls are refused before any client lists again.
+function Gateway:check_tools(route, text)
+  local snap, settings = current(self)
+  if not settings then return nil, "the policy's mcp settings are invalid" end
+  local doc, err = decision.codec():parse(text)
+  if not doc then return nil, "the tool list is not JSON: " .. tostring(err) end
+  local root = doc:root()
+  if root:type() ~= "array" then
+    doc:free()
+    return nil, "the tool list is not an array"
+  end
+  local _, changes = filter_tools(snap, route.server, root, true, MAX_ADDED_REPORTS)
+  doc:free()
+  if #changes > 0 then report_changes(self, snap, settings, route.server, changes) end
+  return #changes
+end
+
 -- A tools/list answer cut to the pinned tools.  The cut list is the
 -- gateway's, not the server's: it goes out with the MCP caching hints
 -- (2026-07-28, "Caching") the policy sets, never the server's: cacheScope
@@ -925,7 +1008,7 @@ local function call_answer(self, settings, route, root, id, pending)
   -- model's to read); any other defer (a broken contract the policy defers)
   -- is held back like a reject: a result cannot wait for a person
   if d.verdict == "accept" or (d.verdict == "defer" and d.code == "TOOL_ERROR") then return nil end
-  return refusal(settings, id, d, nil, pending.era)
+  return refusal(self, settings, id, d, nil, pending.era)
 end
 
 -- A completed task's result, where the client reads it (a tasks/get answer,
@@ -970,7 +1053,23 @@ local function task_answer(self, settings, route, root, id, pending)
   if status ~= "completed" then return nil end
   local d = verify_task_result(self, route, rec, result)
   if not d then return nil end
-  return error_reply(id, M.CODES.REJECTED, describe(d), '{"decision":' .. d:json() .. "}")
+  local refused = refusal(self, settings, id, d, nil, pending.era)
+  if settings.refusal ~= "result" then return refused end
+  -- the task completed with the refusal as its result: the model reads it where it reads the tool's
+  local doc = assert(decision.codec():parse(refused))
+  local tool_result = doc:root():get("result")
+  if not tool_result then
+    doc:free()
+    return refused
+  end
+  local parts = {}
+  for i = 1, result:len() do
+    local k = result:key(i)
+    if k ~= "result" then parts[#parts + 1] = enc(k) .. ":" .. assert(result:at(i):canon(nil, "exact")) end
+  end
+  parts[#parts + 1] = '"result":' .. assert(tool_result:canon(nil, "exact"))
+  doc:free()
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{' .. table.concat(parts, ",") .. "}}"
 end
 
 -- A notifications/tasks (on a subscriptions/listen stream) delivers a
