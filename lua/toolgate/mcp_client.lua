@@ -192,6 +192,11 @@ local function http_request(self, id, method, text)
   local status, ctype = r.status, (r.headers["content-type"] or ""):lower()
   local where = method .. ": HTTP " .. status
   if method == "initialize" and status == 200 then self.session = r.headers["mcp-session-id"] end
+  local coding = r.headers["content-encoding"]
+  if coding and coding:lower() ~= "identity" then
+    r:close()
+    return nil, where .. ": an answer in Content-Encoding " .. coding .. ", which was not asked for", { status = status }
+  end
   if status == 401 or status == 403 then
     r:close()
     return nil, where .. ": the server refuses the credentials (give them with --header-file)", { status = status }

@@ -9,7 +9,8 @@ local M = {}
 M.usage = [[
 usage: toolgate registry lint [--strict] [SERVER=]FILE...
        toolgate registry record [--server NAME] [--output FILE] [--timeout S] -- COMMAND [ARGS...]
-       toolgate registry record --check FILE [--server NAME] [--timeout S] -- COMMAND [ARGS...]
+       toolgate registry record [--server NAME] [--output FILE] [--timeout S] --url URL [--header-file F]
+       toolgate registry record --check FILE [--server NAME] [--timeout S] (-- COMMAND [ARGS...] | --url URL ...)
 
 Loads the registries together as one snapshot would, and writes one JSON
 line per finding:
@@ -36,21 +37,39 @@ exit status: 0 no errors, 1 some error (the snapshot would not load),
 2 bad usage or unreadable file
 
 record starts the MCP server COMMAND (a stdio server, as a client's
-configuration starts it), runs initialize and tools/list (following
-nextCursor), and writes its tools as a registry (an MCP tools/list result
-with the server's name: {"server","protocolVersion","tools"}) to FILE (or
-standard output); with --output, it then writes one line per tool with its
-pin ({"server","tool","pin"}) and a summary ({"summary":{"tools":N,
+configuration starts it), or speaks to the Streamable HTTP server at --url,
+reads its tools (tools/list, following nextCursor), and writes them as a
+registry (an MCP tools/list result with the server's name:
+{"server","protocolVersion","tools"}) to FILE (or standard output); with
+--output, it then writes one line per tool with its pin
+({"server","tool","pin"}) and a summary ({"summary":{"tools":N,
 "registry_hash":"..."}}).  Give the server the arguments it gets in the
 client's configuration: a tool's description may depend on them.
 
+It speaks MCP 2026-07-28 first (server/discover, then tools/list with the
+request _meta that revision needs) and falls back to the 2025 handshake
+(initialize, notifications/initialized) when the server answers
+server/discover with anything but its DiscoverResult naming 2026-07-28 or
+a -32022 that supports it; standard error says which era it used.  Over
+HTTP an answer of 401, 403 or 5xx, or none, is an error, not a fallback.
+
   --server NAME   the server's name in the registry (default: the name the
-                  server gives in initialize), the SERVER of --registry SERVER=FILE
+                  server gives in server/discover or initialize), the SERVER
+                  of --registry SERVER=FILE
   --output FILE   where the registry goes (default: standard output)
   --timeout S     seconds to wait for each answer (default 30)
+  --url URL       the server's Streamable HTTP endpoint: http:// only
+                  (https:// is not supported: toolgate has no TLS), the host an
+                  IP address or localhost (no name lookup); one POST per
+                  request, the answer JSON or an event stream
+  --header-file F headers every request carries, one "Name: value" a line
+                  (# comments), e.g. "Authorization: Bearer ...": credentials
+                  stay off the command line, F must not be open to other
+                  users (chmod 600), and no message shows a value
 
-record --check FILE compares the live server with the registry FILE
-(a rug-pull check, by hand or in CI): one line per tool that changed under
+record --check FILE compares the live server (over either transport) with
+the registry FILE (a rug-pull check, by hand or in CI): one line per tool
+that changed under
 its pin, that the registry lacks, or that the server no longer lists,
   {"server","tool","change":"changed|added|removed","pin","upstream_pin"}
 (a tool whose pin matches but whose annotations changed: "changed" with
