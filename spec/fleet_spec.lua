@@ -152,7 +152,7 @@ end
 local function outcome(r)
   if r.json.result then return "pass" end
   return r.json.error.data.decision.code == "APPROVAL_DENIED" and "denied" or
-    (r.json.error.code == -32002 and "deferred" or "refused")
+    (r.json.error.code == -31002 and "deferred" or "refused")
 end
 
 describe("a fleet of toolgate gateways on Redis", function()
@@ -194,7 +194,10 @@ describe("a fleet of toolgate gateways on Redis", function()
     end
     env.token = "fleet-token-" .. tostring(math.random(1e9)) .. "-0123456789"
     h.write_file(env.dir .. "/token", env.token .. "\n")
-    h.write_file(env.dir .. "/policy.lua", h.read_file(root .. "/policies/gateway.lua"))
+    -- (the shipped gateway policy, its refusals as JSON-RPC errors: the fleet's specs read a defer's approval
+    -- id from the error's data; nginx_spec covers the default, a tool result the model reads)
+    local policy = h.read_file(root .. "/policies/gateway.lua"):gsub('refusal = "result"', 'refusal = "error"')
+    h.write_file(env.dir .. "/policy.lua", policy)
     gateway("a", "--redis 127.0.0.1:" .. env.redis_port)
     gateway("b", "--redis 127.0.0.1:" .. env.redis_tls_port .. " --redis-tls " .. q(env.dir .. "/tls/ca.pem") ..
       " --redis-tls-name localhost")
@@ -264,7 +267,7 @@ describe("a fleet of toolgate gateways on Redis", function()
     local body = fx.call_body(11, "write_note", '{"text":"fleet approve me"}')
     local before = calls().total
     local d = send("a", "counter", body)[1].json.error
-    assert.equals(-32002, d.code)
+    assert.equals(-31002, d.code)
     local id = d.data.approval_id
     -- the same call through B asks for the same approval (one binding for the fleet)
     assert.equals(id, send("b", "counter", body)[1].json.error.data.approval_id)
@@ -394,7 +397,7 @@ describe("a fleet of toolgate gateways on Redis", function()
     -- what it cannot check it does not grant: a write is deferred, with no request on Redis
     local d = fx.send("http://" .. env.nodes.c.listen .. "/mcp/counter",
       fx.call_body(51, "write_note", '{"text":"untrusted Redis"}'))[1]
-    assert.equals(-32002, d.json.error.code)
+    assert.equals(-31002, d.json.error.code)
     assert.equals("0", (redis_cli("--raw exists " .. key("a:" .. d.json.error.data.approval_id)):gsub("%s", "")))
     fx.stop(pids.c)
     pids.c = nil
@@ -450,7 +453,7 @@ describe("a fleet of toolgate gateways on Redis", function()
     -- Redis restarted: the grant made before is refused (a restart may have
     -- brought back spent uses), the call asks again, a new grant lets it pass once
     local again = send("b", "counter", kept)[1].json.error
-    assert.same({ -32002, kid }, { again.code, again.data.approval_id })
+    assert.same({ -31002, kid }, { again.code, again.data.approval_id })
     assert.equals("pending", json(admin("a", "GET", "/v1/approvals/" .. kid)).status)
     assert.equals("granted", json(admin("a", "POST", "/v1/approvals/" .. kid .. "/grant")).status)
     assert.equals("pass", outcome(send("b", "counter", kept)[1]))
@@ -518,7 +521,7 @@ describe("a fleet of toolgate gateways on Redis", function()
     local before = calls().total
     local body = fx.call_body(81, "write_note", '{"text":"an evicting Redis"}')
     local d = send("a", "counter", body)[1].json.error
-    assert.equals(-32002, d.code)
+    assert.equals(-31002, d.code)
     assert.equals("0", (redis_cli("--raw exists " .. key("a:" .. d.data.approval_id)):gsub("%s", "")))
     assert.equals("UNAVAILABLE", json(admin("b", "GET", "/v1/approvals")).code)
     assert.equals("UNAVAILABLE", json(admin("b", "POST", "/v1/approvals/" .. d.data.approval_id .. "/grant")).code)
@@ -562,7 +565,7 @@ describe("a fleet of toolgate gateways on Redis", function()
       h.write_file(env.dir .. "/policy.lua", policy)
       for _, n in ipairs({ "a", "b" }) do assert.equals("success", json(admin(n, "POST", "/v1/reload")).result) end
     end
-    local stock = h.read_file(root .. "/policies/gateway.lua")
+    local stock = h.read_file(env.dir .. "/policy.lua") -- (the spec's: refusals as errors)
     reload((stock:gsub("approval_uses = 1", "approval_uses = 3")))
     -- Debian's stock persistence: snapshots (RDB), no append-only file
     local rdb = "--appendonly no --save ''"
@@ -584,13 +587,19 @@ describe("a fleet of toolgate gateways on Redis", function()
     assert.equals("3", (redis_cli("--raw get " .. key("a+" .. id)):match("^%d+")))
     -- both nodes poll it, then the call is retried through both, six times
     fx.wait_for("both nodes to use Redis again", function() return up("a") and up("b") end)
+    -- the restored grant is not listed, nor counted as a bad record
+    local function bad() return fx.metric(metrics("a"), 'toolgate_state_store_errors_total{op="record"}') end
+    local bad_before, listed = bad(), {}
+    for _, r in ipairs(json(admin("a", "GET", "/v1/approvals")).approvals) do listed[r.id] = r.status end
+    assert.is_nil(listed[id])
+    assert.equals(bad_before, bad())
     for i = 1, 6 do send(i % 2 == 0 and "b" or "a", "counter", body) end
     io.stderr:write(string.format("# fleet: 3 uses granted, spent, restored from the snapshot: %d calls reached the " ..
       "upstream\n", calls().total - before))
     assert.equals(before + 3, calls().total)
     -- the restored grant is never used: the call asks again, and a new grant lets it through
     local again = send("a", "counter", body)[1].json.error
-    assert.equals(-32002, again.code)
+    assert.equals(-31002, again.code)
     assert.equals("pending", json(admin("b", "GET", "/v1/approvals/" .. again.data.approval_id)).status)
     assert.equals("granted", json(admin("b", "POST", "/v1/approvals/" .. again.data.approval_id .. "/grant")).status)
     assert.equals("pass", outcome(send("b", "counter", body)[1]))

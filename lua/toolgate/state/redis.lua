@@ -907,9 +907,14 @@ function Store:approvals()
     for id in pairs(ids) do
       local ok, r, rerr = pcall(read_approval, red, akeys(self, id))
       if ok and not r then return r, rerr end
-      -- one record that is no approval is skipped, never the whole listing
-      if ok and type(r[1]) == "table" then out[#out + 1] = r[1] else count_error(self, "record", "approval " .. id ..
-        " is no approval record, skipped: " .. tostring(ok and r[1] or r)) end
+      -- none (expired since the scan, a grant of another generation) is
+      -- left out; one record that is no approval is skipped, never the
+      -- whole listing
+      if ok and type(r[1]) == "table" then
+        out[#out + 1] = r[1]
+      elseif not ok or r[1] ~= nil then
+        count_error(self, "record", "approval " .. id .. " is no approval record, skipped: " .. tostring(ok and r[1] or r))
+      end
     end
     table.sort(out, function(x, y) return x.id < y.id end)
     return { out }
