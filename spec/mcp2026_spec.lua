@@ -32,6 +32,7 @@ local PROBE = os.getenv("TOOLGATE_FLOW_PROBE") == "1"
 -- front|mode|flow (mode "*": every mode) -> why the flow cannot pass yet
 local WAITS = {
   ["nginx|raw|header/body mismatch"] = "waits for the header/body check in the gateway's access phase: C",
+  ["stdio|pin|list_changed: the pins checked again"] = "waits for the stdio proxy's re-list on list_changed: C",
 }
 
 local env, pids = {}, {}
@@ -61,7 +62,10 @@ local STDIO_SERVERS = {
   up = "node upstream2026.mjs stdio",
   tasks = "node tasks2026.mjs stdio",
   tasksbad = "env BREAK_TASK=1 node tasks2026.mjs stdio",
+  rug = "env RUG=1 node upstream2026.mjs stdio",
 }
+local SERVERS = { "up", "tasks", "tasksbad", "rug" }
+local HTTP_SERVERS = { up = "", tasks = "", tasksbad = "BREAK_TASK=1", rug = "RUG=1" }
 
 -- client2026.mjs MODE STEPS against server through front: the lines it printed
 local function client(front, mode, server, list, vars)
@@ -75,15 +79,15 @@ local function client(front, mode, server, list, vars)
   return lines
 end
 
--- the tool calls that ran at the upstream of front (its own log)
-local function ran(front)
-  if front == "nginx" then return json(curl(q("http://127.0.0.1:" .. env.up .. "/calls"))) end
+-- the tool calls that ran at the upstream of front (its own log; stdio: every server's)
+local function ran(front, server)
+  if front == "nginx" then return json(curl(q("http://127.0.0.1:" .. env[server or "up"] .. "/calls"))) end
   return fx.lines(h.read_file(env.dir .. "/stdio-calls") or "")
 end
 
-local function count(front, name, pred)
+local function count(front, name, pred, server)
   local n = 0
-  for _, c in ipairs(ran(front)) do
+  for _, c in ipairs(ran(front, server)) do
     if c.name == name and (not pred or pred(c.arguments or {}, c)) then n = n + 1 end
   end
   return n
@@ -109,6 +113,12 @@ local function refused(line, what)
   local r = refusal(line)
   assert(r, what .. ": not refused: " .. value.encode(line))
   return r
+end
+
+-- how the client got a refusal, for the table
+local function shape(r)
+  if r.result then return "refused as expected (isError result)" end
+  return "refused as expected (error " .. tostring(r.code) .. ")"
 end
 
 local function text_of(line)
@@ -225,16 +235,16 @@ describe("MCP 2026-07-28 flows through both front ends", function()
     end
     local dir = fx.tempdir("toolgate-mcp2026-spec")
     env.dir = dir
-    local ports = fx.ports(5)
+    local ports = fx.ports(6)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
-    pids.up = spawn("PORT=" .. ports[3] .. " KA=500 exec node upstream2026.mjs", dir .. "/up.log")
-    pids.tasks = spawn("PORT=" .. ports[4] .. " exec node tasks2026.mjs", dir .. "/tasks.log")
-    pids.tasksbad = spawn("PORT=" .. ports[5] .. " BREAK_TASK=1 exec node tasks2026.mjs", dir .. "/tasksbad.log")
-    env.up = fx.upstream_port(dir .. "/up.log")
-    env.tasks = fx.upstream_port(dir .. "/tasks.log")
-    env.tasksbad = fx.upstream_port(dir .. "/tasksbad.log")
+    for i, s in ipairs(SERVERS) do
+      pids[s] = spawn("PORT=" .. ports[i + 2] .. " KA=500 " .. HTTP_SERVERS[s] .. " exec node "
+        .. (s:find("^tasks") and "tasks2026.mjs" or "upstream2026.mjs"), dir .. "/" .. s .. ".log")
+    end
+    for _, s in ipairs(SERVERS) do env[s] = fx.upstream_port(dir .. "/" .. s .. ".log") end
     -- the registries, recorded from the real servers before the gateway starts
     fx.record("up", env.up, dir .. "/up.json")
+    fx.record("rug", env.rug, dir .. "/rug.json")
     local code, out, err = h.run("cd " .. q(testdir) .. " && timeout 60 node client2026.mjs pin '[{\"op\":\"list\"}]' "
       .. q("http://127.0.0.1:" .. env.tasks .. "/mcp"))
     assert(code == 0, out .. err)
@@ -251,14 +261,14 @@ describe("MCP 2026-07-28 flows through both front ends", function()
     assert(n == 1, "policies/gateway.lua's contract changed: the spec cannot add deploy")
     env.policy = dir .. "/policy.lua"
     h.write_file(env.policy, policy)
-    for _, s in ipairs({ "up", "tasks", "tasksbad" }) do
+    for _, s in ipairs(SERVERS) do
       h.write_file(dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
     end
     env.token = "spec-token-" .. tostring(math.random(1e9)) .. "-0123456789"
     h.write_file(dir .. "/token", env.token .. "\n")
     local cmd = { "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", env.listen, "--admin", env.admin,
       "--admin-token-file", q(dir .. "/token"), "--workers 2", "--prefix", q(dir .. "/prefix"), "--policy", q(env.policy) }
-    for _, s in ipairs({ "up", "tasks", "tasksbad" }) do
+    for _, s in ipairs(SERVERS) do
       for _, a in ipairs({ "--upstream", s .. "=http://127.0.0.1:" .. env[s] .. "/mcp", "--registry",
         q(s .. "=" .. dir .. "/" .. s .. ".json"), "--context", q(s .. "=" .. dir .. "/" .. s .. ".ctx") }) do
         cmd[#cmd + 1] = a
@@ -278,9 +288,7 @@ describe("MCP 2026-07-28 flows through both front ends", function()
       local pid = tonumber(h.read_file(env.dir .. "/prefix/nginx.pid") or "")
       if pid then wait_for("nginx to stop", function() return not fx.alive(pid) end) end
     end
-    stop(pids.up)
-    stop(pids.tasks)
-    stop(pids.tasksbad)
+    for _, s in ipairs(SERVERS) do stop(pids[s]) end
     local path = os.getenv("TOOLGATE_FLOW_TABLE")
     if path then
       local out = { "| front end | client | flow | outcome |", "|---|---|---|---|" }
@@ -351,21 +359,21 @@ describe("MCP 2026-07-28 flows through both front ends", function()
       end)
 
       flow(front, mode, "H2 undeclared key", function()
-        refused(A()[6], "H2")
+        local r = refused(A()[6], "H2")
         assert.equals(0, count(front, "get-info", function(a) return a.key == "h2-" .. mode end))
-        return "refused as expected"
+        return shape(r)
       end)
 
       flow(front, mode, "H3 too long", function()
-        refused(A()[7], "H3")
+        local r = refused(A()[7], "H3")
         assert.equals(0, count(front, "get-info", function(a) return tostring(a.key):find("^h3%-") ~= nil end))
-        return "refused as expected"
+        return shape(r)
       end)
 
       flow(front, mode, "H4 destructive", function()
-        refused(A()[8], "H4")
+        local r = refused(A()[8], "H4")
         assert.equals(0, count(front, "delete_all"))
-        return "refused as expected"
+        return shape(r)
       end)
 
       flow(front, mode, "defer -> grant -> retry (once)", function()
@@ -375,7 +383,7 @@ describe("MCP 2026-07-28 flows through both front ends", function()
         assert.equals("noted: note-" .. mode, text_of(B[2]))
         refused(B[3], "the second use of a one-use approval")
         assert.equals(1, count(front, "write_note", function(a) return a.text == "note-" .. mode end))
-        return "pass"
+        return "pass (deferred: " .. shape(d):match("%((.*)%)") .. ")"
       end)
 
       flow(front, mode, "multi round-trip: confirmed passes", function()
@@ -394,10 +402,10 @@ describe("MCP 2026-07-28 flows through both front ends", function()
         if not MODERN[mode] then return "n/a: a 2025 connection has no retries (the server asks by elicitation)" end
         local C = connected(front, mode, "C")
         assert.equals("input_required", C[2].ok and C[2].ok.resultType, value.encode(C[2]))
-        refused(C[3], "a retry with env prod under the staging round's state")
+        local r = refused(C[3], "a retry with env prod under the staging round's state")
         assert.equals(0, count(front, "deploy", function(a, c) return a.env == "prod" and c.completed end))
         assert.matches("^deployed rt%-" .. mode .. " to staging", text_of(C[5]))
-        return "refused as expected (the confirmed retry passes)"
+        return (shape(r):gsub("%)$", "; the same retry unchanged passes)"))
       end)
 
       flow(front, mode, "write behind an approval that asks for input (passes once)", function()
@@ -459,6 +467,63 @@ describe("MCP 2026-07-28 flows through both front ends", function()
         assert.is_nil(a.msg.error.message:find("Unknown task", 1, true), "refused by the server, not toolgate")
       end
       return "refused as expected"
+    end)
+
+    flow(front, "raw", "tasks: input asked, answered by tasks/update", function()
+      local update = function(responses)
+        return raw_step(front, "tasks/update", "{{taskId}}", '"taskId":"{{taskId}}","inputResponses":' .. responses .. ","
+          .. meta(true))
+      end
+      local a = raw(front, "tasks", {
+        raw_step(front, "tools/call", "long_echo", '"name":"long_echo","arguments":{"text":"asked-' .. front .. '"},'
+          .. meta(true)),
+        raw_step(front, "tasks/get", "{{taskId}}", '"taskId":"{{taskId}}",' .. meta(true), ',"until":"input_required"'),
+        update('{"unasked":{"action":"accept","content":{"confirm":true}}}'),
+        update('{"confirm":{"action":"accept","content":{"confirm":true}}}'),
+        raw_step(front, "tasks/get", "{{taskId}}", '"taskId":"{{taskId}}",' .. meta(true), ',"until":"completed"'),
+      })
+      assert.equals("task", a[1].msg.result and a[1].msg.result.resultType, value.encode(a[1].msg))
+      assert.equals("input_required", a[2].msg.result and a[2].msg.result.status, value.encode(a[2].msg))
+      assert(a[3].msg.error, "an answer to a question never asked passed: " .. value.encode(a[3].msg))
+      assert.equals("complete", a[4].msg.result and a[4].msg.result.resultType, value.encode(a[4].msg))
+      assert.equals("echo: asked-" .. front, a[5].msg.result.result.content[1].text)
+      for _, c in ipairs(ran(front, "tasks")) do
+        assert.is_nil(c.inputResponses and c.inputResponses.unasked, "the unasked answer reached the server")
+      end
+      return "pass (an unasked answer refused)"
+    end)
+
+    flow(front, "raw", "unsupported version: -32022", function()
+      local v = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01",'
+        .. '"io.modelcontextprotocol/clientCapabilities":{}}'
+      local odd = '{"op":"raw",' .. (front == "nginx" and
+        '"headers":{"mcp-protocol-version":"2099-01-01","mcp-method":"tools/call","mcp-name":"get-info"},' or "")
+        .. '"body":{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get-info","arguments":'
+        .. '{"key":"v2099-' .. front .. '"},' .. v .. "}}}"
+      -- first a 2026 request: the SDK's stdio server then serves any version claimed after it
+      local a = raw(front, "up", { raw_step(front, "tools/call", "get-info",
+        '"name":"get-info","arguments":{"key":"v2026-' .. front .. '"},' .. meta(false)), odd })
+      assert.equals("info:v2026-" .. front, a[1].msg.result and a[1].msg.result.content[1].text, value.encode(a[1].msg))
+      local e = a[2].msg.error
+      assert.equals(-32022, e and e.code, value.encode(a[2].msg))
+      assert.equals("2099-01-01", e.data and e.data.requested)
+      if front == "nginx" then assert.equals(400, a[2].status) end
+      assert.equals(0, count(front, "get-info", function(x) return x.key == "v2099-" .. front end))
+      return "refused as expected (-32022" .. (front == "nginx" and ", HTTP 400)" or ")")
+    end)
+
+    flow(front, "pin", "list_changed: the pins checked again", function()
+      local touch = front == "nginx" and ("http://127.0.0.1:" .. env.rug .. "/touch") or ("pidfile:" .. env.dir .. "/rug.pid")
+      local r = client(front, "pin", "rug", { '{"op":"listen","ms":1500,"touch":"' .. touch .. '"}',
+        call("get-info", '{"key":"after-' .. front .. '"}'), '{"op":"list"}' }, "PID_FILE=" .. q(env.dir .. "/rug.pid"))
+      assert(r[2] and r[2].ok, value.encode(r[2] or r[1]))
+      local got = false
+      for _, n in ipairs(r[2].ok.notifications) do got = got or n.method == "notifications/tools/list_changed" end
+      assert.is_true(got, "no list_changed: " .. value.encode(r[2].ok))
+      local x = refused(r[3], "a call to a tool whose description changed")
+      assert.equals(0, count(front, "get-info", function(a) return a.key == "after-" .. front end, "rug"))
+      for _, t in ipairs(r[4].ok.tools) do assert.is_not.equals("get-info", t.name) end
+      return shape(x)
     end)
 
     if front == "nginx" then
