@@ -121,6 +121,25 @@ describe("registry record", function()
     assert.equal(0, calls.total)
   end)
 
+  it("records the real server-everything over HTTP (2025, a session: Mcp-Session-Id) as the shipped registry", function()
+    if not h.npm_peer("@modelcontextprotocol/server-everything", pending, "nginx/test") then return end
+    local log = dir .. "/everything.log"
+    pids.everything = fx.spawn("PORT=" .. fx.ports(1)[1] .. " NODE_OPTIONS=--experimental-global-webcrypto exec node "
+      .. "node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp", log)
+    local url = "http://127.0.0.1:" .. fx.upstream_port(log) .. "/mcp"
+    local shipped = h.root .. "/examples/registries/mcp-everything.json"
+    local code, out, err = h.toolgate("registry record --server everything --output " .. q(dir .. "/every.json")
+      .. " --url " .. q(url))
+    assert(code == 0, out .. err)
+    assert.matches("the server speaks MCP 2025-06-18 (initialize: ", err, 1, true)
+    local _, lint = h.toolgate("registry lint " .. q(shipped))
+    local pins = lines(out)
+    assert.equal(lines(lint)[#lines(lint)].summary.registry_hash, pins[#pins].summary.registry_hash)
+    assert.same(decode(h.read_file(shipped)).tools, decode(h.read_file(dir .. "/every.json")).tools)
+    code, out = h.toolgate("registry record --check " .. q(shipped) .. " --url " .. q(url))
+    assert.equal(0, code, out)
+  end)
+
   it("--check over HTTP reports a changed tool and one added, in both eras, and exits 0 for a server that matches", function()
     if not h.npm_peer("@modelcontextprotocol/server", pending, "nginx/test") then return end
     local honest = http_server("honest", "STRICT=1")
