@@ -178,6 +178,29 @@ describe("registry record", function()
     assert.same({ "echo:changed", "exfiltrate:added" }, changes)
   end)
 
+  it("records the 2026 upstream of the flow matrix (upstream2026.mjs, STRICT) as the SDK 2.4.0 client lists it, "
+    .. "over HTTP and stdio, and --check sees its rug pull", function()
+    if not h.npm_peer("@modelcontextprotocol/client", pending, "nginx/test") then return end
+    local log = dir .. "/up26.log"
+    pids.up26 = fx.spawn("PORT=0 STRICT=1 RUG=1 exec node upstream2026.mjs", log)
+    local url = "http://127.0.0.1:" .. fx.upstream_port(log) .. "/mcp"
+    local code, out, err = fx.node("client2026.mjs pin " .. q('[{"op":"list"}]') .. " " .. q(url))
+    assert(code == 0, err)
+    local sdk = lines(out)
+    assert.equal("2026-07-28", sdk[1].ok.version)
+    local reg = dir .. "/up26.json"
+    code, out, err = h.toolgate("registry record --output " .. q(reg) .. " --url " .. q(url))
+    assert(code == 0, out .. err)
+    assert.same(sdk[2].ok.tools, decode(h.read_file(reg)).tools)
+    code, out, err = h.toolgate("registry record -- env STRICT=1 node " .. q(testdir .. "/upstream2026.mjs") .. " stdio")
+    assert(code == 0, out .. err)
+    assert.same(decode(h.read_file(reg)), decode(out))
+    fx.curl(q(url:gsub("/mcp$", "/touch")))
+    code, out = h.toolgate("registry record --check " .. q(reg) .. " --url " .. q(url))
+    assert.equal(1, code, out)
+    assert.same({ tool = "get-info", change = "changed" }, { tool = lines(out)[1].tool, change = lines(out)[1].change })
+  end)
+
   it("sends --header-file's Authorization to a server that requires it, never showing its value", function()
     if not h.npm_peer("@modelcontextprotocol/server", pending, "nginx/test") then return end
     local secret = "tg-record-s3cret-" .. os.time()
