@@ -56,6 +56,15 @@ local value = require "toolgate.value"
 local value_null = value.null
 local function enc(v) return (assert(value.encode(v))) end
 
+-- A refusal as the shipped policy answers it (mcp.refusal = "result"): a
+-- tool result with isError, raw (result) or as the SDK client hands it to
+-- the host (ok) -> its decision, approval id and the text the model reads.
+local function refused(msg)
+  local r = assert(msg.result or msg.ok, "a tool result expected, got " .. enc(msg))
+  assert(r.isError == true, "isError expected")
+  return r._meta["toolgate/decision"], r._meta["toolgate/approval_id"], r.content[1].text
+end
+
 describe("toolgate gateway (nginx)", function()
   local ready, why
 
@@ -98,9 +107,9 @@ describe("toolgate gateway (nginx)", function()
     record("express", env.express, dir .. "/express.json")
     record("u26", env.u26, dir .. "/u26.json")
     record("rug26", env.rug26, dir .. "/rug26.json")
-    -- the counter's tools, echo's message mirrored in the header Mcp-Param-Message (x-mcp-header)
-    local params = h.read_file(dir .. "/counter.json"):gsub('"server":"counter"', '"server":"params"')
-      :gsub('"message":{', '"message":{"x-mcp-header":"Message",')
+    -- u26's tools, get-info's key mirrored in the header Mcp-Param-Key (x-mcp-header)
+    local params = h.read_file(dir .. "/u26.json"):gsub('"server":"u26"', '"server":"params"')
+      :gsub('"key":{', '"key":{"x-mcp-header":"Key",')
     h.write_file(dir .. "/params.json", params)
     -- the counter's /gzip/json and /gzip/sse: its tools (and secret_tool, which no registry has), gzip-compressed
     for _, s in ipairs({ "gzipjson", "gzipsse", "gzipdecoy" }) do
@@ -135,7 +144,7 @@ describe("toolgate gateway (nginx)", function()
       cmd = cmd .. " --upstream " .. s .. "=http://127.0.0.1:" .. env[s] .. "/mcp --registry " .. q(s .. "=" .. dir .. "/"
         .. s .. ".json") .. " --context " .. q(s .. "=" .. dir .. "/" .. s .. ".ctx")
     end
-    cmd = cmd .. " --upstream params=http://127.0.0.1:" .. env.counter .. "/mcp --registry "
+    cmd = cmd .. " --upstream params=http://127.0.0.1:" .. env.u26 .. "/mcp --registry "
       .. q("params=" .. dir .. "/params.json") .. " --context " .. q("params=" .. dir .. "/params.ctx")
     for _, s in ipairs({ "json", "sse", "decoy" }) do
       cmd = cmd .. " --upstream gzip" .. s .. "=http://127.0.0.1:" .. env.counter .. "/gzip/" .. s
@@ -222,7 +231,7 @@ describe("toolgate gateway (nginx)", function()
     assert.equals("Echo: json", raw.json.result.content[1].text)
   end)
 
-  it("refuses H1, H2, H3 and H4 with the documented codes, and the server never sees them", function()
+  it("refuses H1 with -32602, H2, H3 and H4 as tool results the SDK client hands on, and the server never sees them", function()
     if not need(pending) then return end
     local before = calls("counter").total
     local r = client("counter", table.concat({
@@ -230,14 +239,21 @@ describe("toolgate gateway (nginx)", function()
       '{"op":"call","name":"echo","arguments":{"message":"x","extra":1}}',
       '{"op":"call","name":"echo","arguments":{"message":7}}',
       '{"op":"call","name":"delete_all"}]' }, ","))
-    local want = { { -32602, "H1" }, { -32602, "H2" }, { -32602, "H3" }, { -31001, "H4" } }
-    for i, w in ipairs(want) do
-      local e = r[i + 1].error
-      assert.equals(w[1], e.code)
-      assert.equals(w[2], e.data.decision.code)
-      assert.equals("counter", e.data.decision.server)
+    local e = r[2].error
+    assert.equals(-32602, e.code)
+    assert.equals("H1", e.data.decision.code)
+    assert.equals("counter", e.data.decision.server)
+    for i, code in ipairs({ "H2", "H3", "H4" }) do
+      local d = refused(r[i + 2])
+      assert.equals(code, d.code)
+      assert.equals("counter", d.server)
     end
-    assert.equals("/extra", r[3].error.data.decision.path)
+    local d, _, text = refused(r[3])
+    assert.equals("/extra", d.path)
+    -- the text the model reads, written by the core: the bytes mcp_spec pins
+    assert.equals('toolgate refused this call to echo: H2 at /extra: (root): key "extra" is not declared by the '
+      .. "schema. echo accepts: message (string, at most 100 characters, required). Correct the arguments and call "
+      .. "again.", text)
     assert.equals(before, calls("counter").total)
   end)
 
@@ -306,7 +322,7 @@ describe("toolgate gateway (nginx)", function()
     local file = env.dir .. "/big.json"
     h.write_file(file, call_body(31, "echo", '{"message":"' .. string.rep("x", 200000) .. '"}'))
     local r = send("counter", "@" .. file)[1]
-    assert.equals("H3", r.json.error.data.decision.code) -- maxLength 100: the whole body was read
+    assert.equals("H3", refused(r.json).code) -- maxLength 100: the whole body was read
     assert.equals(before, calls("counter").total)
     assert.matches("a client request body is buffered to a temporary file", h.read_file(env.dir .. "/gateway.log"),
       1, true)
@@ -316,8 +332,7 @@ describe("toolgate gateway (nginx)", function()
     if not need(pending) then return end
     local before = calls("counter").broken_add or 0
     local r = send("counter", call_body(9, "broken_add", '{"a":1,"b":2}'))[1]
-    assert.equals(-31001, r.json.error.code)
-    assert.equals("CONTRACT_OUTPUT", r.json.error.data.decision.code)
+    assert.equals("CONTRACT_OUTPUT", refused(r.json).code)
     assert.equals(before + 1, calls("counter").broken_add) -- it ran; its result did not reach the client
   end)
 
@@ -325,15 +340,16 @@ describe("toolgate gateway (nginx)", function()
     if not need(pending) then return end
     local body = call_body(11, "write_note", '{"text":"approve me"}')
     local before = calls("counter").total
-    local d = send("counter", body)[1].json.error
-    assert.equals(-31002, d.code)
-    local id = d.data.approval_id
+    local d, id, text = refused(send("counter", body)[1].json)
     assert.matches("^%x+$", id)
-    assert.equals("defer", d.data.decision.verdict)
+    assert.equals("defer", d.verdict)
+    -- the model is told a person was asked, and how the approval is granted here
+    assert.truthy(text:find("Approval " .. id .. ". A person grants it on the gateway's admin API: POST /v1/approvals/"
+      .. id .. "/grant Once it is granted", 1, true), text)
     assert.same({ "server", "tool", "args_digest", "policy_version", "registry_hash", "epoch" }, (function()
       local keys = {}
       for _, k in ipairs({ "server", "tool", "args_digest", "policy_version", "registry_hash", "epoch" }) do
-        if d.data.decision.binding[k] ~= nil then keys[#keys + 1] = k end
+        if d.binding[k] ~= nil then keys[#keys + 1] = k end
       end
       return keys
     end)())
@@ -343,26 +359,26 @@ describe("toolgate gateway (nginx)", function()
     assert.equals("pending", found.status)
     assert.equals("write_note", found.tool)
     -- the same call again, before approval: the same request, still deferred
-    assert.equals(id, send("counter", body)[1].json.error.data.approval_id)
+    assert.equals(id, select(2, refused(send("counter", body)[1].json)))
     assert.equals("granted", json(admin("POST", "/v1/approvals/" .. id .. "/grant")).status)
     -- one use: of four identical calls at once, across both workers, one passes
     local r = send("counter", body, 4)
     local passed, deferred = 0, 0
     for _, x in ipairs(r) do
-      if x.json.result then passed = passed + 1 end
-      if x.json.error and x.json.error.code == -31002 then deferred = deferred + 1 end
+      if x.json.result and not x.json.result.isError then passed = passed + 1 end
+      if x.json.result and x.json.result.isError and refused(x.json).verdict == "defer" then deferred = deferred + 1 end
     end
     assert.equals(1, passed)
     assert.equals(3, deferred)
     assert.equals(before + 1, calls("counter").total)
     -- other arguments: another approval, still deferred
-    local other = send("counter", call_body(12, "write_note", '{"text":"something else"}'))[1].json.error
-    assert.equals(-31002, other.code)
-    assert.not_equals(id, other.data.approval_id)
+    local od, other = refused(send("counter", call_body(12, "write_note", '{"text":"something else"}'))[1].json)
+    assert.equals("defer", od.verdict)
+    assert.not_equals(id, other)
     -- denied: refused from then on
-    assert.equals("denied", json(admin("POST", "/v1/approvals/" .. other.data.approval_id .. "/deny")).status)
-    local denied = send("counter", call_body(13, "write_note", '{"text":"something else"}'))[1].json.error
-    assert.equals("APPROVAL_DENIED", denied.data.decision.code)
+    assert.equals("denied", json(admin("POST", "/v1/approvals/" .. other .. "/deny")).status)
+    local denied = refused(send("counter", call_body(13, "write_note", '{"text":"something else"}'))[1].json)
+    assert.equals("APPROVAL_DENIED", denied.code)
     assert.equals(before + 1, calls("counter").total)
     -- a second decision on one approval is refused
     assert.matches("ALREADY_DECIDED", admin("POST", "/v1/approvals/" .. id .. "/deny"))
@@ -377,7 +393,7 @@ describe("toolgate gateway (nginx)", function()
     assert.is_nil(names.echo)       -- its description changed under its pin
     assert.is_nil(names.exfiltrate) -- new: not in the registry
     assert.is_true(names.add)
-    assert.equals("PIN_CHANGED", r[3].error.data.decision.code)
+    assert.equals("PIN_CHANGED", refused(r[3]).code)
     assert.same({ sum = 2 }, r[4].ok.structuredContent) -- the unchanged tools still work
     assert.is_nil(calls("rug").echo)
     local pins = json(admin("GET", "/v1/pins"))
@@ -475,7 +491,7 @@ describe("toolgate gateway (nginx)", function()
       local before = errors()
       r = fx.client(url, '[{"op":"list"},{"op":"call","name":"echo","arguments":{"message":"hi"}}]')
       assert.equals(registered - 1, #r[2].ok.tools)
-      assert.equals("PIN_CHANGED", r[3].error.data.decision.code)
+      assert.equals("PIN_CHANGED", refused(r[3]).code)
       local function workers()
         local seen, count = {}, 0
         for l in (h.read_file(dir .. "/prefix/decisions.jsonl") or ""):gmatch("[^\n]+") do
@@ -489,7 +505,7 @@ describe("toolgate gateway (nginx)", function()
       -- new connections at once, until both workers decided some (the log is written every 0.1 s)
       for _ = 1, 10 do
         for _, x in ipairs(fx.send(url, call_body(8, "echo", '{"message":"hi"}'), 12, '{"connection":"close"}')) do
-          assert.equals("PIN_CHANGED", x.json.error.data.decision.code)
+          assert.equals("PIN_CHANGED", refused(x.json).code)
         end
         sleep(0.3)
         if workers() == 2 then break end
@@ -527,7 +543,10 @@ describe("toolgate gateway (nginx)", function()
   it("refuses a request whose MCP headers disagree with its body: 400 and -32020 from the gateway, never forwarded", function()
     if not need(pending) then return end
     local mismatch = require("toolgate.mcp").CODES.HEADER_MISMATCH
-    local function reached() return calls("counter").methods["tools/call"] or 0 end
+    -- what reached each server: the counter counts the calls it was sent, u26 those that ran
+    local function reached()
+      return (calls("counter").methods["tools/call"] or 0) + #json(curl(q("http://127.0.0.1:" .. env.u26 .. "/calls")))
+    end
     local before = reached()
     local cases = {
       -- a router behind would route by Mcp-Name: add, the server would run echo
@@ -545,11 +564,13 @@ describe("toolgate gateway (nginx)", function()
       { "counter", call_body(37, "echo", '{"message":"h7"}'), enc({ ["mcp-name"] = "add" }), "Mcp%-Name" },
       { "counter", call_body(38, "echo", '{"message":"h8"}'), enc({ ["mcp-protocol-version"] = "2026-07-28" }),
         "no params._meta" },
-      -- x-mcp-header: echo's message must ride in Mcp-Param-Message too
-      { "params", modern_call(39, "echo", '{"message":"h9"}'), std_headers({ ["mcp-name"] = "echo" }),
-        "Mcp%-Param%-Message header is absent" },
-      { "params", modern_call(40, "echo", '{"message":"h10"}'),
-        std_headers({ ["mcp-name"] = "echo", ["mcp-param-message"] = "h11" }), "Mcp%-Param%-Message header names" },
+      -- x-mcp-header: get-info's key must ride in Mcp-Param-Key too
+      { "params", modern_call(39, "get-info", '{"key":"h9"}'), std_headers({ ["mcp-name"] = "get-info" }),
+        "Mcp%-Param%-Key header is absent" },
+      { "params", modern_call(40, "get-info", '{"key":"h10"}'),
+        std_headers({ ["mcp-name"] = "get-info", ["mcp-param-key"] = "h11" }), "Mcp%-Param%-Key header names" },
+      { "u26", modern_call(41, "get-info", '{"key":"h12"}'),
+        std_headers({ ["mcp-name"] = "get-info", ["mcp-param-key"] = "h12" }), "does not declare" },
     }
     for i, c in ipairs(cases) do
       local r = send(c[1], c[2], 1, c[3])[1]
@@ -559,16 +580,22 @@ describe("toolgate gateway (nginx)", function()
       assert.equals("HEADER_MISMATCH", r.json.error.data.decision.code)
     end
     assert.equals(before, reached())
+    -- headers that agree on a version the gateway does not serve: -32022, with 400 too
+    local r = send("u26", modern_call(45, "get-info", '{"key":"v"}'):gsub("2026%-07%-28", "2099-01-01"), 1,
+      std_headers({ ["mcp-name"] = "get-info", ["mcp-protocol-version"] = "2099-01-01" }))[1]
+    assert.equals(400, r.status, r.body)
+    assert.equals(require("toolgate.mcp").CODES.UNSUPPORTED_PROTOCOL_VERSION, r.json.error.code)
+    assert.equals(before, reached())
     -- headers that agree, encoded or not, pass
     local ok = {
-      { "counter", modern_call(41, "echo", '{"message":"ok1"}'), std_headers({ ["mcp-name"] = "=?base64?ZWNobw==?=" }),
-        "Echo: ok1" },
-      { "counter", call_body(42, "echo", '{"message":"ok2"}'), nil, "Echo: ok2" },
-      { "params", modern_call(43, "echo", '{"message":"Zürich"}'), std_headers({ ["mcp-name"] = "echo",
-        ["mcp-param-message"] = "=?base64?WsO8cmljaA==?=" }), "Echo: Zürich" },
+      { "u26", modern_call(42, "get-info", '{"key":"ok1"}'), std_headers({ ["mcp-name"] = "=?base64?Z2V0LWluZm8=?=" }),
+        "info:ok1" },
+      { "counter", call_body(43, "echo", '{"message":"ok2"}'), nil, "Echo: ok2" },
+      { "params", modern_call(44, "get-info", '{"key":"Zürich"}'), std_headers({ ["mcp-name"] = "get-info",
+        ["mcp-param-key"] = "=?base64?WsO8cmljaA==?=" }), "info:Zürich" },
     }
     for i, c in ipairs(ok) do
-      local r = send(c[1], c[2], 1, c[3])[1]
+      r = send(c[1], c[2], 1, c[3])[1]
       assert.equals(200, r.status, "ok " .. i .. ": " .. r.body)
       assert.equals(c[4], r.json.result.content[1].text)
     end
@@ -618,7 +645,8 @@ describe("toolgate gateway (nginx)", function()
       end
     end, env.dir .. "/gateway.log", 5)
     r = send("rug26", modern_call(52, "get-info", '{"key":"b"}'), 1, headers)[1]
-    assert.is_nil(r.json.result and not r.json.result.isError and r.json.result, r.body)
+    -- refused (a tool result with isError or an error, as the policy's mcp.refusal says)
+    assert.is_true(r.json.error ~= nil or r.json.result.isError == true, r.body)
     assert.matches("PIN_CHANGED", r.body)
     assert.equals(before, ran())
   end)
@@ -880,7 +908,7 @@ describe("toolgate gateway (nginx)", function()
       n = n + 1
       assert.truthy(loc:find("proxy_set_header Accept-Encoding identity;", 1, true), loc)
     end
-    assert.equals(8, n)
+    assert.equals(11, n)
   end)
 
   it("refuses a request disguised as a notification: the server never sees it", function()
@@ -900,8 +928,7 @@ describe("toolgate gateway (nginx)", function()
     if not need(pending) then return end
     local before = calls("counter").failing_add or 0
     local r = client("counter", '[{"op":"call","name":"failing_add","arguments":{"a":1,"b":2}}]')
-    assert.equals(-31001, r[2].error.code)
-    assert.equals("CONTRACT_OUTPUT", r[2].error.data.decision.code)
+    assert.equals("CONTRACT_OUTPUT", refused(r[2]).code)
     assert.equals(before + 1, calls("counter").failing_add) -- it ran; its result did not reach the client
   end)
 
@@ -918,7 +945,7 @@ describe("toolgate gateway (nginx)", function()
   it("refuses the admin API a wrong token, or the real one less its last character: 401, nothing changed", function()
     if not need(pending) then return end
     local version = json(admin("POST", "/v1/reload")).reload_version
-    local id = send("counter", call_body(51, "write_note", '{"text":"a wrong token"}'))[1].json.error.data.approval_id
+    local _, id = refused(send("counter", call_body(51, "write_note", '{"text":"a wrong token"}'))[1].json)
     local last = env.token:sub(-1)
     for _, auth in ipairs({ "Bearer " .. env.token:sub(1, -2), "Bearer " .. env.token:sub(1, -2)
         .. (last == "9" and "8" or "9"), "Bearer " .. env.token .. "0", "Bearer wrong-token-0123456789abcdef",

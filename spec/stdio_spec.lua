@@ -30,6 +30,14 @@ local function client(steps, args, env)
   return lines(out), err
 end
 
+-- A refusal as the SDK client hands it to the host (mcp.refusal = "result",
+-- the default): a tool result with isError -> its decision, approval id, text.
+local function refused(line)
+  local r = assert(line.ok, "a tool result expected, got " .. tostring(line.error and line.error.message))
+  assert(r.isError == true, "isError expected")
+  return r._meta["toolgate/decision"], r._meta["toolgate/approval_id"], r.content[1].text
+end
+
 local function mktemp_dir()
   local p = assert(io.popen("mktemp -d " .. q((os.getenv("TMPDIR") or "/tmp") .. "/toolgate-stdio-spec.XXXXXX")))
   local d = assert(p:read("*l"))
@@ -106,13 +114,17 @@ describe("toolgate mcp-proxy", function()
     assert.same(want, names(r[2].ok.tools))
     assert.equal("the contents of notes.txt\n", r[3].ok.content[1].text)
     -- the write needs the scope filesystem:write, which nobody granted
-    assert.equal(-31001, r[4].error.code)
-    assert.equal("H4", r[4].error.data.decision.code)
+    local d, _, text = refused(r[4])
+    assert.equal("H4", d.code)
+    assert.equal("toolgate refused this call to write_file: H4: scope \"filesystem:write\" is required and not granted. "
+      .. "The policy decides this, not the arguments: calling again unchanged gets the same answer. A person can allow it: "
+      .. "a scope in the route's context (--context), or the policy.", text)
     assert.is_nil(io.open(target, "r"), "the refused write created the file")
-    -- an argument read_text_file does not declare
-    assert.equal(-32602, r[5].error.code)
-    assert.equal("H2", r[5].error.data.decision.code)
-    assert.equal("/mode", r[5].error.data.decision.path)
+    -- an argument read_text_file does not declare: the model reads what the tool accepts
+    d, _, text = refused(r[5])
+    assert.equal("H2", d.code)
+    assert.equal("/mode", d.path)
+    assert.matches('^toolgate refused this call to read_text_file: H2 at /mode: .* read_text_file accepts: head %(', text)
     -- a tool the registry does not hold is H1 even though the server has it
     assert.equal(-32602, r[6].error.code)
     assert.equal("H1", r[6].error.data.decision.code)
@@ -140,8 +152,10 @@ describe("toolgate mcp-proxy", function()
     local a, b = tmp .. "/files/approved-dir", tmp .. "/files/other-dir"
     local mkdir_a = { op = "call", name = "create_directory", arguments = { path = a } }
     local r = client(assert(value.encode({ mkdir_a })), args)
-    assert.equal(-31002, r[2].error.code)
-    local id = r[2].error.data.approval_id
+    local d, id, text = refused(r[2])
+    assert.equal("defer", d.verdict)
+    assert.truthy(text:find("Approval " .. id .. ". A person grants it with: toolgate approvals grant " .. id
+      .. " --state " .. st .. " Once it is granted", 1, true), text)
     assert.matches("^%x+$", id)
     assert.is_nil(io.open(a, "r"))
     -- the person at the terminal
@@ -158,10 +172,10 @@ describe("toolgate mcp-proxy", function()
       mkdir_a })), args)
     assert.is_nil(r[2].error)
     assert.truthy(io.open(a, "r"), "the approved call did not run")
-    assert.equal(-31002, r[3].error.code)
-    assert.not_equal(id, r[3].error.data.approval_id)
+    local _, other = refused(r[3])
+    assert.not_equal(id, other)
     assert.is_nil(io.open(b, "r"))
-    assert.equal(-31002, r[4].error.code) -- the grant was for one use
+    assert.equal("defer", refused(r[4]).verdict) -- the grant was for one use
     -- the decisions, in order, in the log
     code, out = h.toolgate("log --state " .. q(st))
     assert.equal(0, code)
@@ -237,8 +251,7 @@ describe("toolgate mcp-proxy", function()
     local r, perr = client(steps, "--state " .. q(tmp .. "/rug-state") .. " --registry " .. q("echo=" .. reg) .. " -- "
       .. changed)
     assert.same({ "add", "roots" }, names(r[2].ok.tools))
-    assert.equal(-31001, r[3].error.code)
-    assert.equal("PIN_CHANGED", r[3].error.data.decision.code)
+    assert.equal("PIN_CHANGED", refused(r[3]).code)
     assert.equal("5", r[4].ok.content[1].text)
     assert.truthy(perr:find("tool echo changed", 1, true), perr)
   end)
@@ -462,7 +475,7 @@ describe("toolgate mcp-proxy", function()
     -- asked directly, delete_all is refused (H4): the server never sees it
     local code, out, err, calls = py({ INIT, INITIALIZED, DELETE_ALL })
     assert.equal(0, code, err)
-    assert.equal(-31001, by_id(lines(out), 6).error.code)
+    assert.is_true(by_id(lines(out), 6).result.isError)
     assert.same({}, tools_of(calls))
     -- hidden in a ping's params behind raw CRs, which JSON reads as whitespace and Python as line breaks
     local smuggled = '{"jsonrpc":"2.0","id":5,"method":"ping","params":{"k":\r' .. DELETE_ALL .. "\r}}"
@@ -728,4 +741,55 @@ describe("toolgate mcp-proxy: multi round-trip requests (MCP 2026-07-28 and the 
       assert.same({ "false", "true" }, ran("pin"))
       assert.same({}, ran("changed"))
     end)
+end)
+
+describe("toolgate mcp-proxy: a server's notifications/tools/list_changed", function()
+  local testdir = root .. "/nginx/test"
+  local tmp
+
+  setup(function()
+    if not h.have("node") or h.run("test -f " .. q(testdir .. "/node_modules/@modelcontextprotocol/server/package.json"))
+        ~= 0 then
+      return
+    end
+    tmp = mktemp_dir()
+    local code, out, err = h.run("cd " .. q(testdir) .. " && " .. h.lua .. " " .. q(root .. "/bin/toolgate")
+      .. " registry record --server up --output " .. q(tmp .. "/up.json") .. " -- node upstream2026.mjs stdio")
+    assert(code == 0, out .. err)
+    -- the registry trusted get-info as it read before (on stdio the server's change is this difference, which
+    -- nothing sees until a tools/list)
+    local reg, n = h.read_file(tmp .. "/up.json"):gsub("Reads one info key", "Reads one info key, nothing else")
+    assert(n == 1, "get-info's description not found")
+    h.write_file(tmp .. "/up.json", reg)
+    h.write_file(tmp .. "/up.ctx", '{"scopes":["up:read","up:write"]}')
+  end)
+
+  teardown(function()
+    if tmp then os.execute("rm -rf " .. q(tmp)) end
+  end)
+
+  for _, mode in ipairs({ "v1", "pin" }) do
+    it("lists the tools again itself (" .. mode .. "): a rug pull is refused before the client lists again", function()
+      if not tmp then return pending("needs node and nginx/test's node_modules (make test installs them)") end
+      local state, pidfile = tmp .. "/state-" .. mode, tmp .. "/pid-" .. mode
+      local args = table.concat({ h.lua, q(root .. "/bin/toolgate"), "mcp-proxy", "--policy", "gateway", "--state",
+        q(state), "--context", q(tmp .. "/up.ctx"), "--registry", q("up=" .. tmp .. "/up.json"), "--",
+        "node", "upstream2026.mjs", "stdio" }, " ")
+      -- a call, then the server changes get-info and says so (SIGUSR1), then the same call: no tools/list between
+      local call = '{"op":"call","name":"get-info","arguments":{"key":"a"}}'
+      local steps = "[" .. call .. ',{"op":"listen","ms":1500,"touch":"pidfile:' .. pidfile .. '"},' .. call .. "]"
+      local code, out, err = h.run("cd " .. q(testdir) .. " && RUG=1 PID_FILE=" .. q(pidfile) .. " timeout 60 node "
+        .. "client2026.mjs " .. mode .. " " .. q(steps) .. " -- " .. args)
+      assert(code == 0, out .. err)
+      local r = lines(out)
+      assert.equals("info:a", r[2].ok and r[2].ok.content[1].text, out)
+      assert.equals(1, #r[3].ok.notifications, out) -- the client got list_changed, and listed nothing
+      local m = r[4].ok and r[4].ok.isError and r[4].ok._meta
+      local d = m and m["toolgate/decision"] or (r[4].error and r[4].error.data.decision)
+      assert.equals("PIN_CHANGED", d and d.code, out)
+      assert.matches("the server said its tools changed: 1 change", err)
+      -- the proxy's own tools/list answer never reached the client
+      assert.not_matches("toolgate%-relist", out)
+    end)
+  end
 end)

@@ -32,12 +32,14 @@
 -- against outputSchema, isError) and one that breaks the contract is
 -- replaced by a refusal.
 --
--- Refusals follow the policy's mcp.refusal: "error" (default), a JSON-RPC
--- error whose code says what happened (CODES below) and whose data is
--- {decision, approval_id}; or "result", a CallToolResult with isError:
--- true, the reason as text and the decision in _meta["toolgate/decision"],
--- which current MCP guidance prefers for input errors (the model can
--- correct itself).  Either way the decision's code, path and message are in
+-- Refusals follow the policy's mcp.refusal: "result" (default), a
+-- CallToolResult with isError: true whose text the core writes for the
+-- model (tg_model_text: what was wrong and what the tool accepts, or how a
+-- person can allow it; the host's hints say how), the decision in
+-- _meta["toolgate/decision"], as MCP wants input errors answered (the model
+-- can correct itself; H1 and an unreadable call stay -32602 errors naming
+-- the closest tools); or "error", a JSON-RPC error whose code says what
+-- happened (CODES below) and whose data is {decision, approval_id}.  Either way the decision's code, path and message are in
 -- the answer, and observe sees the decision.
 --
 -- observe(event) is called with {kind = "decision" | "pin_change" |
@@ -170,7 +172,9 @@ Gateway.__index = Gateway
 -- new{engine =, state =, observe =} -> gateway | nil, message, code
 -- @tparam table opts engine (toolgate.new's), state (a store with the
 -- approval and pin methods of toolgate.state; default: the engine's
--- store), observe (function(event), optional)
+-- store), observe (function(event), optional), hints (optional: approval,
+-- how a person grants a defer, %s its id; grant, how one allows what H4
+-- refused; default M.HINTS)
 function M.new(opts)
   if type(opts) ~= "table" or type(opts.engine) ~= "table" then
     error("toolgate.mcp.new: {engine = ...} expected", 2)
@@ -322,10 +326,11 @@ local function refusal(self, settings, id, d, approval_id, era)
   local aid = approval_id and enc(approval_id) or "null"
   if settings and settings.refusal == "result" and not ALWAYS_ERRORS[d.code] then
     return '{"jsonrpc":"2.0","id":' .. id .. ',"result":{"content":[{"type":"text","text":'
-      .. enc(model_text(self, snap, d, approval_id)) .. '}],"isError":true,"_meta":{"toolgate/approval_id":' .. aid .. ',"toolgate/decision":' .. d:json()
-      .. "}" .. result_type(era) .. "}}"
+      .. enc(model_text(self, snap, d, approval_id)) .. '}],"isError":true,"_meta":{"toolgate/approval_id":' .. aid
+      .. ',"toolgate/decision":' .. d:json() .. "}" .. result_type(era) .. "}}"
   end
-  return error_reply(id, code_of(d), describe(d, approval_id, snap), '{"approval_id":' .. aid .. ',"decision":' .. d:json() .. "}")
+  return error_reply(id, code_of(d), describe(d, approval_id, snap), '{"approval_id":' .. aid .. ',"decision":'
+    .. d:json() .. "}")
 end
 
 local function gateway_decision(snap, stage, code, message, server, tool)
@@ -830,8 +835,10 @@ local function filter_tools(snap, server, tools, full, max_added)
           t:get("inputSchema"), t:get("outputSchema"), opts)
         local pin = index and scratch:tool(index).pin
         local ann = t:get("annotations")
-        if pin == known.pin and (known.annotations == nil and known.format ~= "mcp"
-            or annotations_text(ann and json.to_lua(ann)) == annotations_text(known.annotations)) then
+        -- (what the server said when it was recorded, not what the policy gave it: registry.tools)
+        local recorded = known.annotations_given and known.recorded_annotations or known.annotations
+        if pin == known.pin and (recorded == nil and known.format ~= "mcp"
+            or annotations_text(ann and json.to_lua(ann)) == annotations_text(recorded)) then
           keep[#keep + 1] = assert(t:canon(nil, "exact"))
         elseif pin == known.pin then
           changes[#changes + 1] = { tool = name, change = "changed", field = "annotations", pin = known.pin,
@@ -886,6 +893,28 @@ local function report_changes(self, snap, settings, server, changes)
       end
     end
   end
+end
+
+--- list_page(text) -> tools, cursor | nil, why: one tools/list answer a
+-- host asked for itself (text: the JSON-RPC message): its tools as exact
+-- JSON texts (as they came, for check_tools) and its nextCursor, if any.
+function M.list_page(text)
+  local doc, err = decision.codec():parse(text)
+  if not doc then return nil, "the answer is not JSON: " .. tostring(err) end
+  local root = doc:root()
+  local result = root:type() == "object" and root:get("result")
+  local list = result and result:type() == "object" and result:get("tools")
+  if not list or list:type() ~= "array" then
+    local e = root:type() == "object" and root:get("error")
+    doc:free()
+    return nil, e and ("the server answered " .. assert(e:canon(nil, "exact"))) or "the answer has no tools array"
+  end
+  local tools = {}
+  for i = 1, list:len() do tools[i] = assert(list:at(i):canon(nil, "exact")) end
+  local cursor = result:get("nextCursor")
+  cursor = cursor and cursor:type() == "string" and cursor:value() or nil
+  doc:free()
+  return tools, cursor
 end
 
 --- check_tools(route, text) -> the number of changes | nil, why: a

@@ -23,9 +23,12 @@
 -- Options of init:
 --   policy            a policy path or shipped name (default "mcp")
 --   registry          list of "SERVER=FILE" sources
---   routes            { [server] = { context = {...} } }: the servers the
---                     gateway fronts and the context their calls are
---                     decided in (merged over the policy's)
+--   routes            { [server] = { context = {...}, upstream = URL } }:
+--                     the servers the gateway fronts, the context their
+--                     calls are decided in (merged over the policy's), and
+--                     where the gateway lists their tools itself when one
+--                     says they changed ("http://IP:PORT/PATH"; without it,
+--                     a client's next tools/list checks them)
 --   api_context       the context of POST /v1/check and /v1/verify
 --   dict              the lua_shared_dict of the state store (default "toolgate")
 --   redis             a fleet's shared state on Redis (toolgate.state.redis's
@@ -41,8 +44,10 @@
 local bit = require "bit"
 local ffi = require "ffi"
 local decision = require "toolgate.decision"
+local json = require "toolgate.json"
 local metrics_mod = require "toolgate.metrics"
 local mcp = require "toolgate.mcp"
+local mcp_headers = require "toolgate.mcp.headers"
 local shared_dict = require "toolgate.state.shared_dict"
 local toolgate = require "toolgate"
 local value = require "toolgate.value"
@@ -215,7 +220,8 @@ local function build()
     if not ok then return nil, err, code end
   else
     local gw
-    gw, err, code = mcp.new{ engine = e, state = W.store, observe = observe }
+    gw, err, code = mcp.new{ engine = e, state = W.store, observe = observe,
+      hints = { approval = "A person grants it on the gateway's admin API: POST /v1/approvals/%s/grant" } }
     if not gw then return nil, err, code end
     W.gw = gw
   end
@@ -355,6 +361,70 @@ local function refused_unread(route, phase, code, message)
   return '{"decision":' .. d:json() .. "}"
 end
 
+-- The HTTP status of an answer the gateway gives itself, by its JSON-RPC
+-- code: 400 for the codes the spec answers so (2026-07-28, Streamable HTTP:
+-- a header mismatch, an unsupported version), 200 for any other.
+local STATUS_OF = {}
+for name, status in pairs({ HEADER_MISMATCH = 400, UNSUPPORTED_PROTOCOL_VERSION = 400 }) do
+  STATUS_OF[assert(mcp.CODES[name], name)] = status
+end
+
+local function reply_status(reply)
+  local code = reply:match('^{"jsonrpc":"2.0","id":.-,"error":{"code":(%-?%d+)[,}]')
+  return code and STATUS_OF[tonumber(code)] or 200
+end
+
+-- The value of params[member] of a message, when a string (the Mcp-Name of
+-- prompts/get, resources/read, tasks/*: small bodies the frame does not name).
+local function param_string(text, member)
+  local doc = decision.codec():parse(text)
+  if not doc then return nil end
+  local root = doc:root()
+  local params = root:type() == "object" and root:get("params")
+  local v = params and params:type() == "object" and params:get(member)
+  v = v and v:type() == "string" and v:value() or nil
+  doc:free()
+  return v
+end
+
+-- Whether a POST's MCP headers agree with its body (toolgate.mcp.headers),
+-- read from the frame the core read: the body is read again only for an
+-- Mcp-Name the frame does not carry, and a call's arguments only when its
+-- tool declares Mcp-Param headers or the request carries one.  Runs before
+-- the message is decided (Gateway:request's precheck): a mismatch is answered
+-- -32020 here, never forwarded, since a router behind may trust the headers.
+local function header_check(req, frame, text)
+  local msg
+  if frame.kind == "batch" then
+    msg = { batch = true }
+  elseif frame.kind == "message" then
+    local m = frame.method
+    msg = { request = frame.id ~= nil and m ~= nil, method = m, protocol_version = frame.protocol_version }
+    local source = m and mcp_headers.NAME_SOURCE[m]
+    if m == "tools/call" then
+      msg.name = frame.name
+      local t = frame.name and W.engine:snapshot().registry.by_key[req.server .. "\0" .. frame.name]
+      if t and t.param_headers_error then
+        msg.params, msg.params_error = false, t.param_headers_error
+      else
+        msg.params = t and t.param_headers
+      end
+      msg.arguments = function()
+        local call = frame.call and json.decode(decision.codec(), frame.call)
+        return type(call) == "table" and call.arguments or {}
+      end
+    elseif source and (req.headers["mcp-name"] ~= nil or msg.request and msg.protocol_version) then
+      msg.name = param_string(text, source)
+    end
+  else
+    return nil -- (not an object: refused as such)
+  end
+  local why = mcp_headers.check(req.headers, msg)
+  if not why then return nil end
+  return mcp.error_reply(frame.id or "null", mcp.CODES.HEADER_MISMATCH, "toolgate: the request's headers and body "
+    .. "disagree: " .. why, refused_unread(req.route, "method", "HEADER_MISMATCH", why))
+end
+
 --- access(server): in access_by_lua of the location of server's MCP endpoint.
 function M.access(server)
   if not W.gw then return unavailable() end
@@ -383,7 +453,8 @@ function M.access(server)
   end
   -- (every header, not the first 100: a Content-Encoding past them is one all the same;
   -- nginx's large_client_header_buffers bound them)
-  local unreadable, why = unreadable_body(ngx.req.get_headers(0))
+  local headers = ngx.req.get_headers(0)
+  local unreadable, why = unreadable_body(headers)
   if unreadable then
     return send(415, mcp.error_reply("null", mcp.CODES.INVALID_REQUEST, "toolgate: " .. why,
       refused_unread(route, "method", unreadable, why)))
@@ -391,14 +462,15 @@ function M.access(server)
   local body = read_body()
   if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
   local t0 = now()
-  local ok, plan = pcall(W.gw.request, W.gw, route, body)
+  local ok, plan = pcall(W.gw.request, W.gw, route, body, nil, header_check,
+    { headers = headers, route = route, server = server })
   if not ok then
     ngx.log(ngx.ERR, "toolgate: deciding failed: ", plan)
     return send(200, '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR .. ',"message":'
       .. enc("toolgate: the message could not be decided") .. "}}")
   end
   W.latency.request:observe(now() - t0)
-  if plan.reply then return send(200, plan.reply) end
+  if plan.reply then return send(reply_status(plan.reply), plan.reply) end
   if not plan.forward then return ngx.exit(202) end -- refused notifications: nothing to answer
   if plan.forward ~= body then ngx.req.set_body_data(plan.forward) end
   -- the server is told what was decided: JSON in UTF-8, unencoded
@@ -440,9 +512,215 @@ function M.header_filter()
   ngx.header["Content-Length"] = nil
 end
 
+-- Listing again: a server's notifications/tools/list_changed ----------------
+--
+-- The gateway fetches the list itself (an ngx.timer, a cosocket to the
+-- route's upstream URL: an IP literal, as nginx has no resolver configured)
+-- and checks it against the pins (Gateway:check_tools), so a tool changed
+-- under its pin is refused before any client lists again.  It speaks the era
+-- the stream that announced it spoke: modern, a tools/list with the _meta
+-- envelope and the standard headers; legacy, initialize first (its session
+-- closed after).  Per worker and route: one at a time, at most one every
+-- RELIST_SECONDS; an announcement while one runs or waits makes one more.
+
+local RELIST_SECONDS, RELIST_MAX_PAGES = 1, 100
+local MODERN, LEGACY = "2026-07-28", "2025-11-25"
+local relists = {}
+
+-- One HTTP/1.0 exchange with the upstream: status, headers (lower-case
+-- names), body | nil, why.  The body is read to the connection's end,
+-- bounded by MAX_MESSAGE_BYTES and the timeouts.
+local function upstream_http(url, method, body, extra)
+  local host, port, path = url:match("^http://%[?([^%]/]-)%]?:(%d+)(/.*)$")
+  if not host then return nil, "the upstream URL " .. url .. " is not http://HOST:PORT/PATH" end
+  local sock = ngx.socket.tcp()
+  sock:settimeouts(2000, 2000, 5000)
+  local ok, err = sock:connect(host, tonumber(port))
+  if not ok then return nil, "cannot connect to " .. url .. ": " .. tostring(err) end
+  local lines = { method .. " " .. path .. " HTTP/1.0", "Host: " .. host .. ":" .. port,
+    "Accept: application/json, text/event-stream", "Accept-Encoding: identity", "Connection: close" }
+  for k, v in pairs(extra or {}) do lines[#lines + 1] = k .. ": " .. v end
+  if body then
+    lines[#lines + 1] = "Content-Type: application/json"
+    lines[#lines + 1] = "Content-Length: " .. #body
+  end
+  ok, err = sock:send(table.concat(lines, "\r\n") .. "\r\n\r\n" .. (body or ""))
+  if not ok then
+    sock:close()
+    return nil, "cannot send to " .. url .. ": " .. tostring(err)
+  end
+  local chunks, size = {}, 0
+  while true do
+    local data, rerr, partial = sock:receive(65536)
+    data = data or partial
+    if data and #data > 0 then
+      size = size + #data
+      if size > mcp.MAX_MESSAGE_BYTES then
+        sock:close()
+        return nil, url .. " answered more than " .. mcp.MAX_MESSAGE_BYTES .. " bytes"
+      end
+      chunks[#chunks + 1] = data
+    end
+    if rerr == "closed" then break end
+    if rerr then
+      sock:close()
+      return nil, "reading " .. url .. ": " .. tostring(rerr)
+    end
+  end
+  sock:close()
+  local raw = table.concat(chunks)
+  local head, rest = raw:match("^(.-)\r?\n\r?\n(.*)$")
+  if not head then return nil, url .. " answered no HTTP header" end
+  local status = tonumber(head:match("^HTTP/%d%.%d (%d%d%d)"))
+  local h = {}
+  for k, v in head:gmatch("\n([^:\r\n]+):[ \t]*([^\r\n]*)") do h[k:lower()] = v end
+  if (h["transfer-encoding"] or ""):lower():find("chunked", 1, true) then
+    local out, pos = {}, 1
+    while true do
+      local hex, at = rest:match("^(%x+)[^\r\n]*\r\n()", pos)
+      if not hex then return nil, url .. " answered a broken chunked body" end
+      local n = tonumber(hex, 16)
+      if n == 0 then break end
+      out[#out + 1] = rest:sub(at, at + n - 1)
+      pos = at + n + 2
+    end
+    rest = table.concat(out)
+  end
+  return status, h, rest
+end
+
+-- The JSON-RPC answer with id (a string) in an upstream's answer (JSON, or
+-- an event stream): its text | nil.
+local function answer_with(h, body, id)
+  local texts = {}
+  if (h["content-type"] or ""):find("text/event-stream", 1, true) then
+    for event in (body:gsub("\r\n?", "\n") .. "\n\n"):gmatch("(.-)\n\n") do
+      local data = {}
+      for d in (event .. "\n"):gmatch("data: ?([^\n]*)\n") do data[#data + 1] = d end
+      if #data > 0 then texts[#texts + 1] = table.concat(data, "\n") end
+    end
+  else
+    texts[1] = body
+  end
+  for _, text in ipairs(texts) do
+    local doc = decision.codec():parse(text)
+    if doc then
+      local root = doc:root()
+      local v = root:type() == "object" and root:get("id")
+      local same = v and v:type() == "string" and v:value() == id
+      doc:free()
+      if same then return text end
+    end
+  end
+  return nil
+end
+
+-- Every page of the upstream's tools/list: the tools as one JSON array | nil, why.
+local function fetch_tools(url, era)
+  local extra, sid = { ["MCP-Protocol-Version"] = era == "modern" and MODERN or LEGACY }, nil
+  local meta = { ["io.modelcontextprotocol/protocolVersion"] = MODERN, ["io.modelcontextprotocol/clientCapabilities"] =
+    {}, ["io.modelcontextprotocol/clientInfo"] = { name = "toolgate", version = "1" } }
+  if era ~= "modern" then
+    local status, h, body = upstream_http(url, "POST", enc({ jsonrpc = "2.0", id = "toolgate-init", method = "initialize",
+      params = { protocolVersion = LEGACY, capabilities = {},
+        clientInfo = { name = "toolgate", version = "1" } } }))
+    if not status then return nil, h end
+    local a = answer_with(h, body, "toolgate-init")
+    a = a and json.decode(decision.codec(), a)
+    if status ~= 200 or type(a) ~= "table" or type(a.result) ~= "table" then
+      return nil, "initialize was answered " .. tostring(status)
+    end
+    sid = h["mcp-session-id"]
+    extra["MCP-Protocol-Version"] = type(a.result.protocolVersion) == "string" and a.result.protocolVersion or LEGACY
+    extra["Mcp-Session-Id"] = sid
+    upstream_http(url, "POST", '{"jsonrpc":"2.0","method":"notifications/initialized"}', extra)
+  else
+    extra["Mcp-Method"] = "tools/list"
+  end
+  local tools, cursor, err = {}, nil, nil
+  for page = 1, RELIST_MAX_PAGES do
+    local id = "toolgate-relist-" .. page
+    local params = { cursor = cursor, _meta = era == "modern" and meta or nil }
+    local status, h, body = upstream_http(url, "POST", enc({ jsonrpc = "2.0", id = id, method = "tools/list",
+      params = params }), extra)
+    if not status then err = h break end
+    local a = answer_with(h, body, id)
+    local list, next_cursor
+    if a then list, next_cursor = mcp.list_page(a) end
+    if status ~= 200 or not list then
+      err = "tools/list was answered " .. tostring(status) .. ": " .. tostring(a and next_cursor or "no answer")
+      break
+    end
+    for _, t in ipairs(list) do tools[#tools + 1] = t end
+    cursor = next_cursor
+    if not cursor then break end
+    if page == RELIST_MAX_PAGES then err = "more than " .. RELIST_MAX_PAGES .. " pages" end
+  end
+  if sid then upstream_http(url, "DELETE", nil, { ["Mcp-Session-Id"] = sid }) end
+  if err then return nil, err end
+  return "[" .. table.concat(tools, ",") .. "]"
+end
+
+local start_relist
+
+local function run_relist(premature, route, era)
+  local r = relists[route.server]
+  if premature then return end
+  local ok, n, err = pcall(function()
+    local text, why = fetch_tools(opts.routes[route.server].upstream, era)
+    if not text then return nil, why end
+    return W.gw:check_tools(route, text)
+  end)
+  if not ok or not n then
+    ngx.log(ngx.ERR, "toolgate: listing the tools of ", route.server, " again (it said they changed) failed: ",
+      tostring(ok and err or n))
+  elseif n > 0 then
+    ngx.log(ngx.WARN, "toolgate: ", route.server, " said its tools changed: ", n, " change(s) against the pins")
+  end
+  r.last, r.busy = ngx.now(), false
+  if r.again then
+    local e = r.again
+    r.again = nil
+    start_relist(route, e)
+  end
+end
+
+start_relist = function(route, era)
+  local r = relists[route.server]
+  if not r then
+    r = {}
+    relists[route.server] = r
+  end
+  if r.busy then
+    r.again = r.again or era
+    return
+  end
+  local up = opts.routes[route.server] and opts.routes[route.server].upstream
+  if not up then
+    ngx.log(ngx.WARN, "toolgate: ", route.server, " said its tools changed, but its route has no upstream URL to "
+      .. "list them from (toolgate.nginx.init's routes[server].upstream): a client's next tools/list checks them")
+    return
+  end
+  r.busy = true
+  local ok, err = ngx.timer.at(math.max(0, (r.last or 0) + RELIST_SECONDS - ngx.now()), run_relist, route, era)
+  if not ok then
+    r.busy = false
+    ngx.log(ngx.ERR, "toolgate: cannot list the tools of ", route.server, " again: ", err)
+  end
+end
+
+-- Whether a message of the server's is notifications/tools/list_changed
+-- (the text is searched first: most messages are read no further).
+local function list_changed(text)
+  if not text:find("notifications/tools/list_changed", 1, true) then return false end
+  local v = json.decode(decision.codec(), text)
+  return type(v) == "table" and v.method == "notifications/tools/list_changed" and v.id == nil
+end
+
 -- The server's message as the client gets it: text, or nil and why it is
 -- dropped (logged here).
 local function respond(c, text)
+  if list_changed(text) then start_relist(c.route, c.plan.era) end
   local t0 = now()
   local ok, out, why = pcall(W.gw.response, W.gw, c.route, c.plan, text)
   W.latency.response:observe(now() - t0)

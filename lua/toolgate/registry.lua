@@ -29,6 +29,7 @@
 
 local documents = require "toolgate.documents"
 local json = require "toolgate.json"
+local mcp_headers = require "toolgate.mcp.headers"
 local suggest = require "toolgate.suggest"
 local value = require "toolgate.value"
 
@@ -44,7 +45,15 @@ M.DEFAULTS = {
   on_confusable = "allow",
   on_bad_name = "reject",
   resolvers = {},           -- x-toolgate-canonical "id": name -> {alias = id} or function(id, tool)
+  tools = {},               -- ["server/tool"] = MCP annotations and / or contract fields the policy gives it
 }
+
+-- What a policy may give a tool in registry.tools: MCP's annotations (for
+-- a server that declares none) and a contract's fields.
+local ANNOTATION_KEYS = { readOnlyHint = "boolean", destructiveHint = "boolean", idempotentHint = "boolean",
+  openWorldHint = "boolean", title = "string" }
+local GIVEN_KEY_NAMES = { "deterministic", "destructiveHint", "effects", "idempotentHint", "openWorldHint",
+  "readOnlyHint", "risk", "scopes", "title" }
 
 local FINDING_KINDS = { "collision", "shadowing", "confusable", "bad_name" }
 
@@ -104,6 +113,29 @@ function M.check_settings(opts)
     if n ~= #s[list] then return nil, list, "must be a list" end
   end
   if type(s.resolvers) ~= "table" then return nil, "resolvers", "must be a table" end
+  if type(s.tools) ~= "table" then return nil, "tools", "must be a table of \"server/tool\" = {...}" end
+  for key, given in pairs(s.tools) do
+    local at = string.format("tools[%q]", tostring(key))
+    if type(key) ~= "string" or not key:find("./[^/]+$") then
+      return nil, at, "must name a tool as \"server/tool\""
+    end
+    if type(given) ~= "table" or next(given) == nil then
+      return nil, at, "must be a table of annotations (readOnlyHint = true, ...) or contract fields (risk = ...)"
+    end
+    local contract = {}
+    for k, v in pairs(given) do
+      if ANNOTATION_KEYS[k] then
+        if type(v) ~= ANNOTATION_KEYS[k] then return nil, at .. "." .. k, "must be a " .. ANNOTATION_KEYS[k] end
+      elseif k == "deterministic" or k == "risk" or k == "scopes" or k == "effects" then
+        contract[k] = v
+      else
+        return nil, at, "has " .. kind_of_value(k) .. ", neither an MCP annotation nor a contract field"
+          .. suggest.hint(k, GIVEN_KEY_NAMES)
+      end
+    end
+    local ok, why = M.check_contract(contract)
+    if not ok then return nil, at, why end
+  end
   return s
 end
 
@@ -690,6 +722,83 @@ local function snapshot_hash(engine, tools, settings)
   }))))
 end
 
+-- What the policy's registry.tools gives each tool it names: annotations
+-- over the tool's (what the server said stays in recorded_annotations: a
+-- tools/list is compared with that), contract fields over its contract.
+-- give(tools, by_key, loaded) -> true | nil, message (a name the registry
+-- lacks: a typo would leave the tool as it was)
+local function give(given_tools, by_key, loaded)
+  local keys = {}
+  for key in pairs(given_tools) do keys[#keys + 1] = key end
+  table.sort(keys)
+  for _, key in ipairs(keys) do
+    local server, name = key:match("^(.*)/([^/]+)$")
+    local t = by_key[server .. "\0" .. name]
+    if not t then
+      local known = {}
+      for _, u in ipairs(loaded) do known[#known + 1] = u.server .. "/" .. u.name end
+      table.sort(known)
+      return nil, string.format("policy registry.tools[%q]: the registry holds no such tool%s", key,
+        suggest.hint(key, known))
+    end
+    local annotations
+    for k, v in pairs(given_tools[key]) do
+      if ANNOTATION_KEYS[k] then
+        annotations = annotations or value.copy(t.annotations or {})
+        annotations[k] = v
+      else
+        t.contract = t.contract or {}
+        t.contract[k] = v
+      end
+    end
+    if annotations then
+      t.recorded_annotations, t.annotations_given = t.annotations, true
+      t.annotations = annotations
+    end
+  end
+  return true
+end
+
+--- unannotated(tools) -> what a load says of the MCP tools that carry no
+-- annotations: one line per server ("server S: N of M tools carry no
+-- annotations ...: the policy gives them risk ..."), sorted; none when
+-- every tool has some.  tools: a loaded snapshot's, their contracts final.
+function M.unannotated(tools)
+  local by_server, order = {}, {}
+  for _, t in ipairs(tools) do
+    if t.format == "mcp" then
+      local s = by_server[t.server]
+      if not s then
+        s = { total = 0, bare = 0, risks = {} }
+        by_server[t.server], order[#order + 1] = s, t.server
+      end
+      s.total = s.total + 1
+      if t.annotations == nil then
+        s.bare = s.bare + 1
+        local c = t.contract or {}
+        local what = c.risk and string.format("risk %q", c.risk) or "no risk"
+        if c.scopes and #c.scopes > 0 then what = what .. " and scope " .. table.concat(c.scopes, ", ") end
+        s.risks[what] = true
+      end
+    end
+  end
+  table.sort(order)
+  local lines = {}
+  for _, server in ipairs(order) do
+    local s = by_server[server]
+    if s.bare > 0 then
+      local risks = {}
+      for r in pairs(s.risks) do risks[#risks + 1] = r end
+      table.sort(risks)
+      lines[#lines + 1] = string.format("server %s: %d of %d tools carry no annotations (MCP's defaults read them "
+        .. "as not read-only, destructive, open world); the policy gives them %s; a policy can give them "
+        .. "annotations in registry.tools (docs/policies.md, \"Tools without annotations\")", server, s.bare,
+        s.total, table.concat(risks, "; "))
+    end
+  end
+  return lines
+end
+
 -- Whether a tool of t's server and name came from another source than t's.
 local function loaded_from_other(loaded, t)
   for _, u in pairs(loaded) do
@@ -738,6 +847,10 @@ function M.load(engine, sources, opts, collect)
       t.pin = info.pin
       t.index = index
       t.has_output = t.output ~= nil
+      -- the Mcp-Param-* headers its calls carry over Streamable HTTP (x-mcp-header: toolgate.nginx checks them)
+      if t.input and assert(t.input:canon(nil, "exact")):find("x-mcp-header", 1, true) then
+        t.param_headers, t.param_headers_error = mcp_headers.param_headers(json.to_lua(t.input))
+      end
       t.input, t.output = nil, nil -- compiled into C
       loaded[index] = t
     else
@@ -786,6 +899,8 @@ function M.load(engine, sources, opts, collect)
 
   local by_key = {}
   for _, t in ipairs(loaded) do by_key[t.server .. "\0" .. t.name] = t end
+  local ok, gerr = give(settings.tools, by_key, loaded)
+  if not ok and not collect then return nil, gerr, "BAD_REGISTRY_SETTING" end
   return {
     engine = engine,
     c = reg,

@@ -42,8 +42,10 @@
 -- @module toolgate.stdio
 
 local decision = require "toolgate.decision"
+local json = require "toolgate.json"
 local mcp = require "toolgate.mcp"
 local proc = require "toolgate.proc"
+local value = require "toolgate.value"
 
 local M = {}
 
@@ -57,6 +59,8 @@ M.HIGH_WATER_BYTES = 4 * 1024 * 1024
 M.DEFAULT_GRACE = 5
 
 local RELAYED_SIGNALS = { "INT", "TERM", "HUP", "QUIT" }
+-- the pages a re-list (below) reads at most
+local RELIST_MAX_PAGES = 100
 -- how often opts.every runs, in milliseconds
 local EVERY_MS = 100
 
@@ -214,6 +218,8 @@ function M.run(opts)
   local to_server, to_client, to_err = queue(child.stdin), queue(cout), queue(cerr)
   -- one plan for the whole session: every request's pending answers
   local session = { pending = {}, stream = true }
+  -- the era of the client's last message the server got (its re-lists speak it)
+  local era = "legacy"
 
   local notes_dropped = 0
   local function note(msg)
@@ -256,11 +262,79 @@ function M.run(opts)
     end
     if plan.reply then push(to_client, escape_breaks(plan.reply) .. "\n") end
     if forward then push(to_server, forward .. "\n") end
+    if forward and plan.era then era = plan.era end
     for id, p in pairs(plan.pending) do session.pending[id] = p end
     if plan.inject then push(to_client, escape_breaks("[" .. table.concat(plan.inject, ",") .. "]") .. "\n") end
   end
 
+  -- The server says its tools changed (notifications/tools/list_changed):
+  -- the proxy lists them itself, with ids of its own ("toolgate-relist-N",
+  -- held in flight in the session, so a client's request cannot take one),
+  -- in the era the client last spoke, and checks them against the pins as
+  -- a client's tools/list answer is (gateway:check_tools): a changed tool's
+  -- calls are refused before the client lists again.  Its answers never
+  -- reach the client.  One at a time; announcements while one runs make
+  -- one more.
+  local relist = { n = 0, tools = {}, pages = 0 }
+  local function send_relist(cursor)
+    local id
+    repeat
+      relist.n = relist.n + 1
+      id = "toolgate-relist-" .. relist.n
+    until not session.pending['"' .. id .. '"']
+    relist.id, relist.key = id, '"' .. id .. '"'
+    session.pending[relist.key] = { kind = "relist" }
+    local params = { cursor = cursor }
+    if era == "modern" then
+      params._meta = { ["io.modelcontextprotocol/protocolVersion"] = mcp.MODERN_VERSIONS[1],
+        ["io.modelcontextprotocol/clientCapabilities"] = {} }
+    end
+    push(to_server, assert(value.encode({ jsonrpc = "2.0", id = id, method = "tools/list", params = params })) .. "\n")
+  end
+  local function start_relist()
+    if relist.id then
+      relist.again = true
+      return
+    end
+    relist.tools, relist.pages = {}, 1
+    send_relist(nil)
+  end
+  -- whether line is the answer to the re-list in flight (then taken here)
+  local function relist_answer(line)
+    if not (relist.id and line:find(relist.key, 1, true)) then return false end
+    local v = json.decode(decision.codec(), line)
+    if type(v) ~= "table" or v.method ~= nil or v.id ~= relist.id then return false end
+    session.pending[relist.key], relist.id = nil, nil
+    local tools, cursor = mcp.list_page(line)
+    if tools then
+      for _, t in ipairs(tools) do relist.tools[#relist.tools + 1] = t end
+      if cursor and relist.pages < RELIST_MAX_PAGES then
+        relist.pages = relist.pages + 1
+        send_relist(cursor)
+        return true
+      end
+      local n, why = gw:check_tools(route, "[" .. table.concat(relist.tools, ",") .. "]")
+      if not n then note("checking the tools the server listed again failed: " .. tostring(why))
+      elseif n > 0 then note("the server said its tools changed: " .. n .. " change(s) against the pins") end
+    else
+      note("listing the tools again (the server said they changed) failed: " .. tostring(cursor))
+    end
+    relist.tools = {}
+    if relist.again then
+      relist.again = false
+      start_relist()
+    end
+    return true
+  end
+  local function list_changed(line)
+    if not line:find("notifications/tools/list_changed", 1, true) then return false end
+    local v = json.decode(decision.codec(), line)
+    return type(v) == "table" and v.method == "notifications/tools/list_changed" and v.id == nil
+  end
+
   local function server_line(line)
+    if relist_answer(line) then return end
+    if list_changed(line) then start_relist() end
     local ok, out, why = pcall(gw.response, gw, route, session, line)
     if not ok then
       note("checking a message from the server failed: " .. tostring(out))
@@ -404,6 +478,7 @@ function M.run(opts)
     how, status_n = w, n
   end
 
+  if relist.key then session.pending[relist.key] = nil end -- (the proxy's own: no client waits for it)
   for _, answer in ipairs(mcp.unanswered(session, "the server exited before answering")) do
     push(to_client, answer .. "\n")
   end

@@ -164,7 +164,9 @@ function M.conf(o)
   w("            },")
   w("            routes = {")
   for _, s in ipairs(o.servers) do
-    w("                [", lua_string(s), "] = { context = ", o.contexts[s] or "{}", " },")
+    -- (upstream: where the gateway lists the tools again itself when the server says they changed)
+    w("                [", lua_string(s), "] = { context = ", o.contexts[s] or "{}", ", upstream = ",
+      lua_string("http://" .. o.upstreams[s].hostport .. o.upstreams[s].path), " },")
   end
   w("            },")
   w("            decision_log = ", lua_string(o.prefix .. "/decisions.jsonl"), ",")
