@@ -52,6 +52,9 @@
 --   pool_size, keepalive_timeout   the connection pool (default 64, 60)
 --   sync_interval            how often worker 0 polls the version (default 0.25)
 --   stale_after              when the copy counts as unread (default 5 x sync_interval, at least 1)
+--   journal                  the file that keeps the journal's quarantines and pin reports
+--                            across a restart of nginx (M.open_journal, in the master;
+--                            default toolgate-redis-journal in nginx's prefix)
 -- Keys on Redis: {<prefix>}det:v, det:q (hashes, field "<server>\0<tool>"),
 -- pins (field "<hash>\0<server>\0<tool>\0<change>"), servers (field
 -- "<hash>\0<server>"), version (a counter), generation, run (the Redis
@@ -376,9 +379,9 @@ function M.open_journal(o, dict)
       pending[key] = nil
     end
     local w, err = io.open(path .. ".new", "w")
-    if not w or not w:write(table.concat(kept)) or not w:close() or not os.rename(path .. ".new", path) then
-      error("toolgate.state.redis: cannot write the journal file " .. path .. ": " .. tostring(err), 2)
-    end
+    local ok = w and w:write(table.concat(kept)) and w:close()
+    if ok then ok, err = os.rename(path .. ".new", path) end
+    if not ok then error("toolgate.state.redis: cannot write the journal file " .. path .. ": " .. tostring(err), 2) end
     if #replay > 0 then ngx.log(ngx.WARN, "toolgate redis: the journal file ", path, " holds record(s) not on Redis ",
       "when nginx stopped: ", #replay, "; enforced here, written when Redis answers") end
     dict:set(STARTED, true)
@@ -393,7 +396,6 @@ end
 local function done(key)
   if file and key then file:write("-\t" .. key .. "\n") end -- (not noted: written again after a restart, kept once)
 end
-
 
 -- The entry's script and arguments on Redis.
 local function entry_call(self, e)
@@ -509,7 +511,7 @@ local function fetch(self)
     red:hgetall(k.pins)
     red:hgetall(k.servers)
     -- the records' generation: made by the first node to find none (a new
-    -- fleet, or a Redis that lost its data), one per data set
+    -- fleet, a Redis that lost its data) or a new Redis process, one per data set
     red:eval(GENERATION_SCRIPT, 2, k.generation, k.run, string.format("%.3f-%d", ngx.now(), ngx.worker.pid()))
     -- whether it may evict keys, checked at every poll (a restarted Redis
     -- may come back with other settings); CONFIG may be renamed or denied
