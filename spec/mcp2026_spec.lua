@@ -33,6 +33,8 @@ local PROBE = os.getenv("TOOLGATE_FLOW_PROBE") == "1"
 local WAITS = {
   ["nginx|raw|header/body mismatch"] = "waits for the header/body check in the gateway's access phase: C",
   ["stdio|pin|list_changed: the pins checked again"] = "waits for the stdio proxy's re-list on list_changed: C",
+  ["nginx|pin|list_changed: the pins checked again"] = "waits for the gateway's re-list on list_changed: C",
+  ["nginx|raw|unsupported version: -32022"] = "waits for HTTP 400 with -32022 from the gateway: C",
 }
 
 local env, pids = {}, {}
