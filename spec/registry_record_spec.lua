@@ -237,6 +237,44 @@ describe("registry record", function()
     assert.matches("headers:2: Mcp-Method is a header record writes itself", err, 1, true)
   end)
 
+  it("classifies server/discover's answer as the 2026 clients do: no fallback keyed to one code", function()
+    if not h.have("node") then return end
+    -- a stdio server whose answer to server/discover is $ANSWER (silent: none);
+    -- its tools/list names the era the request was of
+    local odd = dir .. "/odd.mjs"
+    h.write_file(odd, [[
+import readline from "node:readline";
+const answers = {
+  corrective: { error: { code: -32022, message: "Unsupported", data: { supported: ["2026-07-28"], requested: "x" } } },
+  other: { error: { code: -32000, message: "no such thing here" } },
+  refused: { error: { code: -32022, message: "Unsupported", data: { supported: ["2025-11-25"] } } },
+  older: { result: { supportedVersions: ["2025-11-25"], capabilities: { tools: {} } } },
+  garbage: { result: "discovered" },
+};
+const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n");
+readline.createInterface({ input: process.stdin }).on("line", (l) => {
+  const m = JSON.parse(l);
+  if (m.method === "server/discover") {
+    if (process.env.ANSWER !== "silent") send({ id: m.id, ...answers[process.env.ANSWER] });
+  } else if (m.method === "initialize") {
+    send({ id: m.id, result: { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "odd" } } });
+  } else if (m.method === "tools/list") {
+    const era = m.params?._meta?.["io.modelcontextprotocol/protocolVersion"] ?? "legacy";
+    send({ id: m.id, result: { tools: [{ name: "era-" + era, inputSchema: { type: "object" } }] } });
+  }
+});
+]])
+    for _, case in ipairs({ { "corrective", "era-2026-07-28" }, { "other", "era-legacy", "-32000" },
+      { "refused", "era-legacy", "-32022" }, { "older", "era-legacy", "without 2026-07-28 in supportedVersions" },
+      { "garbage", "era-legacy", "no result object" }, { "silent", "era-legacy", "no answer from the server in 1 s" } }) do
+      local code, out, err = h.toolgate("registry record --server odd --timeout 1 -- env ANSWER=" .. case[1] .. " node "
+        .. q(odd))
+      assert(code == 0, case[1] .. ": " .. out .. err)
+      assert.equal(case[2], decode(out).tools[1].name, case[1])
+      if case[3] then assert.matches(case[3], err, 1, true) end
+    end
+  end)
+
   it("says why a URL cannot be recorded: https, a name, a closed port, a compressed answer, a 500", function()
     if not h.npm_peer("@modelcontextprotocol/sdk", pending, "nginx/test") then return end
     local code, _, err = h.toolgate("registry record --url https://127.0.0.1:1/mcp")
