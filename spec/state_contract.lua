@@ -333,6 +333,30 @@ case("exchanges (rounds, tasks): kept per kind and server for their ttl, replace
     eq({ n = 8 }, s:exchange("round", "s", "k3"), "k3")
   end)
 
+case("pending approvals: at most the limit per tool and per server, one per id; a decided or an expired one "
+  .. "frees a place", function(t)
+  local s, clock = t.store, t.clock
+  local limits = { tool = 2, server = 3 }
+  local function open(id, tool, server) return results(s:approval_open(id, { server = server or "s", tool = tool },
+    2, 1, limits)) end
+  eq_results({ true }, open("p1", "t"), "p1")
+  eq_results({ false }, open("p1", "t"), "p1 again: one request per binding, counted once")
+  eq_results({ true }, open("p2", "t"), "p2")
+  eq_results({ false, "full", "tool" }, open("p3", "t"), "p3 past the tool's limit")
+  eq(nil, s:approval("p3"), "p3 refused: no request opened")
+  eq_results({ true }, open("u1", "u"), "u1: another tool")
+  eq_results({ false, "full", "server" }, open("u2", "u"), "u2 past the server's limit")
+  eq_results({ true }, open("v1", "t", "s2"), "another server has its own count")
+  eq("denied", (s:approval_decide("p1", "deny") or {}).status, "p1 denied")
+  eq_results({ true }, open("p3", "t"), "p3 once p1 is decided")
+  eq_results({ false, "full", "tool" }, open("p4", "t"), "p4 past the limit again")
+  clock.advance(2.2)
+  eq_results({ true }, open("p4", "t"), "p4 once the others expired")
+  eq_results({ true }, open("p5", "t"), "p5")
+  eq_results({ false, "full", "tool" }, open("p6", "t"), "p6 past the limit")
+  eq_results({ true }, results(s:approval_open("w1", { server = "s", tool = "t" }, 2, 1)), "no limits: none")
+end)
+
 --- run_case(store, case) -> "pass" | "fail" | "n/a", message: one case on a
 -- new store made by store.open.
 function M.run_case(st, c)

@@ -20,8 +20,13 @@
 -- A gateway's store (toolgate.mcp) also keeps approvals and pin reports,
 -- shared by everything that decides for it (every nginx worker: see
 -- toolgate.state.shared_dict):
---   store:approval_open(id, fields, ttl, uses) -> true when it opened a
---       request (pending for ttl seconds), false when one exists
+--   store:approval_open(id, fields, ttl, uses[, limits]) -> true when it
+--       opened a request (pending for ttl seconds), false when one exists
+--       (one per id: the binding's hash), false, "full", "tool" | "server"
+--       when fields.tool's, or fields.server's, pending (undecided, live)
+--       requests already number limits.tool, or limits.server (no limits:
+--       none); nothing is opened then.  (A principal's limit, once calls
+--       carry one, is one more entry counted the same way.)
 --   store:approval_take(id) -> taken, status: true when a granted use was
 --       consumed (atomically: two deciders never share one use); else
 --       false and "pending" | "denied" | "used" | nil (none, or expired)
@@ -131,8 +136,26 @@ local function live(self, id)
   return r
 end
 
-function Memory:approval_open(id, fields, ttl, uses)
+-- -> how many requests of the server, and of its tool, are pending
+local function pending(self, server, tool)
+  local of_server, of_tool = 0, 0
+  for id in pairs(self.approvals_by_id) do
+    local r = live(self, id)
+    if r and r.status == "pending" and r.server == server then
+      of_server = of_server + 1
+      if r.tool == tool then of_tool = of_tool + 1 end
+    end
+  end
+  return of_server, of_tool
+end
+
+function Memory:approval_open(id, fields, ttl, uses, limits)
   if live(self, id) then return false end
+  if limits then
+    local of_server, of_tool = pending(self, fields.server, fields.tool)
+    if of_tool >= limits.tool then return false, "full", "tool" end
+    if of_server >= limits.server then return false, "full", "server" end
+  end
   local now = self.clock()
   local r = { id = id, status = "pending", created = now, expires = now + ttl, ttl = ttl, uses = uses }
   for k, v in pairs(fields) do r[k] = v end

@@ -10,7 +10,8 @@
 --
 -- * Approvals live only on Redis, read and written in the request that
 --   needs them (access and content phases: cosockets).  Opening a request is
---   SET NX EX; deciding one, and taking a granted use, are scripts run by
+--   a script (SET EX unless it exists or its tool's pending requests are at
+--   their limit); deciding one, and taking a granted use, are scripts run by
 --   Redis (EVALSHA), so two nodes never share one use and one decision wins.
 --   When Redis cannot be reached no use is taken: the call stays deferred.
 -- * Determinism records, pin reports and quarantined servers are read on
@@ -59,7 +60,8 @@
 -- pins (field "<hash>\0<server>\0<tool>\0<change>"), servers (field
 -- "<hash>\0<server>"), version (a counter), generation, run (the Redis
 -- process it was made on), a:<id>, a#<id>, a+<id> (an approval, its
--- decision, its uses left "<n>@<generation>"; each with the approval's TTL).
+-- decision, its uses left "<n>@<generation>"; each with the approval's TTL),
+-- ap:t:<server>\0<tool>, ap:s:<server> (the ids of the pending requests).
 -- @module toolgate.state.redis
 
 local decision = require "toolgate.decision"
@@ -178,12 +180,36 @@ left = tonumber(left)
 if left <= 0 then return -1 end
 redis.call('SET', KEYS[1], (left - 1) .. '@' .. g, 'KEEPTTL')
 return left - 1]],
-  -- KEYS a:<id> a#<id> a+<id> generation run; ARGV verdict ttl uses record:
-  -- one decision wins; the request, its decision and its uses (stamped
-  -- with the generation) live ttl from now
+  -- KEYS a:<id> pending-of-tool pending-of-server; ARGV request ttl id
+  -- tool-limit server-limit (-1: none): opens the request unless one
+  -- exists (0) or its tool's, or its server's, pending requests already
+  -- number the limit ('tool', 'server').  Pending requests are sorted sets
+  -- of ids scored by when they expire (Redis's clock), so an expired one
+  -- leaves its place at the next open and a decided one at its decision.
+  open = [[
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+for i, why in ipairs({ 'tool', 'server' }) do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i + 1], '-inf', now)
+  local limit = tonumber(ARGV[i + 3])
+  if limit >= 0 and redis.call('ZCARD', KEYS[i + 1]) >= limit then return why end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+for i = 2, 3 do
+  redis.call('ZADD', KEYS[i], now + tonumber(ARGV[2]), ARGV[3])
+  if redis.call('TTL', KEYS[i]) < tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[i], ARGV[2]) end
+end
+return 1]],
+  -- KEYS a:<id> a#<id> a+<id> generation run pending-of-tool
+  -- pending-of-server; ARGV verdict ttl uses record id: one decision wins;
+  -- the request, its decision and its uses (stamped with the generation)
+  -- live ttl from now; it is pending no longer
   decide = CHECKED .. [[
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOT_FOUND' end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'EX', ARGV[2]) then return 'ALREADY_DECIDED' end
+redis.call('ZREM', KEYS[6], ARGV[5])
+redis.call('ZREM', KEYS[7], ARGV[5])
 if ARGV[1] == 'grant' then redis.call('SET', KEYS[3], ARGV[3] .. '@' .. redis.call('GET', KEYS[4]), 'EX', ARGV[2]) end
 redis.call('SET', KEYS[1], ARGV[4], 'EX', ARGV[2])
 return 'OK']],
@@ -826,17 +852,30 @@ local function read_approval(red, a, v, u, g)
   return { shared_dict.approval_view(null(res[1]), null(res[2]), tonumber(left)) }
 end
 
+-- the sorted sets of the pending requests of a server's tool, and of the server
+local function pending_keys(self, server, tool)
+  local p = self.tag
+  return p .. "ap:t:" .. tostring(server) .. "\0" .. tostring(tool), p .. "ap:s:" .. tostring(server)
+end
+
 -- -> true when it opened the request; false when one exists, or when Redis
--- cannot be reached (the call is deferred either way)
-function Store:approval_open(id, fields, ttl, uses)
+-- cannot be reached (the call is deferred either way); false, "full",
+-- "tool" | "server" past a limit (in the script that opens it: two nodes
+-- never both take the last place)
+function Store:approval_open(id, fields, ttl, uses, limits)
   local a = akeys(self, id)
+  local of_tool, of_server = pending_keys(self, fields.server, fields.tool)
   local text = shared_dict.approval_request(id, fields, ttl, uses, self.clock())
-  local res, err = with(self, function(red) return red:set(a, text, "NX", "EX", ttl) end)
+  local res, err = with(self, function(red)
+    return script(self, red, "open", { a, of_tool, of_server },
+      { text, ttl, id, limits and limits.tool or -1, limits and limits.server or -1 })
+  end)
   if res == nil then
     count_error(self, "approval", err)
     return false
   end
-  return res == "OK"
+  if res == "tool" or res == "server" then return false, "full", res end
+  return res == 1
 end
 
 function Store:approval_take(id)
@@ -869,7 +908,9 @@ function Store:approval_decide(id, verdict)
     r.expires = self.clock() + r.ttl
     local uses = r.uses
     r.status = verdict == "grant" and "granted" or "denied"
-    local out, serr = script(self, red, "decide", { a, v, u, g, self.keys.run }, { verdict, r.ttl, uses, encode(r) })
+    local of_tool, of_server = pending_keys(self, r.server, r.tool)
+    local out, serr = script(self, red, "decide", { a, v, u, g, self.keys.run, of_tool, of_server },
+      { verdict, r.ttl, uses, encode(r), id })
     if out == nil or out == false then return out, serr end
     return { out, r }
   end)

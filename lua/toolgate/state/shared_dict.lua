@@ -16,6 +16,8 @@
 -- tools, "p+<hash>\0<server>" the count of its "more" record,
 -- "p!<hash>\0<server>\0<tool>" the mark of a changed pin: reserve_pins),
 -- "s:<hash>\0<server>" a quarantined server.
+-- "a=s:<server>", "a=t:<server>\0<tool>" how many requests are pending (at
+-- most: expired ones are counted until the limit recounts them).
 -- "x:<kind>\0<server>\0<key>" an exchange (toolgate.mcp.rounds), "x#<kind>\0<server>"
 -- how many a server's kind keeps (at most: expired ones are counted until the limit recounts them).
 -- @module toolgate.state.shared_dict
@@ -112,7 +114,51 @@ function Store:records()
   return out
 end
 
+-- incr(key, by) with the key made first without evicting; raises when
+-- there is no room for it.
+local function count(dict, k, by)
+  local n = dict:incr(k, by)
+  if n then return n end
+  stored("a count", dict:safe_add(k, 0))
+  return assert(dict:incr(k, by))
+end
+
 -- Approvals ----------------------------------------------------------------
+
+-- Pending requests are counted per server ("a=s:<server>") and per tool
+-- ("a=t:<server>\0<tool>"): one more at each open, one less at a decision.
+-- The dict's TTLs drop expired requests without a word, so at the limit
+-- the pending ones are counted again (a scan) before a new one is refused;
+-- at most once a second per count (the mark "a=?<count key>"), so a flood
+-- at the limit does not scan at every call.
+local PENDING, RECOUNTED = "a=", "a=?"
+
+local function pending_keys(server, tool)
+  return PENDING .. "s:" .. tostring(server), PENDING .. "t:" .. tostring(server) .. "\0" .. tostring(tool)
+end
+
+-- -> how many undecided requests of the server (of its tool: tool given) live
+local function live_pending(d, server, tool)
+  local n = 0
+  for _, k in ipairs(scan(d, "a:")) do
+    local r = not d:get("a#" .. k:sub(3)) and decode(d:get(k))
+    if r and r.server == server and (tool == nil or r.tool == tool) then n = n + 1 end
+  end
+  return n
+end
+
+-- claim(d, key, limit, server[, tool]) -> true when one more request fits
+-- under the count's limit (then counted)
+local function claim(d, k, limit, server, tool)
+  if count(d, k, 1) <= limit then return true end
+  d:incr(k, -1)
+  local _, err = d:safe_add(RECOUNTED .. k, true, 1)
+  if err == "exists" then return false end
+  stored("a count of pending approvals", d:safe_set(k, live_pending(d, server, tool)))
+  if count(d, k, 1) <= limit then return true end
+  d:incr(k, -1)
+  return false
+end
 
 --- approval_request(id, fields, ttl, uses, now) -> the JSON text of a new
 -- pending approval request (shared with toolgate.state.redis).
@@ -136,9 +182,24 @@ function M.approval_view(text, verdict, left)
   return r
 end
 
-function Store:approval_open(id, fields, ttl, uses)
+function Store:approval_open(id, fields, ttl, uses, limits)
+  local d = self.dict
+  if d:get("a:" .. id) then return false end
+  local of_server, of_tool = pending_keys(fields.server, fields.tool)
+  if limits then
+    if not claim(d, of_tool, limits.tool, fields.server, fields.tool) then return false, "full", "tool" end
+    if not claim(d, of_server, limits.server, fields.server) then
+      d:incr(of_tool, -1)
+      return false, "full", "server"
+    end
+  end
   local r = M.approval_request(id, fields, ttl, uses, self.clock())
-  return stored("an approval request", self.dict:safe_add("a:" .. id, r, ttl)) and true or false
+  local opened = stored("an approval request", d:safe_add("a:" .. id, r, ttl))
+  if not opened and limits then -- (another worker opened it meanwhile: counted by that one)
+    d:incr(of_tool, -1)
+    d:incr(of_server, -1)
+  end
+  return opened and true or false
 end
 
 function Store:approval(id)
@@ -159,6 +220,11 @@ function Store:approval_decide(id, verdict)
   -- one decision wins, whichever worker the operators reach
   local ok = stored("an approval's decision", self.dict:safe_add("a#" .. id, verdict, r.ttl))
   if not ok then return nil, "approval " .. id .. " is already decided", "ALREADY_DECIDED" end
+  -- no longer pending: its place is free at once
+  for _, k in ipairs({ pending_keys(r.server, r.tool) }) do
+    self.dict:incr(k, -1)
+    self.dict:delete(RECOUNTED .. k)
+  end
   local now = self.clock()
   r.expires = now + r.ttl
   if verdict == "grant" then
@@ -182,15 +248,6 @@ function Store:approvals()
 end
 
 -- Pins and quarantined servers -----------------------------------------------
-
--- incr(key, by) with the key made first without evicting; raises when
--- there is no room for it.
-local function count(dict, k, by)
-  local n = dict:incr(k, by)
-  if n then return n end
-  stored("a pin report's count", dict:safe_add(k, 0))
-  return assert(dict:incr(k, by))
-end
 
 -- A server's added tools past toolgate.state.MAX_ADDED_REPORTS, and a
 -- "more" report (a listing's tail the gateway counted), are counted in its

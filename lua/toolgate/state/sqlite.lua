@@ -237,10 +237,30 @@ local function save(self, r)
     .. num(r.expires) .. ")")
 end
 
-function Store:approval_open(id, fields, ttl, uses)
+-- -> how many requests of the server, and of its tool, are pending (the
+-- server and tool are in the record's JSON: decoded here, at most the
+-- server's limit of them)
+local function pending(self, server, tool, now)
+  local of_server, of_tool = 0, 0
+  for _, row in ipairs(rows(self, "SELECT record FROM approvals WHERE status = 'pending' AND expires > " .. num(now))) do
+    local r = decode(row.record)
+    if r.server == server then
+      of_server = of_server + 1
+      if r.tool == tool then of_tool = of_tool + 1 end
+    end
+  end
+  return of_server, of_tool
+end
+
+function Store:approval_open(id, fields, ttl, uses, limits)
   return tx(self, function()
     if live(self, id) then return false end
     local now = self.clock()
+    if limits then
+      local of_server, of_tool = pending(self, fields.server, fields.tool, now)
+      if of_tool >= limits.tool then return false, "full", "tool" end
+      if of_server >= limits.server then return false, "full", "server" end
+    end
     local r = { id = id, status = "pending", created = now, expires = now + ttl, ttl = ttl, uses = uses }
     for k, v in pairs(fields) do r[k] = v end
     save(self, r)
