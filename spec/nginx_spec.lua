@@ -80,7 +80,7 @@ describe("toolgate gateway (nginx)", function()
     end
     local dir = fx.tempdir("toolgate-gateway-spec")
     env.dir = dir
-    local ports = fx.ports(8)
+    local ports = fx.ports(9)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
 
     pids.everything = spawn("PORT=" .. ports[3] .. " exec node " ..
@@ -98,6 +98,9 @@ describe("toolgate gateway (nginx)", function()
     pids.rug26 = spawn("PORT=" .. ports[8] .. " KA=200 RUG=1 exec node upstream2026.mjs", dir .. "/rug26.log")
     env.u26 = upstream_port(dir .. "/u26.log")
     env.rug26 = upstream_port(dir .. "/rug26.log")
+    -- a 2025 server with sessions and GET streams (SDK 1.32.2); a touch changes echo
+    pids.legacy = spawn("PORT=" .. ports[9] .. " exec node legacy_stream.mjs", dir .. "/legacy.log")
+    env.legacy = upstream_port(dir .. "/legacy.log")
     -- the registries: the trusted snapshots, recorded before the gateway
     -- starts (the counter's without the tool "hidden")
     record("counter", env.counter, dir .. "/counter.json", "hidden")
@@ -107,6 +110,7 @@ describe("toolgate gateway (nginx)", function()
     record("express", env.express, dir .. "/express.json")
     record("u26", env.u26, dir .. "/u26.json")
     record("rug26", env.rug26, dir .. "/rug26.json")
+    record("legacy", env.legacy, dir .. "/legacy.json")
     -- u26's tools, get-info's key mirrored in the header Mcp-Param-Key (x-mcp-header)
     local params = h.read_file(dir .. "/u26.json"):gsub('"server":"u26"', '"server":"params"')
       :gsub('"key":{', '"key":{"x-mcp-header":"Key",')
@@ -121,7 +125,7 @@ describe("toolgate gateway (nginx)", function()
     env.policy = dir .. "/policy.lua"
     h.write_file(env.policy, h.read_file(root .. "/policies/gateway.lua"))
     for _, s in ipairs({ "everything", "counter", "rug", "express", "gzipjson", "gzipsse", "gzipdecoy", "u26", "rug26",
-      "params" }) do
+      "params", "legacy" }) do
       h.write_file(dir .. "/" .. s .. ".ctx", '{"scopes":["' .. s .. ':read","' .. s .. ':write"]}')
     end
     local cmd = table.concat({
@@ -140,7 +144,7 @@ describe("toolgate gateway (nginx)", function()
       "--upstream", "express=http://127.0.0.1:" .. env.express .. "/mcp",
       "--registry", q("express=" .. dir .. "/express.json"), "--context", q("express=" .. dir .. "/express.ctx"),
     }, " ")
-    for _, s in ipairs({ "u26", "rug26" }) do
+    for _, s in ipairs({ "u26", "rug26", "legacy" }) do
       cmd = cmd .. " --upstream " .. s .. "=http://127.0.0.1:" .. env[s] .. "/mcp --registry " .. q(s .. "=" .. dir .. "/"
         .. s .. ".json") .. " --context " .. q(s .. "=" .. dir .. "/" .. s .. ".ctx")
     end
@@ -172,6 +176,7 @@ describe("toolgate gateway (nginx)", function()
     stop(pids.express)
     stop(pids.u26)
     stop(pids.rug26)
+    stop(pids.legacy)
     if env.dir then os.execute("rm -rf " .. q(env.dir)) end
   end)
 
@@ -411,22 +416,22 @@ describe("toolgate gateway (nginx)", function()
     if not need(pending) then return end
     local text = "rm -rf / --no-preserve-root " .. tostring(math.random(1e9))
     local r = client("counter", '[{"op":"call","name":"write_note","arguments":{"text":"' .. text .. '"}}]')
-    local e = r[2].error
-    assert.equals(-31002, e.code)
+    local d, id = refused(r[2])
+    assert.equals("defer", d.verdict)
     local canonical = '{"text":"' .. text .. '"}'
-    local a = json(admin("GET", "/v1/approvals/" .. e.data.approval_id))
+    local a = json(admin("GET", "/v1/approvals/" .. id))
     assert.same({ "write_note", canonical, #canonical, false },
       { a.tool, a.arguments, a.arguments_bytes, a.arguments_truncated })
     local found
     for _, x in ipairs(json(admin("GET", "/v1/approvals")).approvals) do
-      if x.id == e.data.approval_id then found = x end
+      if x.id == id then found = x end
     end
     assert.equals(canonical, found and found.arguments)
     -- and the decision log's line for the defer
     local logged = wait_for("the defer's line in the decision log", function()
       for _, l in ipairs(h.lines_of(h.read_file(env.dir .. "/prefix/decisions.jsonl") or "")) do
         local t = json(l)
-        if t.approval_id == e.data.approval_id then return t end
+        if t.approval_id == id then return t end
       end
     end)
     assert.same({ canonical, #canonical, false }, { logged.arguments, logged.arguments_bytes, logged.arguments_truncated })
@@ -706,6 +711,39 @@ describe("toolgate gateway (nginx)", function()
     assert.equals("published auto to feed", r[2].ok and r[2].ok.content[1].text, enc(r[2]))
   end)
 
+  it("lists the tools again itself on a 2025 GET stream's list_changed: initialize first, the rug pull refused", function()
+    if not need(pending) then return end
+    local url = "http://" .. env.listen .. "/mcp/legacy"
+    local hdr = h.tmpname(".headers")
+    curl("-o /dev/null -D " .. q(hdr) .. " -H 'content-type: application/json' " ..
+      "-H 'accept: application/json, text/event-stream' " .. q(url) .. " --data-binary " ..
+      q('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",' ..
+        '"capabilities":{},"clientInfo":{"name":"spec","version":"1"}}}'))
+    local sid = assert((h.read_file(hdr) or ""):match("[Mm]cp%-[Ss]ession%-[Ii]d: ([%w%-]+)"))
+    local session = enc({ ["mcp-session-id"] = sid, ["mcp-protocol-version"] = "2025-06-18" })
+    assert.equals("202", curl("-o /dev/null -w '%{http_code}' -H 'content-type: application/json' " ..
+      "-H 'accept: application/json, text/event-stream' -H " .. q("mcp-session-id: " .. sid) .. " " .. q(url) ..
+      " --data-binary '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}'"))
+    assert.matches("Echo: before", send("legacy", call_body(61, "echo", '{"message":"before"}'), 1, session)[1].body)
+    local function counts() return json(curl(q("http://127.0.0.1:" .. env.legacy .. "/calls"))) end
+    local before = counts()
+    -- the client's GET stream gets list_changed; nobody calls tools/list
+    local code, out, err = fx.node("listen.mjs " .. q(url) .. " 800 " .. q("http://127.0.0.1:" .. env.legacy .. "/touch")
+      .. " 200 " .. q(sid))
+    assert.equals(0, code, err)
+    assert.matches("notifications/tools/list_changed", out)
+    wait_for("the gateway's report of echo's change", function()
+      for _, p in ipairs(json(admin("GET", "/v1/pins")).reports) do
+        if p.server == "legacy" and p.tool == "echo" and p.change.change == "changed" then return true end
+      end
+    end, env.dir .. "/gateway.log", 5)
+    local r = send("legacy", call_body(62, "echo", '{"message":"after"}'), 1, session)[1]
+    assert.matches("PIN_CHANGED", r.body)
+    local after = counts()
+    assert.equals(before.calls, after.calls)
+    assert.equals(before.sessions + 1, after.sessions) -- the gateway's own, opened by its initialize
+  end)
+
   it("answers the decision API and health; the admin API needs its token", function()
     if not need(pending) then return end
     local d = json(curl("-X POST --data-binary " ..
@@ -908,7 +946,7 @@ describe("toolgate gateway (nginx)", function()
       n = n + 1
       assert.truthy(loc:find("proxy_set_header Accept-Encoding identity;", 1, true), loc)
     end
-    assert.equals(11, n)
+    assert.equals(12, n)
   end)
 
   it("refuses a request disguised as a notification: the server never sees it", function()

@@ -528,8 +528,9 @@ local MODERN, LEGACY = "2026-07-28", "2025-11-25"
 local relists = {}
 
 -- One HTTP/1.0 exchange with the upstream: status, headers (lower-case
--- names), body | nil, why.  The body is read to the connection's end,
--- bounded by MAX_MESSAGE_BYTES and the timeouts.
+-- names), body | nil, why.  The body is read by its Content-Length, its
+-- chunks, or to the connection's end, bounded by MAX_MESSAGE_BYTES and the
+-- timeouts.
 local function upstream_http(url, method, body, extra)
   local host, port, path = url:match("^http://%[?([^%]/]-)%]?:(%d+)(/.*)$")
   if not host then return nil, "the upstream URL " .. url .. " is not http://HOST:PORT/PATH" end
@@ -549,44 +550,59 @@ local function upstream_http(url, method, body, extra)
     sock:close()
     return nil, "cannot send to " .. url .. ": " .. tostring(err)
   end
-  local chunks, size = {}, 0
-  while true do
-    local data, rerr, partial = sock:receive(65536)
-    data = data or partial
-    if data and #data > 0 then
-      size = size + #data
-      if size > mcp.MAX_MESSAGE_BYTES then
-        sock:close()
-        return nil, url .. " answered more than " .. mcp.MAX_MESSAGE_BYTES .. " bytes"
-      end
-      chunks[#chunks + 1] = data
+  local function fail(why)
+    sock:close()
+    return nil, "reading " .. url .. ": " .. tostring(why)
+  end
+  local line, rerr = sock:receive("*l")
+  local status = line and tonumber(line:match("^HTTP/%d%.%d (%d%d%d)"))
+  if not status then return fail(rerr or "no HTTP status line") end
+  local h = {}
+  for _ = 1, 100 do
+    line, rerr = sock:receive("*l")
+    if not line then return fail(rerr) end
+    if line == "" then break end
+    local k, v = line:match("^([^:]+):[ \t]*(.-)[ \t]*$")
+    if k then h[k:lower()] = v end
+  end
+  if line ~= "" then return fail("more than 100 header lines") end
+  -- the body: by Content-Length, chunks, or to the connection's end, never past MAX_MESSAGE_BYTES
+  local parts, size = {}, 0
+  local function take(n)
+    size = size + n
+    if size > mcp.MAX_MESSAGE_BYTES then return nil, "an answer longer than " .. mcp.MAX_MESSAGE_BYTES .. " bytes" end
+    local data, why = sock:receive(n)
+    if not data then return nil, why end
+    parts[#parts + 1] = data
+    return true
+  end
+  local length = tonumber(h["content-length"] or "")
+  if (h["transfer-encoding"] or ""):lower():find("chunked", 1, true) then
+    while true do
+      line, rerr = sock:receive("*l")
+      local n = line and tonumber(line:match("^(%x+)"), 16)
+      if not n then return fail(rerr or "a broken chunk") end
+      if n == 0 then break end
+      ok, err = take(n)
+      if not ok then return fail(err) end
+      sock:receive("*l")
     end
-    if rerr == "closed" then break end
-    if rerr then
-      sock:close()
-      return nil, "reading " .. url .. ": " .. tostring(rerr)
+  elseif length then
+    ok, err = take(length)
+    if not ok then return fail(err) end
+  else
+    while true do
+      local data, e, partial = sock:receive(65536)
+      data = data or partial
+      size = size + #data
+      if size > mcp.MAX_MESSAGE_BYTES then return fail("an answer longer than " .. mcp.MAX_MESSAGE_BYTES .. " bytes") end
+      parts[#parts + 1] = data
+      if e == "closed" then break end
+      if e then return fail(e) end
     end
   end
   sock:close()
-  local raw = table.concat(chunks)
-  local head, rest = raw:match("^(.-)\r?\n\r?\n(.*)$")
-  if not head then return nil, url .. " answered no HTTP header" end
-  local status = tonumber(head:match("^HTTP/%d%.%d (%d%d%d)"))
-  local h = {}
-  for k, v in head:gmatch("\n([^:\r\n]+):[ \t]*([^\r\n]*)") do h[k:lower()] = v end
-  if (h["transfer-encoding"] or ""):lower():find("chunked", 1, true) then
-    local out, pos = {}, 1
-    while true do
-      local hex, at = rest:match("^(%x+)[^\r\n]*\r\n()", pos)
-      if not hex then return nil, url .. " answered a broken chunked body" end
-      local n = tonumber(hex, 16)
-      if n == 0 then break end
-      out[#out + 1] = rest:sub(at, at + n - 1)
-      pos = at + n + 2
-    end
-    rest = table.concat(out)
-  end
-  return status, h, rest
+  return status, h, table.concat(parts)
 end
 
 -- The JSON-RPC answer with id (a string) in an upstream's answer (JSON, or
