@@ -73,6 +73,8 @@ describe("http_client", function()
     assert.matches("Authorization", err, 1, true)
     assert.is_nil(err:find("s3cret", 1, true))
     assert.is_nil(http.request_text(u, { { "Bad Name", "v" } }, "{}"))
+    assert.equal("DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+      http.request_text(u, {}, "", "DELETE"))
   end)
 
   it("reads Content-Length, chunked and read-to-close bodies, skipping 1xx answers", function()

@@ -138,6 +138,9 @@ describe("registry record", function()
     assert.same(decode(h.read_file(shipped)).tools, decode(h.read_file(dir .. "/every.json")).tools)
     code, out = h.toolgate("registry record --check " .. q(shipped) .. " --url " .. q(url))
     assert.equal(0, code, out)
+    -- each run ended the session it began
+    local _, ended = h.read_file(log):gsub("Received session termination request for session", "")
+    assert.equal(2, ended)
   end)
 
   it("--check over HTTP reports a changed tool and one added, in both eras, and exits 0 for a server that matches", function()

@@ -354,10 +354,18 @@ function Client:list_tools()
 end
 
 --- close(): over stdio, closes the server's input and waits for it to exit
--- (SIGTERM, then SIGKILL, after the timeout each); over HTTP nothing stays
--- open between requests.
+-- (SIGTERM, then SIGKILL, after the timeout each); over HTTP, ends the 2025
+-- session the server gave, if any (DELETE, whose answer may be 405: a
+-- server may keep its sessions).
 function Client:close()
-  if self.url then return end
+  if self.url then
+    if self.session then
+      local r = self.http.post(self.url, http_headers(self, "DELETE"), "", { timeout = self.timeout, method = "DELETE" })
+      if r then r:close() end
+      self.session = nil
+    end
+    return
+  end
   proc.close(self.p.stdin)
   for _, sig in ipairs({ false, "TERM", "KILL" }) do
     if sig then proc.kill(self.p.pid, proc.signum(sig)) end

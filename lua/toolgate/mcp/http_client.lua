@@ -69,10 +69,11 @@ function M.header_ok(name, value)
   return true
 end
 
---- request_text(u, headers, body) -> the bytes of a POST to u with the
--- headers ({{name, value}...}, checked with header_ok) and body.
-function M.request_text(u, headers, body)
-  local lines = { "POST " .. u.path .. " HTTP/1.1", "Host: " .. u.authority,
+--- request_text(u, headers, body[, method]) -> the bytes of a POST (or
+-- method) to u with the headers ({{name, value}...}, checked with
+-- header_ok) and body.
+function M.request_text(u, headers, body, method)
+  local lines = { (method or "POST") .. " " .. u.path .. " HTTP/1.1", "Host: " .. u.authority,
     "Content-Length: " .. #body, "Connection: close" }
   for _, h in ipairs(headers) do
     local ok, err = M.header_ok(h[1], h[2])
@@ -339,11 +340,12 @@ end
 
 --- post(u, headers, body[, opts]) -> an answer whose head is read
 -- (r.status, r.headers; r:read(), r:read_all(), r:close()) | nil, message.
--- opts.timeout: seconds for the whole exchange (default 30); opts.max_body.
+-- opts.timeout: seconds for the whole exchange (default 30); opts.max_body;
+-- opts.method: another method than POST (DELETE).
 function M.post(u, headers, body, opts)
   local timeout = opts and opts.timeout or 30
   local deadline = proc.now() + timeout
-  local text, err = M.request_text(u, headers, body)
+  local text, err = M.request_text(u, headers, body, opts and opts.method)
   if not text then return nil, err end
   local fd
   fd, err = proc.connect(u.host, u.port, math.floor(timeout * 1000))
