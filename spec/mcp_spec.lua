@@ -244,7 +244,8 @@ describe("toolgate.mcp", function()
     end)
 
     it("writes enum values, bounds and types from the compiled schema, in key order", function()
-      local e = assert(toolgate.new{ policy = "gateway", registry = { "deploy=" .. root .. "/spec/data/registries/mcp_text.json" } })
+      local e = assert(toolgate.new{ policy = "gateway",
+        registry = { "deploy=" .. root .. "/spec/data/registries/mcp_text.json" } })
       local gw = assert(mcp.new{ engine = e })
       local route = gw:route("deploy", { scopes = { "deploy:read" } })
       local text = text_of(gw:request(route, call(1, "plan", '{"env":"dev","replicas":2}')).reply)
@@ -291,6 +292,77 @@ describe("toolgate.mcp", function()
         .. "echo, write_note)", r.error.message)
       assert.equals(-32602, json(gw:request(route, '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}').reply)
         .error.code)
+    end)
+  end)
+
+  describe("servers without annotations", function()
+    local SM = "sm=" .. root .. "/spec/data/registries/system-monitor.json"
+    local function sm_gateway(scopes, tools)
+      local p = policy({ refusal = "result" })
+      p.registry.tools = tools
+      local e, err = toolgate.new{ policy = p, registry = { SM }, state = state.memory() }
+      if not e then return nil, err end
+      local gw = assert(mcp.new{ engine = e })
+      return gw, gw:route("sm", { scopes = scopes })
+    end
+    local function said(reply)
+      local r = json(reply)
+      return r.result._meta["toolgate/decision"], r.result.content[1].text
+    end
+
+    it("defers a call to an unannotated tool under the shipped gateway policy, saying MCP's defaults read it so", function()
+      local gw, route = sm_gateway({ "sm:read", "sm:write" })
+      local d, text = said(gw:request(route, call(1, "get-system-info", "{}")).reply)
+      assert.equals("defer", d.verdict)
+      assert.equals("no annotations: MCP's defaults read it as destructive, so a person approves each call", d.message)
+      assert.matches("toolgate asked a person to approve this call to get%-system%-info %(H4: no annotations: MCP's "
+        .. "defaults read it as destructive", text)
+      -- without the write scope the refusal says where the scope came from
+      gw, route = sm_gateway({ "sm:read" })
+      d = said(gw:request(route, call(2, "kill-process", '{"pid":7}')).reply)
+      assert.same({ "reject", "scope sm:write not granted (no annotations: MCP's defaults read it as destructive)" },
+        { d.verdict, d.message })
+      -- a tool that says it is read-only passes as before
+      assert.is_string(gw:request(route, call(3, "get-uptime", "{}")).forward)
+    end)
+
+    it("lets a policy give a tool annotations or a risk (registry.tools); the server's list still matches", function()
+      local gw, route = sm_gateway({ "sm:read" }, { ["sm/get-system-info"] = { readOnlyHint = true },
+        ["sm/kill-process"] = { risk = "low", scopes = { "sm:read" } } })
+      assert.is_string(gw:request(route, call(1, "get-system-info", "{}")).forward)
+      assert.is_string(gw:request(route, call(2, "kill-process", '{"pid":7}')).forward)
+      -- the server still lists them without annotations, as recorded: nothing changed under the pins
+      local reg = json(h.read_file(root .. "/spec/data/registries/system-monitor.json"))
+      local plan = gw:request(route, '{"jsonrpc":"2.0","id":4,"method":"tools/list"}')
+      local r = json(gw:response(route, plan, assert(value.encode({ jsonrpc = "2.0", id = 4,
+        result = { tools = setmetatable(reg.tools, value.array_mt) } }))))
+      assert.equals(3, #r.result.tools)
+    end)
+
+    it("checks registry.tools at load: a tool the registry lacks, an unknown key, a wrong type", function()
+      local cases = {
+        { { ["sm/get-system-inf"] = { readOnlyHint = true } },
+          'registry.tools["sm/get-system-inf"]: the registry holds no such tool (did you mean "sm/get-system-info"?)' },
+        { { ["sm/get-system-info"] = { readOnly = true } }, 'neither an MCP annotation nor a contract field' },
+        { { ["sm/get-system-info"] = { readOnlyHint = "yes" } }, "readOnlyHint: must be a boolean" },
+        { { ["get-system-info"] = { readOnlyHint = true } }, 'must name a tool as "server/tool"' },
+        { { ["sm/kill-process"] = { risk = 3 } }, 'contract field "risk" must be' },
+      }
+      for _, c in ipairs(cases) do
+        local gw, err = sm_gateway({}, c[1])
+        assert.is_nil(gw)
+        assert.truthy(tostring(err):find(c[2], 1, true), err)
+      end
+    end)
+
+    it("says at load, on stderr, how many tools carry no annotations and what the policy makes of them", function()
+      local code, _, err = h.run(h.lua .. " " .. root .. "/bin/toolgate check --policy gateway --registry "
+        .. h.shell_quote(SM) .. " </dev/null")
+      assert.equals(0, code)
+      assert.truthy(err:find('toolgate check: server sm: 2 of 3 tools carry no annotations (MCP\'s defaults read them '
+        .. 'as not read-only, destructive, open world); the policy gives them risk "high" and scope sm:write; a '
+        .. 'policy can give them annotations in registry.tools (docs/policies.md, "Tools without annotations")', 1,
+        true), err)
     end)
   end)
 
@@ -748,6 +820,31 @@ describe("toolgate.mcp", function()
       assert.equals("used", store:approval(id).status)
     end)
 
+    it("are at most mcp.max_pending_approvals undecided per tool: past them a call is refused APPROVALS_FULL, "
+      .. "opening none, counted; a decision frees a place", function()
+      local gw, route, events, store = gateway({ max_pending_approvals = 2 }, clock)
+      local ids = {}
+      for i = 1, 2 do
+        local r = json(gw:request(route, call(i, "write_note", '{"text":"f' .. i .. '"}')).reply)
+        assert.equals(mcp.CODES.DEFERRED, r.error.code)
+        ids[i] = r.error.data.approval_id
+      end
+      -- the same call again is the same request: no new one
+      assert.equals(ids[1], json(gw:request(route, call(9, "write_note", '{"text":"f1"}')).reply).error.data.approval_id)
+      local r = json(gw:request(route, call(3, "write_note", '{"text":"f3"}')).reply)
+      assert.equals("APPROVALS_FULL", r.error.data.decision.code)
+      assert.equals('too many calls of "write_note" wait for a person; ask an operator', r.error.data.decision.message)
+      assert.not_equals("string", type(r.error.data.approval_id)) -- (none opened)
+      assert.equals(2, #store:approvals())
+      local full = 0
+      for _, ev in ipairs(events) do if ev.kind == "approval" and ev.event == "refused_full" then full = full + 1 end end
+      assert.equals(1, full)
+      store:approval_decide(ids[1], "deny")
+      r = json(gw:request(route, call(3, "write_note", '{"text":"f3"}')).reply)
+      assert.equals(mcp.CODES.DEFERRED, r.error.code)
+      assert.is_string(r.error.data.approval_id)
+    end)
+
     it("hold the exact canonical arguments they bind, cut past MAX_APPROVAL_ARGUMENTS_BYTES, and say so", function()
       -- the counter's registry and a write that takes a number
       local registry = h.tmpname(".json")
@@ -805,9 +902,13 @@ describe("toolgate.mcp", function()
       assert.is_table(load({ approval_uses = mcp.MAX_APPROVAL_USES }))
       assert.is_table(load({ approval_ttl = mcp.MAX_APPROVAL_TTL }))
       assert.is_table(load({ approval_uses = 1, approval_ttl = 1 }))
+      assert.is_table(load({ max_pending_approvals = mcp.MAX_PENDING_APPROVALS }))
+      assert.is_table(load({ max_pending_approvals = 1 }))
       for _, bad in ipairs({
         { approval_uses = mcp.MAX_APPROVAL_USES + 1 }, { approval_uses = 0 }, { approval_uses = 1.5 },
         { approval_ttl = mcp.MAX_APPROVAL_TTL + 1 }, { approval_ttl = 0 },
+        { max_pending_approvals = mcp.MAX_PENDING_APPROVALS + 1 }, { max_pending_approvals = 0 },
+        { max_pending_approvals = 2.5 },
         { refusal = "silence" }, { on_pin_change = "ignore" }, { methods = { 7 } }, { typo = true },
         { refusal = 1 },
       }) do

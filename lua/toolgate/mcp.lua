@@ -107,6 +107,7 @@ M.DEFAULTS = {
   on_pin_change = "refuse",   -- "refuse": calls to changed tools | "quarantine": every call to the server
   approval_uses = 1,          -- calls one approval lets through (1 .. 1000)
   approval_ttl = 3600,        -- seconds an approval request, and a grant, lasts (1 .. 30 days)
+  max_pending_approvals = 100, -- undecided approval requests per tool (1 .. MAX_PENDING_APPROVALS)
   list_ttl_ms = 60000,        -- the ttlMs a filtered tools/list goes out with (0 .. MAX_LIST_TTL_MS)
 }
 --- The longest message either side may send a gateway, in bytes (a longer
@@ -114,11 +115,17 @@ M.DEFAULTS = {
 M.MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 M.MAX_APPROVAL_USES = 1000
 M.MAX_APPROVAL_TTL = 30 * 24 * 3600
+-- Undecided approval requests a store keeps per tool (the setting's bound)
+-- and per server: past them a deferred call is refused (APPROVALS_FULL),
+-- so a flood of distinct calls cannot fill the store its safety records
+-- live in.
+M.MAX_PENDING_APPROVALS = 1000
+M.MAX_PENDING_APPROVALS_PER_SERVER = 1000
 -- (an hour: a client re-lists, and the gateway re-checks the pins, at least that often)
 M.MAX_LIST_TTL_MS = 3600 * 1000
 
 local SETTINGS = { methods = "table", refusal = "string", on_pin_change = "string", approval_uses = "number",
-  approval_ttl = "number", list_ttl_ms = "number" }
+  approval_ttl = "number", list_ttl_ms = "number", max_pending_approvals = "number" }
 
 local function bad(msg) return nil, "policy mcp." .. msg, "POLICY_INVALID" end
 
@@ -143,6 +150,9 @@ function M.settings(policy)
   end
   if not whole(s.approval_ttl, 1, M.MAX_APPROVAL_TTL) then
     return bad("approval_ttl: a whole number of seconds from 1 to " .. M.MAX_APPROVAL_TTL)
+  end
+  if not whole(s.max_pending_approvals, 1, M.MAX_PENDING_APPROVALS) then
+    return bad("max_pending_approvals: a whole number from 1 to " .. M.MAX_PENDING_APPROVALS)
   end
   if not whole(s.list_ttl_ms, 0, M.MAX_LIST_TTL_MS) then
     return bad("list_ttl_ms: a whole number of milliseconds from 0 to " .. M.MAX_LIST_TTL_MS)
@@ -370,8 +380,10 @@ end
 
 -- A defer: let it through when an approval for exactly this call is
 -- granted (one use taken atomically), refuse it when an operator denied it,
--- otherwise ask (once) and answer with the approval id.  -> outcome, the
--- approval's id, the arguments it binds (approval_arguments)
+-- otherwise ask (once) and answer with the approval id; refuse it when too
+-- many calls of its tool (or server) already wait for a person.  ->
+-- outcome, the approval's id, the arguments it binds (approval_arguments),
+-- and for outcome "full" the refusal's decision
 local function settle_defer(self, settings, d, route, call_text)
   local t = d:table()
   local id = M.approval_id(t.binding)
@@ -383,11 +395,21 @@ local function settle_defer(self, settings, d, route, call_text)
     return "pass", id, shown
   end
   if status == "denied" then return "denied", id, shown end
-  local opened = state:approval_open(id, { binding = t.binding, server = t.server, tool = t.tool, code = t.code,
+  local opened, full, which = state:approval_open(id, { binding = t.binding, server = t.server, tool = t.tool, code = t.code,
     message = t.message, args_digest = t.args_digest, arguments = shown.arguments,
     arguments_bytes = shown.arguments_bytes, arguments_truncated = shown.arguments_truncated },
-    settings.approval_ttl, settings.approval_uses)
+    settings.approval_ttl, settings.approval_uses,
+    { tool = settings.max_pending_approvals, server = M.MAX_PENDING_APPROVALS_PER_SERVER })
   if opened then self.observe({ kind = "approval", event = "requested", id = id, server = route.server, tool = t.tool }) end
+  if full == "full" then
+    self.observe({ kind = "approval", event = "refused_full", id = id, server = route.server, tool = t.tool })
+    local waiting = which == "server" and string.format("calls to server %q", t.server)
+      or string.format("calls of %q", t.tool)
+    return "full", id, shown, decision.from_table({ verdict = "reject", stage = "approval", code = "APPROVALS_FULL",
+      message = "too many " .. waiting .. " wait for a person; ask an operator", server = t.server, tool = t.tool,
+      args_digest = t.args_digest, binding = t.binding, policy_version = t.policy_version,
+      registry_hash = t.registry_hash })
+  end
   return "ask", id, shown
 end
 
@@ -490,8 +512,8 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
     return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried }
   end
   if d.verdict == "defer" then
-    local outcome
-    outcome, approval, shown = settle_defer(self, settings, d, route, text)
+    local outcome, full
+    outcome, approval, shown, full = settle_defer(self, settings, d, route, text)
     if outcome == "pass" then
       self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
         approval_id = approval, approved = true, arguments = shown })
@@ -501,6 +523,8 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
       d = decision.from_table({ verdict = "reject", stage = "approval", code = "APPROVAL_DENIED",
         message = "an operator denied this call", server = t.server, tool = t.tool, args_digest = t.args_digest,
         binding = t.binding, policy_version = t.policy_version, registry_hash = t.registry_hash })
+    elseif outcome == "full" then
+      d, approval = full, nil -- (none opened)
     end
   end
   self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
@@ -836,7 +860,8 @@ local function filter_tools(snap, server, tools, full, max_added)
         local pin = index and scratch:tool(index).pin
         local ann = t:get("annotations")
         -- (what the server said when it was recorded, not what the policy gave it: registry.tools)
-        local recorded = known.annotations_given and known.recorded_annotations or known.annotations
+        local recorded = known.annotations
+        if known.annotations_given then recorded = known.recorded_annotations end
         if pin == known.pin and (recorded == nil and known.format ~= "mcp"
             or annotations_text(ann and json.to_lua(ann)) == annotations_text(recorded)) then
           keep[#keep + 1] = assert(t:canon(nil, "exact"))
