@@ -168,7 +168,8 @@ static int l_write(lua_State *L)
 /* connect(host, port, timeout_ms) -> fd (a non-blocking TCP socket) | nil, message */
 static int l_connect(lua_State *L)
 {
-    int rc = tg_proc_connect(luaL_checkstring(L, 1), (int)luaL_checkinteger(L, 2), (int)luaL_checkinteger(L, 3));
+    int rc = tg_proc_connect(luaL_checkstring(L, 1), (int)luaL_checkinteger(L, 2),
+                             (int)luaL_checkinteger(L, 3));
 
     if (rc < 0) {
         return fail(L, rc);
@@ -297,12 +298,14 @@ static int l_umask(lua_State *L)
     return 1;
 }
 
+/* clang-format off */
 static const luaL_Reg functions[] = {
     {"spawn", l_spawn}, {"signals", l_signals}, {"next_signal", l_next_signal}, {"poll", l_poll},
     {"read", l_read},   {"write", l_write},     {"nonblock", l_nonblock},       {"wait", l_wait},
     {"kill", l_kill},   {"close", l_close},     {"signum", l_signum},           {"now", l_now},
     {"stat", l_stat},   {"euid", l_euid},       {"mkdir", l_mkdir},             {"chmod", l_chmod},
-    {"umask", l_umask}, {"connect", l_connect},   {NULL, NULL}};
+    {"umask", l_umask}, {"connect", l_connect}, {NULL, NULL}};
+/* clang-format on */
 
 int luaopen_toolgate_proc_c(lua_State *L);
 

@@ -106,7 +106,8 @@ static void talk(const char *host, int lfd, int port)
     }
     peer = accept(lfd, NULL, NULL);
     tap_ok(tg_proc_nonblock(fd, 1) == 1, "the socket is non-blocking");
-    tap_ok(tg_proc_write(fd, "ping", 4) == 4 && read(peer, buf, sizeof buf) == 4, "it writes to the peer");
+    tap_ok(tg_proc_write(fd, "ping", 4) == 4 && read(peer, buf, sizeof buf) == 4,
+           "it writes to the peer");
     tap_ok(write(peer, "pong", 4) == 4, "the peer answers");
     n = read_all(fd, buf, 4);
     tap_is_mem(buf, n, "pong", "it reads the answer");
@@ -205,9 +206,11 @@ int main(void)
                    uid == tg_proc_euid(),
                "stat: mode 0755 under umask 022, a directory, ours");
         tap_ok(tg_proc_umask(old) == 022, "umask returns the mask before");
-        tap_ok(tg_proc_chmod(sub, 01777) == 0 && tg_proc_stat(sub, &perm, &uid, &is_dir) == 0 && perm == 01777,
+        tap_ok(tg_proc_chmod(sub, 01777) == 0 && tg_proc_stat(sub, &perm, &uid, &is_dir) == 0 &&
+                   perm == 01777,
                "chmod, and stat's bits include the sticky bit");
-        tap_ok(tg_proc_stat("/nonexistent/toolgate", &perm, &uid, &is_dir) == -ENOENT, "stat of nothing: -ENOENT");
+        tap_ok(tg_proc_stat("/nonexistent/toolgate", &perm, &uid, &is_dir) == -ENOENT,
+               "stat of nothing: -ENOENT");
         rmdir(sub);
         rmdir(dir);
     }
@@ -223,9 +226,12 @@ int main(void)
         talk("127.0.0.1", lfd, port);
         talk("localhost", lfd, port);
         close(lfd);
-        tap_ok(tg_proc_connect("127.0.0.1", port, 2000) == -ECONNREFUSED, "a closed port is -ECONNREFUSED");
-        tap_ok(tg_proc_connect("example.invalid", port, 2000) == -EINVAL, "a name is -EINVAL: no lookup");
-        tap_ok(tg_proc_connect("127.0.0.1", 0, 2000) == -EINVAL && tg_proc_connect("127.0.0.1", 65536, 2000) == -EINVAL,
+        tap_ok(tg_proc_connect("127.0.0.1", port, 2000) == -ECONNREFUSED,
+               "a closed port is -ECONNREFUSED");
+        tap_ok(tg_proc_connect("example.invalid", port, 2000) == -EINVAL,
+               "a name is -EINVAL: no lookup");
+        tap_ok(tg_proc_connect("127.0.0.1", 0, 2000) == -EINVAL &&
+                   tg_proc_connect("127.0.0.1", 65536, 2000) == -EINVAL,
                "a port out of 1..65535 is -EINVAL");
         lfd = listener(AF_INET6, &port);
         if (lfd >= 0) {
@@ -255,7 +261,8 @@ int main(void)
             w = tg_proc_write(fd, big, sizeof big);
             usleep(1000);
         }
-        tap_ok(w == -EPIPE || w == -ECONNRESET, "a write to a peer that closed fails, without a SIGPIPE");
+        tap_ok(w == -EPIPE || w == -ECONNRESET,
+               "a write to a peer that closed fails, without a SIGPIPE");
         tg_proc_close(fd);
     }
     return tap_done();
