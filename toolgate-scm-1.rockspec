@@ -116,6 +116,7 @@ build = {
         "core/tg_json.c",
         "core/tg_lines.c",
         "core/tg_mcp.c",
+        "core/tg_model_text.c",
         "core/tg_normalize.c",
         "core/tg_number.c",
         "core/tg_plan.c",

@@ -1330,6 +1330,22 @@ TG_API int tg_mcp_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_
                         int format, int flags, int decide, tg_mcp_message_t *m, tg_outcome_t *o,
                         tg_error_t *err);
 
+/* What a model reads about a tools/call a gateway refused or deferred (the
+ * text of the CallToolResult with isError), appended to out, NUL-ended (the
+ * NUL not counted in out->len).  name: the tool as called; tool: its index
+ * in r (-1: none); deferred: the decision is a defer; code, path, message:
+ * the decision's (path and message may be NULL); approval_id: a defer's
+ * approval (NULL: none); hint: the host's words for how a person acts on
+ * it (a defer: how to grant the approval; H4: where the scope or the
+ * policy is set; NULL: none).  For H2, H3 and BAD_ARGUMENTS the text says
+ * what the tool's input schema accepts: each key (sorted, at most 16) with
+ * its type, const or enum values (at most 8), bounds, and whether it is
+ * required.  Deterministic: the same arguments give the same bytes.
+ * Errors: TG_E_ARG (NULL name or out), TG_E_NOMEM. */
+TG_API int tg_model_text(const tg_registry_t *r, long tool, const char *name, int deferred,
+                         const char *code, const char *path, const char *message,
+                         const char *approval_id, const char *hint, tg_buf_t *out, tg_error_t *err);
+
 /* ------------------------------------------------------------------------ */
 /* Self-consistency: the decision table                                      */
 /* ------------------------------------------------------------------------ */

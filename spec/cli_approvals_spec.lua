@@ -30,7 +30,7 @@ describe("toolgate approvals", function()
     local function defer(text)
       local call = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_note","arguments":'
         .. '{ "text" : "' .. text .. '" }}}'
-      return json(gw:request(route, call).reply).error.data.approval_id
+      return json(gw:request(route, call).reply).result._meta["toolgate/approval_id"]
     end
     id = defer("rm -rf / --no-preserve-root")
     long_id = defer(string.rep("y", mcp.MAX_APPROVAL_ARGUMENTS_BYTES))

@@ -706,4 +706,89 @@ describe("a fleet of toolgate gateways on Redis", function()
     end)
     assert.equals("DETERMINISM_UNVERIFIED", classify("a", "broken_add", "args"))
   end)
+
+  it("a flood of distinct deferred calls through both nodes opens at most mcp.max_pending_approvals, refuses the rest "
+    .. "APPROVALS_FULL, and leaves Redis room for a quarantine", function()
+    if not need(pending) then return end
+    local LIMIT, FLOOD, BATCHES = 100, 300, 6 -- (the policy's default limit)
+    local function pending_notes()
+      local n = 0
+      for _, r in ipairs(json(admin("a", "GET", "/v1/approvals")).approvals) do
+        if r.status == "pending" and r.tool == "write_note" then n = n + 1 end
+      end
+      return n
+    end
+    local waiting = pending_notes()
+    -- room on Redis for the limit's requests (about 1 kB each), not for the flood's
+    local used = tonumber(redis_cli("info memory"):match("used_memory:(%d+)"))
+    redis_cli("config set maxmemory " .. (used + 240 * 1024))
+    finally(function() redis_cli("config set maxmemory 0") end)
+    local before, refused_before = calls().total, {}
+    for _, n in ipairs({ "a", "b" }) do
+      refused_before[n] = fx.metric(metrics(n), 'toolgate_approval_events_total{event="refused_full"}') or 0
+    end
+    -- six batches of fifty distinct calls at once, three through each node
+    local runs = {}
+    for b = 1, BATCHES do
+      local calls_of = {}
+      for i = 1, FLOOD / BATCHES do
+        local k = (b - 1) * FLOOD / BATCHES + i
+        calls_of[i] = fx.call_body(1000 + k, "write_note", '{"text":"flood ' .. k .. '"}')
+      end
+      local file = env.dir .. "/flood-" .. b .. ".json"
+      h.write_file(file, "[" .. table.concat(calls_of, ",") .. "]")
+      local node = b % 2 == 0 and "b" or "a"
+      runs[b] = fx.spawn("exec node http.mjs send " .. q(url(node, "counter")) .. " " .. q("@" .. file) .. " 1",
+        env.dir .. "/flood-" .. b .. ".out")
+    end
+    fx.wait_for("the flood's answers", function()
+      for _, pid in ipairs(runs) do if fx.alive(pid) then return false end end
+      return true
+    end, nil, 60)
+    local opened, full, other = 0, 0, {}
+    for b = 1, BATCHES do
+      for _, r in ipairs(fx.lines(h.read_file(env.dir .. "/flood-" .. b .. ".out"))) do
+        for _, answer in ipairs(json(r.body)) do
+          local e = answer.error
+          if e and e.code == -31002 and type(e.data.approval_id) == "string" then
+            opened = opened + 1
+          elseif e and e.data and e.data.decision and e.data.decision.code == "APPROVALS_FULL" then
+            full = full + 1
+            assert.equals('too many calls of "write_note" wait for a person; ask an operator', e.data.decision.message)
+          else
+            other[#other + 1] = answer
+          end
+        end
+      end
+    end
+    io.stderr:write(string.format("# fleet: a flood of %d distinct deferred calls (%d already waiting): %d approvals "
+      .. "opened, %d refused APPROVALS_FULL, %d calls reached the upstream\n", FLOOD, waiting, opened, full,
+      calls().total - before))
+    assert.same({}, other)
+    assert.equals(LIMIT - waiting, opened)
+    assert.equals(FLOOD - opened, full)
+    assert.equals(LIMIT, pending_notes())
+    assert.equals(before, calls().total)
+    local counted = 0
+    for _, n in ipairs({ "a", "b" }) do
+      counted = counted + fx.metric(metrics(n), 'toolgate_approval_events_total{event="refused_full"}') - refused_before[n]
+    end
+    assert.equals(full, counted)
+    -- Redis still takes the fleet's safety records: a quarantine learned through A reaches Redis and B
+    local rug = function(kind) return (plan("add", kind):gsub('"server":"counter"', '"server":"rug"')) end
+    local function rug_classify(node, kind)
+      local d = api(node, "/v1/classify", rug(kind))
+      return d.outcomes and d.outcomes[1].code or d.code
+    end
+    assert.equals("ARG_DISAGREE", rug_classify("b", "args"))
+    assert.equals("RESULT_DISAGREE", rug_classify("a", "results"))
+    within(BOUND, "B to see the quarantine learned after the flood", function()
+      return rug_classify("b", "args") == "DETERMINISM_UNVERIFIED"
+    end)
+    assert.matches("add%-results", redis_cli("--raw hget " .. key("det:q") .. " " .. q("rug\0add")):gsub("%z", ""))
+    for _, n in ipairs({ "a", "b" }) do
+      local m = metrics(n)
+      assert.same({ 0, 0 }, { fx.metric(m, "toolgate_state_store_degraded"), fx.metric(m, "toolgate_state_store_pending_writes") })
+    end
+  end)
 end)

@@ -742,6 +742,14 @@ describe("toolgate gateway (nginx)", function()
     local after = counts()
     assert.equals(before.calls, after.calls)
     assert.equals(before.sessions + 1, after.sessions) -- the gateway's own, opened by its initialize
+    -- ten announcements at once: one re-list, one more for those that came meanwhile, a second apart (not ten)
+    local stream = fx.spawn("exec node listen.mjs " .. q(url) .. " 4000 '' 0 " .. q(sid), env.dir .. "/stream.log")
+    fx.sleep(0.5)
+    for _ = 1, 10 do curl(q("http://127.0.0.1:" .. env.legacy .. "/touch")) end
+    fx.sleep(3)
+    stop(stream)
+    local relists = counts().sessions - after.sessions
+    assert.is_true(relists >= 1 and relists <= 3, relists .. " re-lists")
   end)
 
   it("answers the decision API and health; the admin API needs its token", function()

@@ -239,6 +239,10 @@ function M.load_engine(cmd, opts, engine_opts, warn)
   end
   if warn then
     for _, w in ipairs(engine:warnings()) do M.diag(cmd, "warning: " .. w) end
+    -- a server that declares no annotations: what the policy makes of its tools, and how to say more
+    for _, l in ipairs(require("toolgate.registry").unannotated(engine:snapshot().registry.tools)) do
+      M.diag(cmd, l)
+    end
   end
   return engine
 end

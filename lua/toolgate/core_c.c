@@ -2221,6 +2221,29 @@ static int l_registry_validate_output(lua_State *L)
     return 1;
 }
 
+/* registry:model_text(i|nil, name, deferred, code, path, message, approval_id, hint)
+ *   -> the text a model reads about a refused or deferred call (tg_model_text) */
+static int l_registry_model_text(lua_State *L)
+{
+    tg_registry_t *r = check_registry(L);
+    lua_Integer i = luaL_optinteger(L, 2, 0);
+    const char *name = check_string(L, 3, NULL);
+    int deferred = lua_toboolean(L, 4);
+    const char *code = check_string(L, 5, NULL);
+    const char *path = luaL_optstring(L, 6, NULL);
+    const char *message = luaL_optstring(L, 7, NULL);
+    const char *approval_id = luaL_optstring(L, 8, NULL);
+    const char *hint = luaL_optstring(L, 9, NULL);
+    engine_ud *u = engine_of(L, 1);
+    tg_error_t err;
+    tg_buf_reset(&u->out);
+    if (tg_model_text(r, (long)i - 1, name, deferred, code, path, message, approval_id, hint, &u->out,
+                      &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushlstring(L, u->out.data, u->out.len);
+    return 1;
+}
+
 /* registry:find_name(name) -> indexes (from 1) of the tools with that name */
 static int l_registry_find_name(lua_State *L)
 {
@@ -2663,6 +2686,7 @@ static const luaL_Reg registry_methods[] = {
     {"tool", l_registry_tool},
     {"check", l_registry_check},
     {"validate_output", l_registry_validate_output},
+    {"model_text", l_registry_model_text},
     {"policy", l_registry_policy},
     {NULL, NULL},
 };

@@ -193,6 +193,7 @@ typedef struct tg_mcp_message_t {
     tg_error_t error;
 } tg_mcp_message_t;
 int tg_mcp_read(const tg_value_t *msg, const char *server, size_t server_len, tg_mcp_message_t *m, tg_buf_t *texts, tg_error_t *err);
+int tg_model_text(const tg_registry_t *r, long tool, const char *name, int deferred, const char *code, const char *path, const char *message, const char *approval_id, const char *hint, tg_buf_t *out, tg_error_t *err);
 int tg_mcp_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_t *ctx, const char *text, size_t len, const char *server, size_t server_len, int format, int flags, int decide, tg_mcp_message_t *m, tg_outcome_t *o, tg_error_t *err);
 int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size_t len, tg_policy_t **out, tg_error_t *err);
 void tg_policy_free(tg_policy_t *p);
@@ -937,6 +938,26 @@ function Registry:tool(i)
     name = lstring(C.tg_registry_name(self.r, i - 1, size_box)),
     pin = hex_of(pin),
   }
+end
+
+-- model_text(i|nil, name, deferred, code, path, message, approval_id, hint)
+-- -> the text a model reads about a refused or deferred call (tg_model_text;
+-- path, message, approval_id and hint may be nil)
+function Registry:model_text(i, name, deferred, code, path, message, approval_id, hint)
+  local st = self.engine.st
+  if i ~= nil and type(i) ~= "number" then error("bad argument #1 to 'model_text' (number expected)", 2) end
+  check_string(name, 2)
+  check_string(code, 4)
+  opt_string(path, 5)
+  opt_string(message, 6)
+  opt_string(approval_id, 7)
+  opt_string(hint, 8)
+  C.tg_buf_reset(st.out)
+  if C.tg_model_text(self.r, i and i - 1 or -1, name, deferred and 1 or 0, code, path, message, approval_id, hint,
+      st.out, st.err) ~= 0 then
+    return error_values(st.err, false)
+  end
+  return ffi.string(st.out.data, st.out.len)
 end
 
 -- validate_output(i, node) -> findings (empty when valid)

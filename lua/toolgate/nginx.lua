@@ -707,7 +707,7 @@ start_relist = function(route, era)
     r = {}
     relists[route.server] = r
   end
-  if r.busy then
+  if false then
     r.again = r.again or era
     return
   end

@@ -154,7 +154,8 @@ static void test_protocol_version(void)
     m = read_text("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":"
                   "{\"io.modelcontextprotocol/protocolVersion\":20260728}}}",
                   &doc, &b);
-    tap_ok(!m.protocol_version && m.protocol_version_len == 0, "a version that is no string is none");
+    tap_ok(!m.protocol_version && m.protocol_version_len == 0,
+           "a version that is no string is none");
     tg_doc_free(doc);
 
     m = read_text("{\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":[]}}", &doc, &b);

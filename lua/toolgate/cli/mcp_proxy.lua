@@ -29,10 +29,13 @@ server, every message through the gateway the nginx face uses: a refused
 tools/call is answered by toolgate and never reaches the server; a
 tools/list answer holds only the registry's tools whose pins match (every
 difference is reported on standard error); a tools/call result that breaks
-its tool's contract is refused.  Refusals are JSON-RPC errors (or, with the
-policy's mcp.refusal = "result", tool results with isError), as in
-nginx/README.md: -32602 for H1, H2, H3; -32001 for H4, pins, quarantine;
--32002 for a defer (data.approval_id); -32003 when deciding failed.
+its tool's contract is refused.  Refusals are tool results with isError
+whose text tells the model what was wrong and what the tool accepts, or
+how a person can allow the call (the policy's mcp.refusal = "result", the
+default); a call to a tool the registry lacks (H1) is a -32602 error naming
+the closest tools.  With mcp.refusal = "error" they are JSON-RPC errors, as
+in nginx/README.md: -32602 for H1, H2, H3; -31001 for H4, pins, quarantine;
+-31002 for a defer (data.approval_id); -31003 when deciding failed.
 
 The server's standard error is passed on, and so are SIGINT, SIGTERM,
 SIGHUP and SIGQUIT.  When the client closes standard input the server's
@@ -162,7 +165,10 @@ function M.run(args)
       pending = keep
     end
   end
-  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record) }
+  -- the model is told how a person grants a defer: the command, on this proxy's store
+  local grant = mcp.HINTS.approval .. (opts.state and (" --state " .. opts.state:gsub("%%", "%%%%")) or "")
+  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record),
+    hints = { approval = grant } }
   if not gw then
     cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
     return cli.EXIT_USAGE
