@@ -707,7 +707,7 @@ start_relist = function(route, era)
     r = {}
     relists[route.server] = r
   end
-  if false then
+  if r.busy then
     r.again = r.again or era
     return
   end
