@@ -921,8 +921,8 @@ local function report_changes(self, snap, settings, server, changes)
 end
 
 --- list_page(text) -> tools, cursor | nil, why: one tools/list answer a
--- host asked for itself (text: the JSON-RPC message): its tools as exact
--- JSON texts (as they came, for check_tools) and its nextCursor, if any.
+-- host asked for itself (text: the JSON-RPC message): its tools as JSON
+-- texts (canonical, numbers exact: for check_tools) and its nextCursor, if any.
 function M.list_page(text)
   local doc, err = decision.codec():parse(text)
   if not doc then return nil, "the answer is not JSON: " .. tostring(err) end
@@ -931,8 +931,9 @@ function M.list_page(text)
   local list = result and result:type() == "object" and result:get("tools")
   if not list or list:type() ~= "array" then
     local e = root:type() == "object" and root:get("error")
+    local why = e and ("the server answered " .. assert(e:canon(nil, "exact"))) or "the answer has no tools array"
     doc:free()
-    return nil, e and ("the server answered " .. assert(e:canon(nil, "exact"))) or "the answer has no tools array"
+    return nil, why
   end
   local tools = {}
   for i = 1, list:len() do tools[i] = assert(list:at(i):canon(nil, "exact")) end
