@@ -181,6 +181,13 @@ describe("toolgate.mcp.headers", function()
       assert.is_nil(headers.check({ ["mcp-protocol-version"] = "2025-03-26" }, { batch = true }))
     end)
 
+    it("refuses a header naming a message on a request without one (GET, DELETE)", function()
+      assert.is_nil(headers.check_bodyless({ ["mcp-protocol-version"] = "2025-06-18", ["mcp-session-id"] = "s" }))
+      assert.matches("mcp%-method", headers.check_bodyless({ ["mcp-method"] = "tools/call" }))
+      assert.matches("mcp%-name", headers.check_bodyless({ ["mcp-name"] = "delete_all" }))
+      assert.matches("mcp%-param%-x", headers.check_bodyless({ ["mcp-param-x"] = "1" }))
+    end)
+
     describe("Mcp-Param-*", function()
       local declared = assert(headers.param_headers({ type = "object", properties = {
         region = { type = "string", ["x-mcp-header"] = "Region" },

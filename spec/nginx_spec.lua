@@ -585,6 +585,13 @@ describe("toolgate gateway (nginx)", function()
       assert.equals("HEADER_MISMATCH", r.json.error.data.decision.code)
     end
     assert.equals(before, reached())
+    -- a GET or DELETE names no message: a header naming one is refused too
+    for _, m in ipairs({ "GET", "DELETE" }) do
+      local out = curl("-X " .. m .. " -w ' %{http_code}' -H 'accept: text/event-stream' -H 'mcp-name: delete_all' "
+        .. q("http://" .. env.listen .. "/mcp/counter"))
+      assert.matches(" 400$", out)
+      assert.equals(mismatch, json(out:gsub(" 400$", "")).error.code)
+    end
     -- headers that agree on a version the gateway does not serve: -32022, with 400 too
     local r = send("u26", modern_call(45, "get-info", '{"key":"v"}'):gsub("2026%-07%-28", "2099-01-01"), 1,
       std_headers({ ["mcp-name"] = "get-info", ["mcp-protocol-version"] = "2099-01-01" }))[1]

@@ -446,6 +446,12 @@ function M.access(server)
       return send(400, '{"error":' .. enc("toolgate: a " .. method .. " request with a body: only a POST's body "
         .. "is decided") .. "}")
     end
+    -- nor do its headers name one: a router behind may trust them
+    local why = mcp_headers.check_bodyless(ngx.req.get_headers(0))
+    if why then
+      return send(400, mcp.error_reply("null", mcp.CODES.HEADER_MISMATCH, "toolgate: " .. why,
+        refused_unread(route, "method", "HEADER_MISMATCH", why)))
+    end
     -- a GET stream carries the server's requests and notifications; an
     -- answer on it answers no request of this one's, and is dropped (body_filter)
     if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route } end

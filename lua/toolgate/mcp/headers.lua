@@ -280,4 +280,16 @@ function M.check(headers, msg)
   return nil
 end
 
+--- check_bodyless(headers) -> nil | why: a request without a message (a
+-- 2025 GET stream, DELETE) carries no header that names one: Mcp-Method,
+-- Mcp-Name, Mcp-Param-* (nothing was decided for a router to trust).
+function M.check_bodyless(headers)
+  for k in pairs(headers) do
+    if type(k) == "string" and (k == "mcp-method" or k == "mcp-name" or k:sub(1, 10) == "mcp-param-") then
+      return "an " .. k .. " header on a request without a message"
+    end
+  end
+  return nil
+end
+
 return M
