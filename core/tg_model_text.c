@@ -140,6 +140,11 @@ static void put_key(writer *w, const tg_schema_t *s, const tg_sname *key, int re
             put_bound(w, &first, "at most ", &n->maximum.value);
         if (n->has & TG_K_EXCLUSIVE_MAXIMUM)
             put_bound(w, &first, "below ", &n->exclusive_maximum.value);
+        if ((n->has & TG_K_FORMAT) && tg_format_name(n->format)) {
+            puts_(w, first ? "format " : ", format ");
+            puts_(w, tg_format_name(n->format));
+            first = 0;
+        }
         if (n->has & TG_K_MIN_LENGTH)
             put_limit(w, &first, "at least ", n->min_length, " characters");
         if (n->has & TG_K_MAX_LENGTH)

@@ -979,7 +979,10 @@ describe("--assert-formats on the commands that load a registry", function()
       end
       local code, out, err = proxy("--assert-formats")
       assert.equal(0, code, err)
-      assert.matches('"id":2,"error":{"code":-32602,"message":"toolgate refused the call: H3 at /message', out, 1, true)
+      -- a tool result the model reads (mcp.refusal = "result"), saying what the format is
+      assert.matches('"id":2,"result":{"content":[{"type":"text","text":"toolgate refused this call to echo: H3 at '
+        .. '/message: \\"/message\\": \\"x\\" is not a valid email. echo accepts: message (string, format email, '
+        .. 'required). Correct the arguments and call again."}],"isError":true', out, 1, true)
       code, out, err = proxy("")
       assert.equal(0, code, err)
       assert.matches('{"id":2,"jsonrpc":"2.0","result":{"content":[{"text":"x","type":"text"}]}}', out, 1, true)

@@ -10,15 +10,19 @@
 
 static tg_engine_t *E;
 
-/* A registry of one tool, "plan", with the schema given. */
+/* A registry of one tool, "plan", with the schema given (formats
+ * asserted). */
 static tg_registry_t *registry(const char *schema)
 {
     tg_registry_t *r = tg_registry_new(E, NULL);
     tg_doc_t *d = NULL;
+    tg_schema_options_t opt;
     size_t index;
     tg_error_t err;
+    tg_schema_options_default(&opt);
+    opt.assert_formats = 1;
     if (tg_parse(E, schema, strlen(schema), &d, &err) != TG_OK ||
-        tg_registry_add(r, "s", 1, "plan", 4, "", 0, tg_doc_root(d), NULL, NULL, &index, &err) !=
+        tg_registry_add(r, "s", 1, "plan", 4, "", 0, tg_doc_root(d), NULL, &opt, &index, &err) !=
             TG_OK)
         printf("# registry: %s\n", err.message);
     tg_doc_free(d);
@@ -48,7 +52,7 @@ static void test_arguments(void)
         registry("{\"type\":\"object\",\"properties\":{"
                  "\"env\":{\"enum\":[\"prod\",\"staging\"]},"
                  "\"n\":{\"type\":\"integer\",\"exclusiveMinimum\":0,\"maximum\":1e3},"
-                 "\"s\":{\"type\":\"string\",\"minLength\":2,\"maxLength\":8},"
+                 "\"s\":{\"type\":\"string\",\"format\":\"email\",\"minLength\":2,\"maxLength\":8},"
                  "\"k\":{\"const\":true},"
                  "\"any\":{}},"
                  "\"required\":[\"n\",\"env\"]}");
@@ -57,8 +61,8 @@ static void test_arguments(void)
             r, 0, 0, "H3", "/n", "\"/n\": 0 is not above 0", NULL, NULL,
             "toolgate refused this call to plan: H3 at /n: \"/n\": 0 is not above 0. plan accepts: "
             "any (any value), env (one of \"prod\", \"staging\", required), k (exactly true), n "
-            "(integer, above 0, at most 1000, required), s (string, at least 2 characters, at most 8 "
-            "characters). Correct the arguments and call again."),
+            "(integer, above 0, at most 1000, required), s (string, format email, at least 2 "
+            "characters, at most 8 characters). Correct the arguments and call again."),
         "H3: every key, sorted, with its type, values, bounds and whether it is required");
     tap_ok(
         says(
