@@ -961,6 +961,44 @@ describe("--assert-formats on the commands that load a registry", function()
     assert.not_matches('"code":"H3"', out, 1, true)
   end)
 
+  it("mcp-proxy says at load that a recorded server's tools carry no annotations, defers their calls saying why, "
+    .. "and lets them through after the documented one-line policy change", function()
+    assert.is_true(h.have("node"), "node is needed (make test installs it)")
+    local server = "node " .. h.shell_quote(h.root .. "/nginx/test/bare-monitor.mjs")
+    local reg, ctx = dir .. "/monitor.json", dir .. "/monitor.ctx"
+    local code, out, err = h.toolgate("registry record --server monitor --output " .. h.shell_quote(reg) .. " -- "
+      .. server)
+    assert.equal(0, code, out .. err)
+    h.write_file(ctx, '{"scopes":["monitor:read","monitor:write"]}')
+    local input = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+      .. '"capabilities":{},"clientInfo":{"name":"spec","version":"1"}}}\n'
+      .. '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+      .. '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get-system-info","arguments":{}}}\n'
+    local function proxy(policy)
+      return h.run(string.format("env XDG_STATE_HOME=%s timeout 60 %s %s/bin/toolgate mcp-proxy --policy %s "
+        .. "--context %s --registry %s -- %s", h.shell_quote(dir .. "/xdg"), h.lua, h.root, h.shell_quote(policy),
+        h.shell_quote(ctx), h.shell_quote("monitor=" .. reg), server), input)
+    end
+    code, out, err = proxy("gateway")
+    assert.equal(0, code, err)
+    assert.truthy(err:find("toolgate mcp-proxy: server monitor: 2 of 2 tools carry no annotations (MCP's defaults "
+      .. 'read them as not read-only, destructive, open world); the policy gives them risk "high" and scope '
+      .. "monitor:write", 1, true), err)
+    assert.truthy(out:find('"id":2,"result":{"content":[{"type":"text","text":"toolgate asked a person to approve '
+      .. "this call to get-system-info (H4: no annotations: MCP's defaults read it as destructive, so a person "
+      .. 'approves each call); it has not run.', 1, true), out)
+    assert.falsy(out:find("ran get-system-info", 1, true))
+    -- the line docs/policies.md gives, in a copy of the shipped policy
+    local policy, n = h.read_file(h.root .. "/policies/gateway.lua"):gsub('  registry = { on_shadowing = "allow" },',
+      '  registry = { on_shadowing = "allow", tools = { ["monitor/get-system-info"] = { readOnlyHint = true } } },')
+    assert.equal(1, n)
+    h.write_file(dir .. "/monitor-policy.lua", policy)
+    code, out, err = proxy(dir .. "/monitor-policy.lua")
+    assert.equal(0, code, err)
+    assert.truthy(out:find('"text":"ran get-system-info {}"', 1, true), out)
+    assert.truthy(err:find("server monitor: 1 of 2 tools carry no annotations", 1, true), err)
+  end)
+
   it("mcp-proxy --assert-formats refuses a tools/call whose argument fails its format; without it the server answers",
     function()
       assert.is_true(h.have("node"), "node is needed (make test installs it)")
