@@ -326,6 +326,29 @@ describe("toolgate.mcp", function()
       assert.is_string(gw:request(route, call(3, "get-uptime", "{}")).forward)
     end)
 
+    it("says in a refusal from any policy that a tool without annotations was read with MCP's defaults", function()
+      local e = assert(toolgate.new{ policy = "mcp", registry = { SM }, state = state.memory() })
+      local gw = assert(mcp.new{ engine = e })
+      local route = gw:route("sm", {})
+      local d, text = said(gw:request(route, call(1, "get-system-info", "{}")).reply)
+      assert.equals("H4", d.code)
+      assert.equals('toolgate refused this call to get-system-info: H4: scope "sm:write" is required and not granted '
+        .. "(no annotations: MCP's defaults read it as destructive). The policy decides this, not the arguments: "
+        .. "calling again unchanged gets the same answer. A person can allow it: a scope in the route's context "
+        .. "(--context), or the policy.", text)
+      -- as an error too; a tool that declares annotations gets no such note
+      local p = dofile(root .. "/policies/mcp.lua")
+      p.mcp = { refusal = "error" }
+      e = assert(toolgate.new{ policy = p, registry = { SM }, state = state.memory() })
+      gw = assert(mcp.new{ engine = e })
+      route = gw:route("sm", {})
+      assert.matches("%(no annotations: MCP's defaults read it as destructive%)$",
+        json(gw:request(route, call(1, "kill-process", '{"pid":3}')).reply).error.message)
+      local gw2, route2 = sm_gateway({ "sm:read" }, { ["sm/get-system-info"] = { destructiveHint = true } })
+      local _, text2 = said(gw2:request(route2, call(1, "get-system-info", "{}")).reply)
+      assert.is_nil(text2:find("no annotations", 1, true))
+    end)
+
     it("lets a policy give a tool annotations or a risk (registry.tools); the server's list still matches", function()
       local gw, route = sm_gateway({ "sm:read" }, { ["sm/get-system-info"] = { readOnlyHint = true },
         ["sm/kill-process"] = { risk = "low", scopes = { "sm:read" } } })

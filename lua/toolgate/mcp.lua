@@ -281,8 +281,25 @@ local function closest_tools(snap, server, name)
   return " (its tools: " .. table.concat(shown, ", ") .. (#names > MAX_NAMED_TOOLS and ", ..." or "") .. ")"
 end
 
+-- A decision's message, saying so when the policy read a tool that
+-- declares no annotations with MCP's defaults (H4 or a defer: the reading
+-- is what the policy refused or deferred; a policy's own message may say
+-- it already).
+local DEFAULTS_NOTE = "no annotations: MCP's defaults read it as destructive"
+local function message_of(snap, d)
+  local message = d:get("message")
+  message = message ~= nil and tostring(message) or nil
+  local server, tool = d:get("server"), d:get("tool")
+  local known = snap and server and tool and snap.registry.by_key[server .. "\0" .. tool]
+  if known and known.format == "mcp" and known.annotations == nil and (d.code == "H4" or d.verdict == "defer")
+      and not (message and message:find("no annotations", 1, true)) then
+    message = (message and (message .. " ") or "") .. "(" .. DEFAULTS_NOTE .. ")"
+  end
+  return message
+end
+
 local function describe(d, approval_id, snap)
-  local path, message = d:get("path"), d:get("message")
+  local path, message = d:get("path"), message_of(snap, d)
   local what = d.verdict == "defer" and "deferred the call" or "refused the call"
   local msg = "toolgate " .. what .. ": " .. tostring(d.code or "?")
   if path and path ~= "" then msg = msg .. " at " .. path end
@@ -313,9 +330,8 @@ local function model_text(self, snap, d, approval_id)
   local hint
   if deferred and approval_id then hint = string.format(self.hints.approval, approval_id)
   elseif not deferred then hint = self.hints.grant end
-  local message = d:get("message")
   return assert(snap.registry.c:model_text(known and known.index or nil, tool or "?", deferred,
-    tostring(d.code or "?"), d:get("path"), message ~= nil and tostring(message) or nil, approval_id, hint))
+    tostring(d.code or "?"), d:get("path"), message_of(snap, d), approval_id, hint))
 end
 
 -- Refusals that stay JSON-RPC errors whatever mcp.refusal says: a call the
