@@ -15,8 +15,11 @@
 --
 -- Client to server: initialize, ping, notifications/*, resources/*,
 -- prompts/*, completion/complete, logging/setLevel, tools/list and
--- tools/call pass (the policy's mcp.methods may narrow or widen the list;
--- any other method is refused, -32601); answers to the server's own
+-- tools/call pass, and 2026-07-28's server/discover, subscriptions/listen
+-- and tasks/get|update|cancel (the policy's mcp.methods may narrow or widen
+-- the list; any other method is refused, -32601); a request whose
+-- params._meta claims a protocol version (the 2026-07-28 era) other than
+-- MODERN_VERSIONS is answered -32022, never forwarded; answers to the server's own
 -- requests (sampling, elicitation, roots) pass.  A tools/call runs the
 -- policy's pipeline on the call built from the route's server (never a
 -- server the message names) and params.name / params.arguments; a call to
@@ -39,8 +42,9 @@
 -- _meta["toolgate/decision"], as MCP wants input errors answered (the model
 -- can correct itself; H1 and an unreadable call stay -32602 errors naming
 -- the closest tools); or "error", a JSON-RPC error whose code says what
--- happened (CODES below) and whose data is {decision, approval_id}.  Either way the decision's code, path and message are in
--- the answer, and observe sees the decision.
+-- happened (CODES below) and whose data is {decision, approval_id}.
+-- Either way the decision's code, path and message are in the answer, and
+-- observe sees the decision.
 --
 -- observe(event) is called with {kind = "decision" | "pin_change" |
 -- "approval" | "store_error", ...}: the host logs it and counts it.  A
