@@ -281,6 +281,15 @@ describe("toolgate.mcp", function()
       end
     end)
 
+    it("says a denied approval is a person's answer, with no advice to ask one", function()
+      local gw, route = shipped({ "counter:read", "counter:write" })
+      local _, first = text_of(gw:request(route, call(1, "write_note", '{"text":"t"}')).reply)
+      assert.is_table(gw.state:approval_decide(first._meta["toolgate/approval_id"], "deny"))
+      assert.equals("toolgate refused this call to write_note: APPROVAL_DENIED: an operator denied this call. The "
+        .. "policy decides this, not the arguments: calling again unchanged gets the same answer.",
+        text_of(gw:request(route, call(2, "write_note", '{"text":"t"}')).reply))
+    end)
+
     it("keeps H1 a -32602 error naming the closest tools the server has", function()
       local gw, route = shipped({ "counter:read" })
       local r = json(gw:request(route, call(1, "ehco", "{}")).reply)

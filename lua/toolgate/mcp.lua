@@ -333,7 +333,7 @@ local function model_text(self, snap, d, approval_id)
   local deferred = d.verdict == "defer"
   local hint
   if deferred and approval_id then hint = string.format(self.hints.approval, approval_id)
-  elseif not deferred then hint = self.hints.grant end
+  elseif d.code == "H4" then hint = self.hints.grant end -- (a denial is a person's already)
   return assert(snap.registry.c:model_text(known and known.index or nil, tool or "?", deferred,
     tostring(d.code or "?"), d:get("path"), message_of(snap, d), approval_id, hint))
 end
