@@ -756,11 +756,6 @@ describe("toolgate mcp-proxy: a server's notifications/tools/list_changed", func
     local code, out, err = h.run("cd " .. q(testdir) .. " && " .. h.lua .. " " .. q(root .. "/bin/toolgate")
       .. " registry record --server up --output " .. q(tmp .. "/up.json") .. " -- node upstream2026.mjs stdio")
     assert(code == 0, out .. err)
-    -- the registry trusted get-info as it read before (on stdio the server's change is this difference, which
-    -- nothing sees until a tools/list)
-    local reg, n = h.read_file(tmp .. "/up.json"):gsub("Reads one info key", "Reads one info key, nothing else")
-    assert(n == 1, "get-info's description not found")
-    h.write_file(tmp .. "/up.json", reg)
     h.write_file(tmp .. "/up.ctx", '{"scopes":["up:read","up:write"]}')
   end)
 
