@@ -48,9 +48,9 @@ end
 local function call(name, args) return '{"op":"call","name":"' .. name .. '","arguments":' .. args .. "}" end
 local function steps(list) return "[" .. table.concat(list, ",") .. "]" end
 
--- the stdio proxy in front of a server command, under the spec's policy and state
-local function proxy(server, command)
-  return table.concat({ h.lua, q(root .. "/bin/toolgate"), "mcp-proxy", "--policy", q(env.policy),
+-- the stdio proxy in front of a server command, under the spec's policy (or another) and state
+local function proxy(server, command, policy)
+  return table.concat({ h.lua, q(root .. "/bin/toolgate"), "mcp-proxy", "--policy", policy or q(env.policy),
     "--state", q(env.dir .. "/stdio-state"), "--context", q(env.dir .. "/" .. server .. ".ctx"),
     "--registry", q(server .. "=" .. env.dir .. "/" .. server .. ".json"), "--", command }, " ")
 end
@@ -65,9 +65,9 @@ local SERVERS = { "up", "tasks", "tasksbad", "rug" }
 local HTTP_SERVERS = { up = "", tasks = "", tasksbad = "BREAK_TASK=1", rug = "RUG=1" }
 
 -- client2026.mjs MODE STEPS against server through front: the lines it printed
-local function client(front, mode, server, list, vars)
+local function client(front, mode, server, list, vars, policy)
   local target = front == "nginx" and q("http://" .. env.listen .. "/mcp/" .. server)
-    or ("-- " .. proxy(server, STDIO_SERVERS[server]))
+    or ("-- " .. proxy(server, STDIO_SERVERS[server], policy))
   local code, out, err = h.run("cd " .. q(testdir) .. " && " .. (vars or "") .. " CALLS_FILE=" .. q(env.dir .. "/stdio-calls")
     .. " timeout 120 node client2026.mjs " .. mode .. " " .. q(steps(list)) .. " " .. target)
   assert(code == 0 or code == 1, "client2026.mjs " .. mode .. " failed (" .. tostring(code) .. "):\n" .. out .. err)
@@ -536,6 +536,29 @@ describe("MCP 2026-07-28 flows through both front ends", function()
       for _, t in ipairs(r[4].ok.tools) do assert.is_not.equals("get-info", t.name) end
       return shape(x)
     end)
+
+    if front == "stdio" then
+      -- every shipped policy lets a client pinned to 2026-07-28 connect and list; a read is the policy's to decide
+      for _, name in ipairs({ "default", "example", "gateway", "mcp", "rung", "strict" }) do
+        flow(front, "pin", "shipped policy " .. name .. ": connect, list, a read", function()
+          local r = client(front, "pin", "up", { '{"op":"list"}', call("get-info", '{"key":"policy-' .. name .. '"}') },
+            nil, name .. (name == "example" and " --server up" or ""))
+          assert(r[1] and r[1].ok, "did not connect: " .. value.encode(r[1] or {}) .. (r.stderr or ""))
+          assert.equals("modern", r[1].ok.era)
+          local names = {}
+          for _, t in ipairs(r[2].ok.tools) do names[#names + 1] = t.name end
+          table.sort(names)
+          assert.same(env.registry_names, names)
+          if r[3].ok and not r[3].ok.isError then
+            assert.equals("info:policy-" .. name, text_of(r[3]))
+            return "pass (the read accepted)"
+          end
+          local x = refused(r[3], "the read")
+          assert.equals(0, count(front, "get-info", function(a) return a.key == "policy-" .. name end))
+          return "pass (the read " .. shape(x):gsub("^refused as expected", "refused") .. ")"
+        end)
+      end
+    end
 
     if front == "nginx" then
       flow(front, "raw", "header/body mismatch", function()
