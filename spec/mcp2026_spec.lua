@@ -7,7 +7,8 @@
 -- server: the SDK has none), driven by nginx/test/client2026.mjs.  What
 -- reached a server is read from the server (GET /calls, or $CALLS_FILE), so
 -- a refusal is proved from its side.  One gateway, one upstream per kind, all
--- in this process; processes stopped by their PID.  A flow whose feature has
+-- in this process (and, for a pinned client under each shipped policy, one
+-- short-lived gateway per policy); processes stopped by their PID.  A flow whose feature has
 -- not landed is pending, naming what it waits for (WAITS); with
 -- TOOLGATE_FLOW_PROBE=1 those run too, and with TOOLGATE_FLOW_TABLE=FILE the
 -- table of outcomes (front end x mode x flow) is written to FILE.  Runs once,
@@ -225,6 +226,29 @@ local function task_steps(front, tool, args)
     raw_step(front, "tools/call", tool, '"name":"' .. tool .. '","arguments":' .. args .. "," .. meta(true)),
     raw_step(front, "tasks/get", "{{taskId}}", '"taskId":"{{taskId}}",' .. meta(true), ',"until":"completed"'),
   }
+end
+
+-- with_gateway(policy, fn): fn(listen) with a gateway of its own in front of
+-- the upstream under that policy (shipped name), stopped after, nginx too
+local function with_gateway(policy, fn)
+  local dir = env.dir .. "/gw-" .. policy
+  assert(os.execute("mkdir -p " .. q(dir)))
+  local listen = "127.0.0.1:" .. fx.ports(1)[1]
+  local pid = spawn(table.concat({ "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", listen,
+    "--workers 1", "--prefix", q(dir .. "/prefix"), "--policy", policy, "--upstream", "up=http://127.0.0.1:" .. env.up .. "/mcp",
+    "--registry", q("up=" .. env.dir .. "/up.json"), "--context", q("up=" .. env.dir .. "/up.ctx") }, " "), dir .. "/gateway.log")
+  local ok, got = pcall(function()
+    wait_for("the " .. policy .. " gateway's /healthz", function()
+      local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. listen .. "/healthz"))
+      return c == 0 and health:find('"ok"')
+    end, dir .. "/gateway.log")
+    return fn(listen)
+  end)
+  stop(pid)
+  local npid = tonumber(h.read_file(dir .. "/prefix/nginx.pid") or "")
+  if npid then wait_for("nginx to stop", function() return not fx.alive(npid) end) end
+  if not ok then error(got, 0) end
+  return got
 end
 
 describe("MCP 2026-07-28 flows through both front ends", function()
@@ -537,27 +561,37 @@ describe("MCP 2026-07-28 flows through both front ends", function()
       return shape(x)
     end)
 
-    if front == "stdio" then
-      -- every shipped policy lets a client pinned to 2026-07-28 connect and list; a read is the policy's to decide
-      for _, name in ipairs({ "default", "example", "gateway", "mcp", "rung", "strict" }) do
-        flow(front, "pin", "shipped policy " .. name .. ": connect, list, a read", function()
-          local r = client(front, "pin", "up", { '{"op":"list"}', call("get-info", '{"key":"policy-' .. name .. '"}') },
-            nil, name .. (name == "example" and " --server up" or ""))
-          assert(r[1] and r[1].ok, "did not connect: " .. value.encode(r[1] or {}) .. (r.stderr or ""))
-          assert.equals("modern", r[1].ok.era)
-          local names = {}
-          for _, t in ipairs(r[2].ok.tools) do names[#names + 1] = t.name end
-          table.sort(names)
-          assert.same(env.registry_names, names)
-          if r[3].ok and not r[3].ok.isError then
-            assert.equals("info:policy-" .. name, text_of(r[3]))
-            return "pass (the read accepted)"
-          end
-          local x = refused(r[3], "the read")
-          assert.equals(0, count(front, "get-info", function(a) return a.key == "policy-" .. name end))
-          return "pass (the read " .. shape(x):gsub("^refused as expected", "refused") .. ")"
-        end)
-      end
+    -- every shipped policy lets a client pinned to 2026-07-28 connect and list; a read is the policy's to decide
+    for _, name in ipairs({ "default", "example", "gateway", "mcp", "rung", "strict" }) do
+      flow(front, "pin", "shipped policy " .. name .. ": connect, list, a read", function()
+        local steps_ = { '{"op":"list"}', call("get-info", '{"key":"policy-' .. name .. '"}') }
+        local r
+        if front == "stdio" then
+          r = client(front, "pin", "up", steps_, nil, name .. (name == "example" and " --server up" or ""))
+        else
+          r = with_gateway(name, function(listen)
+            local code, out, err = h.run("cd " .. q(testdir) .. " && timeout 60 node client2026.mjs pin "
+              .. q(steps(steps_)) .. " " .. q("http://" .. listen .. "/mcp/up"))
+            assert(code == 0 or code == 1, out .. err)
+            local lines = fx.lines(out)
+            lines.stderr = err
+            return lines
+          end)
+        end
+        assert(r[1] and r[1].ok, "did not connect: " .. value.encode(r[1] or {}) .. (r.stderr or ""))
+        assert.equals("modern", r[1].ok.era)
+        local names = {}
+        for _, t in ipairs(r[2].ok.tools) do names[#names + 1] = t.name end
+        table.sort(names)
+        assert.same(env.registry_names, names)
+        if r[3].ok and not r[3].ok.isError then
+          assert.equals("info:policy-" .. name, text_of(r[3]))
+          return "pass (the read accepted)"
+        end
+        local x = refused(r[3], "the read")
+        assert.equals(0, count(front, "get-info", function(a) return a.key == "policy-" .. name end))
+        return "pass (the read " .. shape(x):gsub("^refused as expected", "refused") .. ")"
+      end)
     end
 
     if front == "nginx" then
