@@ -64,6 +64,24 @@ describe("toolgate gateway", function()
     assert.matches("listen 127.0.0.1:8081;", conf, 1, true)
     assert.matches('decision_log = "' .. prefix .. '/decisions.jsonl"', conf, 1, true)
     assert.matches('policy = "' .. root .. '/policies/mcp.lua"', conf, 1, true)
+    -- no --api-context: the decision API has no context of its own
+    assert.is_nil(conf:find("api_context", 1, true))
+  end)
+
+  it("writes the decision API's own context (--api-context), and refuses one that is not a JSON object", function()
+    local prefix = h.tmpname("-prefix")
+    local ctx = h.tmpname(".json")
+    h.write_file(ctx, '{"scopes":["everything:read"]}')
+    local code, _, err = run("--conf-only --listen 127.0.0.1:8080 --upstream " .. UP .. " --registry "
+      .. h.shell_quote(REG) .. " --api-context " .. ctx .. " --prefix " .. prefix)
+    assert.equals(0, code, err)
+    assert.matches('api_context = { ["scopes"] = { "everything:read" } },', h.read_file(prefix .. "/nginx.conf"), 1, true)
+    h.write_file(ctx, '["everything:read"]')
+    code, _, err = run("--conf-only --listen 127.0.0.1:8080 --upstream " .. UP .. " --registry "
+      .. h.shell_quote(REG) .. " --api-context " .. ctx .. " --prefix " .. prefix)
+    assert.equals(2, code)
+    assert.matches("the context of the decision API must be a JSON object", err, 1, true)
+    os.execute("rm -rf " .. h.shell_quote(prefix) .. " " .. h.shell_quote(ctx))
   end)
 
   it("refuses bad usage with a message, exit 2", function()

@@ -768,6 +768,15 @@ describe("toolgate gateway (nginx)", function()
     local ok = json(curl("-X POST --data-binary " .. q('{"server":"counter","name":"hidden","arguments":{}}') .. " " ..
       q("http://" .. env.listen .. "/v1/check")))
     assert.equals("H1", ok.code)
+    -- one context rule for both: a call naming a route's server is decided in
+    -- that route's context, as /mcp/counter decides it (counter:read granted)
+    local read = json(curl("-X POST --data-binary " ..
+      q('{"server":"counter","name":"echo","arguments":{"message":"x"}}') .. " " .. q("http://" .. env.listen .. "/v1/check")))
+    assert.same({ "accept", "counter" }, { read.verdict, read.server })
+    -- the hostile route has no --context: the same tool there lacks its scope, H4
+    local other = json(curl("-X POST --data-binary " ..
+      q('{"server":"hostile","name":"echo","arguments":{"message":"x"}}') .. " " .. q("http://" .. env.listen .. "/v1/check")))
+    assert.same({ "reject", "H4" }, { other.verdict, other.code })
     local v = json(curl("-X POST --data-binary " .. q('{"call":{"server":"counter","name":"add","arguments":{"a":1,' ..
       '"b":2}},"result":{"content":[],"structuredContent":{"sum":"three"}}}') .. " " ..
       q("http://" .. env.listen .. "/v1/verify")))

@@ -29,7 +29,10 @@
 --                     where the gateway lists their tools itself when one
 --                     says they changed ("http://IP:PORT/PATH"; without it,
 --                     a client's next tools/list checks them)
---   api_context       the context of POST /v1/check and /v1/verify
+--   api_context       the context of what the decision API decides that names
+--                     no route's server (POST /v1/classify's plans, a call to
+--                     a server without a route); a call to a route's server
+--                     is decided in the route's context, as /mcp/SERVER does
 --   dict              the lua_shared_dict of the state store (default "toolgate")
 --   redis             a fleet's shared state on Redis (toolgate.state.redis's
 --                     options, and password_file: a file holding AUTH's
@@ -227,6 +230,13 @@ local function build()
   end
   W.engine = e
   W.api_ctx = assert(e:context(opts.api_context or {}))
+  -- the decision API decides a call naming a route's server in that route's
+  -- context, as /mcp/SERVER does (one context rule for both); a context
+  -- that does not compile is left to the engine, whose decision says why
+  W.route_ctx = {}
+  for server, r in pairs(opts.routes) do
+    W.route_ctx[server] = e:context(r.context or {}) or (r.context or {})
+  end
   return true
 end
 
@@ -969,7 +979,10 @@ local function verify(body)
   end
   local ctext, rtext = assert(call:canon(nil, "exact")), assert(result:canon(nil, "exact"))
   doc:free()
-  return W.engine:verify(ctext, rtext, opts.api_context)
+  local d = W.engine:verify(ctext, rtext, W.api_ctx)
+  local rctx = d.server and W.route_ctx[d.server]
+  if rctx then d = W.engine:verify(ctext, rtext, rctx) end
+  return d
 end
 
 local function api_error(status, msg) return send(status, '{"error":' .. enc(msg) .. "}") end
@@ -1003,6 +1016,9 @@ function M.api()
   local d, err
   if kind == "check" then
     d = W.engine:check(body, W.api_ctx)
+    -- a call to a route's server: decided again in the route's context
+    local rctx = d.server and W.route_ctx[d.server]
+    if rctx then d = W.engine:check(body, rctx) end
   elseif kind == "classify" then
     d = W.engine:classify(body, opts.api_context)
   else

@@ -7,7 +7,7 @@ local M = {}
 
 M.usage = [[
 usage: toolgate gateway --listen HOST:PORT --upstream SERVER=URL... --registry SERVER=FILE...
-                        [--policy FILE|NAME] [--context SERVER=FILE...]
+                        [--policy FILE|NAME] [--context SERVER=FILE...] [--api-context FILE]
                         [--admin HOST:PORT --admin-token-file FILE] [--workers N]
                         [--redis HOST:PORT] [--redis-prefix P] [--redis-password-file FILE]
                         [--redis-sync SECONDS] [--redis-tls CA_FILE] [--redis-tls-name NAME]
@@ -27,7 +27,12 @@ options:
   --policy FILE|NAME        a policy file or shipped policy (default: mcp)
   --context SERVER=FILE     a JSON file: the context the server's calls are
                             decided in (scopes granted, max_risk), merged over
-                            the policy's (repeatable)
+                            the policy's (repeatable); the decision API
+                            decides a call naming SERVER in the same context
+  --api-context FILE        a JSON file: the context of what the decision API
+                            decides that names no --context server (plans of
+                            /v1/classify, calls to a server without one);
+                            default: the policy's alone
   --admin HOST:PORT         the admin API's address (default: none; keep it on 127.0.0.1)
   --admin-token-file FILE   the file holding the admin API's bearer token (needed with --admin)
   --workers N               nginx worker processes, 1 to 64 (default: 2)
@@ -169,6 +174,7 @@ function M.conf(o)
       lua_string("http://" .. o.upstreams[s].hostport .. o.upstreams[s].path), " },")
   end
   w("            },")
+  if o.api_context then w("            api_context = ", o.api_context, ",") end
   w("            decision_log = ", lua_string(o.prefix .. "/decisions.jsonl"), ",")
   if o.admin_token_file then w("            admin_token_file = ", lua_string(o.admin_token_file), ",") end
   if o.redis then
@@ -238,7 +244,7 @@ local function read_context(server, path)
   local text = cli.read_all("gateway", path)
   if not text then return nil end
   local v, err = require("toolgate.json").decode(require("toolgate.decision").codec(), text)
-  if type(v) ~= "table" then
+  if type(v) ~= "table" or getmetatable(v) == require("toolgate.value").array_mt then
     cli.diag("gateway", path .. ": the context of " .. server .. " must be a JSON object" ..
       (err and (" (" .. err .. ")") or ""))
     return nil
@@ -266,7 +272,7 @@ function M.run(args)
   local o = cli.parse(args, {
     flags = { ["conf-only"] = true },
     options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true,
-      redis = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true,
+      redis = true, ["api-context"] = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true,
       ["redis-tls"] = true, ["redis-tls-name"] = true },
     multi = { upstream = true, registry = true, context = true },
   })
@@ -296,6 +302,11 @@ function M.run(args)
   end
   for s in pairs(regs) do
     if not ups[s] then cli.usage_error("--registry " .. s .. " has no --upstream " .. s .. "=URL") end
+  end
+  local api_context
+  if o["api-context"] then
+    api_context = read_context("the decision API", o["api-context"])
+    if not api_context then return cli.EXIT_USAGE end
   end
   for s in pairs(ctxs) do
     if not ups[s] then cli.usage_error("--context " .. s .. " has no --upstream " .. s .. "=URL") end
@@ -371,7 +382,8 @@ function M.run(args)
   local lua_dir, lib, lua_cdir = M.lua_paths()
   local text = M.conf({ prefix = prefix, workers = workers, listen = o.listen, admin = o.admin,
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
-    contexts = contexts, upstreams = upstreams, lua_dir = lua_dir, lib = lib, lua_cdir = lua_cdir, redis = redis })
+    contexts = contexts, api_context = api_context, upstreams = upstreams, lua_dir = lua_dir, lib = lib,
+    lua_cdir = lua_cdir, redis = redis })
   local conf = prefix .. "/nginx.conf"
   if not cli.write_file("gateway", conf, text) then return cli.EXIT_FAILED end
   if o["conf-only"] then
