@@ -794,4 +794,75 @@ describe("a fleet of toolgate gateways on Redis", function()
         fx.metric(m, "toolgate_state_store_pending_writes") })
     end
   end)
+
+  it("replies from Redis cut mid-way or delayed past the timeouts never let more calls through than the grant's uses",
+    function()
+    if not need(pending) then return end
+    -- node A's Redis connection through a proxy that cuts and delays Redis's replies (nginx/test/tcp-chaos.mjs)
+    pids.chaos = fx.spawn("exec node tcp-chaos.mjs " .. env.redis_port, env.dir .. "/chaos.log")
+    local chaos = fx.wait_for("the proxy's ports", function()
+      local line = h.read_file(env.dir .. "/chaos.log")
+      return line and line:find("\n") and json(line)
+    end)
+    local function control(path) return json(fx.curl(q(string.format("http://127.0.0.1:%d", chaos.control) .. path))) end
+    local function restart_a(port)
+      local pid = tonumber(h.read_file(env.dir .. "/a/nginx.pid") or "")
+      fx.stop(pids.a)
+      if pid then fx.wait_for("A's nginx to stop", function() return not fx.alive(pid) end) end
+      gateway("a", string.format("--redis 127.0.0.1:%d", port))
+      fx.wait_for("A to reach Redis", function() return fx.metric(metrics("a"), "toolgate_state_store_up") == 1 end)
+    end
+    local stock = h.read_file(env.dir .. "/policy.lua")
+    finally(function()
+      h.write_file(env.dir .. "/policy.lua", stock)
+      fx.stop(pids.chaos)
+      pids.chaos = nil
+      restart_a(env.redis_port)
+    end)
+    restart_a(chaos.port)
+    -- (room for its request whatever waits already: the flood above leaves its tool at the default limit)
+    h.write_file(env.dir .. "/policy.lua", (stock:gsub("approval_uses = 1",
+      "approval_uses = 2, max_pending_approvals = 1000")))
+    for _, n in ipairs({ "a", "b" }) do assert.equals("success", json(admin(n, "POST", "/v1/reload")).result) end
+    local body = fx.call_body(95, "write_note", '{"text":"two uses, replies cut and delayed"}')
+    local id = send("b", "counter", body)[1].json.error.data.approval_id
+    local g = json(admin("b", "POST", "/v1/approvals/" .. id .. "/grant"))
+    assert.same({ "granted", 2 }, { g.status, g.uses })
+    local before, errors_before = calls().total, fx.metric(metrics("a"), 'toolgate_state_store_errors_total{op="approval"}')
+    -- half of Redis's replies to A cut, the others delayed up to twice the read timeout (0.2 s);
+    -- four rounds of eight retries at once through A and four through B
+    control("/chaos?cut=0.5&delay=400")
+    local seen = { pass = 0, deferred = 0, error = 0 }
+    for round = 1, 4 do
+      local runs = {}
+      for _, x in ipairs({ { "a", 8 }, { "b", 4 } }) do
+        runs[#runs + 1] = fx.spawn("exec node http.mjs send " .. q(url(x[1], "counter")) .. " " .. q(body) .. " " .. x[2],
+          env.dir .. "/chaos-" .. round .. "-" .. x[1])
+      end
+      fx.wait_for("round " .. round .. "'s answers", function()
+        return not fx.alive(runs[1]) and not fx.alive(runs[2])
+      end, nil, 30)
+      for _, n in ipairs({ "a", "b" }) do
+        for _, r in ipairs(fx.lines(h.read_file(env.dir .. "/chaos-" .. round .. "-" .. n))) do
+          local ok, doc = pcall(json, r.body)
+          local o = ok and (doc.result and "pass" or (doc.error and doc.error.code == -31002 and "deferred")) or "error"
+          assert.is_truthy(o, r.body) -- (no other refusal: the call is the granted one)
+          seen[o] = seen[o] + 1
+        end
+      end
+    end
+    local stats = control("/calm")
+    local ran = calls().total - before
+    io.stderr:write(string.format("# fleet: 2 uses granted, 48 retries through both nodes while the proxy cut %d and " ..
+      "delayed %d replies to A (of %d it carried): %d passed, %d deferred, %d errors; %d calls reached the upstream\n",
+      stats.cut, stats.delayed, stats.replies, seen.pass, seen.deferred, seen.error, ran))
+    assert.is_true(stats.cut >= 1 and stats.delayed >= 1, "the proxy disturbed nothing")
+    assert.is_true(fx.metric(metrics("a"), 'toolgate_state_store_errors_total{op="approval"}') > errors_before)
+    assert.is_true(ran <= 2, ran .. " calls reached the upstream")
+    -- every pass was a call the upstream ran, and took a use
+    assert.equals(ran, seen.pass)
+    local a = json(admin("b", "GET", "/v1/approvals/" .. id))
+    local left = a.status == "granted" and a.uses or 0
+    assert.is_true(seen.pass <= 2 - left, a.status .. " with " .. left .. " uses left after " .. seen.pass .. " passes")
+  end)
 end)
