@@ -61,9 +61,10 @@ local STDIO_SERVERS = {
   tasks = "node tasks2026.mjs stdio",
   tasksbad = "env BREAK_TASK=1 node tasks2026.mjs stdio",
   rug = "env RUG=1 node upstream2026.mjs stdio",
+  statsbad = "env BREAK_STATS=1 node upstream2026.mjs stdio",
 }
-local SERVERS = { "up", "tasks", "tasksbad", "rug" }
-local HTTP_SERVERS = { up = "", tasks = "", tasksbad = "BREAK_TASK=1", rug = "RUG=1" }
+local SERVERS = { "up", "tasks", "tasksbad", "rug", "statsbad" }
+local HTTP_SERVERS = { up = "", tasks = "", tasksbad = "BREAK_TASK=1", rug = "RUG=1", statsbad = "BREAK_STATS=1" }
 
 -- client2026.mjs MODE STEPS against server through front: the lines it printed
 local function client(front, mode, server, list, vars, policy)
@@ -266,7 +267,7 @@ describe("MCP 2026-07-28 flows through both front ends", function()
     end
     local dir = fx.tempdir("toolgate-mcp2026-spec")
     env.dir = dir
-    local ports = fx.ports(6)
+    local ports = fx.ports(#SERVERS + 2)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
     for i, s in ipairs(SERVERS) do
       pids[s] = spawn("PORT=" .. ports[i + 2] .. " KA=500 " .. HTTP_SERVERS[s] .. " exec node "
@@ -276,6 +277,7 @@ describe("MCP 2026-07-28 flows through both front ends", function()
     -- the registries, recorded from the real servers before the gateway starts
     fx.record("up", env.up, dir .. "/up.json")
     fx.record("rug", env.rug, dir .. "/rug.json")
+    fx.record("statsbad", env.statsbad, dir .. "/statsbad.json")
     local code, out, err = h.run("cd " .. q(testdir) .. " && timeout 60 node client2026.mjs pin '[{\"op\":\"list\"}]' "
       .. q("http://127.0.0.1:" .. env.tasks .. "/mcp"))
     assert(code == 0, out .. err)
@@ -558,6 +560,17 @@ describe("MCP 2026-07-28 flows through both front ends", function()
       local x = refused(r[3], "a call to a tool whose description changed")
       assert.equals(0, count(front, "get-info", function(a) return a.key == "after-" .. front end, "rug"))
       for _, t in ipairs(r[4].ok.tools) do assert.is_not.equals("get-info", t.name) end
+      return shape(x)
+    end)
+
+    flow(front, "pin", "a result that breaks its outputSchema refused", function()
+      local r = client(front, "pin", "statsbad", { call("stats", '{"n":7}') })
+      assert(r[1] and r[1].ok, "did not connect: " .. value.encode(r[1] or {}) .. (r.stderr or ""))
+      local got = r[2].ok and r[2].ok.structuredContent
+      assert(not (got and got.double == "not a number"), "the broken result passed: " .. value.encode(r[2]))
+      local x = refused(r[2], "the broken result")
+      -- the server ran it: the answer, not the call, is what was refused
+      assert.equals(1, count(front, "stats", function(a) return a.n == 7 end, "statsbad"))
       return shape(x)
     end)
 
