@@ -742,7 +742,7 @@ describe("--policy naming a file that is not a Lua policy", function()
     assert.matches("toolgate policy lint: p.yaml is not a Lua policy file: it looks like YAML;", err, 1, true)
     code, out, err = h.run(string.format("cd %s && %s %s/bin/toolgate policy lint ./p.json", h.shell_quote(dir),
       h.lua, h.root))
-    assert.equal(2, code)
+    assert.equal(2, code, err)
     assert.equal("./p.json: error: POLICY_LOAD: ./p.json is not a Lua policy file: it looks like JSON; a policy is a "
       .. "Lua file that returns a table (see docs/policies.md; the shipped policy example is a template to copy)\n", out)
     code, out, err = h.run(string.format("cd %s && %s %s/bin/toolgate gateway --conf-only --prefix %s --listen "

@@ -27,7 +27,8 @@ M.FAMILIES = {
     "Time the gateway spent deciding, by phase: request (a client's message: method routing, the policy's "
       .. "pipeline on each tools/call, approvals), response (a server's answer: tools/list filtered and checked "
       .. "against the pins, tools/call results through the contract verifier), api (the decision API)." },
-  { "toolgate_approval_events_total", "counter", "Approval events: requested, granted, denied, used, refused_full (a deferred call refused: too many wait for a person)." },
+  { "toolgate_approval_events_total", "counter", "Approval events: requested, granted, denied, used, refused_full "
+    .. "(a deferred call refused: too many wait for a person)." },
   { "toolgate_approvals", "gauge", "Approval requests in the store, by state (pending, granted, denied, used)." },
   { "toolgate_approvals_expired", "gauge",
     "Approval requests that expired unanswered: requested, less those decided and those pending." },
