@@ -8,11 +8,10 @@
 -- reached a server is read from the server (GET /calls, or $CALLS_FILE), so
 -- a refusal is proved from its side.  One gateway, one upstream per kind, all
 -- in this process (and, for a pinned client under each shipped policy, one
--- short-lived gateway per policy); processes stopped by their PID.  A flow whose feature has
--- not landed is pending, naming what it waits for (WAITS); with
--- TOOLGATE_FLOW_PROBE=1 those run too, and with TOOLGATE_FLOW_TABLE=FILE the
--- table of outcomes (front end x mode x flow) is written to FILE.  Runs once,
--- under Lua 5.4 (nginx itself runs LuaJIT).
+-- short-lived gateway per policy); processes stopped by their PID.  With
+-- TOOLGATE_FLOW_TABLE=FILE the table of outcomes (front end x mode x flow:
+-- pass, refused as expected, n/a and why, FAIL) is written to FILE.  Runs
+-- once, under Lua 5.4 (nginx itself runs LuaJIT).
 local h = require "helpers"
 
 if h.is_luajit then return end
@@ -28,17 +27,9 @@ local q = h.shell_quote
 local FRONTS = { "nginx", "stdio" }
 local MODES = { "legacy", "auto", "pin", "v1" }
 local MODERN = { auto = true, pin = true }
-local PROBE = os.getenv("TOOLGATE_FLOW_PROBE") == "1"
-
--- front|mode|flow (mode "*": every mode) -> why the flow cannot pass yet
-local WAITS = {}
 
 local env, pids = {}, {}
 local outcomes, order = {}, {}
-
-local function waits(front, mode, flow)
-  return WAITS[front .. "|" .. mode .. "|" .. flow] or WAITS[front .. "|*|" .. flow] or WAITS["*|*|" .. flow]
-end
 
 -- the JSON-RPC _meta of a 2026 request (tasks: declaring the tasks extension)
 local function meta(tasks)
@@ -335,7 +326,7 @@ describe("MCP 2026-07-28 flows through both front ends", function()
   end)
 
   -- flow(front, mode, name, fn): fn returns the outcome ("pass",
-  -- "refused as expected", "n/a: why"); a flow WAITS names is pending.
+  -- "refused as expected", "n/a: why"), kept for the table.
   local function flow(front, mode, name, fn)
     local key = front .. "|" .. mode .. "|" .. name
     order[#order + 1] = key
@@ -344,14 +335,9 @@ describe("MCP 2026-07-28 flows through both front ends", function()
         outcomes[key] = "pending (" .. (why or "the gateway did not start") .. ")"
         return pending(why or "the gateway did not start")
       end
-      local w = waits(front, mode, name)
-      if w and not PROBE then
-        outcomes[key] = "pending (" .. w .. ")"
-        return pending(w)
-      end
       local ok, got = pcall(fn)
       if not ok then
-        outcomes[key] = "FAIL" .. (w and (" (" .. w .. ")") or "") .. ": " .. tostring(got):gsub("\n.*", ""):sub(1, 160)
+        outcomes[key] = "FAIL: " .. tostring(got):gsub("\n.*", ""):sub(1, 160)
         error(got, 0)
       end
       outcomes[key] = got
