@@ -139,6 +139,49 @@ case("approvals expire with their ttl, a grant's counted from when it was given"
   eq("pending", s:approval("a").status, "opened again: pending, not the old grant")
 end)
 
+case("a decision records who decided, when and why; a grant may set its uses and ttl; bad options decide nothing",
+  function(t)
+    local s, clock = t.store, t.clock
+    eq(true, s:approval_open("g", { server = "s", tool = "t" }, 60, 1), "open g")
+    eq(true, s:approval_open("n", { server = "s", tool = "t" }, 60, 1), "open n")
+    local function refused(verdict, opts, what)
+      local d = results(s:approval_decide("g", verdict, opts))
+      eq({ nil, "INVALID" }, { d[1], d[3] }, what)
+      check(type(d[2]) == "string", what .. ": a message")
+    end
+    refused("grant", { uses = 0 }, "uses 0")
+    refused("grant", { uses = 1.5 }, "uses 1.5")
+    refused("grant", { ttl = -1 }, "ttl -1")
+    refused("grant", { ttl = 2.5 }, "ttl 2.5")
+    refused("grant", { note = 7 }, "a note that is no string")
+    refused("grant", { note = string.rep("x", 1025) }, "a note over 1024 bytes")
+    refused("grant", { by = string.rep("x", 257) }, "a decider over 256 bytes")
+    refused("deny", { uses = 2 }, "uses on a deny")
+    refused("allow", nil, "a verdict that is neither grant nor deny")
+    eq("pending", (s:approval("g") or {}).status, "g still pending after the refused decisions")
+    local at = clock.now()
+    local r = check(s:approval_decide("g", "grant", { by = "alice", note = "ok for today", uses = 3, ttl = 30 }),
+      "grant g with options")
+    local function fields(x)
+      return x and { x.status, x.uses, x.decided_by, x.note, x.decided_at ~= nil and math.abs(x.decided_at - at) < 2,
+        x.expires ~= nil and math.abs(x.expires - (x.decided_at or 0) - 30) < 0.01 }
+    end
+    local want = { "granted", 3, "alice", "ok for today", true, true }
+    eq(want, fields(r), "the granted record {status, uses, by, note, decided_at now, expires decided_at + 30}")
+    eq(want, fields(s:approval("g")), "approval(g)")
+    for i = 1, 3 do eq_results({ true, i == 3 and "used" or "granted" }, results(s:approval_take("g")), "use " .. i) end
+    eq_results({ false, "used" }, results(s:approval_take("g")), "a fourth take")
+    local d = check(s:approval_decide("n", "deny", { by = "bob", note = "not this file" }), "deny n with a note")
+    eq({ "denied", "bob", "not this file" }, { d.status, d.decided_by, d.note }, "the denied record")
+    local seen = {}
+    for _, a in ipairs(s:approvals() or {}) do seen[a.id] = { a.status, a.decided_by, a.note } end
+    eq({ g = { "used", "alice", "ok for today" }, n = { "denied", "bob", "not this file" } }, seen, "approvals()")
+    eq(true, s:approval_open("p", { server = "s", tool = "t" }, 60, 1), "open p")
+    local p = check(s:approval_decide("p", "grant"), "grant p without options")
+    eq({ "granted", 1, nil, nil }, { p.status, p.uses, p.decided_by, p.note }, "no options: the request's uses")
+    check(p.decided_at ~= nil, "decided_at set without options")
+  end)
+
 case("pin reports: each change once per registry; a server's first quarantine kept", function(t)
   local s = t.store
   local change = { tool = "t", change = "changed", pin = "p1", upstream_pin = "p2" }

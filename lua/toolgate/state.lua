@@ -30,8 +30,12 @@
 --   store:approval_take(id) -> taken, status: true when a granted use was
 --       consumed (atomically: two deciders never share one use); else
 --       false and "pending" | "denied" | "used" | nil (none, or expired)
---   store:approval_decide(id, "grant" | "deny") -> record | nil, message, code
---       (a grant lets the request's uses through for its ttl from now)
+--   store:approval_decide(id, "grant" | "deny"[, opts]) -> record | nil,
+--       message, code: a grant lets the request's uses (opts.uses) through
+--       for its ttl (opts.ttl seconds) from now; the record gains
+--       decided_by (opts.by), decided_at (the store's clock) and note
+--       (opts.note).  Options M.decision_opts refuses decide nothing
+--       (nil, message, "INVALID")
 --   store:approval(id) -> record | nil;  store:approvals() -> { record, ... }
 --   store:pin_report(registry_hash, server, tool, change) -> true the first
 --       time this change of this tool is reported under this registry.
@@ -68,7 +72,7 @@
 -- approval record = { id =, status = "pending" | "granted" | "denied" | "used",
 --   binding =, server =, tool =, code =, message =, args_digest =,
 --   arguments =, arguments_bytes =, arguments_truncated =, uses =, created =,
---   expires = }: arguments is the exact canonical JSON text args_digest
+--   expires =, decided_by =, decided_at =, note = }: arguments is the exact canonical JSON text args_digest
 --   hashed, or its first toolgate.mcp.MAX_APPROVAL_ARGUMENTS_BYTES
 --   (arguments_truncated true; arguments_bytes the whole size).  Pins and
 -- quarantines are kept per registry hash: a new registry (the operator
@@ -86,6 +90,49 @@ local M = {}
 -- record each, per server and registry hash; the rest are counted in one
 -- record (a server listing made-up tools must not fill the store).
 M.MAX_ADDED_REPORTS = 100
+
+-- A decision's note and decider are kept with the record on every store:
+-- bounded, so that one decision cannot fill a shared dict.
+M.MAX_DECISION_NOTE_BYTES = 1024
+M.MAX_DECIDED_BY_BYTES = 256
+
+local function whole(n, max) return type(n) == "number" and n >= 1 and n <= max and math.floor(n) == n end
+
+--- decision_opts(verdict, opts) -> true | nil, message, "INVALID": whether
+-- a store may decide with these (every store asks before it decides).
+-- uses: a whole number of calls, a grant's only; ttl: whole seconds (Redis
+-- expires keys by whole seconds); at most a year of either.
+function M.decision_opts(verdict, opts)
+  local function invalid(why) return nil, why, "INVALID" end
+  if verdict ~= "grant" and verdict ~= "deny" then return invalid("a verdict is grant or deny") end
+  opts = opts or {}
+  if opts.uses ~= nil then
+    if verdict ~= "grant" then return invalid("uses go with a grant") end
+    if not whole(opts.uses, 1000000) then return invalid("uses is a whole number from 1 to 1000000") end
+  end
+  if opts.ttl ~= nil and not whole(opts.ttl, 366 * 86400) then
+    return invalid("ttl is whole seconds from 1 to a year")
+  end
+  if opts.note ~= nil and (type(opts.note) ~= "string" or #opts.note > M.MAX_DECISION_NOTE_BYTES) then
+    return invalid("a note is text of at most " .. M.MAX_DECISION_NOTE_BYTES .. " bytes")
+  end
+  if opts.by ~= nil and (type(opts.by) ~= "string" or #opts.by > M.MAX_DECIDED_BY_BYTES) then
+    return invalid("who decided is text of at most " .. M.MAX_DECIDED_BY_BYTES .. " bytes")
+  end
+  return true
+end
+
+--- decide(r, verdict, opts, now) -> r, its status, ttl, uses, expires and
+-- decided_* fields set (opts already checked by decision_opts).
+function M.decide(r, verdict, opts, now)
+  opts = opts or {}
+  r.status = verdict == "grant" and "granted" or "denied"
+  r.ttl = opts.ttl or r.ttl
+  if verdict == "grant" then r.uses = opts.uses or r.uses end
+  r.expires = now + r.ttl
+  r.decided_at, r.decided_by, r.note = now, opts.by, opts.note
+  return r
+end
 
 local Memory = {}
 Memory.__index = Memory
@@ -172,13 +219,13 @@ function Memory:approval_take(id)
   return true, r.status
 end
 
-function Memory:approval_decide(id, verdict)
+function Memory:approval_decide(id, verdict, opts)
+  local ok, why, code = M.decision_opts(verdict, opts)
+  if not ok then return nil, why, code end
   local r = live(self, id)
   if not r then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
   if r.status ~= "pending" then return nil, "approval " .. id .. " is already " .. r.status, "ALREADY_DECIDED" end
-  r.status = verdict == "grant" and "granted" or "denied"
-  r.expires = self.clock() + r.ttl
-  return r
+  return M.decide(r, verdict, opts, self.clock())
 end
 
 function Memory:approval(id) return live(self, id) end

@@ -67,6 +67,7 @@
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local shared_dict = require "toolgate.state.shared_dict"
+local state = require "toolgate.state"
 local value = require "toolgate.value"
 
 -- Debian's lua-nginx-redis installs lua-resty-redis as nginx.redis;
@@ -898,19 +899,19 @@ end
 
 -- -> record | nil, message, code ("NOT_FOUND", "ALREADY_DECIDED", or
 -- "UNAVAILABLE" when Redis cannot be reached: nothing was decided)
-function Store:approval_decide(id, verdict)
+function Store:approval_decide(id, verdict, opts)
+  local valid, why, code = state.decision_opts(verdict, opts)
+  if not valid then return nil, why, code end
   local a, v, u, g = akeys(self, id)
   local res, err = with(self, function(red)
     local got, rerr = read_approval(red, a, v, u, g)
     if not got then return got, rerr end
     local r = got[1]
     if not r then return { "NOT_FOUND" } end
-    r.expires = self.clock() + r.ttl
-    local uses = r.uses
-    r.status = verdict == "grant" and "granted" or "denied"
+    state.decide(r, verdict, opts, self.clock())
     local of_tool, of_server = pending_keys(self, r.server, r.tool)
     local out, serr = script(self, red, "decide", { a, v, u, g, self.keys.run, of_tool, of_server },
-      { verdict, r.ttl, uses, encode(r), id })
+      { verdict, r.ttl, r.uses, encode(r), id })
     if out == nil or out == false then return out, serr end
     return { out, r }
   end)

@@ -26,7 +26,8 @@ local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local value = require "toolgate.value"
 
-local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
+local state = require "toolgate.state"
+local MAX_ADDED_REPORTS = state.MAX_ADDED_REPORTS
 
 local M = {}
 
@@ -214,10 +215,13 @@ function Store:approval_take(id)
   return false, r and r.status or nil
 end
 
-function Store:approval_decide(id, verdict)
+function Store:approval_decide(id, verdict, opts)
+  local valid, why, code = state.decision_opts(verdict, opts)
+  if not valid then return nil, why, code end
   local r = self:approval(id)
   if not r then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
   -- one decision wins, whichever worker the operators reach
+  state.decide(r, verdict, opts, self.clock())
   local ok = stored("an approval's decision", self.dict:safe_add("a#" .. id, verdict, r.ttl))
   if not ok then return nil, "approval " .. id .. " is already decided", "ALREADY_DECIDED" end
   -- no longer pending: its place is free at once
@@ -225,14 +229,7 @@ function Store:approval_decide(id, verdict)
     self.dict:incr(k, -1)
     self.dict:delete(RECOUNTED .. k)
   end
-  local now = self.clock()
-  r.expires = now + r.ttl
-  if verdict == "grant" then
-    stored("an approval's uses", self.dict:safe_set("a+" .. id, r.uses, r.ttl))
-    r.status = "granted"
-  else
-    r.status = "denied"
-  end
+  if verdict == "grant" then stored("an approval's uses", self.dict:safe_set("a+" .. id, r.uses, r.ttl)) end
   -- the request lives as long as its decision
   stored("an approval", self.dict:safe_set("a:" .. id, encode(r), r.ttl))
   return r

@@ -24,7 +24,8 @@ local json = require "toolgate.json"
 local proc = require "toolgate.proc"
 local value = require "toolgate.value"
 
-local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
+local state = require "toolgate.state"
+local MAX_ADDED_REPORTS = state.MAX_ADDED_REPORTS
 
 local M = {}
 
@@ -280,14 +281,14 @@ function Store:approval_take(id)
   end)
 end
 
-function Store:approval_decide(id, verdict)
+function Store:approval_decide(id, verdict, opts)
+  local ok, why, code = state.decision_opts(verdict, opts)
+  if not ok then return nil, why, code end
   return tx(self, function()
     local r = live(self, id)
     if not r then return nil, "no approval request " .. tostring(id) .. " (unknown or expired)", "NOT_FOUND" end
     if r.status ~= "pending" then return nil, "approval " .. id .. " is already " .. r.status, "ALREADY_DECIDED" end
-    r.status = verdict == "grant" and "granted" or "denied"
-    r.expires = self.clock() + r.ttl
-    save(self, r)
+    save(self, state.decide(r, verdict, opts, self.clock()))
     return r
   end)
 end
