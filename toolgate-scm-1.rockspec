@@ -77,6 +77,7 @@ build = {
     ["toolgate.mcp"] = "lua/toolgate/mcp.lua",
     ["toolgate.mcp.headers"] = "lua/toolgate/mcp/headers.lua",
     ["toolgate.mcp.rounds"] = "lua/toolgate/mcp/rounds.lua",
+    ["toolgate.mcp.client_approval"] = "lua/toolgate/mcp/client_approval.lua",
     ["toolgate.metrics"] = "lua/toolgate/metrics.lua",
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",

@@ -924,6 +924,101 @@ describe("toolgate.mcp", function()
     end)
   end)
 
+  describe("principals (who asked)", function()
+    local alice, bob = { principal = "alice" }, { principal = "bob@example.com" }
+    local function ask(gw, route, c, caller) return gw:request(route, c, nil, nil, nil, caller) end
+
+    it("bind an approval to the principal who asked: another principal's identical call asks its own, and an "
+      .. "approval never passes another principal's call", function()
+      local gw, route, events, store = gateway()
+      local c = call(1, "write_note", '{"text":"a"}')
+      local a = json(ask(gw, route, c, alice).reply).error.data.approval_id
+      local b = json(ask(gw, route, c, bob).reply).error.data.approval_id
+      assert.not_equals(a, b)
+      assert.same({ "alice", "bob@example.com" }, { store:approval(a).principal, store:approval(b).principal })
+      assert.equals("alice", store:approval(a).binding.principal)
+      assert.equals(a, mcp.approval_id(store:approval(a).binding))
+      local requested = {}
+      for _, ev in ipairs(events) do
+        if ev.kind == "approval" and ev.event == "requested" then requested[#requested + 1] = ev.principal end
+      end
+      assert.same({ "alice", "bob@example.com" }, requested)
+      store:approval_decide(a, "grant")
+      -- alice's grant never passes bob's call, nor a call that names nobody
+      assert.equals(mcp.CODES.DEFERRED, json(ask(gw, route, c, bob).reply).error.code)
+      assert.equals(mcp.CODES.DEFERRED, json(gw:request(route, c).reply).error.code)
+      assert.equals("granted", store:approval(a).status)
+      assert.equals(c, ask(gw, route, c, alice).forward)
+      assert.same({ true, "alice" }, { events[#events].approved, events[#events].principal })
+      assert.equals("alice", json(mcp.decision_line(events[#events], 1)).principal)
+    end)
+
+    it("bind an approval to the call alone when mcp.bind_approvals_to_principal = false, the asker still recorded",
+      function()
+      local gw, route, events, store = gateway({ bind_approvals_to_principal = false })
+      local c = call(1, "write_note", '{"text":"a"}')
+      local a = json(ask(gw, route, c, alice).reply).error.data.approval_id
+      assert.equals(a, json(ask(gw, route, c, bob).reply).error.data.approval_id)
+      assert.is_nil(store:approval(a).binding.principal)
+      assert.equals("alice", store:approval(a).principal)
+      store:approval_decide(a, "grant")
+      assert.equals(c, ask(gw, route, c, bob).forward)
+      assert.equals("bob@example.com", events[#events].principal)
+    end)
+
+    it("write principal null in the decision log when nobody is named, and refuse a malformed name", function()
+      local gw, route, events = gateway()
+      gw:request(route, call(1, "add", '{"a":1,"b":2}'))
+      local line = mcp.decision_line(events[#events], 1)
+      assert.truthy(line:find(',"principal":null,', 1, true))
+      for _, name in ipairs({ "", "a b", 'a"b', "x\n", string.rep("a", mcp.MAX_PRINCIPAL_BYTES + 1), 7 }) do
+        assert.is_false(mcp.principal_valid(name))
+        assert.has_error(function() ask(gw, route, call(1, "add", '{"a":1,"b":2}'), { principal = name }) end)
+      end
+      assert.is_true(mcp.principal_valid(string.rep("a", mcp.MAX_PRINCIPAL_BYTES)))
+      assert.is_true(mcp.principal_valid("auth0|5f1e-9c@example.com"))
+    end)
+
+    it("name the host's principal (mcp.new's, the stdio proxy's local user) when a request names none", function()
+      local store = state.memory()
+      local e = assert(toolgate.new{ policy = policy(), registry = { REGISTRY }, state = store })
+      local gw = assert(mcp.new{ engine = e, principal = "carol" })
+      local route = gw:route("counter", { scopes = { "counter:read", "counter:write" } })
+      local id = json(gw:request(route, call(1, "write_note", '{"text":"a"}')).reply).error.data.approval_id
+      assert.equals("carol", store:approval(id).principal)
+      assert.has_error(function() mcp.new{ engine = e, principal = "two words" } end)
+    end)
+
+    it("decide a principal's calls in the policy's mcp.principals context, merged over the route's", function()
+      local gw, route = gateway({ principals = { reader = { scopes = { "counter:read" } } } })
+      local c = call(1, "write_note", '{"text":"a"}')
+      local d = json(ask(gw, route, c, { principal = "reader" }).reply).error.data.decision
+      assert.same({ "reject", "H4" }, { d.verdict, d.code })
+      assert.matches("scope counter:write not granted", d.message)
+      -- another principal, and nobody, keep the route's scopes
+      assert.equals(mcp.CODES.DEFERRED, json(ask(gw, route, c, alice).reply).error.code)
+      assert.equals(mcp.CODES.DEFERRED, json(gw:request(route, c).reply).error.code)
+      -- the reader still reads
+      assert.equals(call(2, "echo", '{"message":"hi"}'),
+        ask(gw, route, call(2, "echo", '{"message":"hi"}'), { principal = "reader" }).forward)
+    end)
+
+    it("are checked in the policy: bind_approvals_to_principal a boolean, principals a map of names to contexts",
+      function()
+      local function load(t)
+        return mcp.new{ engine = assert(toolgate.new{ policy = policy(t), registry = { REGISTRY } }) }
+      end
+      assert.is_table(load({ bind_approvals_to_principal = false, principals = { ["a@b"] = { max_risk = "low" } } }))
+      for _, bad in ipairs({ { bind_approvals_to_principal = "no" }, { principals = { ["a b"] = {} } },
+        { principals = { alice = "admin" } }, { principals = { [1] = {} } }, { principals = "alice" } }) do
+        local gw, err, code = load(bad)
+        assert.is_nil(gw)
+        assert.equals("POLICY_INVALID", code)
+        assert.matches("^policy mcp%.", err)
+      end
+    end)
+  end)
+
   describe("the policy's mcp table", function()
     local function load(t)
       local e = assert(toolgate.new{ policy = policy(t), registry = { REGISTRY } })
@@ -1401,6 +1496,161 @@ describe("toolgate.mcp: multi round-trip requests and tasks", function()
     assert.matches("not created on this route", why)
     local working = '{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"t1","status":"working"}}'
     assert.equals(working, gw:response(route, plan, working))
+  end)
+end)
+
+describe("toolgate.mcp: a deferred call approved in the person's own client (MCP 2026 input_required)", function()
+  local now = 1000
+  local function clock() return now end
+  local KEY = "toolgate/approval"
+  local CAPS = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+    .. '"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}'
+  -- a 2026 tools/call whose client can show a form (caps: its _meta member), and its retry
+  local function ask(id, args, caps, extra)
+    return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":"write_note","arguments":'
+      .. args .. "," .. (caps or CAPS) .. (extra or "") .. "}}"
+  end
+  local function answered(id, args, action, approve, state_text)
+    local content = action == "accept" and (',"content":{"approve":' .. tostring(approve) .. "}") or ""
+    return ask(id, args, nil, ',"inputResponses":{"' .. KEY .. '":{"action":"' .. action .. '"' .. content .. "}}"
+      .. ',"requestState":' .. value.encode(state_text))
+  end
+  local function code_of(reply)
+    local r = json(reply)
+    if r.error then return r.error.data.decision.code, r.error.data.decision.message end
+    return r.result._meta["toolgate/decision"].code
+  end
+
+  it("answers input_required holding toolgate's form (tool, server, the arguments in full, the reason) and a "
+    .. "requestState of its own; the approval waits", function()
+    local gw, route, _, store = gateway({ approval_ttl = 60 }, clock)
+    local plan = gw:request(route, ask(1, '{"text":"a \\"quoted\\" note"}'))
+    assert.is_nil(plan.forward)
+    local r = json(plan.reply).result
+    assert.equals("input_required", r.resultType)
+    local id = r._meta["toolgate/approval_id"]
+    assert.equals("pending", store:approval(id).status)
+    local req = r.inputRequests[KEY]
+    assert.equals("elicitation/create", req.method)
+    assert.equals("form", req.params.mode)
+    assert.same({ type = "object", required = { "approve" }, properties = { approve = { type = "boolean",
+      title = "Run write_note on counter?", description = "Yes runs this call once, exactly as shown; no refuses it." } } },
+      req.params.requestedSchema)
+    local m = req.params.message
+    assert.truthy(m:find("Tool: write_note\nServer: counter\n", 1, true), m)
+    assert.truthy(m:find('Arguments: ' .. store:approval(id).arguments .. "\n", 1, true), m)
+    assert.truthy(m:find("Why: " .. r._meta["toolgate/decision"].message, 1, true), m)
+    assert.truthy(m:find("Approval: " .. id, 1, true), m)
+    assert.matches("^toolgate%-approval%.%x+$", r.requestState)
+    assert.equals(32, #r.requestState - #"toolgate-approval.")
+    -- the same call again: another requestState, the same approval
+    local again = json(gw:request(route, ask(2, '{"text":"a \\"quoted\\" note"}')).reply).result
+    assert.not_equals(r.requestState, again.requestState)
+    assert.equals(id, again._meta["toolgate/approval_id"])
+    -- no answer within the ttl: the approval is still pending, for an operator
+    now = now + 59
+    assert.equals("pending", store:approval(id).status)
+  end)
+
+  it("runs the call once on approve, forwarded without toolgate's inputResponses and requestState, the "
+    .. "approval granted by the client; a replay is refused", function()
+    local gw, route, events, store = gateway(nil, clock)
+    local r = json(gw:request(route, ask(1, '{"text":"b"}')).reply).result
+    local id = r._meta["toolgate/approval_id"]
+    local plan = gw:request(route, answered(2, '{"text":"b"}', "accept", true, r.requestState))
+    assert.same(json(ask(2, '{"text":"b"}')), json(plan.forward)) -- (forwarded canonical: its keys sorted)
+    assert.is_nil(plan.forward:find("requestState", 1, true))
+    assert.is_nil(plan.forward:find(KEY, 1, true))
+    local rec = store:approval(id)
+    assert.equals("used", rec.status)
+    assert.equals("client", rec.decided_by)
+    local granted
+    for _, ev in ipairs(events) do if ev.kind == "approval" and ev.event == "granted" then granted = ev end end
+    assert.equals(id, granted.id)
+    assert.is_true(events[#events].approved)
+    -- the same answer again: its approval is spent
+    plan = gw:request(route, answered(3, '{"text":"b"}', "accept", true, r.requestState))
+    assert.is_nil(plan.forward)
+    assert.equals("ROUND_INVALID", (code_of(plan.reply)))
+  end)
+
+  it("refuses a decline, a cancel or approve false, saying the person declined; the approval stays pending", function()
+    local gw, route, _, store = gateway(nil, clock)
+    local r = json(gw:request(route, ask(1, '{"text":"c"}')).reply).result
+    local id = r._meta["toolgate/approval_id"]
+    for _, a in ipairs({ { "decline" }, { "cancel" }, { "accept", false } }) do
+      local plan = gw:request(route, answered(2, '{"text":"c"}', a[1], a[2], r.requestState))
+      assert.is_nil(plan.forward)
+      local code, message = code_of(plan.reply)
+      assert.equals("APPROVAL_DECLINED", code, a[1])
+      assert.equals("the person declined this call in their client (" .. (a[1] == "cancel" and "cancel" or "decline")
+        .. ")", message)
+    end
+    assert.equals("pending", store:approval(id).status)
+    -- the text a model reads says so too (mcp.refusal = "result")
+    local gw2, route2 = gateway({ refusal = "result" }, clock)
+    local r2 = json(gw2:request(route2, ask(1, '{"text":"c"}')).reply).result
+    local out = json(gw2:request(route2, answered(2, '{"text":"c"}', "decline", nil, r2.requestState)).reply).result
+    assert.is_true(out.isError)
+    assert.truthy(out.content[1].text:find("the person declined this call in their client", 1, true), out.content[1].text)
+  end)
+
+  it("refuses a forged requestState, one of another call, or an answer not asked for", function()
+    local gw, route = gateway(nil, clock)
+    local r = json(gw:request(route, ask(1, '{"text":"d"}')).reply).result
+    local forged = "toolgate-approval." .. string.rep("0", 32)
+    for _, c in ipairs({
+      { answered(2, '{"text":"d"}', "accept", true, forged), "ROUND_UNKNOWN" },
+      { answered(2, '{"text":"e"}', "accept", true, r.requestState), "ROUND_MISMATCH" },
+      { ask(2, '{"text":"d"}', nil, ',"inputResponses":{"' .. KEY .. '":{"action":"accept","content":{"approve":"yes"}}}'
+        .. ',"requestState":"' .. r.requestState .. '"'), "INPUT_RESPONSE_INVALID" },
+      { ask(2, '{"text":"d"}', nil, ',"inputResponses":{"other":{"action":"accept","content":{}}}'
+        .. ',"requestState":"' .. r.requestState .. '"'), "INPUT_RESPONSE_INVALID" },
+    }) do
+      local plan = gw:request(route, c[1])
+      assert.is_nil(plan.forward, c[1])
+      assert.equals(c[2], (code_of(plan.reply)), c[1])
+    end
+    -- the state alone, no answer: asked again
+    local plan = gw:request(route, ask(3, '{"text":"d"}', nil, ',"requestState":"' .. r.requestState .. '"'))
+    assert.equals("input_required", json(plan.reply).result.resultType)
+  end)
+
+  it("keeps the server's own rounds working after the person approved", function()
+    local gw, route = gateway(nil, clock)
+    local r = json(gw:request(route, ask(1, '{"text":"f"}')).reply).result
+    local plan = gw:request(route, answered(2, '{"text":"f"}', "accept", true, r.requestState))
+    assert.same(json(ask(2, '{"text":"f"}')), json(plan.forward))
+    local ir = '{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","inputRequests":{"confirm":{"method":'
+      .. '"elicitation/create","params":{"mode":"form","message":"Sure?","requestedSchema":{"type":"object",'
+      .. '"properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}}}},"requestState":"s1"}}'
+    assert.equals(ir, gw:response(route, plan, ir))
+    local server_retry = ask(3, '{"text":"f"}', nil, ',"inputResponses":{"confirm":{"action":"accept","content":'
+      .. '{"confirm":true}}},"requestState":"s1"')
+    assert.equals(server_retry, gw:request(route, server_retry).forward)
+  end)
+
+  it("defers as before a client without the capability, a 2025 one, or when mcp.client_approval says no", function()
+    local function deferred(settings, text)
+      local gw, route = gateway(settings, clock)
+      local r = json(gw:request(route, text).reply)
+      if r.result then assert.equals("input_required", r.result.resultType) end
+      return r.error ~= nil and r.error.code == mcp.CODES.DEFERRED
+    end
+    assert.is_true(deferred(nil, ask(1, '{"text":"g"}', '"_meta":{"io.modelcontextprotocol/protocolVersion":'
+      .. '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}')))
+    assert.is_true(deferred(nil, ask(1, '{"text":"g"}', '"_meta":{"io.modelcontextprotocol/protocolVersion":'
+      .. '"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}}}')))
+    assert.is_true(deferred(nil, call(1, "write_note", '{"text":"g"}')))
+    assert.is_true(deferred({ client_approval = false }, ask(1, '{"text":"g"}')))
+    -- a payment above a limit only by an operator: the function reads the arguments
+    local function small(_, ctx) return #ctx.arguments.text < 5 and ctx.arguments_text == '{"text":"g"}' end
+    assert.is_true(deferred({ client_approval = small }, ask(1, '{"text":"a long one"}')))
+    assert.is_false(deferred({ client_approval = small }, ask(1, '{"text":"g"}')))
+    assert.is_true(deferred({ client_approval = function() error("boom") end }, ask(1, '{"text":"g"}')))
+    assert.is_true(deferred({ client_approval = function() return 1 end }, ask(1, '{"text":"g"}')))
+    assert.same({ nil, "policy mcp.client_approval: must be a boolean or a function", "POLICY_INVALID" },
+      { mcp.settings({ mcp = { client_approval = "yes" } }) })
   end)
 end)
 

@@ -49,7 +49,8 @@
 -- observe(event) is called with {kind = "decision" | "pin_change" |
 -- "approval" | "store_error", ...}: the host logs it and counts it.  A
 -- decision event carries phase ("call", "result", "method"), server (the
--- route's), tool (the name the call gave, when it has one) and decision;
+-- route's), tool (the name the call gave, when it has one), decision and
+-- principal (who asked, when the host named one: Gateway:request);
 -- one that asked for an approval or passed by one, the arguments it binds
 -- (arguments = {arguments =, arguments_bytes =, arguments_truncated =}).  A
 -- store_error (op, server, tool, message) is a pin report or quarantine the
@@ -63,6 +64,7 @@ local decision = require "toolgate.decision"
 local suggest = require "toolgate.suggest"
 local json = require "toolgate.json"
 local rounds = require "toolgate.mcp.rounds"
+local client_approval = require "toolgate.mcp.client_approval"
 local value = require "toolgate.value"
 
 local MAX_ADDED_REPORTS = require("toolgate.state").MAX_ADDED_REPORTS
@@ -113,6 +115,8 @@ M.DEFAULTS = {
   approval_ttl = 3600,        -- seconds an approval request, and a grant, lasts (1 .. 30 days)
   max_pending_approvals = 100, -- undecided approval requests per tool (1 .. MAX_PENDING_APPROVALS)
   list_ttl_ms = 60000,        -- the ttlMs a filtered tools/list goes out with (0 .. MAX_LIST_TTL_MS)
+  client_approval = true,     -- a deferral the person may approve in their client: true | false | function(d, ctx)
+  bind_approvals_to_principal = true, -- an approval passes only the calls of the principal who asked
 }
 --- The longest message either side may send a gateway, in bytes (a longer
 -- one is refused or dropped whole, unread: it is never held whole).
@@ -129,7 +133,21 @@ M.MAX_PENDING_APPROVALS_PER_SERVER = 1000
 M.MAX_LIST_TTL_MS = 3600 * 1000
 
 local SETTINGS = { methods = "table", refusal = "string", on_pin_change = "string", approval_uses = "number",
-  approval_ttl = "number", list_ttl_ms = "number", max_pending_approvals = "number" }
+  approval_ttl = "number", list_ttl_ms = "number", max_pending_approvals = "number",
+  bind_approvals_to_principal = "boolean", principals = "table" }
+
+--- Who asked: the principal a host names (an HTTP header its auth layer
+-- sets, the local user), at most MAX_PRINCIPAL_BYTES of letters, digits
+-- and . _ - @ + : / = | (a user name, an e-mail address, an OIDC subject),
+-- so every record and log line holds it as it came.
+M.MAX_PRINCIPAL_BYTES = 256
+
+--- principal_valid(s) -> whether s may name a principal
+function M.principal_valid(s)
+  return type(s) == "string" and #s >= 1 and #s <= M.MAX_PRINCIPAL_BYTES and s:find("^[%w%._%-@%+:/=|]+$") ~= nil
+end
+
+SETTINGS.client_approval = "boolean" -- (or a function: settings checks it)
 
 local function bad(msg) return nil, "policy mcp." .. msg, "POLICY_INVALID" end
 
@@ -142,7 +160,9 @@ function M.settings(policy)
   local s = {}
   for k, v in pairs(t) do
     if not SETTINGS[k] then return bad(tostring(k) .. ": unknown setting") end
-    if type(v) ~= SETTINGS[k] then return bad(k .. ": must be a " .. SETTINGS[k]) end
+    if k == "client_approval" then
+      if type(v) ~= "boolean" and type(v) ~= "function" then return bad(k .. ": must be a boolean or a function") end
+    elseif type(v) ~= SETTINGS[k] then return bad(k .. ": must be a " .. SETTINGS[k]) end
   end
   for k, v in pairs(M.DEFAULTS) do s[k] = t[k] == nil and v or t[k] end
   if s.refusal ~= "error" and s.refusal ~= "result" then return bad('refusal: must be "error" or "result"') end
@@ -161,6 +181,11 @@ function M.settings(policy)
   if not whole(s.list_ttl_ms, 0, M.MAX_LIST_TTL_MS) then
     return bad("list_ttl_ms: a whole number of milliseconds from 0 to " .. M.MAX_LIST_TTL_MS)
   end
+  for p, c in pairs(t.principals or {}) do
+    if not M.principal_valid(p) then return bad("principals: " .. tostring(p) .. " is no principal's name") end
+    if type(c) ~= "table" then return bad("principals." .. p .. ": must be a context table") end
+  end
+  s.principals = t.principals or {}
   s.exact, s.prefixes = {}, {}
   for i, m in ipairs(t.methods or M.DEFAULT_METHODS) do
     if type(m) ~= "string" or m == "" then return bad("methods[" .. i .. "]: must be a method name") end
@@ -188,14 +213,18 @@ Gateway.__index = Gateway
 -- approval and pin methods of toolgate.state; default: the engine's
 -- store), observe (function(event), optional), hints (optional: approval,
 -- how a person grants a defer, %s its id; grant, how one allows what H4
--- refused; default M.HINTS)
+-- refused; default M.HINTS), principal (optional: who asks when a request
+-- names no caller, the stdio proxy's local user)
 function M.new(opts)
   if type(opts) ~= "table" or type(opts.engine) ~= "table" then
     error("toolgate.mcp.new: {engine = ...} expected", 2)
   end
+  if opts.principal ~= nil and not M.principal_valid(opts.principal) then
+    error("toolgate.mcp.new: principal: not a principal's name", 2)
+  end
   local hints = opts.hints or {}
   local gw = setmetatable({ engine = opts.engine, state = opts.state or opts.engine.store,
-    observe = opts.observe or function() end, unstored = {},
+    observe = opts.observe or function() end, unstored = {}, principal = opts.principal,
     hints = { approval = hints.approval or M.HINTS.approval, grant = hints.grant or M.HINTS.grant } }, Gateway)
   local ok, err, code = gw:adopt(opts.engine)
   if not ok then return nil, err, code end
@@ -242,13 +271,28 @@ function Gateway.route(_, server, context)
   return { server = server, context = context or {} }
 end
 
-local function route_context(self, route, snap)
+-- The context a call is decided in: the route's, and for a principal the
+-- policy's mcp.principals names, that principal's entry merged over it
+-- (compiled once per snapshot: the map is the policy's, so bounded).
+local function route_context(self, route, snap, settings, principal)
   if route.snap ~= snap then
     local ctx, err, code = self.engine:context(route.context)
     if not ctx then return nil, err, code end
-    route.snap, route.ctx = snap, ctx
+    route.snap, route.ctx, route.principal_ctx = snap, ctx, {}
   end
-  return route.ctx
+  local own = principal and settings and settings.principals[principal]
+  if not own then return route.ctx end
+  local ctx = route.principal_ctx[principal]
+  if not ctx then
+    local merged = {}
+    for k, v in pairs(route.context) do merged[k] = v end
+    for k, v in pairs(own) do merged[k] = v end
+    local err, code
+    ctx, err, code = self.engine:context(merged)
+    if not ctx then return nil, "mcp.principals." .. principal .. ": " .. tostring(err), code end
+    route.principal_ctx[principal] = ctx
+  end
+  return ctx
 end
 
 -- Answers ------------------------------------------------------------------
@@ -377,6 +421,19 @@ function M.approval_id(binding)
   return (assert(decision.codec():hash(enc(binding))))
 end
 
+-- The binding an approval holds a call to: the decision's, and the
+-- principal who asked (unless the policy's
+-- mcp.bind_approvals_to_principal is false), so another principal's
+-- identical call asks for an approval of its own.
+local function approval_binding(settings, d, principal)
+  local b = d:table().binding
+  if not (principal and settings.bind_approvals_to_principal) then return b end
+  local bound = {}
+  for k, v in pairs(b) do bound[k] = v end
+  bound.principal = principal
+  return bound
+end
+
 --- The most of a call's arguments an approval holds, in bytes of their
 -- canonical text: longer ones are kept as a prefix (cut before a
 -- character, never inside one), with their whole size and digest.
@@ -404,25 +461,31 @@ end
 -- many calls of its tool (or server) already wait for a person.  ->
 -- outcome, the approval's id, the arguments it binds (approval_arguments),
 -- and for outcome "full" the refusal's decision
-local function settle_defer(self, settings, d, route, call_text)
+local function settle_defer(self, settings, d, route, call_text, principal)
   local t = d:table()
-  local id = M.approval_id(t.binding)
+  local binding = approval_binding(settings, d, principal)
+  local id = M.approval_id(binding)
   local state = self.state
   local shown = approval_arguments(call_text)
   local taken, status = state:approval_take(id)
   if taken then
-    self.observe({ kind = "approval", event = "used", id = id, server = route.server, tool = t.tool })
+    self.observe({ kind = "approval", event = "used", id = id, server = route.server, tool = t.tool,
+      principal = principal })
     return "pass", id, shown
   end
   if status == "denied" then return "denied", id, shown end
-  local opened, full, which = state:approval_open(id, { binding = t.binding, server = t.server, tool = t.tool, code = t.code,
+  local opened, full, which = state:approval_open(id, { binding = binding, server = t.server, tool = t.tool, code = t.code,
     message = t.message, args_digest = t.args_digest, arguments = shown.arguments,
-    arguments_bytes = shown.arguments_bytes, arguments_truncated = shown.arguments_truncated },
+    arguments_bytes = shown.arguments_bytes, arguments_truncated = shown.arguments_truncated, principal = principal },
     settings.approval_ttl, settings.approval_uses,
     { tool = settings.max_pending_approvals, server = M.MAX_PENDING_APPROVALS_PER_SERVER })
-  if opened then self.observe({ kind = "approval", event = "requested", id = id, server = route.server, tool = t.tool }) end
+  if opened then
+    self.observe({ kind = "approval", event = "requested", id = id, server = route.server, tool = t.tool,
+      principal = principal })
+  end
   if full == "full" then
-    self.observe({ kind = "approval", event = "refused_full", id = id, server = route.server, tool = t.tool })
+    self.observe({ kind = "approval", event = "refused_full", id = id, server = route.server, tool = t.tool,
+      principal = principal })
     local waiting = which == "server" and string.format("calls to server %q", t.server)
       or string.format("calls of %q", t.tool)
     return "full", id, shown, decision.from_table({ verdict = "reject", stage = "approval", code = "APPROVALS_FULL",
@@ -446,7 +509,9 @@ local MAX_ID = "9007199254740991" -- the core's bound, for the messages (text: L
 -- A later round of a multi round-trip request (params carry requestState
 -- or inputResponses) is held to the round that asked for it
 -- (toolgate.mcp.rounds): nil (not a retry), or the refusal's decision, or
--- false and the approval that let its first round through (nil: none).
+-- false and the approval that let its first round through (nil: none), or
+-- for a round of toolgate's own (toolgate.mcp.client_approval) false, nil
+-- and {approval_id =, answer =, stripped = the message to forward}.
 local function check_round(self, snap, route, frame, text, name)
   local params, doc = rounds.params(snap, frame, false)
   local function refuse(code, message)
@@ -478,22 +543,75 @@ local function check_round(self, snap, route, frame, text, name)
     local fine, why = rounds.check_responses(snap, snap.registry.settings, rec.asked or {}, responses)
     if not fine then return refuse("INPUT_RESPONSE_INVALID", why) end
   end
+  local mine
+  if rec.toolgate then
+    mine = { approval_id = rec.approval_id, answer = client_approval.answer(responses),
+      stripped = client_approval.strip(frame.id, frame.method, params) }
+  end
   if doc then doc:free() end
+  if mine then return false, nil, mine end
   return false, rec.approval_id
+end
+
+-- The person's answer in their client to toolgate's own round: nil (the
+-- call goes on: granted, or to be asked again) or the refusal's decision.
+local function client_answered(self, route, d, mine, principal)
+  local t = d:table()
+  local function refuse(code, message)
+    return decision.from_table({ verdict = "reject", stage = "approval", code = code, message = message,
+      server = t.server, tool = t.tool, args_digest = t.args_digest, binding = t.binding,
+      policy_version = t.policy_version, registry_hash = t.registry_hash })
+  end
+  if mine.answer == "decline" or mine.answer == "cancel" then
+    return refuse("APPROVAL_DECLINED", "the person declined this call in their client (" .. mine.answer .. ")")
+  end
+  if mine.answer ~= "approve" then return nil end
+  local by = principal and ("client:" .. principal) or "client"
+  local rec, err, code = self.state:approval_decide(mine.approval_id, "grant", { by = by })
+  if rec then
+    self.observe({ kind = "approval", event = "granted", id = mine.approval_id, server = route.server, tool = t.tool,
+      record = rec })
+    return nil
+  end
+  local now = code == "ALREADY_DECIDED" and self.state:approval(mine.approval_id)
+  if now and now.status == "granted" then return nil end -- (an operator was quicker)
+  return refuse("ROUND_INVALID", "this approval was already answered or has expired (" .. tostring(err)
+    .. "): start the call again without requestState")
+end
+
+-- A deferral a 2026 client may approve itself: the input_required answer
+-- asking the person (toolgate.mcp.client_approval), or nil (the client
+-- cannot show a form, the policy says no, or no round can be kept).
+local function ask_client(self, snap, settings, route, frame, d, approval, shown, name)
+  if not client_approval.allowed(settings.client_approval, snap.policy.budget, d,
+    client_approval.context(route.server, name, shown, frame.principal)) then return nil end
+  local params, doc = rounds.params(snap, frame, true)
+  local elicits = params and client_approval.elicits(params)
+  if doc then doc:free() end
+  if not elicits then return nil end
+  local request_state = client_approval.new_state()
+  if not request_state then return nil end
+  local form, schema = client_approval.form(d:table(), shown, approval)
+  local digest = rounds.call_digest(frame.call)
+  local ok = rounds.remember(self.state, "round", route.server, rounds.round_key(request_state, digest),
+    { tool = name, call_digest = digest, arguments = shown.arguments, approval_id = approval, toolgate = true,
+      asked = { [client_approval.KEY] = { method = "elicitation/create", schema = schema } } }, settings.approval_ttl)
+  if not ok then return nil end
+  return client_approval.reply(frame.id, form, request_state, approval, d:json())
 end
 
 -- Decides one tools/call: returns the answer text (refused) or nil and the
 -- pending record (forward it).  d and resolved: the call's decision, when
 -- the core checked it with the message.
 local function decide_call(self, snap, settings, route, frame, d, resolved, era)
-  local id, name, text = frame.id, frame.name, frame.call
+  local id, name, text, principal = frame.id, frame.name, frame.call, frame.principal
   if not text then
     d = gateway_decision(snap, "decode", "BAD_CALL", frame.call_error, route.server, nil)
-    self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
+    self.observe({ kind = "decision", phase = "call", server = route.server, decision = d, principal = principal })
     return refusal(self, settings, id, d, nil, era)
   end
   if not d then
-    local ctx, err, code = route_context(self, route, snap)
+    local ctx, err, code = route_context(self, route, snap, settings, principal)
     if not ctx then
       d = gateway_decision(snap, "decode", code or "BAD_CONTEXT", "the route's context: " .. tostring(err),
         route.server, name)
@@ -517,27 +635,32 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
     end
   end
   -- a retry's first round decides what it may repeat
-  local carried
+  local carried, mine
   if d.verdict ~= "reject" then
     local refused
-    refused, carried = check_round(self, snap, route, frame, text, name)
+    refused, carried, mine = check_round(self, snap, route, frame, text, name)
     if refused then d = refused end
   end
+  -- toolgate's own round: the person answered in their client
+  if mine and d.verdict == "defer" then d = client_answered(self, route, d, mine, principal) or d end
+  local stripped = mine and mine.stripped
   local approval, shown
   -- one approval covers every round of the exchange it let through
-  if d.verdict == "defer" and carried and carried == M.approval_id(d:table().binding) then
+  if d.verdict == "defer" and carried and carried == M.approval_id(approval_binding(settings, d, principal)) then
     shown = approval_arguments(text)
     self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-      approval_id = carried, approved = true, arguments = shown })
-    return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried }
+      approval_id = carried, approved = true, arguments = shown, principal = principal })
+    return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried,
+      principal = principal }
   end
   if d.verdict == "defer" then
     local outcome, full
-    outcome, approval, shown, full = settle_defer(self, settings, d, route, text)
+    outcome, approval, shown, full = settle_defer(self, settings, d, route, text, principal)
     if outcome == "pass" then
       self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-        approval_id = approval, approved = true, arguments = shown })
-      return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = approval }
+        approval_id = approval, approved = true, arguments = shown, principal = principal })
+      return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = approval,
+        principal = principal, stripped = stripped }
     elseif outcome == "denied" then
       local t = d:table()
       d = decision.from_table({ verdict = "reject", stage = "approval", code = "APPROVAL_DENIED",
@@ -548,9 +671,14 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
     end
   end
   self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-    approval_id = approval, arguments = shown })
+    approval_id = approval, arguments = shown, principal = principal })
   if d.verdict == "accept" then
-    return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried }
+    return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried,
+      principal = principal, stripped = stripped }
+  end
+  if d.verdict == "defer" and approval and era == "modern" then
+    local asked = ask_client(self, snap, settings, route, frame, d, approval, shown, name)
+    if asked then return asked end
   end
   return refusal(self, settings, id, d, d.verdict == "defer" and approval or nil, era)
 end
@@ -675,7 +803,8 @@ local function decide_message(self, snap, settings, route, frame, seen, session,
   if not allowed(settings, m) then
     local dm = gateway_decision(snap, "method", "METHOD_NOT_ALLOWED", "the policy does not let " .. m .. " through",
       route.server)
-    self.observe({ kind = "decision", phase = "method", server = route.server, decision = dm })
+    self.observe({ kind = "decision", phase = "method", server = route.server, decision = dm,
+      principal = frame.principal })
     if not id then return "" end -- a notification gets no answer
     return error_reply(id, M.CODES.METHOD_NOT_ALLOWED, "toolgate: method " .. m .. " is not allowed",
       '{"decision":' .. dm:json() .. "}")
@@ -701,13 +830,14 @@ local function request_batch(self, snap, settings, route, text, session, plan)
   for i = 1, root:len() do
     local msg = root:at(i)
     local frame = assert(msg:mcp(route.server))
-    frame.node = msg -- (what toolgate.mcp.rounds reads of it)
+    frame.node, frame.principal = msg, plan.principal -- (what toolgate.mcp.rounds reads of it; who asks)
     local answer, pending = decide_message(self, snap, settings, route, frame, seen, session)
     if frame.id and (frame.method or frame.bad_method) then seen[frame.id] = true end
     if answer then
       if answer ~= "" then answers[#answers + 1] = answer end
     else
-      forward[#forward + 1] = assert(msg:canon(nil, "exact"))
+      -- (toolgate's own round is never forwarded: toolgate.mcp.client_approval)
+      forward[#forward + 1] = pending and pending.stripped or assert(msg:canon(nil, "exact"))
       if pending then plan.pending[frame.id] = pending end
     end
   end
@@ -729,11 +859,19 @@ end
 -- in flight an id must not repeat; precheck(arg, frame, text), when given,
 -- is the host's check of the message's frame (the core's reading) against
 -- what came with it, and returns the answer to give instead (nothing of the
--- message is decided then), or nil.  A single message costs one call into
--- the core: read, and its tools/call decided (engine:check_mcp).
-function Gateway:request(route, text, session, precheck, arg)
+-- message is decided then), or nil.  caller = {principal =} names who asks
+-- (default: mcp.new's principal): their calls are decided in their context
+-- (the policy's mcp.principals), and their principal is in the decisions'
+-- events, the approvals they ask for and those approvals' bindings.  A
+-- single message costs one call into the core: read, and its tools/call
+-- decided (engine:check_mcp).
+function Gateway:request(route, text, session, precheck, arg, caller)
   local snap, settings = current(self)
-  local plan = { pending = {}, batch = false }
+  local principal = caller and caller.principal or self.principal
+  if principal ~= nil and not M.principal_valid(principal) then
+    error("request: caller.principal: not a principal's name", 2)
+  end
+  local plan = { pending = {}, batch = false, principal = principal }
   if not settings then
     local d = gateway_decision(snap, "policy", "POLICY_ERROR", "the policy's mcp settings are invalid", route.server)
     self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
@@ -741,7 +879,7 @@ function Gateway:request(route, text, session, precheck, arg)
     return plan
   end
   -- no context, no check here: decide_call says why
-  local ctx = route_context(self, route, snap)
+  local ctx = route_context(self, route, snap, settings, principal)
   local frame, d, resolved = self.engine:check_mcp(text, route.server, ctx,
     ctx ~= nil and allowed(settings, "tools/call"))
   if frame.kind == "not_json" then
@@ -761,12 +899,12 @@ function Gateway:request(route, text, session, precheck, arg)
     return request_batch(self, snap, settings, route, text, session, plan)
   end
   plan.era = frame.protocol_version and "modern" or "legacy"
-  frame.source = text -- (what toolgate.mcp.rounds reads of it)
+  frame.source, frame.principal = text, principal -- (what toolgate.mcp.rounds reads of it; who asks)
   local answer, pending = decide_message(self, snap, settings, route, frame, {}, session, d, resolved)
   if answer then
     plan.reply = answer ~= "" and answer or nil
   else
-    plan.forward = text
+    plan.forward = pending and pending.stripped or text
     if pending then plan.pending[frame.id] = pending end
   end
   return plan
@@ -778,7 +916,8 @@ end
 -- sorted) for an observe event of kind "decision"; tail is more members as
 -- JSON text whose keys sort after "time" ('"worker":12').  A call that asks
 -- for an approval, or passes by one, shows the arguments the approval binds
--- (arguments, arguments_bytes, arguments_truncated, as its record has them).
+-- (arguments, arguments_bytes, arguments_truncated, as its record has them);
+-- principal is who asked (null: nobody named).
 function M.decision_line(ev, time, tail)
   local a = ev.arguments
   return '{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
@@ -786,6 +925,7 @@ function M.decision_line(ev, time, tail)
     .. (a and (',"arguments":' .. enc(a.arguments) .. ',"arguments_bytes":' .. string.format("%d", a.arguments_bytes)
       .. ',"arguments_truncated":' .. tostring(a.arguments_truncated)) or "")
     .. ',"decision":' .. ev.decision:json() .. ',"phase":' .. enc(ev.phase)
+    .. ',"principal":' .. (ev.principal and enc(ev.principal) or "null")
     .. ',"route":' .. enc(ev.server or "") .. ',"time":' .. string.format("%.3f", time)
     .. (tail and ("," .. tail) or "") .. "}"
 end
@@ -1019,7 +1159,8 @@ end
 -- the client could not go on with it, so it ends here.
 local function unremembered(self, snap, route, id, pending, code, message)
   local d = gateway_decision(snap, "rounds", code, message, route.server, pending.name)
-  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d })
+  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d,
+    principal = pending.principal })
   return error_reply(id, M.CODES.REJECTED, "toolgate: " .. message, '{"decision":' .. d:json() .. "}")
 end
 
@@ -1078,7 +1219,8 @@ local function call_answer(self, settings, route, root, id, pending)
   -- the rung resolved the call when it was decided; after a reload it runs again
   local d = pending.resolved and self.engine:verify_resolved(pending.resolved, rtext, ctx or route.context)
     or self.engine:verify(pending.text, rtext, ctx or route.context)
-  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d })
+  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d,
+    principal = pending.principal })
   -- a result passes accepted, or as the tool's own error (TOOL_ERROR: the
   -- model's to read); any other defer (a broken contract the policy defers)
   -- is held back like a reject: a result cannot wait for a person
