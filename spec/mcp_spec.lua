@@ -1543,10 +1543,14 @@ describe("toolgate.mcp: a deferred call approved in the person's own client (MCP
     assert.truthy(m:find("Approval: " .. id, 1, true), m)
     assert.matches("^toolgate%-approval%.%x+$", r.requestState)
     assert.equals(32, #r.requestState - #"toolgate-approval.")
-    -- the same call again: another requestState, the same approval
-    local again = json(gw:request(route, ask(2, '{"text":"a \\"quoted\\" note"}')).reply).result
-    assert.not_equals(r.requestState, again.requestState)
-    assert.equals(id, again._meta["toolgate/approval_id"])
+    -- the same call again: the same approval and state (one round per approval: repeating the call fills no store)
+    for i = 2, 3 do
+      local again = json(gw:request(route, ask(i, '{"text":"a \\"quoted\\" note"}')).reply).result
+      assert.same({ id, r.requestState }, { again._meta["toolgate/approval_id"], again.requestState })
+    end
+    -- another call: another state
+    local other = json(gw:request(route, ask(4, '{"text":"other"}')).reply).result
+    assert.not_equals(r.requestState, other.requestState)
     -- no answer within the ttl: the approval is still pending, for an operator
     now = now + 59
     assert.equals("pending", store:approval(id).status)
@@ -1572,6 +1576,8 @@ describe("toolgate.mcp: a deferred call approved in the person's own client (MCP
     plan = gw:request(route, answered(3, '{"text":"b"}', "accept", true, r.requestState))
     assert.is_nil(plan.forward)
     assert.equals("ROUND_INVALID", (code_of(plan.reply)))
+    -- a new exchange of the same call: its approval is spent, so no question the person could answer
+    assert.equals(mcp.CODES.DEFERRED, json(gw:request(route, ask(4, '{"text":"b"}')).reply).error.code)
   end)
 
   it("refuses a decline, a cancel or approve false, saying the person declined; the approval stays pending", function()

@@ -589,14 +589,23 @@ local function ask_client(self, snap, settings, route, frame, d, approval, shown
   local elicits = params and client_approval.elicits(params)
   if doc then doc:free() end
   if not elicits then return nil end
-  local request_state = client_approval.new_state()
-  if not request_state then return nil end
+  -- (a spent approval cannot be granted again: the call waits for its expiry as before)
+  local rec = self.state:approval(approval)
+  if not (rec and rec.status == "pending") then return nil end
   local form, schema = client_approval.form(d:table(), shown, approval)
-  local digest = rounds.call_digest(frame.call)
-  local ok = rounds.remember(self.state, "round", route.server, rounds.round_key(request_state, digest),
-    { tool = name, call_digest = digest, arguments = shown.arguments, approval_id = approval, toolgate = true,
-      asked = { [client_approval.KEY] = { method = "elicitation/create", schema = schema } } }, settings.approval_ttl)
-  if not ok then return nil end
+  -- one round per approval: a client repeating the call gets the same state, never fills the store
+  local ok, known = pcall(rounds.recall, self.state, "round", route.server, "a" .. approval)
+  local request_state = ok and known and known.request_state
+  if not request_state then
+    request_state = client_approval.new_state()
+    if not request_state then return nil end
+    local digest = rounds.call_digest(frame.call)
+    if not rounds.remember(self.state, "round", route.server, rounds.round_key(request_state, digest),
+      { tool = name, call_digest = digest, arguments = shown.arguments, approval_id = approval, toolgate = true,
+        asked = { [client_approval.KEY] = { method = "elicitation/create", schema = schema } } }, settings.approval_ttl)
+      or not rounds.remember(self.state, "round", route.server, "a" .. approval, { request_state = request_state },
+        settings.approval_ttl) then return nil end
+  end
   return client_approval.reply(frame.id, form, request_state, approval, d:json())
 end
 
