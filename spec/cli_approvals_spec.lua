@@ -12,8 +12,13 @@ local q = h.shell_quote
 local decode = require("toolgate.json").decode
 local function json(text) return assert(decode(toolgate.codec().engine, text)) end
 
+-- the command run on a terminal (script(1) gives it one) -> its output
+local function on_terminal(args)
+  return select(2, h.run("script -qec " .. q(h.lua .. " " .. h.root .. "/bin/toolgate " .. args) .. " /dev/null"))
+end
+
 describe("toolgate approvals", function()
-  local dir, id, long_id
+  local dir, id, long_id, decided_id, grant_id, deny_id
 
   setup(function()
     local p = assert(io.popen("mktemp -d " .. q((os.getenv("TMPDIR") or "/tmp") .. "/toolgate-approvals.XXXXXX")))
@@ -34,6 +39,8 @@ describe("toolgate approvals", function()
     end
     id = defer("rm -rf / --no-preserve-root")
     long_id = defer(string.rep("y", mcp.MAX_APPROVAL_ARGUMENTS_BYTES))
+    decided_id, grant_id, deny_id = defer("decided"), defer("grant me"), defer("deny me")
+    assert(store:approval_decide(decided_id, "deny"))
     store:close()
   end)
 
@@ -56,6 +63,76 @@ describe("toolgate approvals", function()
       { #long.arguments, long.arguments_bytes, long.arguments_truncated })
   end)
 
+  it("list shows the pending requests only; --all the decided ones too", function()
+    local function listed(args)
+      local code, out, err = h.toolgate("approvals list" .. args .. " --state " .. q(dir))
+      assert.equal(0, code, err)
+      local seen = {}
+      for _, line in ipairs(h.lines_of(out)) do seen[json(line).id] = json(line).status end
+      return seen
+    end
+    local pending = listed("")
+    assert.same({ "pending", "pending", nil }, { pending[id], pending[long_id], pending[decided_id] })
+    for _, status in pairs(pending) do assert.equal("pending", status) end
+    local all = listed(" --all")
+    assert.same({ "pending", "denied" }, { all[id], all[decided_id] })
+  end)
+
+  it("list says which state directory it read when nothing is pending", function()
+    local empty = dir .. "/empty"
+    assert(os.execute("mkdir -m 700 " .. q(empty)))
+    local code, out, err = h.toolgate("approvals list --state " .. q(empty))
+    assert.same({ 0, "" }, { code, out })
+    assert.matches("no pending approval request in " .. empty .. "/state.sqlite", err, 1, true)
+    code, out, err = h.toolgate("approvals list --all --state " .. q(empty))
+    assert.same({ 0, "" }, { code, out })
+    assert.matches("no approval request in " .. empty .. "/state.sqlite", err, 1, true)
+  end)
+
+  it("list is for a person on a terminal (or with --human): each request with its arguments; JSON lines else", function()
+    local tail = 'arguments  38 bytes:\n{"text":"rm -rf / --no-preserve-root"}\n'
+    local code, out, err = h.toolgate("approvals list --human --state " .. q(dir))
+    assert.equal(0, code, err)
+    assert.matches("approval   " .. id .. "\n", out, 1, true)
+    assert.matches(tail, out, 1, true)
+    assert.is_nil(out:find(decided_id, 1, true))
+    assert.matches(tail:gsub("\n", "\r\n"), on_terminal("approvals list --state " .. q(dir)), 1, true)
+    assert.equal("{", on_terminal("approvals list --json --state " .. q(dir)):sub(1, 1))
+    assert.equal(2, (h.toolgate("approvals list --json --human --state " .. q(dir))))
+  end)
+
+  it("grant --uses --expires --note and deny --note keep them, with who decided and when", function()
+    local function fails(args)
+      local code, out = h.toolgate("approvals " .. args .. " --state " .. q(dir))
+      assert.same({ 2, "" }, { code, out }, args)
+    end
+    for _, bad in ipairs({ "--uses 0", "--uses 1.5", "--uses x", "--expires 10", "--expires 0m", "--expires 5y",
+      "--note " .. q(string.rep("n", 1025)) }) do
+      fails("grant " .. grant_id .. " " .. bad)
+    end
+    fails("deny " .. deny_id .. " --uses 2")
+    fails("deny " .. deny_id .. " --expires 10m")
+    fails("list --note x")
+    fails("show " .. id .. " --uses 2")
+    local before = os.time()
+    local code, out, err = h.run("USER=alice " .. h.lua .. " " .. h.root .. "/bin/toolgate approvals grant " .. grant_id
+      .. " --uses 3 --expires 10m --note " .. q("for the demo, three runs") .. " --state " .. q(dir))
+    assert.equal(0, code, err)
+    local r = json(out)
+    assert.same({ "granted", 3, 600, "for the demo, three runs", "alice" }, { r.status, r.uses, r.ttl, r.note, r.decided_by })
+    assert.is_true(r.decided_at >= before and r.decided_at <= os.time() + 1)
+    assert.is_true(math.abs(r.expires - r.decided_at - 600) < 0.01)
+    code, out, err = h.run("USER=bob " .. h.lua .. " " .. h.root .. "/bin/toolgate approvals deny " .. deny_id
+      .. " --note " .. q("not on a Friday") .. " --state " .. q(dir))
+    assert.equal(0, code, err)
+    r = json(out)
+    assert.same({ "denied", "not on a Friday", "bob" }, { r.status, r.note, r.decided_by })
+    code, out = h.toolgate("approvals show " .. deny_id .. " --state " .. q(dir))
+    assert.equal(0, code)
+    assert.matches("\ndecided    denied by bob at ", out, 1, true)
+    assert.matches("\nnote       not on a Friday\n", out, 1, true)
+  end)
+
   it("show prints one request for a person: the call, then the arguments on a line of their own", function()
     local code, out, err = h.toolgate("approvals show " .. id .. " --state " .. q(dir))
     assert.equal(0, code, err)
@@ -71,6 +148,23 @@ describe("toolgate approvals", function()
     assert.equal(1, code)
     assert.matches("no approval request 0123abcd", err, 1, true)
   end)
+
+  it("log is a table for a person on a terminal (or with --human): time, verdict, server/tool, code, principal",
+    function()
+      local code, out, err = h.toolgate("log --human --state " .. q(dir))
+      assert.equal(0, code, err)
+      local rows = h.lines_of(out)
+      assert.matches("^TIME +VERDICT +SERVER/TOOL +CODE +PRINCIPAL$", rows[1])
+      assert.matches("^%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d +defer +counter/write_note +%S+ +%S+$", rows[2])
+      assert.equal(6, #rows) -- five defers under the header
+      local term = on_terminal("log --state " .. q(dir))
+      assert.matches("TIME +VERDICT +SERVER/TOOL", term)
+      assert.equal("{", on_terminal("log --json --state " .. q(dir)):sub(1, 1))
+      code, out = h.toolgate("log --state " .. q(dir)) -- not a terminal: JSON lines
+      assert.equal(0, code)
+      assert.equal("{", out:sub(1, 1))
+      assert.equal(2, (h.toolgate("log --json --human --state " .. q(dir))))
+    end)
 
   it("and the decision log (toolgate log) show the arguments a deferred call asked approval for", function()
     local code, out, err = h.toolgate("log --state " .. q(dir))

@@ -292,6 +292,28 @@ function M.private_dir(dir)
   return true
 end
 
+-- The local user, who asks on stdio (mcp-proxy's principal) and who decides
+-- (approvals grant|deny): $USER, else $LOGNAME, when it is a principal's
+-- name (toolgate.mcp.principal_valid), else "uid:N" of the effective uid.
+-- Whoever runs the command could set $USER: it names them in the records,
+-- it proves nothing (an HTTP gateway's principal comes from its auth layer).
+function M.local_user()
+  local valid = require("toolgate.mcp").principal_valid
+  for _, var in ipairs({ "USER", "LOGNAME" }) do
+    local v = os.getenv(var)
+    if valid(v) then return v end
+  end
+  return "uid:" .. require("toolgate.proc").euid()
+end
+
+--- is_terminal(fd) -> whether the file descriptor (1: standard output) is
+-- a terminal: a person reads it, not a program.
+function M.is_terminal(fd)
+  local ok, how, code = os.execute("test -t " .. math.floor(fd))
+  if type(ok) == "number" then return ok == 0 end -- LuaJIT, Lua 5.1
+  return ok == true and how == "exit" and code == 0
+end
+
 -- open_state(cmd, dir[, opts]) -> the SQLite store in dir (see
 -- private_dir) | nil (after a diagnostic); opts as for
 -- toolgate.state.sqlite's open (busy_ms)
