@@ -36,6 +36,8 @@ M.FAMILIES = {
       .. "change (changed, added, removed), each reported once per registry." },
   { "toolgate_quarantined", "gauge", "Quarantined: servers (pin changes), tools (changed pins), "
       .. "determinism declarations." },
+  { "toolgate_webhook_deliveries_total", "counter", "Notifications of a pending approval to the webhooks, by result: "
+      .. "delivered, retried (a try failed: tried again after a backoff), dropped (every try failed, or the queue was full)." },
   { "toolgate_reloads_total", "counter", "Reloads of the policy and registry, by result (success, failure)." },
   { "toolgate_state_store_up", "gauge", "1 when the last poll of the fleet's Redis succeeded, else 0 (Redis store only)." },
   { "toolgate_state_store_degraded", "gauge", "1 while the fleet's Redis refuses writes and a grace after: determinism "

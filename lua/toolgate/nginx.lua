@@ -42,6 +42,15 @@
 --   admin_token_file  the file holding the admin API's bearer token; without
 --                     one the admin API refuses every request
 --   limits            the core's limits (docs/limits.md)
+--   webhooks          { {url = "http://IP:PORT/PATH", kind = "json" | "slack"}, ... }:
+--                     where each new pending approval is POSTed
+--                     (toolgate.webhooks: the shapes, the bounded queue,
+--                     the retries), from a timer of the worker that opened it
+--   inbox_url         the approvals inbox's URL the notifications give
+--                     (toolgate gateway: http://ADMIN/approvals)
+--   webhook_attempts, webhook_backoff   tries of one notification and the
+--                     seconds before the second (doubled each time); default
+--                     toolgate.webhooks.ATTEMPTS, BACKOFF
 -- @module toolgate.nginx
 
 local bit = require "bit"
@@ -54,6 +63,7 @@ local mcp_headers = require "toolgate.mcp.headers"
 local shared_dict = require "toolgate.state.shared_dict"
 local toolgate = require "toolgate"
 local value = require "toolgate.value"
+local webhooks = require "toolgate.webhooks"
 
 local M = {}
 
@@ -127,6 +137,11 @@ function M.init(o)
     require("toolgate.state.redis").open_journal(redis_opts, ngx.shared[opts.dict])
   end
   -- the policy and registry load here too, so a broken one stops nginx at start
+  for i, w in ipairs(opts.webhooks or {}) do
+    local hook, herr = webhooks.parse(type(w) == "table" and w.url, type(w) == "table" and w.kind or nil)
+    if not hook then error("toolgate.nginx: webhooks[" .. i .. "]: " .. herr, 2) end
+    opts.webhooks[i] = hook
+  end
   local e, err, code = toolgate.new{ policy = opts.policy, registry = opts.registry, limits = opts.limits }
   if not e then error("toolgate.nginx: " .. tostring(code) .. ": " .. tostring(err), 2) end
   local ok
@@ -187,6 +202,109 @@ local function tool_series(server, tool, d)
   return s
 end
 
+-- Webhooks: each new pending approval is POSTed to opts.webhooks from a
+-- timer of this worker, never on the request path: observe() only notes
+-- the event; the timer reads its record from the store, queues a
+-- notification per hook (toolgate.webhooks: bounded, retried with
+-- backoff) and sends what is due, one hook at a time, each exchange
+-- bounded by webhooks.TIMEOUT.  http:// only: a cosocket could do TLS
+-- (sslhandshake), but it would need a CA file in the conf and a test with
+-- a TLS receiver; a local relay does it.
+
+local hook_queue, hook_events = nil, {}
+local hook_running, hook_timer_at = false, nil
+
+local function hook_post(item)
+  local h = item.hook
+  local sock = ngx.socket.tcp()
+  local ms = webhooks.TIMEOUT * 1000
+  sock:settimeouts(ms, ms, ms)
+  local ok, err = sock:connect(h.host:find(":", 1, true) and ("[" .. h.host .. "]") or h.host, h.port)
+  if not ok then return nil, "cannot connect: " .. tostring(err) end
+  ok, err = sock:send(table.concat({ "POST " .. h.path .. " HTTP/1.1", "Host: " .. h.authority,
+    "Content-Type: application/json", "Content-Length: " .. #item.body, "User-Agent: toolgate", "Connection: close",
+    "", item.body }, "\r\n"))
+  if not ok then
+    sock:close()
+    return nil, "cannot send: " .. tostring(err)
+  end
+  local line
+  line, err = sock:receive("*l")
+  sock:close()
+  local status = line and tonumber(line:match("^HTTP/%d%.%d (%d%d%d)"))
+  if not status then return nil, "no HTTP answer: " .. tostring(err or "not a status line") end
+  if not webhooks.delivered(status) then return nil, "answered " .. status end
+  return true
+end
+
+local function hook_counted(result, hook, id, why, changed)
+  W.metrics:inc("toolgate_webhook_deliveries_total", { result = result })
+  if result == "dropped" then
+    ngx.log(ngx.ERR, "toolgate: webhook ", hook.url, ": the notification of approval ", id, " is dropped: ", why)
+  elseif changed then
+    if result == "delivered" then
+      ngx.log(ngx.NOTICE, "toolgate: webhook ", hook.url, " delivers again")
+    else
+      ngx.log(ngx.WARN, "toolgate: webhook ", hook.url, " is down (", why, "): approval ", id, " tried again later")
+    end
+  end
+end
+
+local arm_hooks
+
+local function run_hooks(premature)
+  hook_timer_at = nil
+  if premature or hook_running then return end
+  hook_running = true
+  local next_at
+  local ok, err = pcall(function()
+    while true do
+      -- the records of the requests opened since: read here, off the request path
+      local events = hook_events
+      hook_events = {}
+      for _, ev in ipairs(events) do
+        local r = W.store:approval(ev.id) or { id = ev.id, status = "pending", server = ev.server, tool = ev.tool }
+        local _, dropped = hook_queue:push(r, opts.inbox_url, ngx.now())
+        for _ = 1, dropped do
+          hook_counted("dropped", { url = "a hook" }, ev.id, "more than " .. hook_queue.limit .. " wait")
+        end
+      end
+      local item, at = hook_queue:next(ngx.now())
+      if not item then
+        next_at = at
+        return
+      end
+      local sent, why = hook_post(item)
+      local result, changed = hook_queue:done(item, sent, ngx.now())
+      hook_counted(result, item.hook, item.id, why, changed)
+    end
+  end)
+  hook_running = false
+  if not ok then ngx.log(ngx.ERR, "toolgate: the webhooks' timer failed: ", tostring(err)) end
+  -- the next retry that is due (a request opened since is due now)
+  if #hook_events > 0 then next_at = ngx.now() end
+  if next_at then arm_hooks(next_at - ngx.now()) end
+end
+
+arm_hooks = function(delay)
+  local at = ngx.now() + math.max(0, delay)
+  if hook_running or (hook_timer_at and hook_timer_at <= at) then return end
+  local ok, err = ngx.timer.at(math.max(0, delay), run_hooks)
+  if ok then hook_timer_at = at else ngx.log(ngx.ERR, "toolgate: cannot start the webhooks' timer: ", err) end
+end
+
+-- A new pending approval: noted for the timer (bounded like the queue)
+local function notify(ev)
+  if #hook_events >= hook_queue.limit then
+    for _, hook in ipairs(hook_queue.hooks) do
+      hook_counted("dropped", hook, ev.id, "more than " .. hook_queue.limit .. " wait")
+    end
+    return
+  end
+  hook_events[#hook_events + 1] = { id = ev.id, server = ev.server, tool = ev.tool }
+  arm_hooks(0)
+end
+
 local function observe(ev)
   local m = W.metrics
   if ev.kind == "decision" then
@@ -198,6 +316,7 @@ local function observe(ev)
     end
   elseif ev.kind == "approval" then
     m:inc("toolgate_approval_events_total", { event = ev.event })
+    if ev.event == "requested" and hook_queue then notify(ev) end
   elseif ev.kind == "pin_change" then
     m:inc("toolgate_pin_changes_total", { server = ev.server, change = ev.change.change })
     ngx.log(ngx.WARN, "toolgate: the tools/list of ", ev.server, " differs from the registry's pins: ", ev.change.change,
@@ -250,6 +369,9 @@ function M.init_worker()
     return
   end
   W.dict, W.metrics = dict, metrics_mod.new(mdict)
+  if opts.webhooks and #opts.webhooks > 0 then
+    hook_queue = webhooks.queue(opts.webhooks, { attempts = opts.webhook_attempts, backoff = opts.webhook_backoff })
+  end
   if redis_opts then
     W.store = require("toolgate.state.redis").new(dict, redis_opts)
     W.store:start()

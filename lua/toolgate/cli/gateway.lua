@@ -11,7 +11,7 @@ usage: toolgate gateway --listen HOST:PORT --upstream SERVER=URL... --registry S
                         [--admin HOST:PORT --admin-token-file FILE] [--workers N]
                         [--redis HOST:PORT] [--redis-prefix P] [--redis-password-file FILE]
                         [--redis-sync SECONDS] [--redis-tls CA_FILE] [--redis-tls-name NAME]
-                        [--prefix DIR] [--conf-only]
+                        [--webhook [slack=]URL...] [--prefix DIR] [--conf-only]
 
 An MCP gateway in front of MCP servers (Streamable HTTP), on nginx and its lua
 module.  The MCP endpoint of server S is http://HOST:PORT/mcp/S; the decision
@@ -48,6 +48,12 @@ options:
                             against the CA certificates in CA_FILE (PEM)
   --redis-tls-name NAME     the name Redis's certificate must carry (default:
                             the --redis host)
+  --webhook URL             POST each new pending approval to URL as JSON: the
+                            approval record and, with --admin, the inbox's URL
+                            http://ADMIN/approvals (repeatable); slack=URL: in
+                            Slack's shape (text and blocks).  http:// to an IP
+                            address or localhost only (no TLS); retried with
+                            backoff, never delaying a call (nginx/README.md)
   --prefix DIR              where the conf, the pid file, temporary files and
                             decisions.jsonl (the decision log) go (default: a new
                             directory under $TMPDIR or /tmp)
@@ -177,6 +183,15 @@ function M.conf(o)
   if o.api_context then w("            api_context = ", o.api_context, ",") end
   w("            decision_log = ", lua_string(o.prefix .. "/decisions.jsonl"), ",")
   if o.admin_token_file then w("            admin_token_file = ", lua_string(o.admin_token_file), ",") end
+  if o.webhooks and #o.webhooks > 0 then
+    w("            -- each new pending approval is POSTed to these (toolgate.webhooks)")
+    w("            webhooks = {")
+    for _, hk in ipairs(o.webhooks) do
+      w("                { url = ", lua_string(hk.url), ", kind = ", lua_string(hk.kind), " },")
+    end
+    w("            },")
+    if o.admin then w("            inbox_url = ", lua_string("http://" .. o.admin .. "/approvals"), ",") end
+  end
   if o.redis then
     local r = o.redis
     local parts = { "host = " .. lua_string(r.host), "port = " .. r.port }
@@ -274,12 +289,18 @@ function M.run(args)
     options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true,
       redis = true, ["api-context"] = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true,
       ["redis-tls"] = true, ["redis-tls-name"] = true },
-    multi = { upstream = true, registry = true, context = true },
+    multi = { upstream = true, registry = true, context = true, webhook = true },
   })
   if not o.listen then cli.usage_error("--listen HOST:PORT is required") end
   address("listen", o.listen)
   if o.admin then address("admin", o.admin) end
   if o.admin and not o["admin-token-file"] then cli.usage_error("--admin needs --admin-token-file") end
+  local hooks = {}
+  for _, spec in ipairs(o.webhook or {}) do
+    local hook, herr = require("toolgate.webhooks").parse(spec)
+    if not hook then cli.usage_error("--webhook: " .. herr) end
+    hooks[#hooks + 1] = hook
+  end
   local ups, servers = pairs_of("upstream", o.upstream, "URL")
   if #servers == 0 then cli.usage_error("give at least one --upstream SERVER=URL") end
   local regs = pairs_of("registry", o.registry, "FILE")
@@ -383,7 +404,7 @@ function M.run(args)
   local text = M.conf({ prefix = prefix, workers = workers, listen = o.listen, admin = o.admin,
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
     contexts = contexts, api_context = api_context, upstreams = upstreams, lua_dir = lua_dir, lib = lib,
-    lua_cdir = lua_cdir, redis = redis })
+    lua_cdir = lua_cdir, redis = redis, webhooks = hooks })
   local conf = prefix .. "/nginx.conf"
   if not cli.write_file("gateway", conf, text) then return cli.EXIT_FAILED end
   if o["conf-only"] then

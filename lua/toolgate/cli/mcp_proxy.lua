@@ -1,9 +1,11 @@
 -- toolgate mcp-proxy: a stdio MCP gateway around a local server
 -- (toolgate.stdio relays, toolgate.mcp decides).
 local cli = require "toolgate.cli"
+local http_client = require "toolgate.mcp.http_client"
 local mcp = require "toolgate.mcp"
 local proc = require "toolgate.proc"
 local stdio = require "toolgate.stdio"
+local webhooks = require "toolgate.webhooks"
 
 local M = {}
 
@@ -63,6 +65,14 @@ exit status is the server's (128 + N when signal N ended it).
                             and toolgate log.  Made 0700, its files 0600; a
                             DIR group or others may write, or another user
                             owns, is refused (exit 2)
+  --webhook URL             POST each new pending approval to URL as JSON (the
+                            approval record; repeatable); slack=URL: in
+                            Slack's shape (text and blocks).  http:// to an IP
+                            address or localhost only (no TLS).  Sent between
+                            messages, a try at most every 100 ms and bounded
+                            by 2 s; retried with backoff; a hook that goes
+                            down or comes back is a line on standard error
+                            (docs/stdio-proxy.md)
 
 Exit status: the server's; 1 when it could not be started; 2 on bad usage
 or a policy or registry that cannot be loaded.
@@ -88,11 +98,66 @@ local function pick_server(engine, name)
   return nil, "the registry holds several servers (" .. table.concat(list, ", ") .. "): say which with --server"
 end
 
+-- The webhooks: a new pending approval is noted by the observer; the
+-- relay's tick (every 100 ms, between messages) reads its record, queues
+-- a notification per hook (toolgate.webhooks: bounded, retried with
+-- backoff) and sends at most one due notification per tick, over
+-- toolgate.mcp.http_client (http:// only: it has no TLS), its exchange
+-- bounded by webhooks.TIMEOUT.  A hook that goes down or comes back, and
+-- a dropped notification, are a line on standard error.
+local function hook_sender(hooks, store, say)
+  local queue = webhooks.queue(hooks)
+  local events = {}
+  local function log(msg) if say[1] then say[1](msg) end end
+  local function noted(ev)
+    if #events >= queue.limit then
+      log("webhooks: the notification of approval " .. ev.id .. " is dropped: more than " .. queue.limit .. " wait")
+    else
+      events[#events + 1] = ev
+    end
+  end
+  local function tick(now)
+    for _, ev in ipairs(events) do
+      local ok, r = pcall(store.approval, store, ev.id)
+      r = ok and r or { id = ev.id, status = "pending", server = ev.server, tool = ev.tool }
+      local _, dropped = queue:push(r, nil, now)
+      if dropped > 0 then log("webhooks: " .. dropped .. " notification(s) of approval " .. ev.id
+        .. " dropped: more than " .. queue.limit .. " wait") end
+    end
+    events = {}
+    local item = queue:next(now)
+    if not item then return end
+    local answer, why = http_client.post(item.hook, { { "Content-Type", "application/json" },
+      { "User-Agent", "toolgate" } }, item.body, { timeout = webhooks.TIMEOUT, max_body = 65536 })
+    local sent = answer and webhooks.delivered(answer.status)
+    if answer then
+      why = why or ("answered " .. tostring(answer.status))
+      answer:close()
+    end
+    local result, changed = queue:done(item, sent, proc.now())
+    if result == "dropped" then
+      log("webhook " .. item.hook.url .. ": the notification of approval " .. item.id .. " is dropped after "
+        .. queue.attempts .. " tries: " .. tostring(why))
+    elseif changed and result == "delivered" then
+      log("webhook " .. item.hook.url .. " delivers again")
+    elseif changed then
+      log("webhook " .. item.hook.url .. " is down (" .. tostring(why) .. "): approval " .. item.id
+        .. " is tried again later")
+    end
+  end
+  local function finish()
+    local left = #events * #hooks + #queue.items
+    if left > 0 then log("webhooks: " .. left .. " notification(s) not sent: the proxy exits") end
+  end
+  return noted, tick, finish
+end
+
 -- Every decision and pin change goes to the state's decision log
 -- (toolgate log) through record(line); what the person at the terminal
 -- sees is a line per refusal, defer and pin change.
-local function observer(say, record)
+local function observer(say, record, hook_noted)
   return function(ev)
+    if hook_noted and ev.kind == "approval" and ev.event == "requested" then hook_noted(ev) end
     if ev.kind == "decision" then
       record(mcp.decision_line(ev, os.time()))
     elseif ev.kind == "pin_change" then
@@ -119,7 +184,7 @@ function M.run(args)
   local opts, argv = cli.parse(args, {
     flags = { ["assert-formats"] = true },
     options = { policy = true, server = true, context = true, grace = true, state = true },
-    multi = { registry = true },
+    multi = { registry = true, webhook = true },
   })
   if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
   local grace = stdio.DEFAULT_GRACE
@@ -128,6 +193,12 @@ function M.run(args)
     if not grace or grace <= 0 or grace > 3600 then cli.usage_error("--grace takes seconds from 0 to 3600") end
   end
   opts.policy = opts.policy or "mcp"
+  local hooks = {}
+  for _, spec in ipairs(opts.webhook or {}) do
+    local hook, herr = webhooks.parse(spec)
+    if not hook then cli.usage_error("--webhook: " .. herr) end
+    hooks[#hooks + 1] = hook
+  end
   local store = cli.open_state("mcp-proxy", opts.state, { busy_ms = M.BUSY_MS })
   if not store then return cli.EXIT_USAGE end
   local engine = cli.load_engine("mcp-proxy", opts, { state = store }, true)
@@ -167,8 +238,11 @@ function M.run(args)
   end
   -- the model is told how a person grants a defer: the command, on this proxy's store
   local grant = mcp.HINTS.approval .. (opts.state and (" --state " .. opts.state:gsub("%%", "%%%%")) or "")
-  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record),
-    hints = { approval = grant } }
+  local hook_noted, hook_tick, hook_finish
+  if #hooks > 0 then hook_noted, hook_tick, hook_finish = hook_sender(hooks, store, say) end
+  -- who asks is the local user (cli.local_user), in every decision and approval
+  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record, hook_noted),
+    hints = { approval = grant }, principal = cli.local_user() }
   if not gw then
     cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
     return cli.EXIT_USAGE
@@ -182,8 +256,12 @@ function M.run(args)
   end
   io.stdout:flush()
   local status = stdio.run{ gateway = gw, route = route, argv = argv, grace = grace,
-    ready = function(log) say[1] = log end, every = function() write_log(proc.now()) end }
+    ready = function(log) say[1] = log end, every = function()
+      write_log(proc.now())
+      if hook_tick then hook_tick(proc.now()) end
+    end }
   say[1] = function(msg) cli.diag("mcp-proxy", msg) end
+  if hook_finish then hook_finish() end
   write_log()
   store:close()
   return status
