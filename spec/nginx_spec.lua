@@ -32,8 +32,9 @@ local function send(server, body, count, headers)
   return fx.send("http://" .. env.listen .. "/mcp/" .. server, body, count, headers)
 end
 
-local function admin(method, path)
+local function admin(method, path, body)
   return curl("-X " .. method .. " -H " .. q("Authorization: Bearer " .. env.token) .. " " ..
+    (body and "-H 'Content-Type: application/json' --data-binary " .. q(body) .. " " or "") ..
     q("http://" .. env.admin .. path))
 end
 
@@ -388,6 +389,35 @@ describe("toolgate gateway (nginx)", function()
     -- a second decision on one approval is refused
     assert.matches("ALREADY_DECIDED", admin("POST", "/v1/approvals/" .. id .. "/deny"))
   end)
+
+  it("grants and denies with a JSON body: uses, expires_in, note and who decided kept; a bad body decides nothing",
+    function()
+      if not need(pending) then return end
+      local body = call_body(14, "write_note", '{"text":"twice, by ops"}')
+      local before = calls("counter").total
+      local _, id = refused(send("counter", body)[1].json)
+      for _, bad in ipairs({ '{"uses":0}', '{"uses":2,"expires":60}', '{"expires_in":1.5}', '[2]', 'uses=2',
+        '{"uses":99999999999999999999}', '{"note":7}' }) do
+        local out = json(admin("POST", "/v1/approvals/" .. id .. "/grant", bad))
+        assert.equals("INVALID", out.code, bad)
+      end
+      assert.equals("pending", json(admin("GET", "/v1/approvals/" .. id)).status)
+      local r = json(admin("POST", "/v1/approvals/" .. id .. "/grant",
+        '{"uses":2,"expires_in":30,"note":"twice, for the demo","by":"ops@example"}'))
+      assert.same({ "granted", 2, "twice, for the demo", "ops@example", 30 },
+        { r.status, r.uses, r.note, r.decided_by, r.ttl })
+      assert.is_true(math.abs(r.expires - r.decided_at - 30) < 0.01)
+      for i = 1, 2 do assert.is_nil(send("counter", body)[1].json.result.isError, "use " .. i) end
+      assert.equals("defer", (refused(send("counter", body)[1].json)).verdict)
+      assert.equals(before + 2, calls("counter").total)
+      local _, other = refused(send("counter", call_body(15, "write_note", '{"text":"no, by ops"}'))[1].json)
+      local d = json(admin("POST", "/v1/approvals/" .. other .. "/deny", '{"note":"not today"}'))
+      assert.same({ "denied", "not today", "admin-api" }, { d.status, d.note, d.decided_by })
+      assert.same({ "denied", "not today" }, (function()
+        local a = json(admin("GET", "/v1/approvals/" .. other))
+        return { a.status, a.note }
+      end)())
+    end)
 
   it("detects a rug pull: the changed and the new tool are hidden, reported, and their calls refused", function()
     if not need(pending) then return end

@@ -1190,8 +1190,32 @@ end
 
 local function list(t) return setmetatable(t, value.array_mt) end
 
+-- The fields a grant's or deny's JSON body may hold, as the store's options.
+local DECISION_FIELDS = { uses = "uses", expires_in = "ttl", note = "note", by = "by" }
+
+-- A grant's or deny's options from its body ({uses, expires_in, note, by};
+-- none at all: the request's own, decided by "admin-api") -> opts | nil,
+-- why: a body that is no such object decides nothing, so a misspelt field
+-- never grants with the defaults.
+local function decision_body()
+  local body = read_body()
+  if not body then return nil, "the request body could not be read" end
+  local how = { by = "admin-api" }
+  if not body:find("%S") then return how end
+  local v = json.decode(decision.codec(), body)
+  if type(v) ~= "table" or getmetatable(v) ~= nil then
+    return nil, "the body is a JSON object {uses, expires_in, note, by}"
+  end
+  for k, x in pairs(v) do
+    if not DECISION_FIELDS[k] then return nil, "unknown field " .. enc(k) .. " (uses, expires_in, note, by)" end
+    if x ~= value.null then how[DECISION_FIELDS[k]] = x end
+  end
+  return how
+end
+
 --- admin(): content_by_lua of the admin API (its own listen): GET
--- /v1/approvals[/ID], POST /v1/approvals/ID/grant|deny, POST /v1/reload,
+-- /v1/approvals[/ID], POST /v1/approvals/ID/grant|deny (a JSON body
+-- {uses, expires_in (seconds), note, by} optional), POST /v1/reload,
 -- GET /v1/pins; every request needs "Authorization: Bearer <token>".
 function M.admin()
   if not authorized() then
@@ -1213,9 +1237,11 @@ function M.admin()
   end
   local id, verb = uri:match("^/v1/approvals/(%x+)/(%a+)$")
   if id and method == "POST" and (verb == "grant" or verb == "deny") then
-    local r, err, code = W.store:approval_decide(id, verb)
+    local how, bad = decision_body()
+    if not how then return send(400, enc({ error = bad, code = "INVALID" })) end
+    local r, err, code = W.store:approval_decide(id, verb, how)
     if not r then
-      local status = code == "NOT_FOUND" and 404 or code == "UNAVAILABLE" and 503 or 409
+      local status = code == "NOT_FOUND" and 404 or code == "UNAVAILABLE" and 503 or code == "INVALID" and 400 or 409
       return send(status, enc({ error = err, code = code }))
     end
     W.metrics:inc("toolgate_approval_events_total", { event = verb == "grant" and "granted" or "denied" })
