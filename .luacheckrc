@@ -39,8 +39,9 @@ files["policies/"] = { std = "policy", unused_args = false }
 files["examples/seed-demo/policy.lua"] = { std = "policy", unused_args = false }
 files["spec/data/policies/"] = { std = "policy", unused_args = false }
 
--- nginx's lua module: the ngx API (toolgate.nginx, the shared-dict and Redis stores)
+-- nginx's lua module: the ngx API (toolgate.nginx and its web inbox, the shared-dict and Redis stores)
 files["lua/toolgate/nginx.lua"] = { globals = { "ngx" } }
+files["lua/toolgate/inbox.lua"] = { globals = { "ngx" } }
 files["lua/toolgate/state/shared_dict.lua"] = { read_globals = { "ngx" } }
 files["lua/toolgate/state/redis.lua"] = { read_globals = { "ngx" } }
 -- the contract's cases as nginx runs them (spec/state_nginx_spec.lua)

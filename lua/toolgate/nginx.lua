@@ -63,6 +63,7 @@ local mcp_headers = require "toolgate.mcp.headers"
 local shared_dict = require "toolgate.state.shared_dict"
 local toolgate = require "toolgate"
 local value = require "toolgate.value"
+local inbox = require "toolgate.inbox"
 local webhooks = require "toolgate.webhooks"
 
 local M = {}
@@ -1167,10 +1168,16 @@ local function same_secret(given, expected)
   return diff == 0
 end
 
+-- authorized() -> who | nil, status, message: the bearer token, or the web
+-- inbox's session (toolgate.inbox: its cookie, CSRF token and origin)
 local function authorized()
-  if not token then return false end
+  if not token then return nil, 401, "the admin API has no token configured" end
   local h = ngx.var.http_authorization
-  return h ~= nil and same_secret(h, "Bearer " .. token)
+  if h ~= nil then
+    if same_secret(h, "Bearer " .. token) then return "admin API" end
+    return nil, 401, "a valid bearer token is needed"
+  end
+  return inbox.authorized(W.dict)
 end
 
 local function reload()
@@ -1216,11 +1223,16 @@ end
 --- admin(): content_by_lua of the admin API (its own listen): GET
 -- /v1/approvals[/ID], POST /v1/approvals/ID/grant|deny (a JSON body
 -- {uses, expires_in (seconds), note, by} optional), POST /v1/reload,
--- GET /v1/pins; every request needs "Authorization: Bearer <token>".
+-- GET /v1/pins; every request needs "Authorization: Bearer <token>" or
+-- the web inbox's session; GET /approvals is the inbox (toolgate.inbox).
 function M.admin()
-  if not authorized() then
-    ngx.header["WWW-Authenticate"] = 'Bearer realm="toolgate admin"'
-    return api_error(401, token and "a valid bearer token is needed" or "the admin API has no token configured")
+  if ngx.var.uri == "/approvals" or ngx.var.uri:sub(1, 11) == "/approvals/" then
+    return inbox.serve(W.dict, function(given) return token ~= nil and same_secret(given, token) end)
+  end
+  local who, refused, why = authorized()
+  if not who then
+    if refused == 401 then ngx.header["WWW-Authenticate"] = 'Bearer realm="toolgate admin"' end
+    return api_error(refused, why)
   end
   if not W.engine then return unavailable() end
   follow_reload()
@@ -1239,6 +1251,7 @@ function M.admin()
   if id and method == "POST" and (verb == "grant" or verb == "deny") then
     local how, bad = decision_body()
     if not how then return send(400, enc({ error = bad, code = "INVALID" })) end
+    if who == inbox.DECIDED_BY then how.by = who end -- the page names no one else
     local r, err, code = W.store:approval_decide(id, verb, how)
     if not r then
       local status = code == "NOT_FOUND" and 404 or code == "UNAVAILABLE" and 503 or code == "INVALID" and 400 or 409
