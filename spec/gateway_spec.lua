@@ -84,6 +84,21 @@ describe("toolgate gateway", function()
     os.execute("rm -rf " .. h.shell_quote(prefix) .. " " .. h.shell_quote(ctx))
   end)
 
+  it("writes the header naming who asks (--principal-header), and refuses one that is no header name", function()
+    local prefix = h.tmpname("-prefix")
+    local code, _, err = run("--conf-only --listen 127.0.0.1:8080 --upstream " .. UP .. " --registry "
+      .. h.shell_quote(REG) .. " --principal-header X-Principal --prefix " .. prefix)
+    assert.equals(0, code, err)
+    assert.matches('principal_header = "X-Principal",', h.read_file(prefix .. "/nginx.conf"), 1, true)
+    for _, bad in ipairs({ "'X Principal'", "X-Principal:", string.rep("x", 65) }) do
+      code, _, err = run("--conf-only --listen 127.0.0.1:8080 --upstream " .. UP .. " --registry "
+        .. h.shell_quote(REG) .. " --principal-header " .. bad .. " --prefix " .. prefix)
+      assert.equals(2, code, bad)
+      assert.matches("--principal-header takes a header name", err, 1, true)
+    end
+    os.execute("rm -rf " .. h.shell_quote(prefix))
+  end)
+
   it("refuses bad usage with a message, exit 2", function()
     local cases = {
       { "--upstream " .. UP .. " --registry " .. REG, "--listen HOST:PORT is required" },

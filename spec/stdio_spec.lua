@@ -189,6 +189,30 @@ describe("toolgate mcp-proxy", function()
     assert.same({ all[#all] }, lines(tail))
   end)
 
+  it("records the local user ($USER, else $LOGNAME, else uid:N) as who asked, in the approval and the decision log",
+    function()
+    if not need(pending) then return end
+    h.write_file(tmp .. "/rw.ctx", '{"scopes":["filesystem:read","filesystem:write"]}')
+    local mkdir = { op = "call", name = "create_directory", arguments = { path = tmp .. "/files/asked-dir" } }
+    local function asker(env)
+      local st = mktemp_dir()
+      local r = client(assert(value.encode({ mkdir })), "--policy gateway --state " .. q(st) .. " --context "
+        .. q(tmp .. "/rw.ctx") .. " --registry " .. q("filesystem=" .. fs_registry) .. " -- " .. fs_server, env)
+      local _, id = refused(r[2])
+      local store = assert(require("toolgate.state.sqlite").open(st .. "/state.sqlite"))
+      local rec, log = store:approval(id), store:log_lines(0, 100)
+      store:close()
+      os.execute("rm -rf " .. q(st))
+      local line = decode(log[#log].line)
+      return rec.principal, rec.binding.principal, line.principal
+    end
+    assert.same({ "tg-spec-user", "tg-spec-user", "tg-spec-user" }, { asker("env USER=tg-spec-user") })
+    assert.same({ "tg-logname", "tg-logname", "tg-logname" }, { asker("env -u USER LOGNAME=tg-logname") })
+    local _, uid = h.run("id -u")
+    local by_uid = "uid:" .. uid:gsub("%s", "")
+    assert.same({ by_uid, by_uid, by_uid }, { asker("env -u LOGNAME USER='not a name'") })
+  end)
+
   it("records the filesystem server's registry: the shipped example's tools and pins", function()
     if not need(pending) then return end
     local reg = tmp .. "/recorded-filesystem.json"

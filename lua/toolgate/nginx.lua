@@ -42,6 +42,12 @@
 --   admin_token_file  the file holding the admin API's bearer token; without
 --                     one the admin API refuses every request
 --   limits            the core's limits (docs/limits.md)
+--   principal_header  the request header naming who asks (e.g. "X-Principal"),
+--                     set by the operator's auth layer in front, which strips
+--                     any copy a client sent (nginx/README.md, "Who asked"):
+--                     an MCP request without it, with two, or with a value
+--                     that is no principal's name (toolgate.mcp.principal_valid)
+--                     is refused, 401 or 400; without the option nobody is named
 --   webhooks          { {url = "http://IP:PORT/PATH", kind = "json" | "slack"}, ... }:
 --                     where each new pending approval is POSTed
 --                     (toolgate.webhooks: the shapes, the bounded queue,
@@ -148,6 +154,10 @@ function M.init(o)
   local ok
   ok, err = mcp.settings(e:snapshot().policy)
   if not ok then error("toolgate.nginx: " .. tostring(err), 2) end
+  local ph = opts.principal_header
+  if ph ~= nil and (type(ph) ~= "string" or #ph > 64 or not ph:find("^[%w%-]+$")) then
+    error("toolgate.nginx: principal_header: a header name (letters, digits, -) expected", 2)
+  end
 end
 
 -- Decisions: the log and the metrics ---------------------------------------
@@ -494,6 +504,31 @@ local function refused_unread(route, phase, code, message)
   return '{"decision":' .. d:json() .. "}"
 end
 
+-- Who asks: the value of init's principal_header, which the auth layer
+-- sets; nil when the option is not set.  A request that names nobody, or
+-- names someone twice or in a malformed way, is refused (a second, nil
+-- return: the status, the answer): missing means the layer in front did not
+-- authenticate it, and deciding it as nobody's would lose who asked.
+local function principal_of(route)
+  local name = opts.principal_header
+  if not name then return nil end
+  local v = ngx.req.get_headers(0)[name:lower()]
+  local code, why, status
+  if v == nil then
+    code, why, status = "NO_PRINCIPAL", "the request names no principal: the " .. name .. " header the auth layer "
+      .. "sets is missing", 401
+  elseif type(v) ~= "string" then
+    code, why, status = "BAD_PRINCIPAL", "the " .. name .. " header comes more than once", 400
+  elseif not mcp.principal_valid(v) then
+    code, why, status = "BAD_PRINCIPAL", "the " .. name .. " header is no principal's name (1 to "
+      .. mcp.MAX_PRINCIPAL_BYTES .. " letters, digits or . _ - @ + : / = |)", 400
+  else
+    return v
+  end
+  return nil, status, mcp.error_reply("null", mcp.CODES.INVALID_REQUEST, "toolgate: " .. why,
+    refused_unread(route, "method", code, why))
+end
+
 -- The HTTP status of an answer the gateway gives itself, by its JSON-RPC
 -- code: 400 for the codes the spec answers so (2026-07-28, Streamable HTTP:
 -- a header mismatch, an unsupported version), 200 for any other.
@@ -566,6 +601,8 @@ function M.access(server)
   if not route then
     return send(500, '{"error":' .. enc("toolgate: no route for server " .. tostring(server)) .. "}")
   end
+  local principal, status, refusal = principal_of(route)
+  if status then return send(status, refusal) end
   local method = ngx.req.get_method()
   if method ~= "POST" then
     -- what is not decided carries no message: a server that read one from
@@ -602,7 +639,7 @@ function M.access(server)
   if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
   local t0 = now()
   local ok, plan = pcall(W.gw.request, W.gw, route, body, nil, header_check,
-    { headers = headers, route = route, server = server })
+    { headers = headers, route = route, server = server }, principal and { principal = principal })
   if not ok then
     ngx.log(ngx.ERR, "toolgate: deciding failed: ", plan)
     return send(200, '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR .. ',"message":'

@@ -72,7 +72,8 @@
 -- approval record = { id =, status = "pending" | "granted" | "denied" | "used",
 --   binding =, server =, tool =, code =, message =, args_digest =,
 --   arguments =, arguments_bytes =, arguments_truncated =, uses =, created =,
---   expires =, decided_by =, decided_at =, note = }: arguments is the exact canonical JSON text args_digest
+--   expires =, decided_by =, decided_at =, note =, principal = }: principal is who asked (nil: nobody
+--   named; toolgate.mcp), arguments is the exact canonical JSON text args_digest
 --   hashed, or its first toolgate.mcp.MAX_APPROVAL_ARGUMENTS_BYTES
 --   (arguments_truncated true; arguments_bytes the whole size).  Pins and
 -- quarantines are kept per registry hash: a new registry (the operator

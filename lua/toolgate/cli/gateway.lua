@@ -11,7 +11,8 @@ usage: toolgate gateway --listen HOST:PORT --upstream SERVER=URL... --registry S
                         [--admin HOST:PORT --admin-token-file FILE] [--workers N]
                         [--redis HOST:PORT] [--redis-prefix P] [--redis-password-file FILE]
                         [--redis-sync SECONDS] [--redis-tls CA_FILE] [--redis-tls-name NAME]
-                        [--webhook [slack=]URL...] [--prefix DIR] [--conf-only]
+                        [--webhook [slack=]URL...] [--principal-header NAME]
+                        [--prefix DIR] [--conf-only]
 
 An MCP gateway in front of MCP servers (Streamable HTTP), on nginx and its lua
 module.  The MCP endpoint of server S is http://HOST:PORT/mcp/S; the decision
@@ -54,6 +55,11 @@ options:
                             Slack's shape (text and blocks).  http:// to an IP
                             address or localhost only (no TLS); retried with
                             backoff, never delaying a call (nginx/README.md)
+  --principal-header NAME   the request header naming who asks (e.g. X-Principal),
+                            which an auth layer in front sets and strips from
+                            clients' requests (nginx/README.md, "Who asked"); an
+                            MCP request without it, or with a malformed one, is
+                            refused; decisions and approvals record it
   --prefix DIR              where the conf, the pid file, temporary files and
                             decisions.jsonl (the decision log) go (default: a new
                             directory under $TMPDIR or /tmp)
@@ -181,6 +187,7 @@ function M.conf(o)
   end
   w("            },")
   if o.api_context then w("            api_context = ", o.api_context, ",") end
+  if o.principal_header then w("            principal_header = ", lua_string(o.principal_header), ",") end
   w("            decision_log = ", lua_string(o.prefix .. "/decisions.jsonl"), ",")
   if o.admin_token_file then w("            admin_token_file = ", lua_string(o.admin_token_file), ",") end
   if o.webhooks and #o.webhooks > 0 then
@@ -288,7 +295,7 @@ function M.run(args)
     flags = { ["conf-only"] = true },
     options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true,
       redis = true, ["api-context"] = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true,
-      ["redis-tls"] = true, ["redis-tls-name"] = true },
+      ["redis-tls"] = true, ["redis-tls-name"] = true, ["principal-header"] = true },
     multi = { upstream = true, registry = true, context = true, webhook = true },
   })
   if not o.listen then cli.usage_error("--listen HOST:PORT is required") end
@@ -331,6 +338,10 @@ function M.run(args)
   end
   for s in pairs(ctxs) do
     if not ups[s] then cli.usage_error("--context " .. s .. " has no --upstream " .. s .. "=URL") end
+  end
+  local ph = o["principal-header"]
+  if ph and (#ph > 64 or not ph:find("^[%w%-]+$")) then
+    cli.usage_error("--principal-header takes a header name (letters, digits, -), not " .. ph)
   end
   local workers = M.DEFAULT_WORKERS
   if o.workers then
@@ -404,7 +415,7 @@ function M.run(args)
   local text = M.conf({ prefix = prefix, workers = workers, listen = o.listen, admin = o.admin,
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
     contexts = contexts, api_context = api_context, upstreams = upstreams, lua_dir = lua_dir, lib = lib,
-    lua_cdir = lua_cdir, redis = redis, webhooks = hooks })
+    lua_cdir = lua_cdir, redis = redis, webhooks = hooks, principal_header = ph })
   local conf = prefix .. "/nginx.conf"
   if not cli.write_file("gateway", conf, text) then return cli.EXIT_FAILED end
   if o["conf-only"] then
