@@ -133,6 +133,40 @@ describe("toolgate approvals", function()
     assert.matches("\nnote       not on a Friday\n", out, 1, true)
   end)
 
+  it("the stdio proxy's line for a defer gives the exact command that grants it, runnable from anywhere", function()
+    local st = dir .. "/proxy state"
+    assert(os.execute("mkdir -m 700 " .. q(st)))
+    local py = h.root .. "/spec/stdio/pyserver.py"
+    local reg, ctx = dir .. "/notes.json", dir .. "/notes.ctx"
+    local code, out, err = h.toolgate("registry record --server notes --output " .. q(reg) .. " -- python3 " .. q(py))
+    assert.equal(0, code, out .. err)
+    h.write_file(ctx, '{"scopes":["notes:read","notes:write"]}')
+    local input = table.concat({
+      '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},'
+        .. '"clientInfo":{"name":"spec","version":"1"}}}',
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+      '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_note","arguments":{"text":"x"}}}',
+    }, "\n") .. "\n"
+    code, out, err = h.run("cd " .. q(dir) .. " && timeout 60 " .. h.lua .. " " .. h.root .. "/bin/toolgate mcp-proxy"
+      .. " --policy gateway --state 'proxy state' --context " .. q(ctx) .. " --registry " .. q("notes=" .. reg)
+      .. " -- python3 " .. q(py), input)
+    assert.equal(0, code, err)
+    local deferred
+    for _, line in ipairs(h.lines_of(out)) do
+      if json(line).id == 2 then deferred = json(line) end
+    end
+    local approval = deferred.result._meta["toolgate/approval_id"]
+    local command = "toolgate approvals grant " .. approval .. " --state " .. q(st)
+    assert.matches("defer call write_note: %S+ %(approval " .. approval .. "%)", err)
+    assert.truthy(err:find("grants it with: " .. command, 1, true), err)
+    assert.truthy(err:find("reads it with: toolgate approvals show " .. approval .. " --state " .. q(st), 1, true), err)
+    local text = deferred.result.content[1].text
+    assert.truthy(text:find("A person grants it with: " .. command, 1, true), text) -- the model's text: the same
+    code, out, err = h.run("cd / && " .. h.lua .. " " .. h.root .. "/bin/" .. command)
+    assert.equal(0, code, err)
+    assert.equal("granted", json(out).status)
+  end)
+
   it("show prints one request for a person: the call, then the arguments on a line of their own", function()
     local code, out, err = h.toolgate("approvals show " .. id .. " --state " .. q(dir))
     assert.equal(0, code, err)

@@ -1,5 +1,6 @@
 -- toolgate mcp-proxy: a stdio MCP gateway around a local server
 -- (toolgate.stdio relays, toolgate.mcp decides).
+local approvals = require "toolgate.cli.approvals"
 local cli = require "toolgate.cli"
 local http_client = require "toolgate.mcp.http_client"
 local mcp = require "toolgate.mcp"
@@ -154,8 +155,9 @@ end
 
 -- Every decision and pin change goes to the state's decision log
 -- (toolgate log) through record(line); what the person at the terminal
--- sees is a line per refusal, defer and pin change.
-local function observer(say, record, hook_noted)
+-- sees is a line per refusal, defer and pin change, a defer's with the
+-- commands that show and grant it (command(verb, id)).
+local function observer(say, record, hook_noted, command)
   return function(ev)
     if hook_noted and ev.kind == "approval" and ev.event == "requested" then hook_noted(ev) end
     if ev.kind == "decision" then
@@ -169,8 +171,10 @@ local function observer(say, record, hook_noted)
       log("approved call " .. tostring(ev.tool) .. " passes (approval " .. ev.approval_id .. ")")
     elseif ev.kind == "decision" and ev.decision.verdict ~= "accept" then
       local d = ev.decision
-      log(string.format("%s %s %s: %s%s", d.verdict, ev.phase, tostring(ev.tool or "-"), tostring(d.code),
-        ev.approval_id and (" (approval " .. ev.approval_id .. ")") or ""))
+      local how = d.verdict == "defer" and ev.approval_id and ("; a person reads it with: "
+        .. command("show", ev.approval_id) .. ", and grants it with: " .. command("grant", ev.approval_id)) or ""
+      log(string.format("%s %s %s: %s%s%s", d.verdict, ev.phase, tostring(ev.tool or "-"), tostring(d.code),
+        ev.approval_id and (" (approval " .. ev.approval_id .. ")") or "", how))
     elseif ev.kind == "pin_change" then
       log("tools/list of " .. ev.server .. ": tool " .. ev.tool .. " " .. ev.change.change .. " (not shown to the client)")
     elseif ev.kind == "store_error" then
@@ -236,12 +240,15 @@ function M.run(args)
       pending = keep
     end
   end
-  -- the model is told how a person grants a defer: the command, on this proxy's store
-  local grant = mcp.HINTS.approval .. (opts.state and (" --state " .. opts.state:gsub("%%", "%%%%")) or "")
+  -- the person and the model are told how a defer is granted: the exact
+  -- command, on this proxy's store, whatever directory it is run from
+  local state_dir = cli.state_dir(opts.state)
+  local function command(verb, id) return approvals.command(verb, id, state_dir) end
+  local grant = "A person grants it with: " .. command("grant", "%s"):gsub("%%", "%%%%"):gsub("%%%%s", "%%s", 1)
   local hook_noted, hook_tick, hook_finish
   if #hooks > 0 then hook_noted, hook_tick, hook_finish = hook_sender(hooks, store, say) end
   -- who asks is the local user (cli.local_user), in every decision and approval
-  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record, hook_noted),
+  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record, hook_noted, command),
     hints = { approval = grant }, principal = cli.local_user() }
   if not gw then
     cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
