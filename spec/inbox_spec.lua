@@ -175,9 +175,11 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     function()
     if not need(pending) then return end
     if h.run("test -x /usr/bin/chromium") ~= 0 then return pending("needs Debian's chromium (make test installs it)") end
-    h.run("mkdir -p " .. q(h.root .. "/docs"))
+    -- TOOLGATE_INBOX_SHOTS=DIR keeps the four screenshots there, to look at
+    local shots = os.getenv("TOOLGATE_INBOX_SHOTS") or env.dir
+    h.run("mkdir -p " .. q(h.root .. "/docs") .. " " .. q(shots))
     local code, out, err = fx.node("inbox.mjs " .. q("http://" .. env.admin) .. " "
-      .. q("http://" .. env.listen .. "/mcp/counter") .. " " .. q(env.dir .. "/token") .. " " .. q(env.dir) .. " "
+      .. q("http://" .. env.listen .. "/mcp/counter") .. " " .. q(env.dir .. "/token") .. " " .. q(shots) .. " "
       .. q(h.root .. "/docs/inbox.png"))
     local steps = {}
     for _, line in ipairs(fx.lines(out)) do

@@ -275,7 +275,7 @@ function pendingCard(r) {
   card.dataset.id = r.id;
   card.append(el("h3", null, r.server + " / " + r.tool));
   card.append(facts(r, [["Asked", age(now() - r.created)], ["Who asked", who(r)], ["Reason", r.message],
-    ["Stage", r.stage ? r.stage + " (" + r.code + ")" : r.code], ["Approval", r.id], ["Digest", r.args_digest]]));
+    ["Stage", r.stage], ["Code", r.code], ["Approval", r.id], ["Digest", r.args_digest]]));
   card.querySelector("dd").classList.add("age");
   card.append(argsBlock(r));
   const form = el("form", "decide");
@@ -320,13 +320,19 @@ async function refresh() {
   const pending = all.filter((r) => r.status === "pending");
   const decided = all.filter((r) => r.status !== "pending")
     .sort((a, b) => ((b.decided_at || b.created) - (a.decided_at || a.created)));
-  // pending cards stay in place while someone types a note: only new ones are built
+  // pending cards stay in place while someone types a note (moving a card
+  // would take the focus away): only new ones are built and inserted
   const list = $("pending"), seen = new Set();
+  let prev = null;
   for (const r of pending) {
     seen.add(r.id);
     let card = list.querySelector('[data-id="' + CSS.escape(r.id) + '"]');
-    if (!card) card = pendingCard(r); else card.querySelector(".age").textContent = age(now() - r.created);
-    list.append(card);
+    if (card) card.querySelector(".age").textContent = age(now() - r.created);
+    else {
+      card = pendingCard(r);
+      if (prev) prev.after(card); else list.prepend(card);
+    }
+    prev = card;
   }
   for (const card of [...list.children]) if (!seen.has(card.dataset.id)) card.remove();
   $("none").hidden = pending.length > 0;

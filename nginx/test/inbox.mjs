@@ -152,7 +152,8 @@ try {
   // grant it (2 uses, 10 minutes): the client's retry passes
   await page.$eval(card + " input[name=uses]", (e) => { e.value = "2"; });
   await page.select(card + " select[name=expires]", "600");
-  await page.type(card + " input[name=note]", "looks right");
+  // typed slower than the page polls (2 s): a refresh must not take the focus away
+  await page.type(card + " input[name=note]", "looks right", { delay: 250 });
   await page.click(card + " button[type=submit]");
   await page.waitForSelector(`#history article[data-id="${id}"]`, { timeout: 10000 });
   await page.waitForFunction((sel) => !document.querySelector(sel), { timeout: 10000 }, card);
