@@ -80,6 +80,7 @@ build = {
     ["toolgate.mcp.client_approval"] = "lua/toolgate/mcp/client_approval.lua",
     ["toolgate.metrics"] = "lua/toolgate/metrics.lua",
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
+    ["toolgate.inbox"] = "lua/toolgate/inbox.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
     ["toolgate.state.redis"] = "lua/toolgate/state/redis.lua",
     ["toolgate.stdio"] = "lua/toolgate/stdio.lua",
