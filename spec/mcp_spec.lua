@@ -979,6 +979,15 @@ describe("toolgate.mcp", function()
       assert.is_true(mcp.principal_valid("auth0|5f1e-9c@example.com"))
     end)
 
+    it("name who asked in every event of their request, a framing refusal's too", function()
+      local gw, route, events = gateway()
+      ask(gw, route, '{"jsonrpc":"2.0","id":1,"method":"notifications/cancelled","params":{}}', alice)
+      ask(gw, route, '{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"nope"}}', bob)
+      local seen = {}
+      for _, ev in ipairs(events) do seen[#seen + 1] = ev.decision.code .. " " .. tostring(ev.principal) end
+      assert.same({ "NOTIFICATION_WITH_ID alice", "UNKNOWN_TASK bob@example.com" }, seen)
+    end)
+
     it("name the host's principal (mcp.new's, the stdio proxy's local user) when a request names none", function()
       local store = state.memory()
       local e = assert(toolgate.new{ policy = policy(), registry = { REGISTRY }, state = store })

@@ -226,6 +226,7 @@ function M.new(opts)
   local gw = setmetatable({ engine = opts.engine, state = opts.state or opts.engine.store,
     observe = opts.observe or function() end, unstored = {}, principal = opts.principal,
     hints = { approval = hints.approval or M.HINTS.approval, grant = hints.grant or M.HINTS.grant } }, Gateway)
+  gw.behalf_mt = { __index = gw }
   local ok, err, code = gw:adopt(opts.engine)
   if not ok then return nil, err, code end
   return gw
@@ -555,28 +556,84 @@ end
 
 -- The person's answer in their client to toolgate's own round: nil (the
 -- call goes on: granted, or to be asked again) or the refusal's decision.
-local function client_answered(self, route, d, mine, principal)
+-- A deferral refused at the approval stage (code, message), keeping what
+-- the deferral bound.
+local function approval_refusal(d, code, message)
   local t = d:table()
-  local function refuse(code, message)
-    return decision.from_table({ verdict = "reject", stage = "approval", code = code, message = message,
-      server = t.server, tool = t.tool, args_digest = t.args_digest, binding = t.binding,
-      policy_version = t.policy_version, registry_hash = t.registry_hash })
-  end
+  return decision.from_table({ verdict = "reject", stage = "approval", code = code, message = message,
+    server = t.server, tool = t.tool, args_digest = t.args_digest, binding = t.binding,
+    policy_version = t.policy_version, registry_hash = t.registry_hash })
+end
+
+-- The person said yes in their client: the approval granted, decided by
+-- "client" (and the principal who asked, when there is one).  -> true |
+-- nil, message, code (approval_decide's)
+local function client_grant(self, server, tool, approval_id, principal)
+  local rec, err, code = self.state:approval_decide(approval_id, "grant",
+    { by = principal and ("client:" .. principal) or "client" })
+  if not rec then return nil, err, code end
+  self.observe({ kind = "approval", event = "granted", id = approval_id, server = server, tool = tool, record = rec })
+  return true
+end
+
+local function client_answered(self, route, d, mine, principal)
   if mine.answer == "decline" or mine.answer == "cancel" then
-    return refuse("APPROVAL_DECLINED", "the person declined this call in their client (" .. mine.answer .. ")")
+    return approval_refusal(d, "APPROVAL_DECLINED", "the person declined this call in their client (" .. mine.answer
+      .. ")")
   end
   if mine.answer ~= "approve" then return nil end
-  local by = principal and ("client:" .. principal) or "client"
-  local rec, err, code = self.state:approval_decide(mine.approval_id, "grant", { by = by })
-  if rec then
-    self.observe({ kind = "approval", event = "granted", id = mine.approval_id, server = route.server, tool = t.tool,
-      record = rec })
-    return nil
-  end
+  local ok, err, code = client_grant(self, route.server, d:table().tool, mine.approval_id, principal)
+  if ok then return nil end
   local now = code == "ALREADY_DECIDED" and self.state:approval(mine.approval_id)
   if now and now.status == "granted" then return nil end -- (an operator was quicker)
-  return refuse("ROUND_INVALID", "this approval was already answered or has expired (" .. tostring(err)
+  return approval_refusal(d, "ROUND_INVALID", "this approval was already answered or has expired (" .. tostring(err)
     .. "): start the call again without requestState")
+end
+
+-- A deferral a 2025 client on a stream may approve itself (the host said
+-- the client declared elicitation: frame.elicits): the call is held, and
+-- frame.ask tells the host what to ask (toolgate.mcp.client_approval) --
+-- {id =, request_id =, approval_id =, params =, decision =, principal =};
+-- "" (no answer now), or nil (the policy says no, or the approval is spent).
+local function hold_for_client(self, snap, settings, route, frame, d, approval, shown, name)
+  if not client_approval.allowed(settings.client_approval, snap.policy.budget, d,
+    client_approval.context(route.server, name, shown, frame.principal)) then return nil end
+  local rec = self.state:approval(approval)
+  if not (rec and rec.status == "pending") then return nil end
+  local nonce = client_approval.new_state()
+  if not nonce then return nil end
+  local form = client_approval.form(d:table(), shown, approval)
+  form.mode = nil -- (2025-06-18 has no mode; 2025-11-25 reads none as form)
+  frame.ask = { id = frame.id, request_id = nonce:gsub("^toolgate%-approval%.", "toolgate-approval-"),
+    approval_id = approval, params = form, decision = d, principal = frame.principal }
+  return ""
+end
+
+--- A call held for the person's answer in their client (a plan's ask, on a
+-- stream: the stdio proxy asks with elicitation/create).  answer_held(route,
+-- ask, answer) -> nil (approved: the host decides the call's message again,
+-- which now takes the approval) or the refusal's answer text; answer is
+-- "approve", "decline", "cancel", "timeout" (none within the host's wait)
+-- or "error" (the client could not ask).
+function Gateway:answer_held(route, ask, answer)
+  local _, settings = current(self)
+  local d = ask.decision
+  local code, message = "APPROVAL_UNANSWERED"
+  if answer == "approve" then
+    local ok, err, why = client_grant(self, route.server, d:table().tool, ask.approval_id, ask.principal)
+    if ok or why == "ALREADY_DECIDED" then return nil end -- (decided meanwhile: the store says how)
+    message = "the approval could not be granted: " .. tostring(err)
+  elseif answer == "decline" or answer == "cancel" then
+    code, message = "APPROVAL_DECLINED", "the person declined this call in their client (" .. answer .. ")"
+  elseif answer == "timeout" then
+    message = "nobody answered in the client in time; approval " .. ask.approval_id .. " still waits for an operator"
+  else
+    message = "the client could not ask the person; approval " .. ask.approval_id .. " still waits for an operator"
+  end
+  local r = approval_refusal(d, code, message)
+  self.observe({ kind = "decision", phase = "call", server = route.server, tool = d:table().tool, decision = r,
+    principal = ask.principal })
+  return refusal(self, settings, ask.id, r, nil, "legacy")
 end
 
 -- A deferral a 2026 client may approve itself: the input_required answer
@@ -685,8 +742,10 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
     return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried,
       principal = principal, stripped = stripped }
   end
-  if d.verdict == "defer" and approval and era == "modern" then
-    local asked = ask_client(self, snap, settings, route, frame, d, approval, shown, name)
+  if d.verdict == "defer" and approval then
+    local asked
+    if era == "modern" then asked = ask_client(self, snap, settings, route, frame, d, approval, shown, name)
+    elseif frame.elicits then asked = hold_for_client(self, snap, settings, route, frame, d, approval, shown, name) end
     if asked then return asked end
   end
   return refusal(self, settings, id, d, d.verdict == "defer" and approval or nil, era)
@@ -766,7 +825,7 @@ end
 -- read so far (seen), or of the stream's (session).  A function of the
 -- module, not a closure made per message: LuaJIT does not compile FNEW.
 local function in_flight(seen, session, id)
-  return seen[id] or (session ~= nil and session.pending[id] ~= nil)
+  return seen[id] or (session ~= nil and (session.pending[id] ~= nil or (session.held ~= nil and session.held[id] ~= nil)))
 end
 
 -- Decides one message of a request, given its frame: the answer to give
@@ -862,6 +921,17 @@ local function request_batch(self, snap, settings, route, text, session, plan)
   return plan
 end
 
+-- The gateway as seen by one principal's request: its observe adds the
+-- principal to the events that name none (a table per request, made only
+-- when someone is named).
+local function on_behalf(self, principal)
+  local observe = self.observe
+  return setmetatable({ observe = function(ev)
+    if ev.principal == nil then ev.principal = principal end
+    return observe(ev)
+  end }, self.behalf_mt)
+end
+
 --- Decides a client's message (one JSON-RPC message or a batch).
 -- request(route, text[, session]) -> plan {forward =, reply =, inject =,
 -- pending =, batch =}; session is a stream's plan (stdio), whose requests
@@ -881,6 +951,8 @@ function Gateway:request(route, text, session, precheck, arg, caller)
     error("request: caller.principal: not a principal's name", 2)
   end
   local plan = { pending = {}, batch = false, principal = principal }
+  -- every event of the request names who asked, its framing refusals too
+  if principal then self = on_behalf(self, principal) end
   if not settings then
     local d = gateway_decision(snap, "policy", "POLICY_ERROR", "the policy's mcp settings are invalid", route.server)
     self.observe({ kind = "decision", phase = "call", server = route.server, decision = d })
@@ -909,7 +981,9 @@ function Gateway:request(route, text, session, precheck, arg, caller)
   end
   plan.era = frame.protocol_version and "modern" or "legacy"
   frame.source, frame.principal = text, principal -- (what toolgate.mcp.rounds reads of it; who asks)
+  frame.elicits = session ~= nil and session.elicits -- (a stream's client that can be asked: hold_for_client)
   local answer, pending = decide_message(self, snap, settings, route, frame, {}, session, d, resolved)
+  plan.ask = frame.ask
   if answer then
     plan.reply = answer ~= "" and answer or nil
   else
