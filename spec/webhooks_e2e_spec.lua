@@ -83,7 +83,7 @@ describe("webhooks end to end", function()
 
   teardown(function()
     for _, pid in pairs(pids) do stop(pid) end
-    if dir then os.execute("rm -rf " .. q(dir)) end
+    if dir and not os.getenv("KEEP") then os.execute("rm -rf " .. q(dir)) end
   end)
 
   local function need(pending)
@@ -91,6 +91,17 @@ describe("webhooks end to end", function()
     pending(why or "the set-up failed")
     return false
   end
+
+  it("refuses a --webhook it cannot send to, before anything starts (exit 2)", function()
+    local toolgate = h.lua .. " " .. q(root .. "/bin/toolgate")
+    local code, _, err = h.run(toolgate .. " gateway --conf-only --listen 127.0.0.1:1 --upstream a=http://127.0.0.1:2/mcp"
+      .. " --registry a=x --webhook https://hooks.slack.com/services/T")
+    assert.equals(2, code)
+    assert.truthy(err:find("--webhook: webhook https://hooks.slack.com/services/T: https:// is not supported", 1, true), err)
+    code, _, err = h.run(toolgate .. " mcp-proxy --webhook slack=http://hooks.example/x -- true")
+    assert.equals(2, code)
+    assert.truthy(err:find("give the host as an IP address or localhost", 1, true), err)
+  end)
 
   it("nginx: a deferred call notifies once: JSON and Slack delivered, retried after a 500, a hook down dropped and counted",
     function()

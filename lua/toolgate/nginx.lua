@@ -267,6 +267,9 @@ local function run_hooks(premature)
   hook_timer_at = nil
   if premature or hook_running then return end
   hook_running = true
+  -- (ngx.now() is the time the event loop last read: a retry due within a
+  -- millisecond would otherwise never look due)
+  ngx.update_time()
   local next_at
   local ok, err = pcall(function()
     while true do
@@ -298,9 +301,10 @@ local function run_hooks(premature)
 end
 
 arm_hooks = function(delay)
-  local at = ngx.now() + math.max(0, delay)
+  delay = delay > 0 and math.max(delay, 0.01) or 0
+  local at = ngx.now() + delay
   if hook_running or (hook_timer_at and hook_timer_at <= at) then return end
-  local ok, err = ngx.timer.at(math.max(0, delay), run_hooks)
+  local ok, err = ngx.timer.at(delay, run_hooks)
   if ok then hook_timer_at = at else ngx.log(ngx.ERR, "toolgate: cannot start the webhooks' timer: ", err) end
 end
 
