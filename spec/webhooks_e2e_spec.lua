@@ -83,7 +83,7 @@ describe("webhooks end to end", function()
 
   teardown(function()
     for _, pid in pairs(pids) do stop(pid) end
-    if dir and not os.getenv("KEEP") then os.execute("rm -rf " .. q(dir)) end
+    if dir then os.execute("rm -rf " .. q(dir)) end
   end)
 
   local function need(pending)
