@@ -1,6 +1,7 @@
 -- The web inbox on the gateway's admin listener (toolgate.inbox), end to
 -- end: `toolgate gateway` (Debian's nginx) in front of an SDK-built MCP
--- server (nginx/test/upstream.mjs) whose writes the gateway policy defers;
+-- server (nginx/test/upstream.mjs) whose writes the gateway policy defers,
+-- the SDK client naming who asks in X-Principal (--principal-header);
 -- curl for the exact headers, cookies and refusals; Debian's chromium,
 -- driven by puppeteer-core (nginx/test/inbox.mjs), for the page itself.
 -- Runs once, under Lua 5.4 (the interpreter of the toolgate command).
@@ -32,10 +33,13 @@ local function bearer(method, path)
     .. q("http://" .. env.admin .. path)))
 end
 
--- a write the gateway defers -> its approval id
+-- a write the gateway defers, asked by bob -> its approval id
 local function deferred(text)
-  local r = fx.client("http://" .. env.listen .. "/mcp/counter",
-    '[{"op":"call","name":"write_note","arguments":{"text":"' .. text .. '"}}]')[2].ok
+  local code, out, err = h.run("cd " .. q(fx.testdir) .. " && HEADERS='{\"X-Principal\":\"bob\"}' node client.mjs "
+    .. q("http://" .. env.listen .. "/mcp/counter") .. " "
+    .. q('[{"op":"call","name":"write_note","arguments":{"text":"' .. text .. '"}}]'))
+  assert(code == 0, err .. out)
+  local r = fx.lines(out)[2].ok
   assert(r.isError == true)
   return r._meta["toolgate/approval_id"]
 end
@@ -74,7 +78,7 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     h.write_file(dir .. "/counter.ctx", '{"scopes":["counter:read","counter:write"]}')
     pids.gateway = spawn(table.concat({ "exec", h.lua, q(h.root .. "/bin/toolgate"), "gateway",
       "--listen", env.listen, "--admin", env.admin, "--admin-token-file", q(dir .. "/token"), "--workers 2",
-      "--prefix", q(dir .. "/prefix"), "--policy", q(h.root .. "/policies/gateway.lua"),
+      "--prefix", q(dir .. "/prefix"), "--policy", q(h.root .. "/policies/gateway.lua"), "--principal-header X-Principal",
       "--upstream", "counter=http://127.0.0.1:" .. env.counter .. "/mcp",
       "--registry", q("counter=" .. dir .. "/counter.json"), "--context", q("counter=" .. dir .. "/counter.ctx") }, " "),
       dir .. "/gateway.log")
@@ -162,6 +166,7 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     assert.equals(200, status, body)
     assert.equals("granted", json(body).status)
     assert.equals("inbox (admin token)", json(body).decided_by)
+    assert.equals("bob", json(body).principal)
     -- the bearer API, unchanged beside it
     local other = deferred("inbox bearer")
     assert.equals("denied", bearer("POST", "/v1/approvals/" .. other .. "/deny").status)
@@ -180,7 +185,7 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     h.run("mkdir -p " .. q(h.root .. "/docs") .. " " .. q(shots))
     local code, out, err = fx.node("inbox.mjs " .. q("http://" .. env.admin) .. " "
       .. q("http://" .. env.listen .. "/mcp/counter") .. " " .. q(env.dir .. "/token") .. " " .. q(shots) .. " "
-      .. q(h.root .. "/docs/inbox.png"))
+      .. q(h.root .. "/docs/inbox.png") .. " alice")
     local steps = {}
     for _, line in ipairs(fx.lines(out)) do
       assert.is_nil(line.fail, line.fail)
@@ -203,6 +208,7 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     assert.equals(p.id, p.shown.facts.Approval)
     assert.matches("^%d+ s ago$", p.shown.facts.Asked)
     assert.truthy(p.shown.facts.Reason)
+    assert.equals("alice", p.shown.facts["Who asked"])
 
     for name, shot in pairs(steps.screenshots.shots) do
       assert.same({}, shot.problems, name .. ": " .. table.concat(shot.problems, "; "))

@@ -1,5 +1,5 @@
 // inbox.mjs: the web inbox in a real browser, for spec/inbox_spec.lua.
-// node inbox.mjs ADMIN_URL MCP_URL TOKEN_FILE OUT_DIR DOCS_PNG
+// node inbox.mjs ADMIN_URL MCP_URL TOKEN_FILE OUT_DIR DOCS_PNG PRINCIPAL
 // Debian's chromium, driven by puppeteer-core, logs in to the inbox on the
 // gateway's admin listener; the SDK client (client.mjs) makes deferred
 // calls through the gateway; the page shows them, grants one and denies
@@ -16,7 +16,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
 
-const [adminUrl, mcpUrl, tokenFile, outDir, docsPng] = process.argv.slice(2);
+// (the SDK client asks as PRINCIPAL: the gateway reads X-Principal)
+const [adminUrl, mcpUrl, tokenFile, outDir, docsPng, principal] = process.argv.slice(2);
 const token = readFileSync(tokenFile, "utf8").trim();
 const here = dirname(fileURLToPath(import.meta.url));
 const out = (v) => process.stdout.write(JSON.stringify(v) + "\n");
@@ -26,7 +27,8 @@ function check(ok, what) { if (!ok) throw new Error(what); }
 function call(args) {
   const steps = JSON.stringify([{ op: "call", name: "write_note", arguments: args }]);
   return new Promise((resolve, reject) => {
-    execFile("node", [join(here, "client.mjs"), mcpUrl, steps], { cwd: here, timeout: 20000 }, (err, stdout) => {
+    const env = { ...process.env, HEADERS: JSON.stringify({ "X-Principal": principal }) };
+    execFile("node", [join(here, "client.mjs"), mcpUrl, steps], { cwd: here, env, timeout: 20000 }, (err, stdout) => {
       if (err) return reject(new Error("client.mjs: " + err.message + stdout));
       const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
       resolve(lines[1].ok);
