@@ -135,6 +135,7 @@ LUA_TOP  = lua/toolgate.lua
 LUA_MODS = $(wildcard lua/toolgate/*.lua)
 LUA_CLI  = $(wildcard lua/toolgate/cli/*.lua)
 LUA_STATE = $(wildcard lua/toolgate/state/*.lua)
+LUA_MCP  = $(wildcard lua/toolgate/mcp/*.lua)
 POLICIES = $(wildcard policies/*.lua)
 
 install: all
@@ -149,10 +150,11 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|' mk/toolgate.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/toolgate.pc
 	for d in $(LUA54_LDIR) $(LUAJIT_LDIR); do \
-	    install -d $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate/state && \
+	    install -d $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate/state $(DESTDIR)$$d/toolgate/mcp && \
 	    install -m 644 $(LUA_TOP) $(DESTDIR)$$d/ && \
 	    install -m 644 $(LUA_MODS) $(DESTDIR)$$d/toolgate/ && \
 	    install -m 644 $(LUA_STATE) $(DESTDIR)$$d/toolgate/state/ && \
+	    install -m 644 $(LUA_MCP) $(DESTDIR)$$d/toolgate/mcp/ && \
 	    install -m 644 $(LUA_CLI) $(DESTDIR)$$d/toolgate/cli/ && \
 	    sed -e 's|^local INSTALLED_DIR = nil.*$$|local INSTALLED_DIR = [[$(POLICYDIR)]]|' \
 	        lua/toolgate/policy.lua > $(DESTDIR)$$d/toolgate/policy.lua || exit 1; \
@@ -179,8 +181,9 @@ uninstall:
 	    $(POLICIES:policies/%=$(DESTDIR)$(POLICYDIR)/%)
 	for d in $(LUA54_LDIR) $(LUAJIT_LDIR); do \
 	    rm -f $(DESTDIR)$$d/toolgate.lua $(LUA_MODS:lua/%=$(DESTDIR)$$d/%) $(LUA_CLI:lua/%=$(DESTDIR)$$d/%) \
-	        $(LUA_STATE:lua/%=$(DESTDIR)$$d/%); \
-	    rmdir $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate/state $(DESTDIR)$$d/toolgate 2>/dev/null || true; \
+	        $(LUA_STATE:lua/%=$(DESTDIR)$$d/%) $(LUA_MCP:lua/%=$(DESTDIR)$$d/%); \
+	    rmdir $(DESTDIR)$$d/toolgate/cli $(DESTDIR)$$d/toolgate/state $(DESTDIR)$$d/toolgate/mcp $(DESTDIR)$$d/toolgate \
+	        2>/dev/null || true; \
 	done
 	-rmdir $(DESTDIR)$(LUA54_CDIR)/toolgate $(DESTDIR)$(POLICYDIR) $(DESTDIR)$(DATADIR)/toolgate 2>/dev/null
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v $(LDCONFIG) >/dev/null; then \

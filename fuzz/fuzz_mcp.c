@@ -97,8 +97,8 @@ static void check_message(tg_engine_t *e, const tg_value_t *root, const tg_mcp_m
         size_t vn = 0;
         const char *want = v && tg_type_of(v) == TG_STRING ? tg_str(v, &vn) : NULL;
         FUZZ_CHECK(!want == !m->protocol_version);
-        FUZZ_CHECK(!want || (vn == m->protocol_version_len &&
-                             memcmp(want, m->protocol_version, vn) == 0));
+        FUZZ_CHECK(!want ||
+                   (vn == m->protocol_version_len && memcmp(want, m->protocol_version, vn) == 0));
     }
     if (m->call) {
         tg_call_t *c = NULL;

@@ -2237,8 +2237,8 @@ static int l_registry_model_text(lua_State *L)
     engine_ud *u = engine_of(L, 1);
     tg_error_t err;
     tg_buf_reset(&u->out);
-    if (tg_model_text(r, (long)i - 1, name, deferred, code, path, message, approval_id, hint, &u->out,
-                      &err) != TG_OK)
+    if (tg_model_text(r, (long)i - 1, name, deferred, code, path, message, approval_id, hint,
+                      &u->out, &err) != TG_OK)
         return push_error(L, &err, 0);
     lua_pushlstring(L, u->out.data, u->out.len);
     return 1;
