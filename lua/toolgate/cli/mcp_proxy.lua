@@ -39,6 +39,9 @@ default); a call to a tool the registry lacks (H1) is a -32602 error naming
 the closest tools.  With mcp.refusal = "error" they are JSON-RPC errors, as
 in nginx/README.md: -32602 for H1, H2, H3; -31001 for H4, pins, quarantine;
 -31002 for a defer (data.approval_id); -31003 when deciding failed.
+A defer's line on standard error, and the model's text, give the exact
+command that grants it (toolgate approvals grant ID --state DIR, the
+directory absolute and quoted for the shell).
 
 The server's standard error is passed on, and so are SIGINT, SIGTERM,
 SIGHUP and SIGQUIT.  When the client closes standard input the server's
