@@ -233,6 +233,11 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     assert.truthy(steps.forged.body:find("cross-site", 1, true), steps.forged.body)
     assert.equals("pending", steps.forged.status_after)
 
+    -- 70011 bytes of arguments, 64 KiB of them kept: the card says so, and its layout holds
+    assert.equals("Cut: the first 65536 characters of 70011 bytes are shown; the digest covers them all.",
+      steps.cut.cut)
+    assert.same({}, steps.cut.problems)
+
     assert.is_true(steps.logout.login_form)
     assert.equals(401, steps.logout.old_session_status)
     assert.same({}, steps.browser.csp_violations)

@@ -57,9 +57,19 @@ function layoutProblems() {
     if (rects.length === 0 || !p.checkVisibility({ visibilityProperty: true })) continue;
     const label = text.slice(0, 40);
     if (parseFloat(style.fontSize) < 12) problems.push("font " + style.fontSize + ": " + label);
-    for (const r of rects) {
-      if (r.left < -0.5 || r.right > innerWidth + 0.5) problems.push("off-screen: " + label);
-      boxes.push({ r, label, node: n });
+    // what shows of each line: a scrolling box (the arguments) hides what is scrolled away
+    let clip = { left: -Infinity, top: -Infinity, right: Infinity, bottom: Infinity };
+    for (let e = p; e && e !== document.body; e = e.parentElement) {
+      if (getComputedStyle(e).overflowY === "visible") continue;
+      const b = e.getBoundingClientRect();
+      clip = { left: Math.max(clip.left, b.left), top: Math.max(clip.top, b.top),
+        right: Math.min(clip.right, b.right), bottom: Math.min(clip.bottom, b.bottom) };
+    }
+    for (const whole of rects) {
+      if (whole.left < -0.5 || whole.right > innerWidth + 0.5) problems.push("off-screen: " + label);
+      const r = { left: Math.max(whole.left, clip.left), top: Math.max(whole.top, clip.top),
+        right: Math.min(whole.right, clip.right), bottom: Math.min(whole.bottom, clip.bottom) };
+      if (r.right > r.left && r.bottom > r.top) boxes.push({ r, label, node: n });
     }
     for (let e = p; e && e !== document.body; e = e.parentElement) {
       const s = getComputedStyle(e);
@@ -196,6 +206,14 @@ try {
   const pendingAfter = (await bearer("/v1/approvals/" + third)).status;
   out({ step: "forged", ...forged, status_after: pendingAfter });
   await evil.close();
+
+  // arguments too long to keep whole: the page says they are cut
+  const long = approvalOf(await call({ text: "x".repeat(70000) }));
+  check(long, "the long write is deferred");
+  const card4 = `#pending article[data-id="${long}"]`;
+  await page.waitForSelector(card4, { timeout: 10000 });
+  out({ step: "cut", cut: await page.$eval(card4, (c) => c.querySelector(".cut")?.textContent ?? null),
+    problems: await page.evaluate(layoutProblems) });
 
   // log out: the session is gone from the server too
   const sid = cookies[0].value;
