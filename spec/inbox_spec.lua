@@ -228,6 +228,7 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     assert.equals("inbox (admin token)", d.decided_by)
     assert.equals("not this one", d.note)
     assert.is_true(d.retry_is_error)
+    assert.truthy(d.retry_text:find("APPROVAL_DENIED", 1, true), d.retry_text)
 
     assert.equals(403, steps.forged.status)
     assert.truthy(steps.forged.body:find("cross-site", 1, true), steps.forged.body)
