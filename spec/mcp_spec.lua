@@ -936,6 +936,10 @@ describe("toolgate.mcp", function()
       local b = json(ask(gw, route, c, bob).reply).error.data.approval_id
       assert.not_equals(a, b)
       assert.same({ "alice", "bob@example.com" }, { store:approval(a).principal, store:approval(b).principal })
+      -- (and the stage that deferred it, for the views)
+      local stage = json(ask(gw, route, c, alice).reply).error.data.decision.stage
+      assert.is_string(stage)
+      assert.equals(stage, store:approval(a).stage)
       assert.equals("alice", store:approval(a).binding.principal)
       assert.equals(a, mcp.approval_id(store:approval(a).binding))
       local requested = {}

@@ -477,7 +477,8 @@ local function settle_defer(self, settings, d, route, call_text, principal)
   if status == "denied" then return "denied", id, shown end
   local opened, full, which = state:approval_open(id, { binding = binding, server = t.server, tool = t.tool, code = t.code,
     message = t.message, args_digest = t.args_digest, arguments = shown.arguments,
-    arguments_bytes = shown.arguments_bytes, arguments_truncated = shown.arguments_truncated, principal = principal },
+    arguments_bytes = shown.arguments_bytes, arguments_truncated = shown.arguments_truncated, principal = principal,
+    stage = t.stage },
     settings.approval_ttl, settings.approval_uses,
     { tool = settings.max_pending_approvals, server = M.MAX_PENDING_APPROVALS_PER_SERVER })
   if opened then
