@@ -112,7 +112,7 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     assert.equals("text/html; charset=utf-8", headers["content-type"])
     local nonce = assert(headers["content-security-policy"]:match("script%-src 'nonce%-(%x+)'"))
     assert.equals("default-src 'none'; script-src 'nonce-" .. nonce .. "'; style-src 'nonce-" .. nonce .. "'; "
-      .. "connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+      .. "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
       headers["content-security-policy"])
     assert.equals("no-store", headers["cache-control"])
     assert.falsy(body:find("https?://"), "no external asset")

@@ -86,7 +86,7 @@ end
 
 local function csp(nonce)
   return "default-src 'none'; script-src 'nonce-" .. nonce .. "'; style-src 'nonce-" .. nonce .. "'; "
-    .. "connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    .. "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 end
 
 local function send_page(status, nonce, body, extra)
