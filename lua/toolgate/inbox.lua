@@ -89,7 +89,7 @@ local function csp(nonce)
     .. "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 end
 
-local function send_page(status, nonce, body, extra)
+local function send_page(status, nonce, body)
   ngx.status = status
   ngx.header["Content-Type"] = "text/html; charset=utf-8"
   ngx.header["Content-Security-Policy"] = csp(nonce)
@@ -97,7 +97,6 @@ local function send_page(status, nonce, body, extra)
   ngx.header["X-Frame-Options"] = "DENY"
   ngx.header["Referrer-Policy"] = "same-origin" -- (no-referrer would make a form's Origin "null")
   ngx.header["Cache-Control"] = "no-store"
-  for k, v in pairs(extra or {}) do ngx.header[k] = v end
   ngx.print(body)
   return ngx.exit(status)
 end
@@ -115,7 +114,7 @@ local function fill(template, values)
   return (template:gsub("{{(%w+)}}", function(k) return values[k] end))
 end
 
-M.STYLE = [==[
+local STYLE = [==[
 :root { color-scheme: light dark; --bg: #f6f7f9; --fg: #1b1f24; --card: #ffffff; --line: #d0d7de; --muted: #57606a;
   --accent: #0b5cad; --accent-fg: #ffffff; --deny: #b42318; --code: #eef1f4; }
 @media (prefers-color-scheme: dark) {
@@ -190,7 +189,7 @@ local PAGE = [[<!doctype html>
 </body></html>
 ]]
 
-M.SCRIPT = [==[
+local SCRIPT = [==[
 "use strict";
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const $ = (id) => document.getElementById(id);
@@ -232,7 +231,7 @@ function age(seconds) {
 }
 let skew = 0; // the server's clock minus ours, from the Date header
 const now = () => Date.now() / 1000 + skew;
-function facts(r, rows) {
+function facts(rows) {
   const dl = el("dl");
   for (const [k, v] of rows) {
     if (v === undefined || v === null || v === "") continue;
@@ -274,7 +273,7 @@ function pendingCard(r) {
   const card = el("article", "card");
   card.dataset.id = r.id;
   card.append(el("h3", null, r.server + " / " + r.tool));
-  card.append(facts(r, [["Asked", age(now() - r.created)], ["Who asked", who(r)], ["Reason", r.message],
+  card.append(facts([["Asked", age(now() - r.created)], ["Who asked", who(r)], ["Reason", r.message],
     ["Stage", r.stage], ["Code", r.code], ["Approval", r.id], ["Digest", r.args_digest]]));
   card.querySelector("dd").classList.add("age");
   card.append(argsBlock(r));
@@ -297,7 +296,7 @@ function historyCard(r) {
   const h = el("h3");
   h.append(el("span", "verdict " + r.status, r.status), document.createTextNode(" " + r.server + " / " + r.tool));
   card.append(h);
-  card.append(facts(r, [["Asked", age(now() - r.created)], ["Who asked", who(r)], ["Decided by", r.decided_by],
+  card.append(facts([["Asked", age(now() - r.created)], ["Who asked", who(r)], ["Decided by", r.decided_by],
     ["Decided", r.decided_at ? age(now() - r.decided_at) : undefined], ["Note", r.note],
     ["Uses left", r.status === "granted" ? r.uses : undefined], ["Approval", r.id], ["Digest", r.args_digest]]));
   const d = el("details");
@@ -349,7 +348,7 @@ setInterval(refresh, 2000);
 ]==]
 
 local function login_page(status, nonce, message)
-  return send_page(status, nonce, fill(LOGIN, { nonce = nonce, style = M.STYLE,
+  return send_page(status, nonce, fill(LOGIN, { nonce = nonce, style = STYLE,
     error = message and ('<p class="error" role="alert">' .. html_escape(message) .. "</p>") or "" }))
 end
 
@@ -363,7 +362,7 @@ function M.serve(dict, check)
   if uri == "/approvals" and method == "GET" then
     local _, csrf = session(dict)
     if not csrf then return login_page(200, nonce) end
-    return send_page(200, nonce, fill(PAGE, { nonce = nonce, csrf = csrf, style = M.STYLE, script = M.SCRIPT }))
+    return send_page(200, nonce, fill(PAGE, { nonce = nonce, csrf = csrf, style = STYLE, script = SCRIPT }))
   end
   if (uri == "/approvals/login" or uri == "/approvals/logout") and method == "POST" then
     local why = M.cross_site()
