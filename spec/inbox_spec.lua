@@ -209,6 +209,8 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
     assert.matches("^%d+ s ago$", p.shown.facts.Asked)
     assert.truthy(p.shown.facts.Reason)
     assert.equals("alice", p.shown.facts["Who asked"])
+    assert.is_string(p.stage)
+    assert.equals(p.stage, p.shown.facts.Stage)
 
     for name, shot in pairs(steps.screenshots.shots) do
       assert.same({}, shot.problems, name .. ": " .. table.concat(shot.problems, "; "))

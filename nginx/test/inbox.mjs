@@ -139,7 +139,7 @@ try {
     facts: Object.fromEntries([...c.querySelectorAll("dt")].map((dt) => [dt.textContent, dt.nextElementSibling.textContent])),
   }));
   const record = await bearer("/v1/approvals/" + id);
-  out({ step: "pending", id, shown, arguments: record.arguments, args_digest: record.args_digest });
+  out({ step: "pending", id, shown, arguments: record.arguments, args_digest: record.args_digest, stage: record.stage });
 
   // screenshots: 1280 px and 360 px, light and dark, each layout checked
   const shots = {};
