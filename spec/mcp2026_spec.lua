@@ -58,8 +58,8 @@ local SERVERS = { "up", "tasks", "tasksbad", "rug", "statsbad" }
 local HTTP_SERVERS = { up = "", tasks = "", tasksbad = "BREAK_TASK=1", rug = "RUG=1", statsbad = "BREAK_STATS=1" }
 
 -- client2026.mjs MODE STEPS against server through front: the lines it printed
-local function client(front, mode, server, list, vars, policy)
-  local target = front == "nginx" and q("http://" .. env.listen .. "/mcp/" .. server)
+local function client(front, mode, server, list, vars, policy, listen)
+  local target = front == "nginx" and q("http://" .. (listen or env.listen) .. "/mcp/" .. server)
     or ("-- " .. proxy(server, STDIO_SERVERS[server], policy))
   local code, out, err = h.run("cd " .. q(testdir) .. " && " .. (vars or "") .. " CALLS_FILE=" .. q(env.dir .. "/stdio-calls")
     .. " timeout 120 node client2026.mjs " .. mode .. " " .. q(steps(list)) .. " " .. target)
@@ -243,6 +243,40 @@ local function with_gateway(policy, fn)
   return got
 end
 
+-- The gateway under env.client_policy (a person may approve a defer in
+-- their own client), with an admin listener to read its approvals; started
+-- by the first flow that needs it, stopped in teardown.
+local function client_gateway()
+  if env.client_listen then return env.client_listen end
+  local dir = env.dir .. "/gw-client"
+  assert(os.execute("mkdir -p " .. q(dir)))
+  local ports = fx.ports(2)
+  local listen, admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
+  pids.client_gateway = spawn(table.concat({ "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", listen,
+    "--admin", admin, "--admin-token-file", q(env.dir .. "/token"), "--workers 2", "--prefix", q(dir .. "/prefix"),
+    "--policy", q(env.client_policy), "--upstream", "up=http://127.0.0.1:" .. env.up .. "/mcp",
+    "--registry", q("up=" .. env.dir .. "/up.json"), "--context", q("up=" .. env.dir .. "/up.ctx") }, " "),
+    dir .. "/gateway.log")
+  wait_for("the client-approval gateway's /healthz", function()
+    local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. listen .. "/healthz"))
+    return c == 0 and health:find('"ok"')
+  end, dir .. "/gateway.log")
+  env.client_listen, env.client_admin = listen, admin
+  return listen
+end
+
+-- the approval record of id as the front end keeps it
+local function approval_record(front, id)
+  if front == "nginx" then
+    return json(curl("-H " .. q("Authorization: Bearer " .. env.token) .. " "
+      .. q("http://" .. env.client_admin .. "/v1/approvals/" .. id)))
+  end
+  local store = assert(require("toolgate.state.sqlite").open(env.dir .. "/stdio-state/state.sqlite"))
+  local r = store:approval(id)
+  if store.close then store:close() end
+  return r
+end
+
 describe("MCP 2026-07-28 flows through both front ends", function()
   local ready, why
 
@@ -283,6 +317,12 @@ describe("MCP 2026-07-28 flows through both front ends", function()
     local policy, n = h.read_file(root .. "/policies/gateway.lua"):gsub("(contract = function%(tool%)\n)",
       '%1    if tool.name == "deploy" then return { risk = "low", scopes = { tool.server .. ":read" } } end\n', 1)
     assert(n == 1, "policies/gateway.lua's contract changed: the spec cannot add deploy")
+    -- the matrix's defers are granted by an operator; the person answering in the client has flows of its own
+    -- (env.client_policy: the shipped mcp.client_approval, true)
+    env.client_policy = dir .. "/client-policy.lua"
+    h.write_file(env.client_policy, policy)
+    policy, n = policy:gsub("(mcp = {[^}\n]*) }", "%1, client_approval = false }", 1)
+    assert(n == 1, "policies/gateway.lua's mcp table changed: the spec cannot turn client approval off")
     env.policy = dir .. "/policy.lua"
     h.write_file(env.policy, policy)
     for _, s in ipairs(SERVERS) do
@@ -310,6 +350,11 @@ describe("MCP 2026-07-28 flows through both front ends", function()
     stop(pids.gateway)
     if env.dir then
       local pid = tonumber(h.read_file(env.dir .. "/prefix/nginx.pid") or "")
+      if pid then wait_for("nginx to stop", function() return not fx.alive(pid) end) end
+    end
+    if pids.client_gateway then
+      stop(pids.client_gateway)
+      local pid = tonumber(h.read_file(env.dir .. "/gw-client/prefix/nginx.pid") or "")
       if pid then wait_for("nginx to stop", function() return not fx.alive(pid) end) end
     end
     for _, s in ipairs(SERVERS) do stop(pids[s]) end
@@ -443,6 +488,45 @@ describe("MCP 2026-07-28 flows through both front ends", function()
         refused(P[3], "publish after its one use")
         assert.equals(1, count(front, "publish", function(a, c) return a.title == "post-" .. mode and c.completed end))
         return "pass"
+      end)
+
+      flow(front, mode, "defer approved in the client (once), declined in the client (refused)", function()
+        local ok_args, no_args = '{"text":"client-ok-' .. mode .. '"}', '{"text":"client-no-' .. mode .. '"}'
+        local yes = '"answer":{"action":"accept","content":{"approve":true}}'
+        local R = client(front, mode, "up", {
+          '{"op":"call","name":"write_note","arguments":' .. ok_args .. "," .. yes .. "}",
+          '{"op":"call","name":"write_note","arguments":' .. ok_args .. "," .. yes .. "}",
+          '{"op":"call","name":"write_note","arguments":' .. no_args .. ',"answer":{"action":"decline"}}',
+        }, nil, q(env.client_policy), front == "nginx" and client_gateway() or nil)
+        assert(R[1] and R[1].ok, value.encode(R[1] or {}) .. (R.stderr or ""))
+        if front == "nginx" and not MODERN[mode] then
+          -- a 2025 client over HTTP cannot be asked (a stateless POST has no channel for the gateway's own
+          -- request): deferred as before, for the inbox or the admin API
+          local d = refused(R[2], "a 2025 client's deferred call over HTTP")
+          assert.is_nil(R[2].asked)
+          assert.truthy(d.approval_id)
+          assert.equals(0, count(front, "write_note", function(a) return a.text == "client-ok-" .. mode end))
+          return "refused as expected (deferred: 2025 over HTTP is not asked in the client)"
+        end
+        -- the person saw the tool, the server, the arguments and the approval, and said yes: it ran once
+        assert.equals("noted: client-ok-" .. mode, text_of(R[2]))
+        local asked = R[2].asked and R[2].asked[1] or ""
+        assert.truthy(asked:find("Tool: write_note\nServer: up\nArguments: " .. ok_args, 1, true), asked)
+        local id = asked:match("Approval: (%x+)")
+        assert.equals(1, count(front, "write_note", function(a) return a.text == "client-ok-" .. mode end))
+        local rec = approval_record(front, id)
+        assert.equals("used", rec.status)
+        -- decided by the client, for the principal who asked when there is one (stdio: the local user)
+        assert.equals(rec.principal and ("client:" .. rec.principal) or "client", rec.decided_by)
+        -- its one use is spent: the same call again is deferred as before (nothing asked)
+        local again = refused(R[3], "the second use of a one-use approval")
+        assert.is_nil(R[3].asked)
+        assert.equals(id, again.approval_id)
+        -- declined: refused saying so, nothing ran, the approval still waits for an operator
+        local no = refused(R[4], "declined in the client")
+        says(no, "the person declined this call in their client")
+        assert.equals(0, count(front, "write_note", function(a) return a.text == "client-no-" .. mode end))
+        return "pass (approved once; declined: " .. shape(no):match("%((.*)%)") .. ")"
       end)
 
       flow(front, mode, "subscriptions: list_changed", function()

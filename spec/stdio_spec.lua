@@ -701,7 +701,12 @@ describe("toolgate mcp-proxy: multi round-trip requests (MCP 2026-07-28 and the 
       .. " registry record --server up --output " .. q(tmp .. "/up.json") .. " -- node upstream2026.mjs stdio")
     assert(code == 0, out .. err)
     h.write_file(tmp .. "/up.ctx", '{"scopes":["up:read","up:write"]}')
-    args = table.concat({ h.lua, q(root .. "/bin/toolgate"), "mcp-proxy", "--policy", "gateway", "--state",
+    -- the shipped gateway policy, its defers granted by an operator here (not by the person in the client)
+    local policy, n = h.read_file(root .. "/policies/gateway.lua"):gsub("(mcp = {[^}\n]*) }",
+      "%1, client_approval = false }", 1)
+    assert(n == 1, "policies/gateway.lua's mcp table changed: the spec cannot turn client approval off")
+    h.write_file(tmp .. "/policy.lua", policy)
+    args = table.concat({ h.lua, q(root .. "/bin/toolgate"), "mcp-proxy", "--policy", q(tmp .. "/policy.lua"), "--state",
       q(tmp .. "/state"), "--context", q(tmp .. "/up.ctx"), "--registry", q("up=" .. tmp .. "/up.json"), "--",
       "node", "upstream2026.mjs", "stdio" }, " ")
   end)

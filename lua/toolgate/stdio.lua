@@ -57,6 +57,9 @@ M.MAX_LINE_BYTES = mcp.MAX_MESSAGE_BYTES
 M.HIGH_WATER_BYTES = 4 * 1024 * 1024
 --- Seconds between closing the server's input, SIGTERM and SIGKILL.
 M.DEFAULT_GRACE = 5
+--- Seconds a call held for the person's answer in their client waits for
+-- it (opts.approval_wait): then it is refused, the approval left pending.
+M.DEFAULT_APPROVAL_WAIT = 300
 
 local RELAYED_SIGNALS = { "INT", "TERM", "HUP", "QUIT" }
 -- the pages a re-list (below) reads at most
@@ -190,7 +193,16 @@ local function default_log(msg) io.stderr:write("toolgate mcp-proxy: ", msg, "\n
 -- the relay starts: a host's observer logs through it), every (function(),
 -- called every 100 ms while the relay runs, off the messages' path: a
 -- host's batched writes),
+-- approval_wait (seconds, default DEFAULT_APPROVAL_WAIT),
 -- stdin/stdout/stderr (descriptors, default 0, 1, 2).
+--
+-- A 2025 client that declared elicitation in initialize is asked to approve
+-- a deferral the policy lets it approve (toolgate.mcp's plan.ask): the
+-- proxy sends it an elicitation/create of its own (an id
+-- "toolgate-approval-<random>", so no server's request can share it) and
+-- holds the call, its id in flight, until the answer (read here, never
+-- forwarded: yes grants the approval and the call is decided again, now
+-- passing once; no is refused) or approval_wait seconds (refused).
 function M.run(opts)
   local gw, route = opts.gateway, opts.route
   local log = opts.log or default_log
@@ -217,7 +229,7 @@ function M.run(opts)
   for _, fd in ipairs({ cin, cout, cerr }) do was_nonblock[fd] = proc.nonblock(fd, true) end
   local to_server, to_client, to_err = queue(child.stdin), queue(cout), queue(cerr)
   -- one plan for the whole session: every request's pending answers
-  local session = { pending = {}, stream = true }
+  local session = { pending = {}, stream = true, held = {} }
   -- the era of the client's last message the server got (its re-lists speak it)
   local era = "legacy"
 
@@ -241,13 +253,61 @@ function M.run(opts)
     if answer then push(to_client, answer .. "\n") end
   end
 
-  local function client_line(line)
+  -- Calls held for the person's answer in their client, by the id of the
+  -- proxy's elicitation/create: {line =, ask = plan.ask, deadline =}.
+  local asks = {}
+  local wait = opts.approval_wait or M.DEFAULT_APPROVAL_WAIT
+  local client_line
+  local function ask_person(line, ask)
+    asks[ask.request_id] = { line = line, ask = ask, deadline = proc.now() + wait }
+    session.held[ask.id] = true
+    push(to_client, escape_breaks(assert(value.encode({ jsonrpc = "2.0", id = ask.request_id,
+      method = "elicitation/create", params = ask.params }))) .. "\n")
+    note("asked the person in the client to approve a deferred call (approval " .. ask.approval_id .. ")")
+  end
+  local function settle(hold, answer)
+    asks[hold.ask.request_id], session.held[hold.ask.id] = nil, nil
+    local ok, refused = pcall(gw.answer_held, gw, route, hold.ask, answer)
+    if not ok then
+      note("settling a call held for the client's answer failed: " .. tostring(refused))
+      refused = mcp.error_reply(hold.ask.id, mcp.CODES.POLICY_ERROR, "toolgate: the message could not be decided")
+    end
+    note("the client's answer to approval " .. hold.ask.approval_id .. ": " .. answer)
+    if refused then push(to_client, escape_breaks(refused) .. "\n") else client_line(hold.line) end
+  end
+  -- whether line is the client's answer to a question of the proxy's (then taken here)
+  local function person_answered(line)
+    if not (next(asks) and line:find("toolgate-approval-", 1, true)) then return false end
+    local v = json.decode(decision.codec(), line)
+    if type(v) ~= "table" or v.method ~= nil or type(v.id) ~= "string" or not asks[v.id] then return false end
+    local r, answer = v.result, "error"
+    if type(r) == "table" and r.action == "accept" then
+      answer = type(r.content) == "table" and r.content.approve == true and "approve" or "decline"
+    elseif type(r) == "table" and (r.action == "decline" or r.action == "cancel") then
+      answer = r.action
+    end
+    settle(asks[v.id], answer)
+    return true
+  end
+  -- the client's first initialize says whether it can be asked (a form: elicitation {} or {form})
+  local function remember_capabilities(line)
+    if session.elicits ~= nil or not line:find('"initialize"', 1, true) then return end
+    local v = json.decode(decision.codec(), line)
+    if type(v) ~= "table" or v.method ~= "initialize" then return end
+    local caps = type(v.params) == "table" and v.params.capabilities
+    local el = type(caps) == "table" and caps.elicitation
+    session.elicits = type(el) == "table" and (next(el) == nil or el.form ~= nil)
+  end
+
+  function client_line(line)
     if line:find("\r", 1, true) then
       note("refused a message from the client holding a raw CR inside its line")
       refuse(line, mcp.CODES.INVALID_REQUEST, "toolgate: a raw CR inside a line (a server may read it as a line "
         .. "break): escape it, or end the line with LF or CRLF")
       return
     end
+    if person_answered(line) then return end
+    remember_capabilities(line)
     local ok, plan = pcall(gw.request, gw, route, line, session)
     local forward
     if ok and plan.forward then
@@ -261,6 +321,7 @@ function M.run(opts)
       return
     end
     if plan.reply then push(to_client, escape_breaks(plan.reply) .. "\n") end
+    if plan.ask then ask_person(line, plan.ask) end
     if forward then push(to_server, forward .. "\n") end
     if forward and plan.era then era = plan.era end
     for id, p in pairs(plan.pending) do session.pending[id] = p end
@@ -418,6 +479,10 @@ function M.run(opts)
     local timeout = -1
     if stop_at then timeout = math.max(0, math.floor((stop_at - proc.now()) * 1000) + 1) end
     if opts.every and (timeout < 0 or timeout > EVERY_MS) then timeout = EVERY_MS end
+    for _, hold in pairs(asks) do
+      local left = math.max(0, math.floor((hold.deadline - proc.now()) * 1000) + 1)
+      if timeout < 0 or left < timeout then timeout = left end
+    end
     local rev, perr = proc.poll(fds, evs, timeout)
     if not rev then
       note("poll failed: " .. tostring(perr))
@@ -441,6 +506,9 @@ function M.run(opts)
         end
       end
     end
+    local expired = {}
+    for _, hold in pairs(asks) do if proc.now() >= hold.deadline then expired[#expired + 1] = hold end end
+    for _, hold in ipairs(expired) do settle(hold, "timeout") end
     flush(to_server)
     if not flush(to_client) then client_open = false end
     flush(to_err)
@@ -481,6 +549,10 @@ function M.run(opts)
   if relist.key then session.pending[relist.key] = nil end -- (the proxy's own: no client waits for it)
   for _, answer in ipairs(mcp.unanswered(session, "the server exited before answering")) do
     push(to_client, answer .. "\n")
+  end
+  for _, hold in pairs(asks) do
+    push(to_client, mcp.error_reply(hold.ask.id, mcp.CODES.INVALID_REQUEST, "toolgate: the server exited while the "
+      .. "call waited for the person's answer") .. "\n")
   end
   for _, fd in ipairs({ child.stdout, child.stderr, sigfd }) do proc.close(fd) end
   close_server_input()
