@@ -1649,6 +1649,45 @@ describe("toolgate.mcp: a deferred call approved in the person's own client (MCP
     assert.equals(server_retry, gw:request(route, server_retry).forward)
   end)
 
+  it("holds a 2025 call on a stream whose client can be asked (the stdio proxy asks it): yes runs it once, no and "
+    .. "no answer are refused saying so", function()
+    local gw, route, _, store = gateway(nil, clock)
+    local session = { pending = {}, held = {}, elicits = true }
+    local c = call(7, "write_note", '{"text":"h"}')
+    local plan = gw:request(route, c, session)
+    assert.is_nil(plan.forward)
+    assert.is_nil(plan.reply)
+    local held = plan.ask
+    assert.equals("7", held.id)
+    assert.matches("^toolgate%-approval%-%x+$", held.request_id)
+    assert.equals("pending", store:approval(held.approval_id).status)
+    assert.is_nil(held.params.mode) -- (2025-06-18 has none)
+    assert.same({ "approve" }, held.params.requestedSchema.required)
+    assert.truthy(held.params.message:find('Arguments: {"text":"h"}', 1, true))
+    -- held: its id stays in flight
+    session.held[held.id] = true
+    assert.equals("DUPLICATE_ID", (code_of(gw:request(route, c, session).reply)))
+    session.held[held.id] = nil
+    -- no, or no answer: refused saying so, the approval left waiting
+    local code, message = code_of(gw:answer_held(route, held, "decline"))
+    assert.same({ "APPROVAL_DECLINED", "the person declined this call in their client (decline)" }, { code, message })
+    code, message = code_of(gw:answer_held(route, held, "timeout"))
+    assert.same({ "APPROVAL_UNANSWERED", "nobody answered in the client in time; approval " .. held.approval_id
+      .. " still waits for an operator" }, { code, message })
+    assert.equals("pending", store:approval(held.approval_id).status)
+    -- yes: granted by the client, and the call decided again passes once
+    assert.is_nil(gw:answer_held(route, held, "approve"))
+    assert.same({ "granted", "client" }, { store:approval(held.approval_id).status, store:approval(held.approval_id).decided_by })
+    assert.equals(c, gw:request(route, c, session).forward)
+    assert.equals(mcp.CODES.DEFERRED, json(gw:request(route, c, session).reply).error.code)
+    -- a client that cannot be asked, or a session of none: deferred as before
+    for _, s in ipairs({ { pending = {}, held = {}, elicits = false }, { pending = {} } }) do
+      local p = gw:request(route, call(8, "write_note", '{"text":"i"}'), s)
+      assert.is_nil(p.ask)
+      assert.equals(mcp.CODES.DEFERRED, json(p.reply).error.code)
+    end
+  end)
+
   it("defers as before a client without the capability, a 2025 one, or when mcp.client_approval says no", function()
     local function deferred(settings, text)
       local gw, route = gateway(settings, clock)
