@@ -112,5 +112,16 @@ describe("toolgate policy lint", function()
     code, _, err = h.toolgate("policy lint")
     assert.equal(2, code)
     assert.matches("one POLICY", err, 1, true)
+    -- two policies, one of them by --policy: still one too many
+    code, _, err = h.toolgate("policy lint --policy rung policies/example.lua")
+    assert.equal(2, code)
+    assert.matches("one POLICY (as an argument, or --policy POLICY)", err, 1, true)
+  end)
+
+  it("takes the policy as check does, --policy, as well as the one argument", function()
+    local a = { h.toolgate("policy lint --cases policies/tests/example.jsonl policies/example.lua") }
+    local b = { h.toolgate("policy lint --cases policies/tests/example.jsonl --policy policies/example.lua") }
+    assert.equal(0, b[1], b[3])
+    assert.same(a, b)
   end)
 end)

@@ -10,7 +10,7 @@ local M = {}
 
 M.usage = [[
 usage: toolgate policy lint [--registry [SERVER=]FILE]... [--context FILE] [--cases FILE]... [--notes]
-                            POLICY
+                            POLICY | --policy POLICY
 
 Loads POLICY (a file, or a shipped policy's name) as check would, and
 reports what is legal but likely wrong, one finding per line,
@@ -116,10 +116,12 @@ function M.run(args)
   for i = 2, #args do rest[#rest + 1] = args[i] end
   local opts, pos = cli.parse(rest, {
     flags = { notes = true },
-    options = { context = true },
+    options = { context = true, policy = true },
     multi = { registry = true, cases = true },
   })
-  if #pos ~= 1 then cli.usage_error("one POLICY") end
+  -- the policy as check takes it (--policy), or as the one argument
+  if opts.policy then pos[#pos + 1] = opts.policy end
+  if #pos ~= 1 then cli.usage_error("one POLICY (as an argument, or --policy POLICY)") end
   return lint_one(opts, pos[1])
 end
 
