@@ -770,6 +770,43 @@ describe("toolgate mcp-proxy: multi round-trip requests (MCP 2026-07-28 and the 
       assert.same({ "false", "true" }, ran("pin"))
       assert.same({}, ran("changed"))
     end)
+  it("asks a 2025 client that declared elicitation with an elicitation/create of its own, and refuses the held call "
+    .. "when nobody answers within --approval-wait, the approval left pending", function()
+      if not tmp then return pending("needs node and nginx/test's node_modules (make test installs them)") end
+      local shipped = table.concat({ h.lua, q(root .. "/bin/toolgate"), "mcp-proxy", "--policy", "gateway",
+        "--approval-wait", "1", "--state", q(tmp .. "/state-wait"), "--context", q(tmp .. "/up.ctx"), "--registry",
+        q("up=" .. tmp .. "/up.json"), "--", "node", "upstream2026.mjs", "stdio" }, " ")
+      local function step(body, ms)
+        return '{"op":"raw","timeoutMs":' .. (ms or 5000) .. ',"body":' .. body .. "}"
+      end
+      local list = {
+        step('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+          .. '"capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}'),
+        step('{"jsonrpc":"2.0","method":"notifications/initialized"}', 200),
+        step('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_note","arguments":{"text":"wait"}}}'),
+      }
+      local code, out, err = h.run("cd " .. q(testdir) .. " && CALLS_FILE=" .. q(tmp .. "/calls-wait")
+        .. " timeout 60 node client2026.mjs raw " .. q("[" .. table.concat(list, ",") .. "]") .. " -- " .. shipped)
+      assert(code == 0, out .. err)
+      local got = lines(out)[4].ok.messages
+      assert.equals(2, #got, value.encode(got))
+      local ask, answer = got[1], got[2]
+      assert.equals("elicitation/create", ask.method)
+      assert.matches("^toolgate%-approval%-%x+$", ask.id)
+      assert.is_nil(ask.params.mode)
+      assert.same({ "approve" }, ask.params.requestedSchema.required)
+      assert.truthy(ask.params.message:find('Tool: write_note\nServer: up\nArguments: {"text":"wait"}', 1, true))
+      local id = ask.params.message:match("Approval: (%x+)")
+      assert.equals(2, answer.id)
+      assert.is_true(answer.result.isError)
+      assert.equals("APPROVAL_UNANSWERED", answer.result._meta["toolgate/decision"].code)
+      assert.truthy(answer.result.content[1].text:find("nobody answered in the client in time; approval " .. id
+        .. " still waits for an operator", 1, true), answer.result.content[1].text)
+      assert.is_nil(h.read_file(tmp .. "/calls-wait")) -- nothing reached the server's tool
+      code, out = h.toolgate("approvals show " .. id .. " --state " .. q(tmp .. "/state-wait"))
+      assert(code == 0, out)
+      assert.truthy(out:find("status     pending", 1, true), out)
+    end)
 end)
 
 describe("toolgate mcp-proxy: a server's notifications/tools/list_changed", function()

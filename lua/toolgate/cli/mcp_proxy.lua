@@ -60,6 +60,10 @@ exit status is the server's (128 + N when signal N ended it).
   --context FILE            what the operator grants the calls (scopes,
                             max_risk, ...), a JSON object
   --grace SECONDS           how long the server has to exit (default 5)
+  --approval-wait SECONDS   how long a call held for the person's answer in
+                            their client (a 2025 client that declared
+                            elicitation) waits before it is refused
+                            (default 300)
   --state DIR               the local state: approvals, pin reports,
                             quarantines, determinism records and the decision
                             log, in DIR/state.sqlite, shared by every proxy
@@ -190,7 +194,7 @@ end
 function M.run(args)
   local opts, argv = cli.parse(args, {
     flags = { ["assert-formats"] = true },
-    options = { policy = true, server = true, context = true, grace = true, state = true },
+    options = { policy = true, server = true, context = true, grace = true, state = true, ["approval-wait"] = true },
     multi = { registry = true, webhook = true },
   })
   if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
@@ -198,6 +202,13 @@ function M.run(args)
   if opts.grace then
     grace = tonumber(opts.grace)
     if not grace or grace <= 0 or grace > 3600 then cli.usage_error("--grace takes seconds from 0 to 3600") end
+  end
+  local approval_wait = stdio.DEFAULT_APPROVAL_WAIT
+  if opts["approval-wait"] then
+    approval_wait = tonumber(opts["approval-wait"])
+    if not approval_wait or approval_wait <= 0 or approval_wait > 3600 then
+      cli.usage_error("--approval-wait takes seconds from 0 to 3600")
+    end
   end
   opts.policy = opts.policy or "mcp"
   local hooks = {}
@@ -265,7 +276,7 @@ function M.run(args)
     return cli.EXIT_USAGE
   end
   io.stdout:flush()
-  local status = stdio.run{ gateway = gw, route = route, argv = argv, grace = grace,
+  local status = stdio.run{ gateway = gw, route = route, argv = argv, grace = grace, approval_wait = approval_wait,
     ready = function(log) say[1] = log end, every = function()
       write_log(proc.now())
       if hook_tick then hook_tick(proc.now()) end
