@@ -39,7 +39,22 @@ sed -n 1p "$dir/gateway.log"
 sdk() { # STEPS: the SDK client's answers after initialize, one JSON line each
   (cd nginx/test && node client.mjs "http://$listen/mcp/everything" "$1") | tail -n +2
 }
-client() { sdk "$1" | cut -c1-150; }
+# each answer as a person reads it: the result's text (a refusal is a tool
+# result with isError, its text written for the model) or the error
+show() {
+  $LUA -e 'local cjson = require "cjson"
+    for line in io.lines() do
+      local r = cjson.decode(line)
+      local res = r.ok
+      if res then
+        local text = res.content and res.content[1] and res.content[1].text or cjson.encode(res)
+        print((res.isError and "refused: " or "result: ") .. text:sub(1, 200))
+      else
+        print("error " .. tostring(r.error.code) .. ": " .. tostring(r.error.message):sub(1, 200))
+      end
+    end'
+}
+client() { sdk "$1" | show; }
 echo "-- tools/list through the gateway: the registry's tools, each pin checked"
 sdk '[{"op":"list"}]' | $LUA -e 'local cjson = require "cjson"
   local names = {}
@@ -51,8 +66,10 @@ client '[{"op":"call","name":"echo","arguments":{"message":"hello"}},
   {"op":"call","name":"echo","arguments":{"message":"hello","to":"attacker"}}]'
 echo "-- toggle-simulated-logging writes: deferred until an operator approves it"
 out=$(sdk '[{"op":"call","name":"toggle-simulated-logging","arguments":{}}]')
-echo "$out" | cut -c1-150
-id=$(printf '%s' "$out" | grep -o '"approval_id":"[0-9a-f]*"' | head -1 | cut -d'"' -f4)
+printf '%s\n' "$out" | show
+# (the refusal carries its approval id in _meta["toolgate/approval_id"])
+id=$(printf '%s' "$out" | grep -o 'approval_id":"[0-9a-f]*"' | head -1 | cut -d'"' -f3)
+[ -n "$id" ] || { echo "gateway demo: the deferred call carried no approval id: $out"; exit 1; }
 echo "-- POST /v1/approvals/$id/grant on the admin API, then the same call twice: it passes once"
 curl -s -X POST -H "Authorization: Bearer $(cat "$dir/admin.token")" "http://$admin/v1/approvals/$id/grant" |
   cut -c1-100
