@@ -287,6 +287,34 @@ describe("a fleet of toolgate gateways on Redis", function()
     assert.equals(before + 1, calls().total)
   end)
 
+  it("an approval granted in node A's web inbox lets the identical retry pass once through B, then defers on both",
+    function()
+    if not need(pending) then return end
+    local body = fx.call_body(14, "write_note", '{"text":"fleet inbox approve me"}')
+    local before = calls().total
+    local id = send("b", "counter", body)[1].json.error.data.approval_id
+    -- a person logs in to A's inbox as inbox_spec's raw client does: the session cookie, the page's CSRF token
+    local inbox = "http://" .. env.nodes.a.admin
+    local head = fx.curl("-o /dev/null -D - --data-urlencode " .. q("token=" .. env.token) .. " "
+      .. q(inbox .. "/approvals/login"))
+    local cookie = "-b " .. q("toolgate_inbox=" .. assert(head:match("\n[Ss]et%-[Cc]ookie: toolgate_inbox=(%x+);"), head))
+    local csrf = assert(fx.curl(cookie .. " " .. q(inbox .. "/approvals")):match('<meta name="csrf%-token" content="(%x+)">'))
+    local seen
+    for _, r in ipairs(json(fx.curl(cookie .. " " .. q(inbox .. "/v1/approvals"))).approvals) do
+      if r.id == id then seen = r.status end
+    end
+    assert.equals("pending", seen)
+    local g = json(fx.curl("-X POST " .. cookie .. " -H " .. q("X-CSRF-Token: " .. csrf) .. " -H " .. q("Origin: " .. inbox)
+      .. " -H 'Content-Type: application/json' --data '{\"uses\":1}' " .. q(inbox .. "/v1/approvals/" .. id .. "/grant")))
+    assert.equals("granted", g.status)
+    assert.equals("inbox (admin token)", g.decided_by)
+    assert.equals("pass", outcome(send("b", "counter", body)[1]))
+    assert.equals(before + 1, calls().total)
+    assert.equals("deferred", outcome(send("b", "counter", body)[1]))
+    assert.equals("deferred", outcome(send("a", "counter", body)[1]))
+    assert.equals(before + 1, calls().total)
+  end)
+
   it("concurrent grants from both nodes decide once, and concurrent retries on both let exactly one call through", function()
     if not need(pending) then return end
     local body = fx.call_body(13, "write_note", '{"text":"fleet race"}')
