@@ -81,6 +81,7 @@ build = {
     ["toolgate.metrics"] = "lua/toolgate/metrics.lua",
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
     ["toolgate.inbox"] = "lua/toolgate/inbox.lua",
+    ["toolgate.webhooks"] = "lua/toolgate/webhooks.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
     ["toolgate.state.redis"] = "lua/toolgate/state/redis.lua",
     ["toolgate.stdio"] = "lua/toolgate/stdio.lua",
