@@ -25,6 +25,22 @@ function M.now()
   return t
 end
 
+-- Why an end-to-end spec cannot run here (nil: it can): node and Debian's
+-- nginx are needed, and the npm package pkg in nginx/test; a registry that
+-- could not be reached is a reason to skip, anything else that left pkg
+-- out is an error.
+function M.not_ready(pkg)
+  if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 then
+    return "needs node and Debian's nginx (make test installs them)"
+  end
+  if h.run("test -f " .. q(M.testdir .. "/node_modules/" .. pkg .. "/package.json")) ~= 0 then
+    local why = os.getenv("TOOLGATE_NPM_UNAVAILABLE")
+    if why then return why end
+    error("nginx/test/node_modules lacks " .. pkg .. " (make test installs it: npm ci --prefix nginx/test)")
+  end
+  return nil
+end
+
 function M.node(args) return h.run("cd " .. q(M.testdir) .. " && node " .. args) end
 
 -- Starts a command in the background (in nginx/test); returns its PID.

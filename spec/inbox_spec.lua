@@ -57,15 +57,8 @@ describe("the web inbox (GET /approvals on the admin listener)", function()
   local ready, why
 
   setup(function()
-    if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 then
-      why = "needs node and Debian's nginx (make test installs them)"
-      return
-    end
-    if h.run("test -f " .. q(fx.testdir .. "/node_modules/puppeteer-core/package.json")) ~= 0 then
-      why = os.getenv("TOOLGATE_NPM_UNAVAILABLE")
-      if why then return end
-      error("nginx/test/node_modules is missing (make test installs it: npm ci --prefix nginx/test)")
-    end
+    why = fx.not_ready("puppeteer-core")
+    if why then return end
     local dir = fx.tempdir("toolgate-inbox-spec")
     env.dir = dir
     local ports = fx.ports(3)

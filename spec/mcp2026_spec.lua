@@ -281,15 +281,8 @@ describe("MCP 2026-07-28 flows through both front ends", function()
   local ready, why
 
   setup(function()
-    if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 then
-      why = "needs node and Debian's nginx (make test installs them)"
-      return
-    end
-    if h.run("test -f " .. q(testdir .. "/node_modules/@modelcontextprotocol/client/package.json")) ~= 0 then
-      why = os.getenv("TOOLGATE_NPM_UNAVAILABLE")
-      if why then return end
-      error("nginx/test/node_modules lacks @modelcontextprotocol/client (make test installs it: npm ci --prefix nginx/test)")
-    end
+    why = fx.not_ready("@modelcontextprotocol/client")
+    if why then return end
     local dir = fx.tempdir("toolgate-mcp2026-spec")
     env.dir = dir
     local ports = fx.ports(#SERVERS + 2)

@@ -29,15 +29,8 @@ describe("toolgate gateway (nginx) in front of a server without annotations", fu
   local ready, why
 
   setup(function()
-    if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 then
-      why = "needs node and Debian's nginx (make test installs them)"
-      return
-    end
-    if h.run("test -f " .. q(fx.testdir .. "/node_modules/@modelcontextprotocol/sdk/package.json")) ~= 0 then
-      why = os.getenv("TOOLGATE_NPM_UNAVAILABLE")
-      if why then return end
-      error("nginx/test/node_modules is missing (make test installs it: npm ci --prefix nginx/test)")
-    end
+    why = fx.not_ready("@modelcontextprotocol/sdk")
+    if why then return end
     env.dir = fx.tempdir("toolgate-unannotated-spec")
     local ports = fx.ports(3)
     env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]

@@ -100,15 +100,8 @@ describe("toolgate gateway --principal-header behind an auth layer (nginx auth_r
   local ready, why
 
   setup(function()
-    if not h.have("node") or h.run("test -x /usr/sbin/nginx") ~= 0 then
-      why = "needs node and Debian's nginx (make test installs them)"
-      return
-    end
-    if h.run("test -f " .. q(fx.testdir .. "/node_modules/@modelcontextprotocol/sdk/package.json")) ~= 0 then
-      why = os.getenv("TOOLGATE_NPM_UNAVAILABLE")
-      if why then return end
-      error("nginx/test/node_modules is missing (make test installs it: npm ci --prefix nginx/test)")
-    end
+    why = fx.not_ready("@modelcontextprotocol/sdk")
+    if why then return end
     local dir = fx.tempdir("toolgate-principals-spec")
     env.dir = dir
     local ports = fx.ports(5)
