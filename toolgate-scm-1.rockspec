@@ -45,6 +45,7 @@ build = {
     ["toolgate.sandbox"] = "lua/toolgate/sandbox.lua",
     ["toolgate.policy"] = "lua/toolgate/policy.lua",
     ["toolgate.decision"] = "lua/toolgate/decision.lua",
+    ["toolgate.audit"] = "lua/toolgate/audit.lua",
     ["toolgate.lines"] = "lua/toolgate/lines.lua",
     ["toolgate.documents"] = "lua/toolgate/documents.lua",
     ["toolgate.verifier"] = "lua/toolgate/verifier.lua",

@@ -3,6 +3,7 @@
 -- proxy keeps, and `toolgate approvals list` and `show` -- the command, run
 -- as a process -- print the exact arguments it binds, and say when they
 -- were cut; so does `toolgate log`.
+local audit = require "toolgate.audit"
 local h = require "helpers"
 local mcp = require "toolgate.mcp"
 local sqlite = require "toolgate.state.sqlite"
@@ -29,7 +30,7 @@ describe("toolgate approvals", function()
       registry = { "counter=" .. h.root .. "/spec/data/nginx/counter.json" } })
     -- the decision log as toolgate mcp-proxy keeps it
     local gw = assert(mcp.new{ engine = e, state = store, observe = function(ev)
-      if ev.kind == "decision" then store:log(mcp.decision_line(ev, os.time())) end
+      if ev.kind == "decision" then store:log(audit.decision(ev, os.time(), { source = "mcp-proxy" })) end
     end })
     local route = gw:route("counter", { scopes = { "counter:read", "counter:write" } })
     local function defer(text)

@@ -1,6 +1,7 @@
 -- toolgate.mcp: the MCP gateway's decisions, without a transport (both
 -- interpreters).  spec/nginx_spec.lua runs the same logic inside nginx
 -- against real servers; here every branch is pinned on exact messages.
+local audit = require "toolgate.audit"
 local toolgate = require "toolgate"
 local mcp = require "toolgate.mcp"
 local state = require "toolgate.state"
@@ -801,13 +802,16 @@ describe("toolgate.mcp", function()
     local gw, route, events = gateway()
     gw:request(route, call(1, "add", '{"a":1,"b":"x"}'))
     local ev = events[#events]
-    local line = mcp.decision_line(ev, 12.5, '"worker":3')
+    local line = audit.decision(ev, 12.5, { source = "gateway", worker = 3 })
     assert.truthy(line:find(',"time":12.500,"worker":3}$'))
     assert.equals((line:gsub("12%.500", "12.5")), assert(codec:canon(line)))
     local t = json(line)
-    assert.same({ "H3", "call", "counter", 12.5, 3 }, { t.decision.code, t.phase, t.route, t.time, t.worker })
-    local pin = mcp.pin_change_line({ server = "counter", change = { tool = "add", change = "removed" } }, 1)
-    assert.equals('{"pin_change":{"change":"removed","tool":"add"},"route":"counter","time":1.000}', pin)
+    assert.same({ "H3", "call", "counter", 12.5, 3, "refused" },
+      { t.decision.code, t.phase, t.route, t.time, t.worker, t.outcome })
+    local pin = audit.pin_change({ server = "counter", change = { tool = "add", change = "removed" } }, 1,
+      { source = "mcp-proxy" })
+    assert.equals('{"kind":"pin_change","pin_change":{"change":"removed","tool":"add"},"route":"counter",'
+      .. '"source":"mcp-proxy","time":1.000}', pin)
   end)
 
   describe("approvals", function()
@@ -901,7 +905,7 @@ describe("toolgate.mcp", function()
       assert.equals(a.args_digest, require("toolgate.core").hash_bytes(canonical))
       assert.equals(a.args_digest, r.error.data.decision.binding.args_digest)
       -- and the decision log's line for the defer shows them
-      local line = json(mcp.decision_line(events[#events], 1))
+      local line = json(audit.decision(events[#events], 1, { source = "gateway" }))
       assert.same({ canonical, #canonical, false }, { line.arguments, line.arguments_bytes, line.arguments_truncated })
       local max = mcp.MAX_APPROVAL_ARGUMENTS_BYTES
       local function approval_of(text)
@@ -954,7 +958,7 @@ describe("toolgate.mcp", function()
       assert.equals("granted", store:approval(a).status)
       assert.equals(c, ask(gw, route, c, alice).forward)
       assert.same({ true, "alice" }, { events[#events].approved, events[#events].principal })
-      assert.equals("alice", json(mcp.decision_line(events[#events], 1)).principal)
+      assert.equals("alice", json(audit.decision(events[#events], 1, { source = "gateway" })).principal)
     end)
 
     it("bind an approval to the call alone when mcp.bind_approvals_to_principal = false, the asker still recorded",
@@ -973,7 +977,7 @@ describe("toolgate.mcp", function()
     it("write principal null in the decision log when nobody is named, and refuse a malformed name", function()
       local gw, route, events = gateway()
       gw:request(route, call(1, "add", '{"a":1,"b":2}'))
-      local line = mcp.decision_line(events[#events], 1)
+      local line = audit.decision(events[#events], 1, { source = "gateway" })
       assert.truthy(line:find(',"principal":null,', 1, true))
       for _, name in ipairs({ "", "a b", 'a"b', "x\n", string.rep("a", mcp.MAX_PRINCIPAL_BYTES + 1), 7 }) do
         assert.is_false(mcp.principal_valid(name))

@@ -52,18 +52,21 @@
 -- route's), tool (the name the call gave, when it has one), decision and
 -- principal (who asked, when the host named one: Gateway:request);
 -- one that asked for an approval or passed by one, the arguments it binds
--- (arguments = {arguments =, arguments_bytes =, arguments_truncated =}).  A
--- store_error (op, server, tool, message) is a pin report or quarantine the
--- state store could not keep (full): the gateway refuses the calls it
--- concerns all the same.  A server's tools the registry lacks are reported
+-- (arguments = {arguments =, arguments_bytes =, arguments_truncated =}); a
+-- decided tools/call, call (the call text the core checked: the arguments
+-- toolgate.audit's records may show).  A store_error (op, server, tool,
+-- message) is a pin report or quarantine the state store could not keep
+-- (full): the gateway refuses the calls it concerns all the same.  A server's tools the registry lacks are reported
 -- MAX_ADDED_REPORTS (toolgate.state) at a time, the rest of a listing as
 -- one change {change = "more", count =}.
 -- @module toolgate.mcp
 
+local audit = require "toolgate.audit"
 local decision = require "toolgate.decision"
 local suggest = require "toolgate.suggest"
 local json = require "toolgate.json"
 local rounds = require "toolgate.mcp.rounds"
+local shadow = require "toolgate.shadow"
 local client_approval = require "toolgate.mcp.client_approval"
 local value = require "toolgate.value"
 
@@ -438,23 +441,12 @@ end
 --- The most of a call's arguments an approval holds, in bytes of their
 -- canonical text: longer ones are kept as a prefix (cut before a
 -- character, never inside one), with their whole size and digest.
-M.MAX_APPROVAL_ARGUMENTS_BYTES = 64 * 1024
+M.MAX_APPROVAL_ARGUMENTS_BYTES = audit.MAX_ARGUMENTS_BYTES
 
--- The arguments a defer binds, as every approval view shows them: the very
--- text args_digest hashed, the exact canonical form the core wrote into the
--- call text ({"server":..,"name":..,"arguments":<it>}: the server and name
--- before it are JSON strings, in which a quote is escaped, so the first
--- ',"arguments":' is the member), bounded.
+-- The arguments a defer binds, as every approval view shows them
+-- (toolgate.audit: the records show them the same way).
 -- approval_arguments(call_text) -> { arguments =, arguments_bytes =, arguments_truncated = }
-local function approval_arguments(call_text)
-  local at = assert(call_text:find(',"arguments":', 1, true), "a call text without arguments")
-  local args = call_text:sub(at + 13, -2)
-  local n, cut = #args, M.MAX_APPROVAL_ARGUMENTS_BYTES
-  if n <= cut then return { arguments = args, arguments_bytes = n, arguments_truncated = false } end
-  -- a UTF-8 continuation byte (0x80 .. 0xBF) after the cut: back to its character's first byte
-  while cut > 0 and args:byte(cut + 1) >= 0x80 and args:byte(cut + 1) < 0xC0 do cut = cut - 1 end
-  return { arguments = args:sub(1, cut), arguments_bytes = n, arguments_truncated = true }
-end
+local approval_arguments = audit.call_arguments
 
 -- A defer: let it through when an approval for exactly this call is
 -- granted (one use taken atomically), refuse it when an operator denied it,
@@ -667,6 +659,20 @@ local function ask_client(self, snap, settings, route, frame, d, approval, shown
   return client_approval.reply(frame.id, form, request_state, approval, d:json())
 end
 
+-- A call whose refusal shadow lets run (toolgate.shadow): forwarded as an
+-- accept is, its decision recorded with "enforced": false, no approval
+-- asked for; a round the retry may not repeat is still refused.
+-- -> the pending record | nil, the refusing decision
+local function shadowed_call(self, snap, route, frame, d, resolved, principal)
+  local text, name = frame.call, frame.name
+  local refused, _, mine = check_round(self, snap, route, frame, text, name)
+  if refused then return nil, refused end
+  self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = shadow.mark(d),
+    enforced = false, mode = "shadow", arguments = approval_arguments(text), call = text, principal = principal })
+  return { kind = "call", text = text, name = name, resolved = resolved, principal = principal,
+    stripped = mine and mine.stripped }
+end
+
 -- Decides one tools/call: returns the answer text (refused) or nil and the
 -- pending record (forward it).  d and resolved: the call's decision, when
 -- the core checked it with the message.
@@ -701,6 +707,13 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
         .. "pin in the registry (%s)", name, tostring(change.change)), route.server, name)
     end
   end
+  -- a refusal the policy records and lets run (only its file says so)
+  local rules = snap.policy.shadow
+  if rules and d.verdict ~= "accept" and shadow.shadows(rules, route.server, name, d) then
+    local pending, refused = shadowed_call(self, snap, route, frame, d, resolved, principal)
+    if pending then return nil, pending end
+    d = refused
+  end
   -- a retry's first round decides what it may repeat
   local carried, mine
   if d.verdict ~= "reject" then
@@ -716,7 +729,7 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
   if d.verdict == "defer" and carried and carried == M.approval_id(approval_binding(settings, d, principal)) then
     shown = approval_arguments(text)
     self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-      approval_id = carried, approved = true, arguments = shown, principal = principal })
+      approval_id = carried, approved = true, arguments = shown, call = text, principal = principal })
     return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried,
       principal = principal }
   end
@@ -725,7 +738,7 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
     outcome, approval, shown, full = settle_defer(self, settings, d, route, text, principal)
     if outcome == "pass" then
       self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-        approval_id = approval, approved = true, arguments = shown, principal = principal })
+        approval_id = approval, approved = true, arguments = shown, call = text, principal = principal })
       return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = approval,
         principal = principal, stripped = stripped }
     elseif outcome == "denied" then
@@ -738,7 +751,7 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
     end
   end
   self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = d,
-    approval_id = approval, arguments = shown, principal = principal })
+    approval_id = approval, arguments = shown, call = text, principal = principal })
   if d.verdict == "accept" then
     return nil, { kind = "call", text = text, name = name, resolved = resolved, approval_id = carried,
       principal = principal, stripped = stripped }
@@ -992,34 +1005,6 @@ function Gateway:request(route, text, session, precheck, arg, caller)
     if pending then plan.pending[frame.id] = pending end
   end
   return plan
-end
-
--- Log lines ------------------------------------------------------------------
-
---- decision_line(ev, time[, tail]) -> the decision log's line (JSON, keys
--- sorted) for an observe event of kind "decision"; tail is more members as
--- JSON text whose keys sort after "time" ('"worker":12').  A call that asks
--- for an approval, or passes by one, shows the arguments the approval binds
--- (arguments, arguments_bytes, arguments_truncated, as its record has them);
--- principal is who asked (null: nobody named).
-function M.decision_line(ev, time, tail)
-  local a = ev.arguments
-  return '{"approval_id":' .. (ev.approval_id and enc(ev.approval_id) or "null") .. ',"approved":'
-    .. (ev.approved and "true" or "false")
-    .. (a and (',"arguments":' .. enc(a.arguments) .. ',"arguments_bytes":' .. string.format("%d", a.arguments_bytes)
-      .. ',"arguments_truncated":' .. tostring(a.arguments_truncated)) or "")
-    .. ',"decision":' .. ev.decision:json() .. ',"phase":' .. enc(ev.phase)
-    .. ',"principal":' .. (ev.principal and enc(ev.principal) or "null")
-    .. ',"route":' .. enc(ev.server or "") .. ',"time":' .. string.format("%.3f", time)
-    .. (tail and ("," .. tail) or "") .. "}"
-end
-
---- pin_change_line(ev, time) -> the decision log's line for an observe
--- event of kind "pin_change".
-function M.pin_change_line(ev, time)
-  -- (a Lua table's keys come in no order: the change is written canonically)
-  return '{"pin_change":' .. assert(decision.codec():canon(enc(ev.change))) .. ',"route":' .. enc(ev.server) .. ',"time":'
-    .. string.format("%.3f", time) .. "}"
 end
 
 --- Whether the plan waits for any of the server's answers.
@@ -1287,6 +1272,16 @@ local function task_created(self, settings, route, result, id, pending)
   return nil
 end
 
+-- Whether a result's refusal d is one shadow lets pass (toolgate.shadow):
+-- then it is recorded here, "enforced": false.
+local function shadowed_result(self, route, tool, d, principal)
+  local rules = self.engine:snapshot().policy.shadow
+  if not (rules and shadow.shadows(rules, route.server, tool, d)) then return false end
+  self.observe({ kind = "decision", phase = "result", server = route.server, tool = tool, decision = shadow.mark(d),
+    enforced = false, mode = "shadow", principal = principal })
+  return true
+end
+
 -- A tools/call answer through the contract verifier; one that breaks the
 -- contract becomes a refusal (the tool ran: its result does not reach the
 -- model).  A tool that reported an error (isError, a defer) passes: that
@@ -1303,12 +1298,14 @@ local function call_answer(self, settings, route, root, id, pending)
   -- the rung resolved the call when it was decided; after a reload it runs again
   local d = pending.resolved and self.engine:verify_resolved(pending.resolved, rtext, ctx or route.context)
     or self.engine:verify(pending.text, rtext, ctx or route.context)
-  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d,
-    principal = pending.principal })
   -- a result passes accepted, or as the tool's own error (TOOL_ERROR: the
   -- model's to read); any other defer (a broken contract the policy defers)
   -- is held back like a reject: a result cannot wait for a person
-  if d.verdict == "accept" or (d.verdict == "defer" and d.code == "TOOL_ERROR") then return nil end
+  local passes = d.verdict == "accept" or (d.verdict == "defer" and d.code == "TOOL_ERROR")
+  if not passes and shadowed_result(self, route, pending.name, d, pending.principal) then return nil end
+  self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d,
+    principal = pending.principal })
+  if passes then return nil end
   return refusal(self, settings, id, d, nil, pending.era)
 end
 
@@ -1326,6 +1323,7 @@ local function verify_task_result(self, route, rec, task)
     local ctx = route_context(self, route, snap)
     d = self.engine:verify(rec.call, assert(r:canon(nil, "exact")), ctx or route.context)
   end
+  if d.verdict == "reject" and shadowed_result(self, route, rec.tool, d) then return nil end
   self.observe({ kind = "decision", phase = "result", server = route.server, tool = rec.tool, decision = d })
   return d.verdict == "reject" and d or nil
 end

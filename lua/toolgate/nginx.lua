@@ -61,6 +61,7 @@
 
 local bit = require "bit"
 local ffi = require "ffi"
+local audit = require "toolgate.audit"
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local metrics_mod = require "toolgate.metrics"
@@ -320,6 +321,11 @@ local function notify(ev)
   arm_hooks(0)
 end
 
+-- What every audit record of this worker carries (toolgate.audit).
+local function audit_opts()
+  return { source = "gateway", worker = ngx.worker.pid(), audit = W.engine and W.engine:snapshot().policy.audit }
+end
+
 local function observe(ev)
   local m = W.metrics
   if ev.kind == "decision" then
@@ -327,16 +333,20 @@ local function observe(ev)
     m:add(decision_series(ev.phase, d), 1)
     if ev.phase ~= "method" then m:add(tool_series(ev.server, ev.tool, d), 1) end
     if log_file or opts.decision_log then
-      log_line(mcp.decision_line(ev, ngx.now(), '"worker":' .. ngx.worker.pid()))
+      log_line(audit.decision(ev, ngx.now(), audit_opts()))
     end
   elseif ev.kind == "approval" then
     m:inc("toolgate_approval_events_total", { event = ev.event })
     if ev.event == "requested" and hook_queue then notify(ev) end
+    -- (a person's yes in their client; the admin API's decisions are recorded where they are made)
+    if ev.record and (log_file or opts.decision_log) then
+      log_line(audit.approval(ev.record, ev.event, ngx.now(), audit_opts()))
+    end
   elseif ev.kind == "pin_change" then
     m:inc("toolgate_pin_changes_total", { server = ev.server, change = ev.change.change })
     ngx.log(ngx.WARN, "toolgate: the tools/list of ", ev.server, " differs from the registry's pins: ", ev.change.change,
       " tool ", ev.tool)
-    log_line(mcp.pin_change_line(ev, ngx.now()))
+    log_line(audit.pin_change(ev, ngx.now(), audit_opts()))
   elseif ev.kind == "store_error" then
     -- (a full shared dict: its calls are refused by this worker, which keeps the record itself)
     m:inc("toolgate_state_store_errors_total", { op = ev.op })
@@ -1299,7 +1309,7 @@ function M.admin()
       return send(status, enc({ error = err, code = code }))
     end
     W.metrics:inc("toolgate_approval_events_total", { event = verb == "grant" and "granted" or "denied" })
-    log_line('{"approval":' .. enc(r) .. ',"time":' .. string.format("%.3f", ngx.now()) .. "}")
+    log_line(audit.approval(r, verb == "grant" and "granted" or "denied", ngx.now(), audit_opts()))
     return send(200, enc(r))
   end
   id = uri:match("^/v1/approvals/(%x+)$")

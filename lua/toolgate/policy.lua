@@ -15,6 +15,9 @@
 --   defer              { requires_approval = bool }
 --   budget             VM instructions per call into policy code
 --   resolvers          ID resolvers for x-toolgate-canonical "id"
+--   mode, modes, always_enforce   shadow mode (toolgate.shadow)
+--   audit              { arguments =, redact = }: what the audit records
+--                      show of a call's arguments (toolgate.audit)
 -- The loader runs the chunk in the sandbox and then checks the table: every
 -- field of every section for its kind and range, and every key against the
 -- known ones (a typo is named, with the name it most likely meant).  Any
@@ -26,9 +29,11 @@
 -- a fabricated tool has no contract, so such a stage cannot reject it.
 -- @module toolgate.policy
 
+local audit = require "toolgate.audit"
 local core = require "toolgate.core"
 local registry_mod = require "toolgate.registry"
 local sandbox = require "toolgate.sandbox"
+local shadow = require "toolgate.shadow"
 local suggest = require "toolgate.suggest"
 
 local M = {}
@@ -215,11 +220,46 @@ for name, spec in pairs(STAGE_SETTINGS) do
   for k, d in pairs(spec) do STAGE_CHECKS[name][k] = d[2] end
 end
 
+-- Shadow mode (toolgate.shadow): modes maps "server" or "server/tool" to
+-- a mode; always_enforce lists codes, one a typo away from a code toolgate
+-- writes being taken for that typo (it would leave that code shadowed).
+local a_mode = one_of("enforce", "shadow")
+
+local function check_modes(v)
+  if type(v) ~= "table" then return nil, "must be a table, not " .. describe(v) end
+  for _, k in ipairs(keys_of(v)) do
+    local below = type(k) == "string" and string.format("[%q]", k) or "[" .. tostring(k) .. "]"
+    if type(k) ~= "string" or not (k:find("^[^/]+$") or k:find("^[^/]+/.")) then
+      return nil, 'a key is a server ("pay") or a server and a tool ("pay/transfer")', below
+    end
+    local ok, msg = a_mode(v[k])
+    if not ok then return nil, msg, below end
+  end
+  return true
+end
+
+local KNOWN_CODE = {}
+for _, code in ipairs(shadow.KNOWN_CODES) do KNOWN_CODE[code] = true end
+
+local function check_always_enforce(v)
+  if not is_list(v) then return nil, "must be a list of codes, not " .. describe(v) end
+  for i, code in ipairs(v) do
+    if type(code) ~= "string" or code == "" then return nil, "must be a code, not " .. describe(code), "[" .. i .. "]" end
+    if not KNOWN_CODE[code] and suggest.closest(code, shadow.KNOWN_CODES) then
+      return nil, string.format("%q is a typo away from a code toolgate writes", code)
+        .. suggest.hint(code, shadow.KNOWN_CODES) .. "; a custom stage's own code may be listed, but not one a typo "
+        .. "away", "[" .. i .. "]"
+    end
+  end
+  return true
+end
+
 local TOP_LEVEL = {
+  mode = a_mode, modes = check_modes, always_enforce = check_always_enforce,
   name = nonempty, version = nonempty, description = a_string, registry = a_table, limits = a_table,
   stages = a_table, rung = a_table, gate = a_table, verifier = a_table, consistency = a_table,
   contract = a_function, context = a_table, on_error = one_of("reject", "defer"), defer = a_table,
-  budget = whole(1000), resolvers = a_table, mcp = a_table,
+  budget = whole(1000), resolvers = a_table, mcp = a_table, audit = a_table,
 }
 
 -- A stage's defer no longer stops the pipeline (a later reject must win),
@@ -534,6 +574,8 @@ function M.load(source, hash_text)
   if ok and p.resolvers then ok, err, code = check_resolvers(p.resolvers) end
   if ok and p.defer then ok, err, code = check_fields("defer", p.defer, { requires_approval = boolean }, "setting") end
   if not ok then return nil, err, code end
+  local audit_settings, audit_err = audit.settings(p.audit)
+  if not audit_settings then return invalid("audit", audit_err) end
   local registry_settings
   registry_settings, err, code = check_registry(p.registry or {})
   if not registry_settings then return nil, err, code end
@@ -573,6 +615,8 @@ function M.load(source, hash_text)
     budget = budget,
     resolvers = p.resolvers,
     mcp = p.mcp, -- checked by toolgate.mcp, which reads it
+    shadow = shadow.compile(p), -- nil: every decision enforced
+    audit = audit_settings, -- what the audit records show of the arguments (toolgate.audit)
     warnings = warnings,
     given = p, -- the table as the file wrote it (toolgate policy lint reads what it sets)
   }

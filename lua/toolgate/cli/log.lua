@@ -1,4 +1,5 @@
 -- toolgate log: the decision log the stdio proxies keep in the local state.
+local audit = require "toolgate.audit"
 local cli = require "toolgate.cli"
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
@@ -78,9 +79,8 @@ function M.run(args)
       if human then
         cli.out(row(r.line), "\n")
       else
-        -- the sequence number joins the line's members (it sorts before "time")
-        local line = r.line:gsub(',"time":([%d.]+)}$', ',"seq":' .. string.format("%d", r.seq) .. ',"time":%1}')
-        cli.out(line, "\n")
+        -- the sequence number joins the record's members
+        cli.out(audit.with_seq(r.line, r.seq), "\n")
       end
       after = r.seq
     end

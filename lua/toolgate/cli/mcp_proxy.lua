@@ -1,6 +1,7 @@
 -- toolgate mcp-proxy: a stdio MCP gateway around a local server
 -- (toolgate.stdio relays, toolgate.mcp decides).
 local approvals = require "toolgate.cli.approvals"
+local audit = require "toolgate.audit"
 local cli = require "toolgate.cli"
 local http_client = require "toolgate.mcp.http_client"
 local mcp = require "toolgate.mcp"
@@ -160,17 +161,20 @@ local function hook_sender(hooks, store, say)
   return noted, tick, finish
 end
 
--- Every decision and pin change goes to the state's decision log
--- (toolgate log) through record(line); what the person at the terminal
+-- Every decision, pin change and approval a person gave in their client
+-- goes to the state's decision log as an audit record (toolgate.audit,
+-- toolgate log) through record(line); what the person at the terminal
 -- sees is a line per refusal, defer and pin change, a defer's with the
 -- commands that show and grant it (command(verb, id)).
-local function observer(say, record, hook_noted, command)
+local function observer(say, record, hook_noted, command, audit_opts)
   return function(ev)
     if hook_noted and ev.kind == "approval" and ev.event == "requested" then hook_noted(ev) end
     if ev.kind == "decision" then
-      record(mcp.decision_line(ev, os.time()))
+      record(audit.decision(ev, os.time(), audit_opts()))
     elseif ev.kind == "pin_change" then
-      record(mcp.pin_change_line(ev, os.time()))
+      record(audit.pin_change(ev, os.time(), audit_opts()))
+    elseif ev.kind == "approval" and ev.record then
+      record(audit.approval(ev.record, ev.event, os.time(), audit_opts()))
     end
     local log = say[1]
     if not log then return end
@@ -262,7 +266,8 @@ function M.run(args)
   local hook_noted, hook_tick, hook_finish
   if #hooks > 0 then hook_noted, hook_tick, hook_finish = hook_sender(hooks, store, say) end
   -- who asks is the local user (cli.local_user), in every decision and approval
-  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record, hook_noted, command),
+  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record, hook_noted, command,
+    function() return { source = "mcp-proxy", audit = engine:snapshot().policy.audit } end),
     hints = { approval = grant }, principal = cli.local_user() }
   if not gw then
     cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
