@@ -83,6 +83,7 @@ build = {
     ["toolgate.nginx"] = "lua/toolgate/nginx.lua",
     ["toolgate.inbox"] = "lua/toolgate/inbox.lua",
     ["toolgate.webhooks"] = "lua/toolgate/webhooks.lua",
+    ["toolgate.otel"] = "lua/toolgate/otel.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
     ["toolgate.state.redis"] = "lua/toolgate/state/redis.lua",
     ["toolgate.stdio"] = "lua/toolgate/stdio.lua",
