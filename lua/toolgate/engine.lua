@@ -37,6 +37,7 @@ local pipeline = require "toolgate.pipeline"
 local policy_mod = require "toolgate.policy"
 local registry = require "toolgate.registry"
 local sandbox = require "toolgate.sandbox"
+local shadow = require "toolgate.shadow"
 local state_mod = require "toolgate.state"
 local value = require "toolgate.value"
 local verifier = require "toolgate.verifier"
@@ -257,7 +258,7 @@ end
 local OPTIONS = { policy = { string = true, table = true }, registry = { table = true }, context = { table = true },
   limits = { table = true }, format = { string = true }, observe = { ["function"] = true }, state = { table = true },
   trust_call_context = { boolean = true }, report_also = { boolean = true }, explain = { boolean = true },
-  assert_formats = { boolean = true } }
+  assert_formats = { boolean = true }, shadow = { boolean = true } }
 
 --- Makes an engine (also toolgate.new).
 -- new(opts) -> engine | nil, message, code
@@ -279,7 +280,10 @@ local OPTIONS = { policy = { string = true, table = true }, registry = { table =
 -- assert_formats (true: every "format" the tools' schemas use is checked,
 -- as the policy's registry.assert_formats = true does, for a policy that
 -- leaves it off; a format toolgate cannot check fails the load,
--- UNSUPPORTED_FORMAT.  The registry_hash of the decisions says which)
+-- UNSUPPORTED_FORMAT.  The registry_hash of the decisions says which),
+-- shadow (true: check_file marks its decisions as if the policy's mode
+-- were "shadow"; a policy in shadow has them marked without it: see
+-- toolgate.shadow)
 -- @treturn Engine the engine, or nil, message, code when the policy or a
 -- registry cannot be loaded
 function M.new(opts)
@@ -752,9 +756,10 @@ end
 -- The calls of a reader decided here a text at a time by check_all, and
 -- their decisions written to output: each document of an input that is
 -- not JSON Lines (toolgate.documents), or each line under explain, whose
--- decisions carry the trace.  -> accepts, rejects, defers[, the line of a
+-- decisions carry the trace, or under shadow rules, which mark the ones
+-- they let run (toolgate.shadow).  -> accepts, rejects, defers[, the line of a
 -- document after which nothing was read] | nil, message
-local function check_texts(self, snap, reader, output, ctx, as_documents)
+local function check_texts(self, snap, reader, output, ctx, as_documents, rules)
   local counts, failed = { accept = 0, reject = 0, defer = 0 }, nil
   local function read(want)
     if failed then return nil end
@@ -769,6 +774,7 @@ local function check_texts(self, snap, reader, output, ctx, as_documents)
       verdict = "reject", stage = "decode", code = code, message = message, line = line, offset = offset }, {})) }
     local out = {}
     for i, d in ipairs(list) do
+      if rules and d.verdict ~= "accept" and shadow.shadows(rules, d.server, d.tool, d) then d = shadow.mark(d) end
       out[i] = d:json() .. "\n"
       counts[d.verdict] = counts[d.verdict] + 1
     end
@@ -822,13 +828,15 @@ function Engine:check_file(input, output, ctx, threads)
     return nil, herr
   end
   local as_documents = documents.starts_document(snap.core, head)
-  local in_lua = as_documents or self.opts.explain -- a text at a time: no threads to wake
+  -- the decisions shadow marks ("enforced": false), decided here
+  local rules = self.opts.shadow and shadow.compile(snap.policy.given, "shadow") or snap.policy.shadow
+  local in_lua = as_documents or self.opts.explain or rules -- a text at a time: no threads to wake
   local cctx, lua_ctx, workers = stream_setup(snap, ctx, not in_lua and threads or nil)
   if not cctx then
     opened:close()
     return nil, lua_ctx
   end
-  if in_lua then return check_texts(self, snap, opened, output, ctx, as_documents) end
+  if in_lua then return check_texts(self, snap, opened, output, ctx, as_documents, rules) end
   local dec, format, flags = take_decider(snap), FORMAT_CODES[self.opts.format or "auto"], flags_of(self)
   local counts, err = drive_reader(snap, opened, output, workers, "call", function(reader, want, line)
     return dec:check_reader(snap.compiled, cctx, reader, want, format, flags, line, output, workers)

@@ -25,7 +25,8 @@
 -- server the message names) and params.name / params.arguments; a call to
 -- a tool whose pin changed, or to a quarantined server, is refused after
 -- that; a defer asks for an approval bound to the exact call.  A refused
--- call is never forwarded.
+-- call is never forwarded, unless the policy file puts its server or tool
+-- in shadow (toolgate.shadow: recorded, forwarded as if accepted).
 --
 -- Server to client: a tools/list result is cut to the tools the registry
 -- holds for the route's server whose pins match (closed world at the menu:
@@ -51,6 +52,8 @@
 -- decision event carries phase ("call", "result", "method"), server (the
 -- route's), tool (the name the call gave, when it has one), decision and
 -- principal (who asked, when the host named one: Gateway:request);
+-- one shadow let through, enforced = false and mode = "shadow" (its
+-- decision carries "enforced": false too) and the call's arguments;
 -- one that asked for an approval or passed by one, the arguments it binds
 -- (arguments = {arguments =, arguments_bytes =, arguments_truncated =}); a
 -- decided tools/call, call (the call text the core checked: the arguments

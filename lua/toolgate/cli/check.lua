@@ -77,6 +77,17 @@ one would start cannot be told; stderr says so).
                             stages or its own gate rule decides on one
                             thread
   --fail-on VERDICT         exit 1 if any call's decision has this verdict
+                            (a refusal shadow marks counts: its verdict
+                            is the one it would have had)
+  --shadow                  as if the policy's mode were "shadow": each
+                            reject and defer it would let run carries
+                            "enforced":false (not H1, PIN_CHANGED,
+                            SERVER_QUARANTINED or the policy's own
+                            always_enforce codes, nor a line that cannot
+                            be decoded).  A policy whose mode or modes say
+                            "shadow" marks them so without it.  Verdicts,
+                            counts and exit status stay as they are.
+                            Decides a line at a time, as --explain does
   --explain                 each decision carries "explain": a trace of each
                             stage that ran, what it looked at (the call, the
                             tool's contract fields, the context's values,
@@ -124,7 +135,7 @@ or an output that cannot be written (one line on stderr saying why)
 
 function M.run(args)
   local opts, pos = cli.parse(args, {
-    flags = { also = true, ["line-context"] = true, explain = true, ["assert-formats"] = true },
+    flags = { also = true, ["line-context"] = true, explain = true, ["assert-formats"] = true, shadow = true },
     options = { format = true, server = true, ["fail-on"] = true, policy = true, context = true, threads = true },
     multi = { registry = true },
   })
@@ -134,7 +145,8 @@ function M.run(args)
   local fail_on = cli.fail_on(opts)
   local threads = cli.threads(opts.threads)
   local engine = cli.load_engine("check", opts, { format = format,
-    trust_call_context = opts["line-context"], report_also = opts.also, explain = opts.explain }, true)
+    trust_call_context = opts["line-context"], report_also = opts.also, explain = opts.explain,
+    shadow = opts.shadow }, true)
   if not engine then return cli.EXIT_USAGE end
   local ctx = cli.engine_context("check", engine, opts, { server = opts.server })
   if not ctx then return cli.EXIT_USAGE end
