@@ -400,6 +400,51 @@ case("pending approvals: at most the limit per tool and per server, one per id; 
   eq_results({ true }, results(s:approval_open("w1", { server = "s", tool = "t" }, 2, 1)), "no limits: none")
 end)
 
+case("quotas: a fixed window's limit taken for every key or none, shared by every handle, free again in the next "
+  .. "window", function(t)
+  local s, clock = t.store, t.clock
+  -- (an hour's window: the counting below never straddles two on a real clock)
+  local a = { key = "q1:a", limit = 2, window = 3600 }
+  local b = { key = "q1:b", limit = 3, window = 3600 }
+  eq(true, s:quota_take({ a }), "a: 1 of 2")
+  eq(true, s:quota_take({ a, b }), "a: 2 of 2, b: 1 of 3")
+  local r = results(s:quota_take({ b, a }))
+  eq({ false, 2 }, { r[1], r[2] }, "a over its limit: the second take refuses")
+  check(type(r[3]) == "number" and r[3] >= 1 and r[3] <= 3600 and r[3] == math.floor(r[3]),
+    "retry_after is the whole seconds until the window ends: " .. show(r[3]))
+  -- the refused take took nothing of b: two more fit, then none
+  eq(true, s:quota_take({ b }), "b: 2 of 3")
+  eq(true, s:quota_take({ b }), "b: 3 of 3")
+  eq(false, (s:quota_take({ b })), "b over its limit")
+  eq(true, s:quota_take({ { key = "q1:c", limit = 2, window = 3600 } }), "another key has its own count")
+  local peer = t.peer(s)
+  if peer then
+    eq(true, peer:quota_take({ { key = "q1:c", limit = 2, window = 3600 } }), "c through a second handle: 2 of 2")
+    eq(false, (s:quota_take({ { key = "q1:c", limit = 2, window = 3600 } })), "c over its limit, counted by both")
+  end
+  -- a one-second window: full (at most three tries: a try may fall in the next window), then free once it ends
+  local one, full = { key = "q1:d", limit = 1, window = 1 }, false
+  for _ = 1, 3 do
+    local ok, i, retry = s:quota_take({ one })
+    if ok == false then
+      eq({ 1, 1 }, { i, retry }, "a one-second window's refusal")
+      full = true
+      break
+    end
+  end
+  check(full, "a one-second window with limit 1 refuses a second take")
+  clock.advance(1.05)
+  eq(true, s:quota_take({ one }), "free in the next window")
+end)
+
+case("quotas: a store it cannot reach counts nothing, and says so (the call is refused)", function(t)
+  local s, why = t.open(t.clock, { unreachable = true })
+  if not s then return "n/a", why end
+  local r = results(s:quota_take({ { key = "q1:a", limit = 5, window = 60 } }))
+  eq_results({ nil, r[2], "UNAVAILABLE" }, r, "a take")
+  check(type(r[2]) == "string" and r[2] ~= "", "a message says why: " .. show(r[2]))
+end)
+
 --- run_case(store, case) -> "pass" | "fail" | "n/a", message: one case on a
 -- new store made by store.open.
 function M.run_case(st, c)

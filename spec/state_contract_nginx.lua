@@ -14,7 +14,7 @@ local value = require "toolgate.value"
 
 local M = {}
 
-M.DICTS, M.SMALL = 40, 6
+M.DICTS, M.SMALL = 48, 6
 
 local used = { contract = 0, contract_small = 0 }
 local function fresh(kind)

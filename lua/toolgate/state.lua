@@ -64,6 +64,14 @@
 --       already keeps limit live ones of the kind, an existing one is
 --       replaced (and its ttl starts again)
 --   store:exchange(kind, server, key) -> record | nil (none, or expired)
+--   store:quota_take(takes) -> true | false, i, retry_after | nil, message,
+--       "UNAVAILABLE": the quota stage's count (toolgate.quota).  takes =
+--       { {key =, limit =, window =}, ... }: a slot of each key's fixed
+--       window (M.quota_window: windows start at whole multiples of window
+--       seconds, on the store's clock) is taken, atomically for all or
+--       none; false when takes[i]'s window already holds limit calls, and
+--       retry_after the whole seconds until it ends.  A store that cannot
+--       count (Redis away, a full dict) answers nil: the call is refused.
 -- A store kept elsewhere (toolgate.state.redis) may be unreachable: then
 -- approval_take is false, "unavailable" (no use taken: the call stays
 -- deferred), approval_open false, approval_decide and approval nil, message,
@@ -148,7 +156,7 @@ function M.memory(opts)
   local clock = opts and opts.clock or os.time
   local e = assert(core.new_engine())
   return setmetatable({ c = assert(e:store()), approvals_by_id = {}, pins = {}, added = {}, servers = {},
-    clock = clock }, Memory)
+    quotas = {}, clock = clock }, Memory)
 end
 
 local function key(server, name) return (server or "") .. "\0" .. name end
@@ -325,6 +333,31 @@ function Memory:exchange(kind, server, k)
   local r = t and t.records[k]
   if not r or r.expires <= self.clock() then return nil end
   return r.record
+end
+
+--- quota_window(now, window) -> the number of the fixed window of window
+-- seconds that holds the time now, and the whole seconds until it ends (at
+-- least 1): every store counts the same windows.
+function M.quota_window(now, window)
+  local w = math.floor(now / window)
+  return w, math.max(1, math.ceil((w + 1) * window - now))
+end
+
+-- Quotas: a count per key and window; a key of an earlier window counts
+-- nothing, and is replaced by the next take.
+function Memory:quota_take(takes)
+  local counts, now = self.quotas, self.clock()
+  for i, t in ipairs(takes) do
+    local w, left = M.quota_window(now, t.window)
+    local c = counts[t.key]
+    if c and c.w == w and c.n >= t.limit then return false, i, left end
+  end
+  for _, t in ipairs(takes) do
+    local w = M.quota_window(now, t.window)
+    local c = counts[t.key]
+    if c and c.w == w then c.n = c.n + 1 else counts[t.key] = { w = w, n = 1 } end
+  end
+  return true
 end
 
 --- core_store(store) -> the core's store behind an in-process store, nil

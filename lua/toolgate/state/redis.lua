@@ -181,6 +181,33 @@ left = tonumber(left)
 if left <= 0 then return -1 end
 redis.call('SET', KEYS[1], (left - 1) .. '@' .. g, 'KEEPTTL')
 return left - 1]],
+  -- KEYS the quota keys; ARGV each key's limit and window (seconds): a
+  -- slot of every key's fixed window on Redis's clock (the fleet's one
+  -- clock), or none: 0, or {i, seconds until KEYS[i]'s window ends} when
+  -- its window holds limit calls.  A key is a hash {w = window, n = count}
+  -- that expires when its window ends.
+  quota = [[
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local wins = {}
+for i = 1, #KEYS do
+  local limit, window = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
+  local w = math.floor(now / window)
+  local got = redis.call('HMGET', KEYS[i], 'w', 'n')
+  local n = tonumber(got[1]) == w and tonumber(got[2]) or 0
+  if n >= limit then return { i, math.max(1, math.ceil((w + 1) * window - now)) } end
+  wins[i] = w
+end
+for i = 1, #KEYS do
+  local window = tonumber(ARGV[2 * i])
+  if tonumber(redis.call('HGET', KEYS[i], 'w')) == wins[i] then
+    redis.call('HINCRBY', KEYS[i], 'n', 1)
+  else
+    redis.call('HSET', KEYS[i], 'w', string.format('%d', wins[i]), 'n', 1)
+  end
+  redis.call('PEXPIREAT', KEYS[i], string.format('%d', (wins[i] + 1) * window * 1000 + 1000))
+end
+return 0]],
   -- KEYS a:<id> pending-of-tool pending-of-server; ARGV request ttl id
   -- tool-limit server-limit (-1: none): opens the request unless one
   -- exists (0) or its tool's, or its server's, pending requests already
@@ -834,6 +861,25 @@ function Store:exchange_put(kind, server, key, record, ttl, limit)
   return self.here:exchange_put(kind, server, key, record, ttl, limit)
 end
 function Store:exchange(kind, server, key) return self.here:exchange(kind, server, key) end
+
+-- Quotas: on Redis only, one script per take ----------------------------------
+
+-- A take that cannot reach Redis (or a Redis that may evict keys, which
+-- would forget counts) refuses the call: nil, message, "UNAVAILABLE".
+function Store:quota_take(takes)
+  local keys, args = {}, {}
+  for i, t in ipairs(takes) do
+    keys[i] = self.tag .. "q:" .. t.key
+    args[2 * i - 1], args[2 * i] = t.limit, t.window
+  end
+  local res, err = with(self, function(red) return script(self, red, "quota", keys, args) end)
+  if res == nil then
+    count_error(self, "quota", err)
+    return nil, "Redis: " .. tostring(err), "UNAVAILABLE"
+  end
+  if res == 0 then return true end
+  return false, tonumber(res[1]), tonumber(res[2])
+end
 
 -- Approvals: on Redis only ---------------------------------------------------
 

@@ -20,6 +20,7 @@
 -- most: expired ones are counted until the limit recounts them).
 -- "x:<kind>\0<server>\0<key>" an exchange (toolgate.mcp.rounds), "x#<kind>\0<server>"
 -- how many a server's kind keeps (at most: expired ones are counted until the limit recounts them).
+-- "q:<key>\0<window>" a quota's count in a window (toolgate.quota).
 -- @module toolgate.state.shared_dict
 
 local decision = require "toolgate.decision"
@@ -354,6 +355,40 @@ end
 
 function Store:exchange(kind, server, k)
   return decode(self.dict:get("x:" .. kind .. "\0" .. server .. "\0" .. k))
+end
+
+-- Quotas (toolgate.quota) ------------------------------------------------------
+
+-- A count per key and window, "q:<key>\0<window>", which lives until its
+-- window ends: incr is atomic across workers, so a key never lets more than
+-- its limit through.  A take over the limit, or a later key's, gives back
+-- what it took (a call racing it may then be refused where it would have
+-- fitted: never let through where it would not).
+function Store:quota_take(takes)
+  local d, now, taken = self.dict, self.clock(), {}
+  local function give_back()
+    for _, k in ipairs(taken) do d:incr(k, -1) end
+  end
+  for i, t in ipairs(takes) do
+    local w, left = state.quota_window(now, t.window)
+    local k = "q:" .. t.key .. "\0" .. w
+    local n, err = d:incr(k, 1)
+    if not n and err == "not found" then
+      -- (safe_add: a count must not evict a quarantine or an approval)
+      local ok, aerr = d:safe_add(k, 0, left + 1)
+      if not ok and aerr ~= "exists" then err = aerr else n, err = d:incr(k, 1) end
+    end
+    if not n then
+      give_back()
+      return nil, "the shared dict cannot keep the count: " .. tostring(err), "UNAVAILABLE"
+    end
+    taken[#taken + 1] = k
+    if n > t.limit then
+      give_back()
+      return false, i, left
+    end
+  end
+  return true
 end
 
 return M

@@ -46,6 +46,8 @@ local SCHEMA = {
     line TEXT NOT NULL)]],
   [[CREATE TABLE IF NOT EXISTS exchanges (kind TEXT NOT NULL, server TEXT NOT NULL, key TEXT NOT NULL,
     record TEXT NOT NULL, expires REAL NOT NULL, PRIMARY KEY (kind, server, key))]],
+  [[CREATE TABLE IF NOT EXISTS quotas (key TEXT PRIMARY KEY, win INTEGER NOT NULL, n INTEGER NOT NULL,
+    expires REAL NOT NULL)]],
 }
 
 local Store = {}
@@ -413,6 +415,34 @@ function Store:exchange(kind, server, key)
 end
 
 -- log(line) appends a line; log(lines) a list of them, in one transaction.
+-- Quotas (toolgate.quota): a row per key, its window and count, taken in
+-- one transaction for every key (the write lock first: two proxies never
+-- both take a key's last slot); rows of ended windows are dropped there.
+function Store:quota_take(takes)
+  local now = self.clock()
+  return tx(self, function()
+    exec(self, "DELETE FROM quotas WHERE expires <= " .. num(now))
+    local wins = {}
+    for i, t in ipairs(takes) do
+      local w, left = state.quota_window(now, t.window)
+      local row = rows(self, "SELECT win, n FROM quotas WHERE key = " .. str(self, t.key))[1]
+      if row and tonumber(row.win) == w and tonumber(row.n) >= t.limit then return false, i, left end
+      wins[i] = w
+    end
+    for i, t in ipairs(takes) do
+      local w, k = wins[i], str(self, t.key)
+      local row = rows(self, "SELECT win FROM quotas WHERE key = " .. k)[1]
+      if row and tonumber(row.win) == w then
+        exec(self, "UPDATE quotas SET n = n + 1 WHERE key = " .. k)
+      else
+        exec(self, "INSERT OR REPLACE INTO quotas VALUES (" .. k .. ", " .. string.format("%d", w) .. ", 1, "
+          .. num((w + 1) * t.window) .. ")")
+      end
+    end
+    return true
+  end)
+end
+
 function Store:log(line)
   if type(line) == "string" then line = { line } end
   local now = num(self.clock())
