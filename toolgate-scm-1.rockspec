@@ -93,6 +93,7 @@ build = {
     ["toolgate.cli.mcp_proxy"] = "lua/toolgate/cli/mcp_proxy.lua",
     ["toolgate.cli.approvals"] = "lua/toolgate/cli/approvals.lua",
     ["toolgate.cli.log"] = "lua/toolgate/cli/log.lua",
+    ["toolgate.cli.log_shadow"] = "lua/toolgate/cli/log_shadow.lua",
     ["toolgate.cli.env"] = "lua/toolgate/cli/env.lua",
     ["toolgate.mcp_client"] = "lua/toolgate/mcp_client.lua",
     ["toolgate.mcp.http_client"] = "lua/toolgate/mcp/http_client.lua",

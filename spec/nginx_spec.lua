@@ -832,8 +832,10 @@ describe("toolgate gateway (nginx)", function()
     local m = metrics_when(function(v)
       return v('toolgate_approval_events_total{event="used"}') >= 1 and v('toolgate_approval_events_total{event="granted"}') >= 1
     end)
-    assert.is_true(metric(m, 'toolgate_decisions_total{code="H2",phase="call",stage="rung",verdict="reject"}') >= 1)
-    assert.is_true(metric(m, 'toolgate_tool_decisions_total{server="counter",tool="write_note",verdict="defer"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_decisions_total{code="H2",mode="enforce",phase="call",stage="rung",'
+      .. 'verdict="reject"}') >= 1)
+    assert.is_true(metric(m, 'toolgate_tool_decisions_total{mode="enforce",server="counter",tool="write_note",'
+      .. 'verdict="defer"}') >= 1)
     assert.is_true(metric(m, 'toolgate_approval_events_total{event="granted"}') >= 1)
     assert.is_true(metric(m, 'toolgate_approval_events_total{event="used"}') >= 1)
     assert.is_true(metric(m, 'toolgate_decision_seconds_count{phase="request"}') >= 1)
@@ -932,7 +934,8 @@ describe("toolgate gateway (nginx)", function()
     assert.is_nil(after.delete_all)
     -- the refusals were decisions: logged and counted
     metrics_when(function(v)
-      return v('toolgate_decisions_total{code="UNSUPPORTED_CHARSET",phase="method",stage="decode",verdict="reject"}') >= 7
+      return v('toolgate_decisions_total{code="UNSUPPORTED_CHARSET",mode="enforce",phase="method",stage="decode",'
+        .. 'verdict="reject"}') >= 7
     end)
   end)
 
@@ -971,10 +974,11 @@ describe("toolgate gateway (nginx)", function()
     end
     assert.equals(before + 2, calls("counter").broken_add) -- it ran: its answer was refused unread
     local m = metrics_when(function(v)
-      return v('toolgate_decisions_total{code="ENCODED_ANSWER",phase="result",stage="decode",verdict="reject"}') >= 4
+      return v('toolgate_decisions_total{code="ENCODED_ANSWER",mode="enforce",phase="result",stage="decode",'
+        .. 'verdict="reject"}') >= 4
     end)
-    assert.equals(4, metric(m, 'toolgate_decisions_total{code="ENCODED_ANSWER",phase="result",stage="decode",'
-      .. 'verdict="reject"}'))
+    assert.equals(4, metric(m, 'toolgate_decisions_total{code="ENCODED_ANSWER",mode="enforce",phase="result",'
+      .. 'stage="decode",verdict="reject"}'))
     assert.truthy(h.read_file(env.dir .. "/gateway.log"):find("%[error%][^\n]*toolgate: the server gzipsse answered with "
       .. "Content%-Encoding gzip"))
   end)

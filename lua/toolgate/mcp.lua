@@ -673,7 +673,7 @@ local function shadowed_call(self, snap, route, frame, d, resolved, principal)
   self.observe({ kind = "decision", phase = "call", server = route.server, tool = name, decision = shadow.mark(d),
     enforced = false, mode = "shadow", arguments = approval_arguments(text), call = text, principal = principal })
   return { kind = "call", text = text, name = name, resolved = resolved, principal = principal,
-    stripped = mine and mine.stripped }
+    stripped = mine and mine.stripped, shadowed = d }
 end
 
 -- Decides one tools/call: returns the answer text (refused) or nil and the
@@ -1305,6 +1305,10 @@ local function call_answer(self, settings, route, root, id, pending)
   -- model's to read); any other defer (a broken contract the policy defers)
   -- is held back like a reject: a result cannot wait for a person
   local passes = d.verdict == "accept" or (d.verdict == "defer" and d.code == "TOOL_ERROR")
+  -- a shadowed call's own refusal again (the rung re-decides the call for
+  -- the verifier): recorded with the call, it passes unrecorded
+  local call_d = pending.shadowed
+  if not passes and call_d and d.code == call_d.code and d.stage == call_d.stage then return nil end
   if not passes and shadowed_result(self, route, pending.name, d, pending.principal) then return nil end
   self.observe({ kind = "decision", phase = "result", server = route.server, tool = pending.name, decision = d,
     principal = pending.principal })

@@ -21,8 +21,10 @@ local LE = { "0.00001", "0.000025", "0.00005", "0.0001", "0.00025", "0.0005", "0
 
 --- The metric families: name, type, help.
 M.FAMILIES = {
-  { "toolgate_decisions_total", "counter", "Decisions, by phase (call, result, method), stage, verdict and code." },
-  { "toolgate_tool_decisions_total", "counter", "Decisions on tools/call and their results, by server, tool and verdict." },
+  { "toolgate_decisions_total", "counter", "Decisions, by phase (call, result, method), stage, verdict, code and mode "
+    .. "(shadow: a refusal recorded and let run)." },
+  { "toolgate_tool_decisions_total", "counter", "Decisions on tools/call and their results, by server, tool, verdict "
+    .. "and mode." },
   { "toolgate_decision_seconds", "histogram",
     "Time the gateway spent deciding, by phase: request (a client's message: method routing, the policy's "
       .. "pipeline on each tools/call, approvals), response (a server's answer: tools/list filtered and checked "
@@ -39,6 +41,9 @@ M.FAMILIES = {
   { "toolgate_webhook_deliveries_total", "counter", "Notifications of a pending approval to the webhooks, by result: "
       .. "delivered, retried (a try failed: tried again after a backoff), dropped (every try failed, or the queue was full)." },
   { "toolgate_reloads_total", "counter", "Reloads of the policy and registry, by result (success, failure)." },
+  { "toolgate_otel_spans_exported_total", "counter", "Spans the OTLP collector took (docs/tracing.md)." },
+  { "toolgate_otel_spans_dropped_total", "counter", "Spans never exported, by reason: queue_full (more waited than "
+      .. "the worker's queue holds), export_failed (the collector could not be reached or refused the batch)." },
   { "toolgate_state_store_up", "gauge", "1 when the last poll of the fleet's Redis succeeded, else 0 (Redis store only)." },
   { "toolgate_state_store_degraded", "gauge", "1 while the fleet's Redis refuses writes and a grace after: determinism "
       .. "counts as unverified (Redis store only)." },

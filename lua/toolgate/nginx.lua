@@ -38,7 +38,12 @@
 --                     options, and password_file: a file holding AUTH's
 --                     password); the dict then holds this node's copy
 --   metrics_dict      the lua_shared_dict of the metrics (default "toolgate_metrics")
---   decision_log      a file (one JSON line per decision), "error_log", or nil: none
+--   decision_log      where the audit records go (docs/audit.md: one JSON line per
+--                     decision, approval decided and pin change): a file, opened
+--                     by name for each batch so a logrotate move takes effect
+--                     at the next one (toolgate.audit_log), "syslog" (/dev/log)
+--                     or "syslog:PATH" (a unix datagram socket), "error_log",
+--                     or nil: none
 --   admin_token_file  the file holding the admin API's bearer token; without
 --                     one the admin API refuses every request
 --   limits            the core's limits (docs/limits.md)
@@ -57,16 +62,26 @@
 --   webhook_attempts, webhook_backoff   tries of one notification and the
 --                     seconds before the second (doubled each time); default
 --                     toolgate.webhooks.ATTEMPTS, BACKOFF
+--   otlp              OpenTelemetry traces (docs/tracing.md): { endpoint =
+--                     "http://127.0.0.1:4318" (a base URL: /v1/traces is
+--                     appended), service_name = "toolgate", interval = 1
+--                     (seconds between exports), max_queue = 2048 (spans
+--                     waiting, per worker), max_batch = 512, timeout = 2
+--                     (seconds of one export), capture_content = false (the
+--                     calls' arguments and results as attributes, each cut to
+--                     max_attribute_bytes = 4096) }
 -- @module toolgate.nginx
 
 local bit = require "bit"
 local ffi = require "ffi"
 local audit = require "toolgate.audit"
+local audit_log = require "toolgate.audit_log"
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local metrics_mod = require "toolgate.metrics"
 local mcp = require "toolgate.mcp"
 local mcp_headers = require "toolgate.mcp.headers"
+local otel = require "toolgate.otel"
 local shared_dict = require "toolgate.state.shared_dict"
 local toolgate = require "toolgate"
 local value = require "toolgate.value"
@@ -87,9 +102,16 @@ local function now()
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
+-- seconds since the epoch, to the microsecond (a span's times; ngx.now() is the event loop's, to the millisecond)
+local CLOCK_REALTIME = 0
+local function wall()
+  ffi.C.clock_gettime(CLOCK_REALTIME, ts)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
 -- Per process: the options (set in the master, inherited by the workers),
 -- then per worker the engine, gateway, routes and stores.
-local opts, token, log_file, redis_opts
+local opts, token, log_file, redis_opts, otlp
 local W = { routes = {} }
 
 local VERSION_KEY = "toolgate:reload_version"
@@ -115,6 +137,27 @@ local function redis_options(o)
   return r
 end
 
+-- The otlp options checked in the master, so a wrong one stops nginx at start.
+local function otlp_options(o)
+  if type(o) ~= "table" then error("toolgate.nginx: otlp: a table of options expected", 3) end
+  local e, err = otel.endpoint(o.endpoint)
+  if not e then error("toolgate.nginx: otlp.endpoint: " .. err, 3) end
+  local r = { endpoint = e, service_name = o.service_name or "toolgate", capture_content = o.capture_content == true }
+  for k, d in pairs({ interval = { 1, 0.01, 60 }, max_queue = { otel.MAX_QUEUE, 1, 1e6 },
+    max_batch = { otel.MAX_BATCH, 1, 1e5 }, timeout = { 2, 0.01, 60 },
+    max_attribute_bytes = { otel.MAX_ATTRIBUTE_BYTES, 16, 1e6 } }) do
+    local v = o[k] == nil and d[1] or o[k]
+    if type(v) ~= "number" or v < d[2] or v > d[3] then
+      error("toolgate.nginx: otlp." .. k .. ": a number from " .. d[2] .. " to " .. d[3] .. " expected", 3)
+    end
+    r[k] = v
+  end
+  if type(r.service_name) ~= "string" or r.service_name == "" then
+    error("toolgate.nginx: otlp.service_name: a string expected", 3)
+  end
+  return r
+end
+
 --- init(options): in init_by_lua (the master).  Raises on options that
 -- are not usable, so nginx refuses to start with the message.
 function M.init(o)
@@ -130,14 +173,16 @@ function M.init(o)
     if #token < 16 then error("toolgate.nginx: the admin token in " .. opts.admin_token_file .. " is shorter than 16 "
       .. "characters", 2) end
   end
-  if log_file and log_file ~= io.stderr then log_file:close() end
+  if log_file then log_file:close() end
   log_file = nil
   if opts.decision_log and opts.decision_log ~= "error_log" then
     local err
-    log_file, err = io.open(opts.decision_log, "a")
-    if not log_file then error("toolgate.nginx: cannot open the decision log: " .. tostring(err), 2) end
-    log_file:setvbuf("no") -- one write per line: lines from several workers never interleave
+    -- (opened here, in the master: the workers write to it when they cannot open its name)
+    log_file, err = audit_log.open(opts.decision_log)
+    if not log_file then error("toolgate.nginx: the decision log: " .. tostring(err), 2) end
   end
+  otlp = nil
+  if opts.otlp then otlp = otlp_options(opts.otlp) end
   redis_opts = nil
   if opts.redis then
     redis_opts = redis_options(opts.redis)
@@ -172,9 +217,9 @@ local pending_lines = {}
 
 local function flush_log()
   if #pending_lines == 0 then return end
-  pending_lines[#pending_lines + 1] = ""
-  log_file:write(table.concat(pending_lines, "\n"))
+  local _, err = log_file:write(pending_lines)
   pending_lines = {}
+  if err then ngx.log(ngx.ERR, "toolgate: the decision log: ", err) end
 end
 
 local function log_line(line)
@@ -190,25 +235,28 @@ end
 -- Their number is bounded: codes, stages and verdicts are toolgate's own,
 -- servers are the routes', and a tool the registry does not hold is
 -- counted as "(unknown)" (a client's made-up names must not grow the dict).
+-- mode is "shadow" for a refusal shadow let run (toolgate.shadow: its
+-- verdict is the one it would have had), else "enforce".
 local series = {}
 
-local function decision_series(phase, d)
-  local k = phase .. "\0" .. (d.stage or "") .. "\0" .. d.verdict .. "\0" .. (d.code or "")
+local function decision_series(phase, d, mode)
+  local k = phase .. "\0" .. (d.stage or "") .. "\0" .. d.verdict .. "\0" .. (d.code or "") .. "\0" .. mode
   local s = series[k]
   if not s then
     s = W.metrics:key("toolgate_decisions_total", { phase = phase, stage = d.stage or "", verdict = d.verdict,
-      code = d.code or "" })
+      code = d.code or "", mode = mode })
     series[k] = s
   end
   return s
 end
 
-local function tool_series(server, tool, d)
+local function tool_series(server, tool, d, mode)
   if not (tool and W.engine:snapshot().registry.by_key[server .. "\0" .. tool]) then tool = "(unknown)" end
-  local k = server .. "\0" .. tool .. "\0" .. d.verdict
+  local k = server .. "\0" .. tool .. "\0" .. d.verdict .. "\0" .. mode
   local s = series[k]
   if not s then
-    s = W.metrics:key("toolgate_tool_decisions_total", { server = server, tool = tool, verdict = d.verdict })
+    s = W.metrics:key("toolgate_tool_decisions_total", { server = server, tool = tool, verdict = d.verdict,
+      mode = mode })
     series[k] = s
   end
   return s
@@ -321,6 +369,173 @@ local function notify(ev)
   arm_hooks(0)
 end
 
+-- Traces: a server span per MCP request (a batch's decisions are its
+-- events), a client span for the upstream's part, exported as OTLP/HTTP
+-- JSON (toolgate.otel, docs/tracing.md).  The request path only makes and
+-- ends spans; a timer of the worker sends them, a batch at a time, every
+-- otlp.interval: a full queue or a collector that is away drops spans,
+-- counted (toolgate_otel_spans_dropped_total) and said in the error log at
+-- most once every OTLP_LOG_SECONDS.
+
+local tracer -- this worker's (init_worker), when otlp is set
+local OTLP_LOG_SECONDS = 60
+local exporting, otlp_down_since, otlp_logged_at, otlp_unlogged = false, nil, nil, 0
+
+-- One export: true | nil, why.
+local function otlp_post(body)
+  local e = otlp.endpoint
+  local sock = ngx.socket.tcp()
+  local ms = otlp.timeout * 1000
+  sock:settimeouts(ms, ms, ms)
+  local ok, err = sock:connect(e.host:find(":", 1, true) and ("[" .. e.host .. "]") or e.host, e.port)
+  if not ok then return nil, "cannot connect: " .. tostring(err) end
+  ok, err = sock:send(table.concat({ "POST " .. e.path .. " HTTP/1.1", "Host: " .. e.authority,
+    "Content-Type: application/json", "Content-Length: " .. #body, "User-Agent: toolgate", "Connection: close",
+    "", body }, "\r\n"))
+  if not ok then
+    sock:close()
+    return nil, "cannot send: " .. tostring(err)
+  end
+  local line
+  line, err = sock:receive("*l")
+  sock:close()
+  local status = line and tonumber(line:match("^HTTP/%d%.%d (%d%d%d)"))
+  if not status then return nil, "no HTTP answer: " .. tostring(err or "not a status line") end
+  if status < 200 or status > 299 then return nil, "answered " .. status end
+  return true
+end
+
+local function spans_dropped(reason, n, why)
+  W.metrics:inc("toolgate_otel_spans_dropped_total", { reason = reason }, n)
+  otlp_unlogged = otlp_unlogged + n
+  local t = ngx.now()
+  if otlp_logged_at and t - otlp_logged_at < OTLP_LOG_SECONDS then return end
+  ngx.log(ngx.ERR, "toolgate: ", otlp_unlogged, " span(s) dropped (", reason, "): ", why)
+  otlp_logged_at, otlp_unlogged = t, 0
+end
+
+local function export_spans(premature)
+  if exporting then return end
+  exporting = true
+  local ok, err = pcall(function()
+    if tracer.dropped > 0 then
+      local n = tracer.dropped
+      tracer.dropped = 0
+      spans_dropped("queue_full", n, "more than " .. tracer.max_queue .. " waited for export in this worker")
+    end
+    -- (a worker that exits sends one batch more, no retry)
+    while tracer:waiting() > 0 do
+      local batch = tracer:take(otlp.max_batch)
+      local sent, why = otlp_post(tracer:encode(batch))
+      if not sent then
+        otlp_down_since = otlp_down_since or ngx.now()
+        spans_dropped("export_failed", #batch, "the OTLP collector " .. otlp.endpoint.url .. ": " .. why)
+        return
+      end
+      W.metrics:inc("toolgate_otel_spans_exported_total", nil, #batch)
+      if otlp_down_since then
+        ngx.log(ngx.NOTICE, "toolgate: the OTLP collector ", otlp.endpoint.url, " takes spans again")
+        otlp_down_since = nil
+      end
+      if premature then return end
+    end
+  end)
+  exporting = false
+  if not ok then ngx.log(ngx.ERR, "toolgate: exporting spans failed: ", tostring(err)) end
+end
+
+-- The MCP attributes a client span repeats from its server span.
+local CLIENT_ATTRIBUTES = { "mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "gen_ai.operation.name",
+  "jsonrpc.request.id", "mcp.protocol.version", "mcp.session.id" }
+
+-- The span of a POST to an MCP endpoint, started at the request's start,
+-- the child of the client's traceparent header when it has a valid one.
+local function trace_request(route)
+  local trace_id, parent_id = otel.parse_traceparent(ngx.var.http_traceparent)
+  local span = tracer:start("mcp", otel.KIND.SERVER, ngx.req.start_time(), trace_id, parent_id)
+  span.route = route
+  span:set("network.transport", "tcp"):set("network.protocol.name", "http")
+  span:set("toolgate.server", route.server)
+  ngx.ctx.otel = span
+  return span
+end
+
+-- A request without a valid traceparent header may carry one in the
+-- message's params._meta (the MCP conventions' place): the span moves
+-- under it (before anything of it is decided, so the decisions' records
+-- name the trace).
+local function meta_parent(span, body)
+  if span.parent_span_id or not body:find("traceparent", 1, true) then return end
+  local doc = decision.codec():parse(body)
+  if not doc then return end
+  local root = doc:root()
+  local params = root:type() == "object" and root:get("params")
+  local meta = params and params:type() == "object" and params:get("_meta")
+  local tp = meta and meta:type() == "object" and meta:get("traceparent")
+  tp = tp and tp:type() == "string" and tp:value() or nil
+  doc:free()
+  local trace_id, parent_id = otel.parse_traceparent(tp)
+  if trace_id then span.trace_id, span.parent_span_id = trace_id, parent_id end
+end
+
+-- What the core read of the message names the span (toolgate.otel.mcp).
+local function trace_message(span, frame, headers)
+  if not frame or frame.kind ~= "message" then
+    if frame and frame.kind == "batch" then span.name = "batch" end
+    return
+  end
+  local id = frame.id
+  if id and id:sub(1, 1) == '"' then id = json.decode(decision.codec(), id) end
+  local pv = frame.protocol_version or headers["mcp-protocol-version"]
+  otel.mcp(span, { method = frame.method, id = id, name = frame.name,
+    protocol_version = type(pv) == "string" and pv or nil, session = headers["mcp-session-id"] })
+end
+
+-- The upstream's part: a client span, named to the upstream in the traceparent header it gets.
+local function trace_upstream(span)
+  local child = tracer:start(span.name, otel.KIND.CLIENT, wall(), span.trace_id, span.span_id)
+  for _, k in ipairs(CLIENT_ATTRIBUTES) do child:set(k, span:get(k)) end
+  child:set("network.transport", "tcp"):set("network.protocol.name", "http")
+  span.child = child
+  ngx.req.set_header("traceparent", otel.traceparent(child.trace_id, child.span_id))
+end
+
+-- The request is answered: its spans end (the upstream's timed by nginx's
+-- $upstream_response_time, its address and status from $upstream_addr
+-- and $upstream_status).
+local function trace_end(span)
+  local t = wall()
+  local child = span.child
+  if child then
+    local addr = ngx.var.upstream_addr
+    local host, port = (addr or ""):match("^%[?(.-)%]?:(%d+)$")
+    child:set("server.address", host):set("server.port", tonumber(port))
+    local status = tonumber(ngx.var.upstream_status or "")
+    child:set("http.response.status_code", status)
+    if not status or status >= 400 then child:error(status and tostring(status) or "no_response") end
+    local took = tonumber(ngx.var.upstream_response_time or "")
+    child:finish(took and math.min(child.start_time + took, t) or t)
+  end
+  span:finish(t)
+end
+
+-- The JSON-RPC error a reply of the gateway's gives, on a span no decision failed.
+local function trace_reply(span, reply)
+  local code = reply:match('^{"jsonrpc":"2.0","id":.-,"error":{"code":(%-?%d+)[,}]')
+  if code then
+    span:set("rpc.response.status_code", code)
+    if span.status ~= otel.STATUS.ERROR then span:error(code) end
+  end
+end
+
+-- The operator's opt-in (otlp.capture_content): a call's arguments, bounded.
+local function trace_arguments(span, call)
+  if span:get("gen_ai.tool.call.arguments") then return end
+  local v = json.decode(decision.codec(), call)
+  if type(v) ~= "table" or v.arguments == nil then return end
+  span:set("gen_ai.tool.call.arguments", otel.cut(enc(v.arguments), otlp.max_attribute_bytes))
+end
+
 -- What every audit record of this worker carries (toolgate.audit).
 local function audit_opts()
   return { source = "gateway", worker = ngx.worker.pid(), audit = W.engine and W.engine:snapshot().policy.audit }
@@ -329,9 +544,15 @@ end
 local function observe(ev)
   local m = W.metrics
   if ev.kind == "decision" then
-    local d = ev.decision
-    m:add(decision_series(ev.phase, d), 1)
-    if ev.phase ~= "method" then m:add(tool_series(ev.server, ev.tool, d), 1) end
+    local d, mode = ev.decision, ev.mode or "enforce"
+    m:add(decision_series(ev.phase, d, mode), 1)
+    if ev.phase ~= "method" then m:add(tool_series(ev.server, ev.tool, d, mode), 1) end
+    local span = tracer and ngx.ctx.otel
+    if span then
+      otel.decided(span, ev, wall())
+      if otlp.capture_content and ev.call then trace_arguments(span, ev.call) end
+      ev.trace_id, ev.span_id = span.trace_id, span.span_id
+    end
     if log_file or opts.decision_log then
       log_line(audit.decision(ev, ngx.now(), audit_opts()))
     end
@@ -409,6 +630,10 @@ function M.init_worker()
   end
   -- what waits in this worker (log lines, metric additions) is written out
   -- every FLUSH_SECONDS, and when the worker exits (the timer's last run)
+  if otlp then
+    tracer = otel.tracer{ service_name = otlp.service_name, max_queue = otlp.max_queue, random = otel.urandom() }
+    ngx.timer.every(otlp.interval, export_spans)
+  end
   ngx.timer.every(FLUSH_SECONDS, function()
     if log_file then flush_log() end
     W.metrics:flush()
@@ -434,6 +659,8 @@ local function follow_reload()
 end
 
 local function send(status, body, ctype)
+  local span = tracer and ngx.ctx.otel
+  if span then trace_end(span) end
   ngx.status = status
   ngx.header["Content-Type"] = ctype or "application/json"
   ngx.print(body)
@@ -576,6 +803,8 @@ end
 -- the message is decided (Gateway:request's precheck): a mismatch is answered
 -- -32020 here, never forwarded, since a router behind may trust the headers.
 local function header_check(req, frame, text)
+  req.frame = frame
+  if req.span and frame.kind == "batch" then req.span.batch = true end
   local msg
   if frame.kind == "batch" then
     msg = { batch = true }
@@ -615,9 +844,10 @@ function M.access(server)
   if not route then
     return send(500, '{"error":' .. enc("toolgate: no route for server " .. tostring(server)) .. "}")
   end
+  local method = ngx.req.get_method()
+  local span = tracer and method == "POST" and trace_request(route)
   local principal, status, refusal = principal_of(route)
   if status then return send(status, refusal) end
-  local method = ngx.req.get_method()
   if method ~= "POST" then
     -- what is not decided carries no message: a server that read one from
     -- a PUT, or from a GET's body, would run what nobody checked
@@ -651,21 +881,31 @@ function M.access(server)
   end
   local body = read_body()
   if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
+  if span then meta_parent(span, body) end
   local t0 = now()
-  local ok, plan = pcall(W.gw.request, W.gw, route, body, nil, header_check,
-    { headers = headers, route = route, server = server }, principal and { principal = principal })
+  local req = { headers = headers, route = route, server = server, span = span }
+  local ok, plan = pcall(W.gw.request, W.gw, route, body, nil, header_check, req,
+    principal and { principal = principal })
+  if span then trace_message(span, req.frame, headers) end
   if not ok then
     ngx.log(ngx.ERR, "toolgate: deciding failed: ", plan)
     return send(200, '{"jsonrpc":"2.0","id":null,"error":{"code":' .. mcp.CODES.POLICY_ERROR .. ',"message":'
       .. enc("toolgate: the message could not be decided") .. "}}")
   end
   W.latency.request:observe(now() - t0)
-  if plan.reply then return send(reply_status(plan.reply), plan.reply) end
-  if not plan.forward then return ngx.exit(202) end -- refused notifications: nothing to answer
+  if plan.reply then
+    if span then trace_reply(span, plan.reply) end
+    return send(reply_status(plan.reply), plan.reply)
+  end
+  if not plan.forward then -- refused notifications: nothing to answer
+    if span then trace_end(span) end
+    return ngx.exit(202)
+  end
   if plan.forward ~= body then ngx.req.set_body_data(plan.forward) end
   -- the server is told what was decided: JSON in UTF-8, unencoded
   ngx.req.set_header("Content-Type", "application/json")
   ngx.req.clear_header("Content-Encoding")
+  if span then trace_upstream(span) end
   -- every answer is read: one to a request of another stream's would reach
   -- the client unread (clients match answers by id, whatever the stream)
   ngx.ctx.toolgate = { plan = plan, route = route }
@@ -927,6 +1167,10 @@ end
 -- dropped (logged here).
 local function respond(c, text)
   if list_changed(text) then start_relist(c.route, c.plan.era) end
+  local span = tracer and otlp.capture_content and ngx.ctx.otel
+  if span and span:get("mcp.method.name") == "tools/call" and not span:get("gen_ai.tool.call.result") then
+    span:set("gen_ai.tool.call.result", otel.cut(text, otlp.max_attribute_bytes))
+  end
   local t0 = now()
   local ok, out, why = pcall(W.gw.response, W.gw, c.route, c.plan, text)
   W.latency.response:observe(now() - t0)
@@ -970,10 +1214,8 @@ local function unanswered(c, why)
     .. (why and (" (it dropped " .. why .. ")") or ""))
 end
 
---- body_filter(): in body_filter_by_lua of an MCP endpoint.
-function M.body_filter()
-  local c = ngx.ctx.toolgate
-  if not c or not c.mode then return end
+-- The server's answer, chunk by chunk (ngx.arg), as the client gets it.
+local function filter(c)
   local chunk, eof = ngx.arg[1], ngx.arg[2]
   if c.mode == "encoded" then
     -- nothing of it passes, and the answer ends here, at its first bytes
@@ -1078,6 +1320,16 @@ function M.body_filter()
     c.parts, c.size = {}, 0
   end
   ngx.arg[1] = table.concat(out)
+end
+
+--- body_filter(): in body_filter_by_lua of an MCP endpoint.
+function M.body_filter()
+  local c = ngx.ctx.toolgate
+  if not c or not c.mode then return end
+  filter(c)
+  -- (the last chunk: the request's spans end)
+  local span = tracer and ngx.arg[2] and ngx.ctx.otel
+  if span then trace_end(span) end
 end
 
 -- The decision API ----------------------------------------------------------------
@@ -1201,7 +1453,7 @@ function M.api()
   end
   W.latency.api:observe(now() - t0)
   W.metrics:inc("toolgate_decisions_total", { phase = kind, stage = d.stage or "", verdict = d.verdict,
-    code = d.code or "" })
+    code = d.code or "", mode = "enforce" })
   return send(200, d:json())
 end
 

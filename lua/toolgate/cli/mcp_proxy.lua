@@ -2,6 +2,7 @@
 -- (toolgate.stdio relays, toolgate.mcp decides).
 local approvals = require "toolgate.cli.approvals"
 local audit = require "toolgate.audit"
+local audit_log = require "toolgate.audit_log"
 local cli = require "toolgate.cli"
 local http_client = require "toolgate.mcp.http_client"
 local mcp = require "toolgate.mcp"
@@ -45,7 +46,7 @@ command that grants it (toolgate approvals grant ID --state DIR, the
 directory absolute and quoted for the shell).
 
 The server's standard error is passed on, and so are SIGINT, SIGTERM,
-SIGHUP and SIGQUIT.  When the client closes standard input the server's
+SIGHUP (not with --audit-log) and SIGQUIT.  When the client closes standard input the server's
 input is closed; after --grace seconds it gets SIGTERM, then SIGKILL.
 Requests the server leaves unanswered when it exits get an error.  The
 exit status is the server's (128 + N when signal N ended it).
@@ -82,6 +83,13 @@ exit status is the server's (128 + N when signal N ended it).
                             by 2 s; retried with backoff; a hook that goes
                             down or comes back is a line on standard error
                             (docs/stdio-proxy.md)
+  --audit-log FILE|syslog   also write every audit record (decisions,
+                            approvals, pin changes: docs/audit.md) to FILE,
+                            opened by name for each batch (every 100 ms), so
+                            a logrotate move takes effect at once; SIGHUP
+                            writes the batch now and is not passed to the
+                            server.  syslog: the local syslog (/dev/log),
+                            syslog:PATH another unix datagram socket
 
 Exit status: the server's; 1 when it could not be started; 2 on bad usage
 or a policy or registry that cannot be loaded.
@@ -184,7 +192,8 @@ local function observer(say, record, hook_noted, command, audit_opts)
       local d = ev.decision
       local how = d.verdict == "defer" and ev.approval_id and ("; a person reads it with: "
         .. command("show", ev.approval_id) .. ", and grants it with: " .. command("grant", ev.approval_id)) or ""
-      log(string.format("%s %s %s: %s%s%s", d.verdict, ev.phase, tostring(ev.tool or "-"), tostring(d.code),
+      log(string.format("%s%s %s %s: %s%s%s", ev.enforced == false and "shadow, let run: " or "", d.verdict, ev.phase,
+        tostring(ev.tool or "-"), tostring(d.code),
         ev.approval_id and (" (approval " .. ev.approval_id .. ")") or "", how))
     elseif ev.kind == "pin_change" then
       log("tools/list of " .. ev.server .. ": tool " .. ev.tool .. " " .. ev.change.change .. " (not shown to the client)")
@@ -198,7 +207,8 @@ end
 function M.run(args)
   local opts, argv = cli.parse(args, {
     flags = { ["assert-formats"] = true },
-    options = { policy = true, server = true, context = true, grace = true, state = true, ["approval-wait"] = true },
+    options = { policy = true, server = true, context = true, grace = true, state = true, ["approval-wait"] = true,
+      ["audit-log"] = true },
     multi = { registry = true, webhook = true },
   })
   if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
@@ -221,6 +231,11 @@ function M.run(args)
     if not hook then cli.usage_error("--webhook: " .. herr) end
     hooks[#hooks + 1] = hook
   end
+  local sink, serr
+  if opts["audit-log"] then
+    sink, serr = audit_log.open(opts["audit-log"])
+    if not sink then cli.usage_error("--audit-log: " .. serr) end
+  end
   local store = cli.open_state("mcp-proxy", opts.state, { busy_ms = M.BUSY_MS })
   if not store then return cli.EXIT_USAGE end
   local engine = cli.load_engine("mcp-proxy", opts, { state = store }, true)
@@ -239,7 +254,18 @@ function M.run(args)
   -- the log is written in batches, one transaction every 100 ms and at the
   -- end (a commit per decision would cost more than the decision)
   local pending, retry_at, retry_in, dropped = {}, 0, M.LOG_RETRY, false
-  local function record(line) pending[#pending + 1] = line end
+  -- (and to the audit log, each batch once: its own failures are said, never retried)
+  local audit_pending = {}
+  local function record(line)
+    pending[#pending + 1] = line
+    if sink then audit_pending[#audit_pending + 1] = line end
+  end
+  local function write_audit()
+    if #audit_pending == 0 then return end
+    local _, aerr = sink:write(audit_pending)
+    audit_pending = {}
+    if aerr and say[1] then say[1]("--audit-log: " .. aerr) end
+  end
   local function write_log(now)
     if #pending == 0 or (now and now < retry_at) then return end
     local ok, lerr = pcall(store.log, store, pending)
@@ -282,13 +308,18 @@ function M.run(args)
   end
   io.stdout:flush()
   local status = stdio.run{ gateway = gw, route = route, argv = argv, grace = grace, approval_wait = approval_wait,
-    ready = function(log) say[1] = log end, every = function()
+    ready = function(log) say[1] = log end, hup = sink and write_audit, every = function()
       write_log(proc.now())
+      if sink then write_audit() end
       if hook_tick then hook_tick(proc.now()) end
     end }
   say[1] = function(msg) cli.diag("mcp-proxy", msg) end
   if hook_finish then hook_finish() end
   write_log()
+  if sink then
+    write_audit()
+    sink:close()
+  end
   store:close()
   return status
 end
