@@ -51,6 +51,7 @@ build = {
     ["toolgate.documents"] = "lua/toolgate/documents.lua",
     ["toolgate.verifier"] = "lua/toolgate/verifier.lua",
     ["toolgate.pipeline"] = "lua/toolgate/pipeline.lua",
+    ["toolgate.quota"] = "lua/toolgate/quota.lua",
     ["toolgate.engine"] = "lua/toolgate/engine.lua",
     ["toolgate.state"] = "lua/toolgate/state.lua",
     ["toolgate.cli.canon"] = "lua/toolgate/cli/canon.lua",

@@ -747,6 +747,12 @@ long tg_check_tool(const tg_decider_t *d)
     return d->tool;
 }
 
+int tg_check_verdict_so_far(const tg_decider_t *d)
+{
+    const tg_objection *o = tg_decide_deciding(d);
+    return o ? o->verdict : TG_ACCEPT;
+}
+
 const tg_value_t *tg_check_call_context(const tg_decider_t *d)
 {
     return d->call ? tg_call_context(d->call) : NULL;

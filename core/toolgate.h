@@ -1239,6 +1239,12 @@ TG_API const char *tg_check_args_digest(const tg_decider_t *d);
 TG_API long tg_check_tool(const tg_decider_t *d);
 TG_API const tg_value_t *tg_check_call_context(const tg_decider_t *d);
 
+/* The verdict the stages that ran so far give the call in progress (enum
+ * tg_verdict: TG_ACCEPT when none objected; TG_DEFER when one deferred:
+ * the later stages still run).  A host stage that spends something only
+ * for a call every other stage let through (a quota) asks it. */
+TG_API int tg_check_verdict_so_far(const tg_decider_t *d);
+
 /* All of the above in one read, for a binding that pays for each call
  * into the core (LuaJIT's FFI hands a pending stage its call with one). */
 typedef struct tg_check_view_t {

@@ -1281,6 +1281,15 @@ static int l_decider_resolved(lua_State *L)
     return 2;
 }
 
+/* decider:verdict_so_far() -> 0 accept, 1 reject, 2 defer: what the stages
+ * that ran so far make of the call in progress */
+static int l_decider_verdict_so_far(lua_State *L)
+{
+    decider_ud *d = check_decider(L);
+    lua_pushinteger(L, tg_check_verdict_so_far(d->d));
+    return 1;
+}
+
 /* decider:call() -> server, name, arguments node, args_digest, tool index
  * (from 1) | nil, context node: the call of the check in progress (its
  * nodes live until the next check on this decider) */
@@ -2706,6 +2715,7 @@ static const luaL_Reg decider_methods[] = {
     {"answer", l_decider_answer},
     {"call", l_decider_call},
     {"resolved", l_decider_resolved},
+    {"verdict_so_far", l_decider_verdict_so_far},
     {"mcp", l_decider_mcp},
     {"check_lines", l_decider_check_lines},
     {"check_reader", l_decider_check_reader},

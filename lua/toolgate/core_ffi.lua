@@ -228,6 +228,7 @@ const char *tg_check_name(const tg_decider_t *d, size_t *len);
 const tg_value_t *tg_check_arguments(const tg_decider_t *d);
 const char *tg_check_args_digest(const tg_decider_t *d);
 long tg_check_tool(const tg_decider_t *d);
+int tg_check_verdict_so_far(const tg_decider_t *d);
 const tg_value_t *tg_check_call_context(const tg_decider_t *d);
 typedef struct tg_check_view_t {
     const char *server;
@@ -1839,6 +1840,12 @@ end
 function Decider:resolved()
   local tool, digest = tonumber(C.tg_check_tool(self.d)), C.tg_check_args_digest(self.d)
   return tool >= 0 and tool + 1 or nil, digest ~= nil and ffi.string(digest, 32) or nil
+end
+
+-- verdict_so_far() -> 0 accept, 1 reject, 2 defer: what the stages that
+-- ran so far make of the call in progress.
+function Decider:verdict_so_far()
+  return tonumber(C.tg_check_verdict_so_far(self.d))
 end
 
 -- call() -> server, name, arguments node, args_digest, tool index (from 1)

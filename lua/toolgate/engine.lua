@@ -35,6 +35,7 @@ local json = require "toolgate.json"
 local lines = require "toolgate.lines"
 local pipeline = require "toolgate.pipeline"
 local policy_mod = require "toolgate.policy"
+local quota = require "toolgate.quota"
 local registry = require "toolgate.registry"
 local sandbox = require "toolgate.sandbox"
 local shadow = require "toolgate.shadow"
@@ -155,6 +156,8 @@ local function describe(pol, reg, opts, only)
     if only and not only[st.name] then -- luacheck: ignore 542
     elseif st.custom then
       stages[#stages + 1] = { stage = "custom", name = st.name, code = st.code }
+    elseif st.quota then -- (the host's: it counts in the engine's store)
+      stages[#stages + 1] = { stage = "custom", name = "quota", code = "QUOTA" }
     else
       stages[#stages + 1] = { stage = st.name, custom = st.name == "gate" and settings.gate.admissible and true or nil }
     end
@@ -388,11 +391,50 @@ local PAUSE = 2         -- TG_CHECK_PAUSE
 local ONE = 4           -- TG_CHECK_ONE
 local RUN_IN_CORE = -2  -- TG_RUN_IN_CORE
 
+-- What a check counts in the quota stage: the calls of a check (COUNTED),
+-- or of an MCP gateway's request ({principal =}: who asked); a plan's
+-- calls (classify, sweeps: recorded traffic) count nothing.
+local COUNTED = {}
+
+local function counted_as(snap, principal)
+  return principal and snap.policy.quota and { principal = principal } or COUNTED
+end
+
+-- The quota stage: a slot of every rule that applies to the call, taken
+-- only when no earlier stage objected (a reject ends the run before it,
+-- so what can have objected is a defer: a deferred call spends nothing).
+-- A refusal's limit, window and retry_after are the fourth value.
+local function quota_answer(self, snap, dec, state, who)
+  if not who or dec:verdict_so_far() ~= 0 then return -1 end
+  local tool = state.tool
+  local o, fields = quota.take(self.store, snap.policy.quota, tool and tool.server or state.server,
+    tool and tool.name or state.name, state.args, state.ctx, who.principal)
+  if not o then return -1 end
+  return 1, o.code, o.message, fields
+end
+
+-- A QUOTA decision's text (the core's) with the refusal's limit, window
+-- and retry_after among its members, in canonical order.
+local function with_quota_fields(snap, text, fields)
+  local doc = assert(snap.core:parse(text))
+  local root, members = doc:root(), {}
+  for i = 1, root:len() do
+    local k = root:key(i)
+    if fields[k] == nil then members[#members + 1] = { k, assert(root:at(i):canon(nil, "exact")) } end
+  end
+  doc:free()
+  for k, v in pairs(fields) do members[#members + 1] = { k, string.format("%d", v) } end
+  table.sort(members, function(a, b) return a[1] < b[1] end)
+  for i, m in ipairs(members) do members[i] = assert(value.encode(m[1])) .. ":" .. m[2] end
+  return "{" .. table.concat(members, ",") .. "}"
+end
+
 -- The core hands the host the stages that are Lua (a custom stage, the
--- policy's gate rule), and every stage when an observe hook or an explain
--- trace follows them: the answer is (verdict code, code, message), -1 for
--- a pass.
-local function host_answer(self, snap, dec, index, lua_ctx, trace)
+-- policy's gate rule, the quota stage), and every stage when an observe
+-- hook or an explain trace follows them: the answer is (verdict code,
+-- code, message), -1 for a pass; who: what the call counts as (COUNTED,
+-- {principal =}, or nil: nothing).
+local function host_answer(self, snap, dec, index, lua_ctx, trace, who)
   local stage = snap.policy.stages[index]
   local server, name, args, digest, tool_index, own = dec:call()
   local state = { snap = snap, server = server, name = name, args = args, args_digest = digest,
@@ -400,6 +442,10 @@ local function host_answer(self, snap, dec, index, lua_ctx, trace)
   -- the core refuses a call's own context unless the input is trusted
   if own then state.ctx = merge(lua_ctx, json.to_lua(own)) end
   if self.opts.observe then self.opts.observe(stage.name, state) end
+  if stage.quota then
+    if trace then trace:stage(stage, state) end
+    return quota_answer(self, snap, dec, state, who)
+  end
   local o
   if trace then
     o = trace:stage(stage, state)
@@ -451,16 +497,21 @@ end
 
 -- Answers the host's questions about the call or plan in progress (its
 -- stages, IDs, records) until it is decided; trace: an explain trace, or nil.
-local function settle(self, snap, dec, lua_ctx, trace, status, verdict, out, code, stage, pending)
+local function settle(self, snap, dec, lua_ctx, trace, who, status, verdict, out, code, stage, pending)
+  local quota_fields
   while status == 1 or status == 3 or status == 4 do
     if status == 1 then
-      status, verdict, out, code, stage, pending = dec:answer(host_answer(self, snap, dec, pending, lua_ctx, trace))
+      local v, c, m, fields = host_answer(self, snap, dec, pending, lua_ctx, trace, who)
+      quota_fields = fields
+      status, verdict, out, code, stage, pending = dec:answer(v, c, m)
     elseif status == 3 then
       status, verdict, out, code, stage, pending = resolve_answer(snap, dec)
     else
       status, verdict, out, code, stage, pending = record_answer(self, snap, dec)
     end
   end
+  -- (the quota stage is the last: its refusal is the decision)
+  if status == 0 and quota_fields then out = with_quota_fields(snap, out, quota_fields) end
   return status, verdict, out, code, stage
 end
 
@@ -481,11 +532,11 @@ end
 -- verdict, out, code, stage, pending), the host's stages answered in turn;
 -- dec goes back to the pool.  With resolved, also the resolved tool's
 -- record and the args_digest (known: what the core gave of them with an
--- outcome it decided alone, else they are asked for).
-local function conclude(self, snap, dec, lua_ctx, trace, line, resolved, known, status, verdict, out, code, stage,
+-- outcome it decided alone, else they are asked for); who: as for host_answer.
+local function conclude(self, snap, dec, lua_ctx, trace, line, resolved, known, who, status, verdict, out, code, stage,
                         pending)
   local alone = status == 0
-  status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace, status, verdict, out, code, stage,
+  status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace, who, status, verdict, out, code, stage,
     pending)
   local tool_index, digest
   if resolved or trace then
@@ -499,16 +550,16 @@ local function conclude(self, snap, dec, lua_ctx, trace, line, resolved, known, 
   return d, tool, digest
 end
 
--- run_check(self, snap, compiled, text, context, lua_ctx, line, resolved)
+-- run_check(self, snap, compiled, text, context, lua_ctx, line, resolved, who)
 -- -> decision[, the resolved tool's record | nil, args_digest | nil when
 -- resolved is asked for]: the core's pipeline of a compiled policy on one
 -- call text, the host's stages answered in turn.  A text that holds
 -- several calls, or none, is refused: one decision is about one call
 -- (check_all decides each).
-local function run_check(self, snap, compiled, text, cctx, lua_ctx, line, resolved)
+local function run_check(self, snap, compiled, text, cctx, lua_ctx, line, resolved, who)
   local dec = take_decider(snap)
   local trace = self.opts.explain and explain.new(snap) or nil
-  return conclude(self, snap, dec, lua_ctx, trace, line, resolved, nil,
+  return conclude(self, snap, dec, lua_ctx, trace, line, resolved, nil, who,
     dec:check(compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self) + ONE, line))
 end
 
@@ -552,7 +603,7 @@ end
 -- One call through the policy's pipeline, on the snapshot in force from
 -- start to end (engine:check); with keep, also what verifying its result
 -- needs when the call was not refused (engine:check_resolved).
-local function check_call(self, call, ctx, line, keep)
+local function check_call(self, call, ctx, line, keep, who)
   local snap = self.current
   local cctx, lua_ctx, cerr = call_context(snap, ctx)
   if not cctx then return bad_context(snap, lua_ctx or cerr, line) end
@@ -561,7 +612,7 @@ local function check_call(self, call, ctx, line, keep)
     failed.line = line
     return decision.from_table(finish(snap, failed, lua_ctx))
   end
-  local d, tool, digest = run_check(self, snap, snap.compiled, text, cctx, lua_ctx, line, keep)
+  local d, tool, digest = run_check(self, snap, snap.compiled, text, cctx, lua_ctx, line, keep, who or COUNTED)
   if not keep then return d end
   return d, resolution(snap, text, d, tool, digest)
 end
@@ -608,7 +659,7 @@ function Engine:check_all(call, ctx, line)
   end
   local dec = take_decider(snap)
   local trace = self.opts.explain and explain.new(snap) or nil
-  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace,
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace, COUNTED,
     dec:check(snap.compiled, cctx, text, FORMAT_CODES[self.opts.format or "auto"], flags_of(self), line))
   while status == 0 do
     local d = decision.new(VERDICTS[verdict], code, stage, out)
@@ -618,7 +669,7 @@ function Engine:check_all(call, ctx, line)
       trace = explain.new(snap)
     end
     list[#list + 1] = d
-    status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace, dec:next())
+    status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, trace, COUNTED, dec:next())
   end
   local pool = snap.deciders
   pool[#pool + 1] = dec
@@ -650,7 +701,7 @@ end
 -- A call line the core left to the host (a stage it runs): settled here,
 -- its decision or its refusal written and counted.
 local function settle_call_line(self, snap, dec, lua_ctx, write, counts, line, pending)
-  local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, 1, nil, nil, nil, nil, pending)
+  local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, COUNTED, 1, nil, nil, nil, nil, pending)
   if st == 0 then
     write(text, "\n")
     counts[verdict] = counts[verdict] + 1
@@ -886,7 +937,7 @@ function Engine:classify(plan, ctx, line)
     error("classify: a plan (JSON text or a table) expected, got " .. type(plan), 2)
   end
   local dec, cstore = take_decider(snap), state_mod.core_store(self.store)
-  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, nil,
+  local status, verdict, out, code, stage = settle(self, snap, dec, lua_ctx, nil, nil,
     dec:classify(snap.compiled, cctx, cstore, text, flags_of(self), line, os.time()))
   if status == 0 and not cstore then write_quarantines(self, snap, dec) end
   local pool = snap.deciders
@@ -900,7 +951,9 @@ end
 -- 0, verdict and text given): settled here, written and counted.
 local function settle_plan_line(self, snap, dec, lua_ctx, cstore, write, counts, line, status, verdict, text)
   local st = status
-  if status ~= 0 then st, verdict, text = settle(self, snap, dec, lua_ctx, nil, status, nil, nil, nil, nil, verdict) end
+  if status ~= 0 then
+    st, verdict, text = settle(self, snap, dec, lua_ctx, nil, nil, status, nil, nil, nil, nil, verdict)
+  end
   if st == 0 then
     if not cstore then write_quarantines(self, snap, dec) end
     write(text, "\n")
@@ -1004,7 +1057,7 @@ function Engine:sweep_stream(read, ctx)
       pos, line = next_pos, last
       if status == 2 then return pos end
       -- the host's part of the plan (a stage, an ID, a record): answered, the plan is then kept
-      local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, status, nil, nil, nil, nil, pending)
+      local st, verdict, text = settle(self, snap, dec, lua_ctx, nil, nil, status, nil, nil, nil, nil, pending)
       if st ~= 0 then failed = { "line " .. line .. ": " .. tostring(verdict), text } end
     end
     return #buf + 1
@@ -1042,7 +1095,7 @@ function Engine:probe(tool, arguments, call_fn, epoch)
   local call = { server = server, name = name, arguments = arguments or {} }
   local text, failed = call_text(call)
   if not text then return { verdict = "invalid", code = failed.code, message = failed.message } end
-  local d, t = run_check(self, snap, snap.rung_only, text, nil, {}, nil, true)
+  local d, t = run_check(self, snap, snap.rung_only, text, nil, {}, nil, true, nil)
   if d.verdict ~= "accept" then
     return { verdict = "invalid", code = d.code, message = d.message, server = server, tool = name }
   end
@@ -1165,25 +1218,27 @@ end
 -- result needs of it (the tool the rung resolved and the arguments'
 -- digest, on this snapshot), so that the rung need not run again: an MCP
 -- gateway checks each tools/call and verifies its answer.
--- check_resolved(call[, ctx]) -> decision, resolved | nil
-function Engine:check_resolved(call, ctx)
-  return check_call(self, call, ctx, nil, true)
+-- check_resolved(call[, ctx[, principal]]) -> decision, resolved | nil
+-- (principal: who asked, what a quota rule's per = "principal" counts)
+function Engine:check_resolved(call, ctx, principal)
+  return check_call(self, call, ctx, nil, true, counted_as(self.current, principal))
 end
 
 --- One client message of an MCP gateway (toolgate.mcp), read and its
 -- tools/call decided in one call into the core.
--- check_mcp(text, server[, ctx[, decide]]) -> frame[, decision, resolved | nil]
+-- check_mcp(text, server[, ctx[, decide[, principal]]]) -> frame[, decision, resolved | nil]
 -- @tparam string text the message as the client sent it
 -- @tparam string server the server the route leads to: the call's server
 -- @param[opt] ctx as for check
 -- @tparam[opt] boolean decide check the call of a tools/call request with
 -- a valid id (frame.checked), as check_resolved does
+-- @tparam[opt] string principal who asked (the quota stage's per = "principal")
 -- @return the frame: what the message is (see Node:mcp in the bindings:
 -- kind, id, bad_id, id_text, id_null, method, bad_method, result, error,
 -- cursor, name, call, call_error, checked); with checked, the call's
 -- decision and what verifying its result needs (check_resolved's second
 -- value).  Raises when the message cannot be read (out of memory).
-function Engine:check_mcp(text, server, ctx, decide)
+function Engine:check_mcp(text, server, ctx, decide, principal)
   local snap = self.current
   local cctx, lua_ctx, cerr
   if decide then
@@ -1205,8 +1260,8 @@ function Engine:check_mcp(text, server, ctx, decide)
     if not frame then error("toolgate: the message could not be read: " .. tostring(status), 2) end
     return frame
   end
-  local d, tool, digest = conclude(self, snap, dec, lua_ctx, trace, nil, true, frame, status, verdict, out, code,
-    stage, pending)
+  local d, tool, digest = conclude(self, snap, dec, lua_ctx, trace, nil, true, frame, counted_as(snap, principal),
+    status, verdict, out, code, stage, pending)
   return frame, d, resolution(snap, frame.call, d, tool, digest)
 end
 

@@ -6,8 +6,9 @@
 --   registry           sources and load settings (toolgate.registry)
 --   limits             core limits (docs/limits.md)
 --   stages             the pipeline, in order: "rung", "gate", "verifier",
---                      "consistency", or custom stage tables
+--                      "consistency", "quota" (last), or custom stage tables
 --   rung, gate, verifier, consistency   each built-in stage's settings
+--   quota              { rules = {...} }: the quota stage's (toolgate.quota)
 --   contract           function(tool) -> contract fields, run at load
 --   context            the default per-call context
 --   on_error           "reject" (default) or "defer": what a failing policy
@@ -31,6 +32,7 @@
 
 local audit = require "toolgate.audit"
 local core = require "toolgate.core"
+local quota_mod = require "toolgate.quota"
 local registry_mod = require "toolgate.registry"
 local sandbox = require "toolgate.sandbox"
 local shadow = require "toolgate.shadow"
@@ -43,8 +45,9 @@ local BUILTIN = {
   gate = { reads_contract = true },
   verifier = { reads_contract = true },
   consistency = { reads_contract = true },
+  quota = { reads_contract = false },
 }
-local BUILTIN_NAMES = { "rung", "gate", "verifier", "consistency" }
+local BUILTIN_NAMES = { "rung", "gate", "verifier", "consistency", "quota" }
 
 M.DEFAULT_STAGES = { "rung", "gate", "verifier" }
 M.DEFAULT_RISK_LEVELS = { "none", "low", "medium", "high", "critical" }
@@ -260,6 +263,7 @@ local TOP_LEVEL = {
   stages = a_table, rung = a_table, gate = a_table, verifier = a_table, consistency = a_table,
   contract = a_function, context = a_table, on_error = one_of("reject", "defer"), defer = a_table,
   budget = whole(1000), resolvers = a_table, mcp = a_table, audit = a_table,
+  quota = a_table,
 }
 
 -- A stage's defer no longer stops the pipeline (a later reject must win),
@@ -426,10 +430,11 @@ local function build_stages(p, settings)
     local where = at("stages", i)
     if type(s) == "string" then
       if not BUILTIN[s] then
-        return invalid(where, "unknown stage \"" .. s .. "\" (built-in: rung, gate, verifier, consistency)"
+        return invalid(where, "unknown stage \"" .. s .. "\" (built-in: rung, gate, verifier, consistency, quota)"
           .. suggest.hint(s, BUILTIN_NAMES))
       end
-      rec = { name = s, builtin = true, reads_contract = BUILTIN[s].reads_contract, settings = settings[s] }
+      rec = { name = s, builtin = true, reads_contract = BUILTIN[s].reads_contract, settings = settings[s],
+              quota = s == "quota" or nil }
     elseif type(s) == "table" then
       if s.on_defer ~= nil then return invalid(where, ON_DEFER_GONE) end
       local ok, err, code = check_fields(where, s, CUSTOM_STAGE_FIELDS, "field")
@@ -451,6 +456,10 @@ local function build_stages(p, settings)
         .. "contract, so a stage placed there cannot reject it (the lookup of an undefined contract never "
         .. "produces a reject): put \"rung\" first", rec.name), "POLICY_ORDER"
     end
+    if stages[#stages] and stages[#stages].quota then
+      return nil, "policy stages: \"quota\" must be the last stage: it counts a call only once every other stage "
+        .. "let it through, and a stage after it could still refuse or defer a call it counted", "POLICY_ORDER"
+    end
     stages[#stages + 1] = rec
   end
   if not rung_at then
@@ -459,6 +468,26 @@ local function build_stages(p, settings)
       .. "reject a fabricated tool", "POLICY_ORDER"
   end
   return stages
+end
+
+-- The quota section and the "quota" stage go together: rules without the
+-- stage would limit nothing, silently.  -> the compiled rules | nil (no
+-- quota) | nil, message, code
+local function check_quota(p, stages)
+  local stage
+  for _, st in ipairs(stages) do if st.quota then stage = st end end
+  if p.quota == nil then
+    if stage then return invalid("quota", "the \"quota\" stage needs quota = { rules = { ... } }") end
+    return nil
+  end
+  if not stage then
+    return invalid("quota", "quota rules limit nothing unless \"quota\" is in stages (last: stages = { \"rung\", "
+      .. "\"gate\", \"verifier\", \"quota\" })")
+  end
+  local compiled, why, below = quota_mod.compile(p.quota)
+  if not compiled then return invalid("quota" .. (below or ""), why) end
+  stage.settings = compiled
+  return compiled
 end
 
 --- The policy used when none is given: policies/default.lua's rules, with
@@ -563,6 +592,9 @@ function M.load(source, hash_text)
   local stages
   stages, err, code = build_stages(p, settings)
   if not stages then return nil, err, code end
+  local quota
+  quota, err, code = check_quota(p, stages)
+  if not quota and err then return nil, err, code end
   local has_consistency = false
   for _, st in ipairs(stages) do has_consistency = has_consistency or st.name == "consistency" end
   -- the warnings concern the consistency stage: only a pipeline with it
@@ -615,6 +647,7 @@ function M.load(source, hash_text)
     budget = budget,
     resolvers = p.resolvers,
     mcp = p.mcp, -- checked by toolgate.mcp, which reads it
+    quota = quota, -- the compiled rules (toolgate.quota), when "quota" is a stage
     shadow = shadow.compile(p), -- nil: every decision enforced
     audit = audit_settings, -- what the audit records show of the arguments (toolgate.audit)
     warnings = warnings,
