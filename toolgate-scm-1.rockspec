@@ -86,6 +86,7 @@ build = {
     ["toolgate.inbox"] = "lua/toolgate/inbox.lua",
     ["toolgate.webhooks"] = "lua/toolgate/webhooks.lua",
     ["toolgate.otel"] = "lua/toolgate/otel.lua",
+    ["toolgate.stdio_trace"] = "lua/toolgate/stdio_trace.lua",
     ["toolgate.state.shared_dict"] = "lua/toolgate/state/shared_dict.lua",
     ["toolgate.state.redis"] = "lua/toolgate/state/redis.lua",
     ["toolgate.stdio"] = "lua/toolgate/stdio.lua",

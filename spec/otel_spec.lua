@@ -125,7 +125,7 @@ describe("toolgate.otel", function()
 
   it("names MCP spans and sets the semantic conventions' attributes", function()
     local t = otel.tracer{ random = scripted({}) }
-    local s = otel.mcp(t:start("mcp", 2, 1), { method = "tools/call", id = 7, name = "get_weather",
+    local s = otel.mcp(t:start("mcp", 2, 1), { method = "tools/call", id = 7.0, name = "get_weather",
       protocol_version = "2025-06-18", session = "abc", transport = "tcp" })
     assert.equals("tools/call get_weather", s.name)
     assert.same({ "tools/call", "get_weather", "execute_tool", "7", "2025-06-18", "abc", "tcp" }, {

@@ -280,7 +280,9 @@ function M.mcp(span, m)
   span:set("mcp.method.name", m.method)
   if target then span:set(TARGET[m.method], target) end
   if m.method == "tools/call" then span:set("gen_ai.operation.name", "execute_tool") end
-  if m.id ~= nil then span:set("jsonrpc.request.id", tostring(m.id)) end
+  local id = m.id
+  if type(id) == "number" and id == math.floor(id) then id = string.format("%d", id) end
+  if id ~= nil then span:set("jsonrpc.request.id", tostring(id)) end
   span:set("mcp.protocol.version", m.protocol_version)
   span:set("mcp.session.id", m.session)
   span:set("network.transport", m.transport)

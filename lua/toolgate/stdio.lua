@@ -17,7 +17,8 @@
 -- queue it fills, to the server or its own answers back, is over
 -- HIGH_WATER_BYTES, nor the server while the queue to the client is; the
 -- proxy's own log lines beyond it are dropped and counted); the server's
--- standard error goes to ours; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed to the server.
+-- standard error goes to ours; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed to the server
+-- (SIGHUP not when the host takes it: opts.hup).
 -- Messages keep their order in each direction.  A line from the client
 -- that is not JSON, or not JSON-RPC, or a request whose id is in flight, is
 -- answered with the gateway's error; a line from the server that is not
@@ -192,8 +193,10 @@ local function default_log(msg) io.stderr:write("toolgate mcp-proxy: ", msg, "\n
 -- like the server's), ready (function(log), called with the logger before
 -- the relay starts: a host's observer logs through it), every (function(),
 -- called every 100 ms while the relay runs, off the messages' path: a
--- host's batched writes),
+-- host's batched writes), hup (function(), called on SIGHUP, which is then
+-- not passed to the server: a host with a log file reopens it),
 -- approval_wait (seconds, default DEFAULT_APPROVAL_WAIT),
+-- trace (toolgate.stdio_trace's, optional: told of each message and answer),
 -- stdin/stdout/stderr (descriptors, default 0, 1, 2).
 --
 -- A 2025 client that declared elicitation in initialize is asked to approve
@@ -204,14 +207,14 @@ local function default_log(msg) io.stderr:write("toolgate mcp-proxy: ", msg, "\n
 -- forwarded: yes grants the approval and the call is decided again, now
 -- passing once; no is refused) or approval_wait seconds (refused).
 function M.run(opts)
-  local gw, route = opts.gateway, opts.route
+  local gw, route, trace = opts.gateway, opts.route, opts.trace
   local log = opts.log or default_log
   local grace = opts.grace or M.DEFAULT_GRACE
   local cin, cout, cerr = opts.stdin or 0, opts.stdout or 1, opts.stderr or 2
 
   local sigs = {}
   for i, name in ipairs(RELAYED_SIGNALS) do sigs[i] = proc.signum(name) end
-  local sigchld = proc.signum("CHLD")
+  local sigchld, sighup = proc.signum("CHLD"), proc.signum("HUP")
   sigs[#sigs + 1] = sigchld
   local sigfd, serr = proc.signals(sigs)
   if not sigfd then
@@ -308,7 +311,9 @@ function M.run(opts)
     end
     if person_answered(line) then return end
     remember_capabilities(line)
+    if trace then trace:request(line) end
     local ok, plan = pcall(gw.request, gw, route, line, session)
+    if trace then trace:requested(ok and plan or nil) end
     local forward
     if ok and plan.forward then
       -- a batch's forward is canonical already
@@ -396,7 +401,9 @@ function M.run(opts)
   local function server_line(line)
     if relist_answer(line) then return end
     if list_changed(line) then start_relist() end
+    if trace then trace:answer(line) end
     local ok, out, why = pcall(gw.response, gw, route, session, line)
+    if trace then trace:answered() end
     if not ok then
       note("checking a message from the server failed: " .. tostring(out))
       return
@@ -495,7 +502,9 @@ function M.run(opts)
           while true do
             local s = proc.next_signal(sigfd)
             if not s then break end
-            if s == sigchld then reap() else proc.kill(child.pid, s) end
+            if s == sigchld then reap()
+            elseif s == sighup and opts.hup then opts.hup()
+            else proc.kill(child.pid, s) end
           end
         elseif w == "client" then
           client_open = drain(cin, from_client, client_full)

@@ -12,6 +12,7 @@ usage: toolgate gateway --listen HOST:PORT --upstream SERVER=URL... --registry S
                         [--redis HOST:PORT] [--redis-prefix P] [--redis-password-file FILE]
                         [--redis-sync SECONDS] [--redis-tls CA_FILE] [--redis-tls-name NAME]
                         [--webhook [slack=]URL...] [--principal-header NAME]
+                        [--otlp-endpoint URL] [--audit-log FILE|syslog]
                         [--prefix DIR] [--conf-only]
 
 An MCP gateway in front of MCP servers (Streamable HTTP), on nginx and its lua
@@ -60,6 +61,21 @@ options:
                             clients' requests (nginx/README.md, "Who asked"); an
                             MCP request without it, or with a malformed one, is
                             refused; decisions and approvals record it
+  --otlp-endpoint URL       export a trace span per MCP request (and one per
+                            upstream call) to this OpenTelemetry collector, as
+                            OTLP/HTTP JSON: a base URL such as
+                            http://127.0.0.1:4318, to which /v1/traces is
+                            appended; http:// to an IP address or localhost.
+                            Sent from a timer, never delaying a call; spans a
+                            collector that is away cannot take are dropped and
+                            counted (docs/tracing.md)
+  --audit-log FILE|syslog   where the audit records go (decisions, approvals
+                            decided, pin changes: docs/audit.md), instead of
+                            PREFIX/decisions.jsonl: a file, opened by name for
+                            each batch (every 0.1 s), so a logrotate move takes
+                            effect at once (kill -USR1 the master as usual);
+                            syslog: the local syslog (/dev/log), syslog:PATH
+                            another unix datagram socket
   --prefix DIR              where the conf, the pid file, temporary files and
                             decisions.jsonl (the decision log) go (default: a new
                             directory under $TMPDIR or /tmp)
@@ -188,7 +204,11 @@ function M.conf(o)
   w("            },")
   if o.api_context then w("            api_context = ", o.api_context, ",") end
   if o.principal_header then w("            principal_header = ", lua_string(o.principal_header), ",") end
-  w("            decision_log = ", lua_string(o.prefix .. "/decisions.jsonl"), ",")
+  if o.otlp_endpoint then
+    w("            -- trace spans, exported as OTLP/HTTP JSON (docs/tracing.md)")
+    w("            otlp = { endpoint = ", lua_string(o.otlp_endpoint), " },")
+  end
+  w("            decision_log = ", lua_string(o.audit_log or (o.prefix .. "/decisions.jsonl")), ",")
   if o.admin_token_file then w("            admin_token_file = ", lua_string(o.admin_token_file), ",") end
   if o.webhooks and #o.webhooks > 0 then
     w("            -- each new pending approval is POSTed to these (toolgate.webhooks)")
@@ -295,7 +315,8 @@ function M.run(args)
     flags = { ["conf-only"] = true },
     options = { listen = true, policy = true, admin = true, ["admin-token-file"] = true, workers = true, prefix = true,
       redis = true, ["api-context"] = true, ["redis-prefix"] = true, ["redis-password-file"] = true, ["redis-sync"] = true,
-      ["redis-tls"] = true, ["redis-tls-name"] = true, ["principal-header"] = true },
+      ["redis-tls"] = true, ["redis-tls-name"] = true, ["principal-header"] = true,
+      ["otlp-endpoint"] = true, ["audit-log"] = true },
     multi = { upstream = true, registry = true, context = true, webhook = true },
   })
   if not o.listen then cli.usage_error("--listen HOST:PORT is required") end
@@ -342,6 +363,18 @@ function M.run(args)
   local ph = o["principal-header"]
   if ph and (#ph > 64 or not ph:find("^[%w%-]+$")) then
     cli.usage_error("--principal-header takes a header name (letters, digits, -), not " .. ph)
+  end
+  if o["otlp-endpoint"] then
+    local _, oerr = require("toolgate.otel").endpoint(o["otlp-endpoint"])
+    if oerr then cli.usage_error("--otlp-endpoint: " .. oerr) end
+  end
+  local audit_log = o["audit-log"]
+  if audit_log then
+    -- (a file's path as nginx's master will open it: absolute, and writable now)
+    if audit_log ~= "syslog" and audit_log:sub(1, 7) ~= "syslog:" then audit_log = absolute(audit_log) end
+    local sink, aerr = require("toolgate.audit_log").open(audit_log)
+    if not sink then cli.usage_error("--audit-log: " .. aerr) end
+    sink:close()
   end
   local workers = M.DEFAULT_WORKERS
   if o.workers then
@@ -415,7 +448,8 @@ function M.run(args)
   local text = M.conf({ prefix = prefix, workers = workers, listen = o.listen, admin = o.admin,
     admin_token_file = token_file, policy = absolute(policy), servers = servers, registry = registry,
     contexts = contexts, api_context = api_context, upstreams = upstreams, lua_dir = lua_dir, lib = lib,
-    lua_cdir = lua_cdir, redis = redis, webhooks = hooks, principal_header = ph })
+    lua_cdir = lua_cdir, redis = redis, webhooks = hooks, principal_header = ph,
+    otlp_endpoint = o["otlp-endpoint"], audit_log = audit_log })
   local conf = prefix .. "/nginx.conf"
   if not cli.write_file("gateway", conf, text) then return cli.EXIT_FAILED end
   if o["conf-only"] then

@@ -8,6 +8,7 @@ local http_client = require "toolgate.mcp.http_client"
 local mcp = require "toolgate.mcp"
 local proc = require "toolgate.proc"
 local stdio = require "toolgate.stdio"
+local stdio_trace = require "toolgate.stdio_trace"
 local webhooks = require "toolgate.webhooks"
 
 local M = {}
@@ -90,6 +91,15 @@ exit status is the server's (128 + N when signal N ended it).
                             writes the batch now and is not passed to the
                             server.  syslog: the local syslog (/dev/log),
                             syslog:PATH another unix datagram socket
+  --otlp-endpoint URL       export a trace span per client message (and one
+                            for the server's part of each request) to this
+                            OpenTelemetry collector as OTLP/HTTP JSON: a base
+                            URL such as http://127.0.0.1:4318, to which
+                            /v1/traces is appended (http:// to an IP address
+                            or localhost).  Sent between messages, at most a
+                            batch a second, each bounded by 1 s; a collector
+                            that is away is tried again with a backoff, its
+                            spans dropped and counted (docs/tracing.md)
 
 Exit status: the server's; 1 when it could not be started; 2 on bad usage
 or a policy or registry that cannot be loaded.
@@ -208,7 +218,7 @@ function M.run(args)
   local opts, argv = cli.parse(args, {
     flags = { ["assert-formats"] = true },
     options = { policy = true, server = true, context = true, grace = true, state = true, ["approval-wait"] = true,
-      ["audit-log"] = true },
+      ["audit-log"] = true, ["otlp-endpoint"] = true },
     multi = { registry = true, webhook = true },
   })
   if #argv == 0 then cli.usage_error("the server's command is missing (after --)") end
@@ -235,6 +245,12 @@ function M.run(args)
   if opts["audit-log"] then
     sink, serr = audit_log.open(opts["audit-log"])
     if not sink then cli.usage_error("--audit-log: " .. serr) end
+  end
+  local trace
+  if opts["otlp-endpoint"] then
+    local terr
+    trace, terr = stdio_trace.new{ endpoint = opts["otlp-endpoint"], log = function(msg) cli.diag("mcp-proxy", msg) end }
+    if not trace then cli.usage_error("--otlp-endpoint: " .. terr) end
   end
   local store = cli.open_state("mcp-proxy", opts.state, { busy_ms = M.BUSY_MS })
   if not store then return cli.EXIT_USAGE end
@@ -292,8 +308,14 @@ function M.run(args)
   local hook_noted, hook_tick, hook_finish
   if #hooks > 0 then hook_noted, hook_tick, hook_finish = hook_sender(hooks, store, say) end
   -- who asks is the local user (cli.local_user), in every decision and approval
-  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = observer(say, record, hook_noted, command,
-    function() return { source = "mcp-proxy", audit = engine:snapshot().policy.audit } end),
+  local observe = observer(say, record, hook_noted, command,
+    function() return { source = "mcp-proxy", audit = engine:snapshot().policy.audit } end)
+  -- (a decision goes on its message's span first: its record names the trace)
+  local traced = trace and function(ev)
+    trace:decided(ev)
+    return observe(ev)
+  end
+  local gw, gerr, code = mcp.new{ engine = engine, state = store, observe = traced or observe,
     hints = { approval = grant }, principal = cli.local_user() }
   if not gw then
     cli.diag("mcp-proxy", tostring(code) .. ": " .. tostring(gerr))
@@ -312,9 +334,11 @@ function M.run(args)
       write_log(proc.now())
       if sink then write_audit() end
       if hook_tick then hook_tick(proc.now()) end
-    end }
+      if trace then trace:tick(proc.now()) end
+    end, trace = trace }
   say[1] = function(msg) cli.diag("mcp-proxy", msg) end
   if hook_finish then hook_finish() end
+  if trace then trace:finish() end
   write_log()
   if sink then
     write_audit()
