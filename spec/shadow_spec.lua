@@ -216,6 +216,19 @@ describe("toolgate.shadow", function()
       assert.is_nil(ds[2].enforced)
     end)
 
+    it("log --shadow sums up a decision log by server, tool, code and verdict; its usage errors are usage errors",
+      function()
+      local code, out = h.toolgate("log --shadow --json --file " .. h.shell_quote(root .. "/examples/shadow/decisions.jsonl"))
+      assert.equals(0, code)
+      local groups = {}
+      for l in out:gmatch("[^\n]+") do groups[#groups + 1] = json(l) end
+      assert.same({ "write_file", 3, 2 }, { groups[1].tool, groups[1].count, #groups[1].examples })
+      assert.equals(3, #groups) -- the accept and the H1 are no group
+      for _, args in ipairs({ "--shadow --follow", "--file x", "--shadow --file x --state y" }) do
+        assert.equals(2, (h.toolgate("log " .. args)))
+      end
+    end)
+
     it("marks the decisions of a policy whose mode is shadow the same way", function()
       local p = h.tmpname(".lua")
       h.write_file(p, (h.read_file(root .. "/policies/gateway.lua"):gsub("\nreturn {\n", '\nreturn {\n  mode = "shadow",\n', 1)))
