@@ -9,7 +9,8 @@
  * keys, which are required, each key's type, enum values and bounds, read
  * from the compiled input schema); for a policy's refusal, that only a
  * person can change it and how (the host's hint); for a defer, that a
- * person was asked and how to ask again.  Short and deterministic: the
+ * person was asked and how to ask again; for a quota, that waiting (the
+ * time its message gives) is what helps.  Short and deterministic: the
  * keys in the schema's sorted order, at most MODEL_TEXT_MAX_KEYS of them
  * and MODEL_TEXT_MAX_ENUM values each, numbers in their canonical form.
  */
@@ -256,6 +257,10 @@ int tg_model_text(const tg_registry_t *r, long tool, const char *name, int defer
                 puts_(&w, " ");
                 puts_(&w, hint);
             }
+        } else if (is(code, "QUOTA")) {
+            /* the message says the limit, the window and the seconds left */
+            puts_(&w, " A quota counts these calls whatever their arguments: the same call passes "
+                      "once the time it says has passed; calling sooner gets the same answer.");
         }
     }
     put(&w, "", 1); /* the NUL, not counted */

@@ -1346,7 +1346,8 @@ TG_API int tg_mcp_check(tg_decider_t *d, const tg_policy_t *p, const tg_context_
  * policy is set; NULL: none).  For H2, H3 and BAD_ARGUMENTS the text says
  * what the tool's input schema accepts: each key (sorted, at most 16) with
  * its type, const or enum values (at most 8), asserted format, bounds,
- * and whether it is required.  Deterministic: the same arguments give the same bytes.
+ * and whether it is required; for QUOTA, that the same call passes once the time
+ * its message gives has passed.  Deterministic: the same arguments give the same bytes.
  * Errors: TG_E_ARG (NULL name or out), TG_E_NOMEM. */
 TG_API int tg_model_text(const tg_registry_t *r, long tool, const char *name, int deferred,
                          const char *code, const char *path, const char *message,

@@ -692,7 +692,7 @@ local function decide_call(self, snap, settings, route, frame, d, resolved, era)
       d = gateway_decision(snap, "decode", code or "BAD_CONTEXT", "the route's context: " .. tostring(err),
         route.server, name)
     else
-      d, resolved = self.engine:check_resolved(text, ctx)
+      d, resolved = self.engine:check_resolved(text, ctx, principal) -- (a quota counts per principal)
     end
   end
   -- a known tool whose upstream changed under its pin, or a quarantined server
@@ -979,7 +979,7 @@ function Gateway:request(route, text, session, precheck, arg, caller)
   -- no context, no check here: decide_call says why
   local ctx = route_context(self, route, snap, settings, principal)
   local frame, d, resolved = self.engine:check_mcp(text, route.server, ctx,
-    ctx ~= nil and allowed(settings, "tools/call"))
+    ctx ~= nil and allowed(settings, "tools/call"), principal)
   if frame.kind == "not_json" then
     plan.reply = error_reply("null", M.CODES.PARSE_ERROR, "toolgate: the message is not JSON: " .. frame.why)
     return plan

@@ -107,6 +107,14 @@ static void test_policy(void)
     tap_ok(says(r, 0, 0, "PIN_CHANGED", NULL, "changed", NULL, "unused",
                 "toolgate refused this call to plan: PIN_CHANGED: changed."),
            "another refusal: what happened, no advice");
+    tap_ok(says(r, 0, 0, "QUOTA", NULL,
+                "quota: at most 3 calls per 60 s to pay/transfer; the next call fits in 20 s", NULL,
+                NULL,
+                "toolgate refused this call to plan: QUOTA: quota: at most 3 calls per 60 s to "
+                "pay/transfer; the next call fits in 20 s. A quota counts these calls whatever "
+                "their arguments: the same call passes once the time it says has passed; calling "
+                "sooner gets the same answer."),
+           "QUOTA: the limit, the window and when to call again");
     {
         tg_buf_t b;
         tg_error_t err;
