@@ -157,6 +157,12 @@ describe("toolgate.otel", function()
     assert.same({ "H2", false, "shadow", 0 }, { sh:get("toolgate.decision.code"), sh:get("toolgate.decision.enforced"),
       sh:get("toolgate.decision.mode"), sh.status })
     assert.is_nil(sh:get("error.type"))
+    -- a defer that passed by its approval ran
+    local ap = t:start("tools/call z", 2, 1)
+    otel.decided(ap, { kind = "decision", phase = "call", approved = true, approval_id = "ab12",
+      decision = d({ verdict = "defer", stage = "gate", code = "H4" }) }, 1)
+    assert.same({ "defer", "ab12", 0 }, { ap:get("toolgate.decision.verdict"), ap:get("toolgate.approval.id"), ap.status })
+    assert.is_nil(ap:get("error.type"))
     -- a batch: each decision an event
     local b = t:start("batch", 2, 1)
     b.batch = true

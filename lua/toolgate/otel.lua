@@ -291,7 +291,7 @@ end
 
 --- decided(span, ev, time): toolgate's decision on the span (an observe
 -- event of kind "decision"): its verdict, stage, code, phase, policy,
--- whether it was enforced; a refusal that held is the span's error
+-- whether it was enforced; an enforced refusal is the span's error
 -- (error.type: the code).  A batch's decisions are events instead.
 function M.decided(span, ev, time)
   local d = ev.decision
@@ -310,7 +310,8 @@ function M.decided(span, ev, time)
     -- (a refusal of the result, after the call passed, is what the span shows)
     for _, a in ipairs(attrs) do span:set(a[1], a[2]) end
   end
-  if d.verdict ~= "accept" and enforced then span:error(d.code or d.verdict) end
+  -- (a defer that passed by its approval ran: no error)
+  if d.verdict ~= "accept" and enforced and not ev.approved then span:error(d.code or d.verdict) end
 end
 
 return M
