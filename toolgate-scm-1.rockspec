@@ -46,6 +46,7 @@ build = {
     ["toolgate.policy"] = "lua/toolgate/policy.lua",
     ["toolgate.decision"] = "lua/toolgate/decision.lua",
     ["toolgate.audit"] = "lua/toolgate/audit.lua",
+    ["toolgate.audit_log"] = "lua/toolgate/audit_log.lua",
     ["toolgate.shadow"] = "lua/toolgate/shadow.lua",
     ["toolgate.lines"] = "lua/toolgate/lines.lua",
     ["toolgate.documents"] = "lua/toolgate/documents.lua",

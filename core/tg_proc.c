@@ -14,6 +14,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -314,6 +315,30 @@ int tg_proc_euid(void)
 int tg_proc_mkdir(const char *path, int mode)
 {
     return mkdir(path, (mode_t)mode) == 0 ? 0 : fail();
+}
+
+int tg_proc_datagram(const char *path, const char *data, size_t len)
+{
+    struct sockaddr_un addr;
+    const struct sockaddr *to = (const struct sockaddr *)&addr;
+    size_t n = strlen(path);
+    int fd, rc = 0;
+
+    if (n >= sizeof addr.sun_path) {
+        return -ENAMETOOLONG;
+    }
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    memcpy(addr.sun_path, path, n + 1);
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return fail();
+    }
+    if (sendto(fd, data, len, MSG_DONTWAIT | MSG_NOSIGNAL, to, sizeof addr) < 0) {
+        rc = fail();
+    }
+    close(fd);
+    return rc;
 }
 
 int tg_proc_chmod(const char *path, int mode)

@@ -68,6 +68,11 @@ TG_API long tg_proc_write(int fd, const char *buf, size_t len);
  * -EINVAL.  Read and write it with tg_proc_read and tg_proc_write. */
 TG_API int tg_proc_connect(const char *host, int port, int timeout_ms);
 
+/* One datagram to the unix datagram socket at path (the local syslog's
+ * /dev/log): sent without waiting, 0 or a negative errno (-EAGAIN: the
+ * reader's queue is full; -EMSGSIZE: too long for one datagram). */
+TG_API int tg_proc_datagram(const char *path, const char *data, size_t len);
+
 /* Sets or clears O_NONBLOCK; returns whether it was set before (0 or 1),
  * or a negative errno. */
 TG_API int tg_proc_nonblock(int fd, int on);

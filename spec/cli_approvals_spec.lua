@@ -191,7 +191,11 @@ describe("toolgate approvals", function()
       local rows = h.lines_of(out)
       assert.matches("^TIME +VERDICT +SERVER/TOOL +CODE +PRINCIPAL$", rows[1])
       assert.matches("^%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d +defer +counter/write_note +%S+ +%S+$", rows[2])
-      assert.equal(6, #rows) -- five defers under the header
+      -- five defers under the header, then the grant and the deny decided with toolgate approvals
+      assert.equal(8, #rows)
+      assert.matches("^%d%d%d%d%-%d%d%-%d%d %d%d:%d%d:%d%d +granted +counter/write_note +" .. grant_id .. " +alice$",
+        rows[7])
+      assert.matches(" denied +counter/write_note +" .. deny_id .. " +bob$", rows[8])
       local term = on_terminal("log --state " .. q(dir))
       assert.matches("TIME +VERDICT +SERVER/TOOL", term)
       assert.equal("{", on_terminal("log --json --state " .. q(dir)):sub(1, 1))
@@ -211,5 +215,23 @@ describe("toolgate approvals", function()
     end
     assert.same({ '{"text":"rm -rf / --no-preserve-root"}', 38, false },
       { found.arguments, found.arguments_bytes, found.arguments_truncated })
+  end)
+
+  it("records a grant and a deny decided with toolgate approvals in the state's log, as audit records of the CLI "
+    .. "(the arguments as their digest: the CLI does not know the policy's audit section)", function()
+    local _, out = h.toolgate("log --json --state " .. q(dir))
+    local decided = {}
+    for _, line in ipairs(h.lines_of(out)) do
+      local r = json(line)
+      if r.kind == "approval" then decided[#decided + 1] = r end
+    end
+    assert.equal(2, #decided)
+    local g, d = decided[1], decided[2]
+    assert.same({ "cli", "granted", grant_id, "alice", "counter" }, { g.source, g.event, g.approval.id,
+      g.approval.decided_by, g.route })
+    assert.same({ "cli", "denied", deny_id, "bob" }, { d.source, d.event, d.approval.id, d.approval.decided_by })
+    assert.is_nil(g.approval.arguments)
+    assert.is_string(g.approval.args_digest)
+    assert.is_true(g.seq < d.seq)
   end)
 end)

@@ -12,6 +12,7 @@
 --   kill(pid, signo), close(fd), signum(name), now(); POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL
 --   stat(path) -> {perm, uid, dir} | nil, message, errno;  euid();  umask(mask) -> the mask before
 --   mkdir(path, mode), chmod(path, mode) -> true | nil, message, errno  (the local state's directory)
+--   datagram(path, data) -> true | nil, message, errno  (one datagram to a unix socket: syslog's /dev/log)
 if rawget(_G, "jit") then
   return require "toolgate.proc_ffi"
 end

@@ -292,6 +292,16 @@ static int l_chmod(lua_State *L)
     return done(L, tg_proc_chmod(luaL_checkstring(L, 1), (int)luaL_checkinteger(L, 2)));
 }
 
+/* datagram(path, data) -> true | nil, message, errno */
+static int l_datagram(lua_State *L)
+{
+    size_t len;
+    const char *path = luaL_checkstring(L, 1);
+    const char *data = luaL_checklstring(L, 2, &len);
+
+    return done(L, tg_proc_datagram(path, data, len));
+}
+
 static int l_umask(lua_State *L)
 {
     lua_pushinteger(L, tg_proc_umask((int)luaL_checkinteger(L, 1)));
@@ -304,7 +314,7 @@ static const luaL_Reg functions[] = {
     {"read", l_read},   {"write", l_write},     {"nonblock", l_nonblock},       {"wait", l_wait},
     {"kill", l_kill},   {"close", l_close},     {"signum", l_signum},           {"now", l_now},
     {"stat", l_stat},   {"euid", l_euid},       {"mkdir", l_mkdir},             {"chmod", l_chmod},
-    {"umask", l_umask}, {"connect", l_connect}, {NULL, NULL}};
+    {"umask", l_umask}, {"connect", l_connect}, {"datagram", l_datagram}, {NULL, NULL}};
 /* clang-format on */
 
 int luaopen_toolgate_proc_c(lua_State *L);

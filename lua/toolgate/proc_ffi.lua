@@ -29,6 +29,7 @@ int tg_proc_stat(const char *path, int *perm, int *uid, int *is_dir);
 int tg_proc_euid(void);
 int tg_proc_mkdir(const char *path, int mode);
 int tg_proc_chmod(const char *path, int mode);
+int tg_proc_datagram(const char *path, const char *data, size_t len);
 int tg_proc_umask(int mask);
 ]]
 
@@ -160,6 +161,8 @@ end
 function M.mkdir(path, mode) return done(C.tg_proc_mkdir(path, mode)) end
 
 function M.chmod(path, mode) return done(C.tg_proc_chmod(path, mode)) end
+
+function M.datagram(path, data) return done(C.tg_proc_datagram(path, data, #data)) end
 
 function M.umask(mask) return C.tg_proc_umask(mask) end
 

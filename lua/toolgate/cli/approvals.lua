@@ -1,9 +1,12 @@
 -- toolgate approvals: the person's side of a defer, on the local state the
 -- stdio proxies share (toolgate.state.sqlite).
+local audit = require "toolgate.audit"
 local cli = require "toolgate.cli"
 local state = require "toolgate.state"
 
 local M = {}
+
+local CLI_AUDIT = assert(audit.settings({ arguments = "digest" }))
 
 local function utc(t) return os.date("!%Y-%m-%d %H:%M:%S UTC", math.floor(t)) end
 
@@ -70,7 +73,9 @@ command that grants it) and waits here.
               call with other arguments asks again
   deny ID     the call is refused (APPROVAL_DENIED) until the request expires
   grant and deny record who decided (the local user: $USER, $LOGNAME or
-  uid:N) and when, and --note TEXT (at most 1024 bytes) with the decision
+  uid:N) and when, and --note TEXT (at most 1024 bytes) with the decision,
+  and write its audit record (docs/audit.md; its arguments as a digest)
+  to the state's log (toolgate log)
 
   --all        list: the decided requests too
   --human      list: for a person (the default on a terminal)
@@ -184,6 +189,14 @@ function M.run(args)
     return cli.EXIT_OK
   end
   local r, err = store:approval_decide(id, verb, how)
+  if r then
+    -- the decision's audit record, in the state's log (toolgate log); without its arguments (the
+    -- policy that says how they are recorded is the proxies', not known here: their digest is)
+    local ok, lerr = pcall(store.log, store, audit.approval(r, verb == "grant" and "granted" or "denied", os.time(),
+      { source = "cli", audit = CLI_AUDIT }))
+    if not ok then cli.diag("approvals", "the decision stands, but its audit record could not be written: "
+      .. tostring(lerr)) end
+  end
   store:close()
   if not r then
     cli.diag("approvals", err)

@@ -1,0 +1,316 @@
+-- toolgate.audit: one record shape for decisions, approvals and pin changes
+-- (docs/audit.md), written by the gateway, the stdio proxy and the CLI, and
+-- checked against docs/schemas/decision-record.schema.json by two
+-- validators: ajv (npm, bench/node_modules) and toolgate validate.  Where
+-- the records go: a file that survives a logrotate move (toolgate.audit_log),
+-- syslog; the nginx gateway's own run is in the last describe (Lua 5.4).
+local audit = require "toolgate.audit"
+local audit_log = require "toolgate.audit_log"
+local decision = require "toolgate.decision"
+local mcp = require "toolgate.mcp"
+local state = require "toolgate.state"
+local toolgate = require "toolgate"
+local value = require "toolgate.value"
+local h = require "helpers"
+local unpack = table.unpack or unpack
+
+local q = h.shell_quote
+local root = h.root
+local codec = decision.codec()
+local function json(text) return assert(require("toolgate.json").decode(codec, text)) end
+
+local SCHEMA = root .. "/docs/schemas/decision-record.schema.json"
+local REGISTRY = root .. "/spec/data/nginx/counter.json"
+local T = 1700000000.125 -- (a time whose 3 decimals a double holds exactly: canonical JSON writes it so)
+local GATEWAY = { source = "gateway", worker = 4242 }
+
+local function call(id, name, args)
+  return '{"jsonrpc":"2.0","id":' .. id .. ',"method":"tools/call","params":{"name":"' .. name .. '","arguments":'
+    .. args .. "}}"
+end
+
+-- an in-process gateway over the counter registry (the audit section given), and what observe saw
+local function gateway(audit_section)
+  local p = dofile(root .. "/policies/gateway.lua")
+  p.audit = audit_section
+  local store = state.memory()
+  local e = assert(toolgate.new{ policy = p, registry = { REGISTRY }, state = store })
+  local events = {}
+  local gw = assert(mcp.new{ engine = e, observe = function(ev) events[#events + 1] = ev end })
+  return gw, gw:route("counter", { scopes = { "counter:read", "counter:write" } }), events, store, e
+end
+
+local function last_decision(events)
+  for i = #events, 1, -1 do if events[i].kind == "decision" then return events[i] end end
+end
+
+-- validators(lines) -> ajv's and toolgate validate's verdicts, a list each ({valid =, errors =})
+local function validators(lines)
+  local file = h.tmpname(".jsonl")
+  h.write_file(file, table.concat(lines, "\n") .. "\n")
+  local code, out, err = h.run("node " .. q(root .. "/spec/audit/ajv_records.js") .. " " .. q(root),
+    table.concat(lines, "\n") .. "\n")
+  assert(code == 0, "ajv_records.js failed: " .. err)
+  local ajv = {}
+  for _, l in ipairs(h.lines_of(out)) do ajv[#ajv + 1] = json(l) end
+  local tcode, tout, terr = h.toolgate("validate --schema " .. q(SCHEMA) .. " --lines " .. q(file))
+  os.remove(file)
+  assert(tcode == 0, "toolgate validate failed: " .. terr)
+  local tg = {}
+  for _, l in ipairs(h.lines_of(tout)) do tg[#tg + 1] = json(l) end
+  assert.equals(#lines, #ajv)
+  assert.equals(#lines, #tg)
+  return ajv, tg
+end
+
+-- every line a valid record, by both validators
+local function assert_valid(lines, what)
+  assert.is_true(#lines > 0, "no records from " .. what)
+  local ajv, tg = validators(lines)
+  for i, l in ipairs(lines) do
+    assert.is_true(ajv[i].valid, what .. ": ajv refuses " .. l .. "\n" .. tostring(value.encode(ajv[i].errors)))
+    assert.is_true(tg[i].valid, what .. ": toolgate validate refuses " .. l .. "\n" .. tostring(value.encode(tg[i].errors)))
+  end
+end
+
+-- the records of one gateway session: every outcome, an approval granted, pin changes
+local function session(audit_section, host)
+  local gw, route, events, store, e = gateway(audit_section)
+  -- (as the hosts do: the policy's audit settings)
+  local opts = { audit = e:snapshot().policy.audit }
+  for k, v in pairs(host) do opts[k] = v end
+  local lines, outcomes = {}, {}
+  local function decided(c)
+    gw:request(route, c)
+    local ev = last_decision(events)
+    lines[#lines + 1] = audit.decision(ev, T, opts)
+    outcomes[#outcomes + 1] = ev.decision.verdict .. "/" .. audit.outcome(ev)
+    return ev
+  end
+  decided(call(1, "add", '{"a":1,"b":2}'))
+  decided(call(2, "nope", "{}"))
+  local held = decided(call(3, "write_note", '{"text":"rm -rf /"}'))
+  local rec = assert(store:approval_decide(held.approval_id, "grant", { by = "ops", note = "fine" }))
+  lines[#lines + 1] = audit.approval(rec, "granted", T, opts)
+  decided(call(3, "write_note", '{"text":"rm -rf /"}'))
+  -- a tools/list that differs from the pins
+  local reg = json(h.read_file(REGISTRY))
+  local tools = { reg.tools[1], { name = "new_tool", inputSchema = { type = "object" } } }
+  local plan = gw:request(route, '{"jsonrpc":"2.0","id":9,"method":"tools/list"}')
+  gw:response(route, plan, assert(value.encode({ jsonrpc = "2.0", id = 9,
+    result = { tools = setmetatable(tools, value.array_mt) } })))
+  for _, ev in ipairs(events) do
+    if ev.kind == "pin_change" then lines[#lines + 1] = audit.pin_change(ev, T, opts) end
+  end
+  return lines, outcomes, held
+end
+
+describe("toolgate.audit", function()
+  it("writes one shape for decisions of every outcome, approvals and pin changes: members sorted, the decision as "
+    .. "the core wrote it, an approved call that passed recorded as passed", function()
+    local lines, outcomes = session(nil, GATEWAY)
+    assert.same({ "accept/passed", "reject/refused", "defer/held", "defer/passed" }, outcomes)
+    local kinds = {}
+    for _, l in ipairs(lines) do
+      assert.equals(l, assert(codec:canon(l)), "not canonical: " .. l)
+      local r = json(l)
+      kinds[#kinds + 1] = r.kind
+      assert.same({ "gateway", 4242, T, "counter" }, { r.source, r.worker, r.time, r.route })
+    end
+    -- (the listing changed one tool, added one and dropped the rest)
+    assert.same({ "decision", "decision", "decision", "approval", "decision", "pin_change" }, { unpack(kinds, 1, 6) })
+    for i = 7, #kinds do assert.equals("pin_change", kinds[i]) end
+    local approved = json(lines[5])
+    assert.same({ true, "passed", true, "enforce" }, { approved.approved, approved.outcome, approved.enforced,
+      approved.mode })
+    assert.equals(json(lines[3]).approval_id, approved.approval_id)
+    local granted = json(lines[4])
+    assert.same({ "granted", "granted", "ops", "fine" }, { granted.event, granted.approval.status,
+      granted.approval.decided_by, granted.approval.note })
+    -- the decision, byte for byte
+    local gw, route, events = gateway()
+    gw:request(route, call(1, "nope", "{}"))
+    local ev = last_decision(events)
+    assert.truthy(audit.decision(ev, T, GATEWAY):find('"decision":' .. ev.decision:json() .. ',', 1, true))
+    -- a trace's ids when the host has them (the event's win)
+    ev.trace_id, ev.span_id = string.rep("ab", 16), string.rep("cd", 8)
+    local traced = json(audit.decision(ev, T, { source = "gateway", trace_id = string.rep("0", 32) }))
+    assert.same({ string.rep("ab", 16), string.rep("cd", 8) }, { traced.trace_id, traced.span_id })
+  end)
+
+  it("records a shadowed refusal as passed, not enforced, in mode shadow, with the verdict it would have had",
+    function()
+    local d = decision.from_table({ verdict = "reject", stage = "gate", code = "H4", message = "m", server = "s",
+      tool = "t", enforced = false })
+    local r = json(audit.decision({ phase = "call", server = "s", decision = d, enforced = false, mode = "shadow" }, T,
+      { source = "mcp-proxy" }))
+    assert.same({ "passed", false, "shadow", "reject", false }, { r.outcome, r.enforced, r.mode, r.decision.verdict,
+      r.decision.enforced })
+    local e = json(audit.decision({ phase = "call", server = "s", decision = d }, T, { source = "cli" }))
+    assert.same({ "refused", true, "enforce" }, { e.outcome, e.enforced, e.mode })
+  end)
+
+  it("records the arguments as the policy's audit section says: on approvals (default), full, redacted by JSON "
+    .. "pointer, or their digest only", function()
+    local args = '{"text":"rm -rf /"}'
+    local function records(section)
+      local lines, _, held = session(section, GATEWAY)
+      local out = {}
+      for i, l in ipairs(lines) do out[i] = json(l) end
+      return out, held
+    end
+    -- approval (default): the calls that ask for an approval or pass by one, and the approval
+    local r = records(nil)
+    assert.same({ "nil", "nil", args, args, args }, { tostring(r[1].arguments), tostring(r[2].arguments),
+      r[3].arguments, r[4].approval.arguments, r[5].arguments })
+    assert.same({ #args, false }, { r[3].arguments_bytes, r[3].arguments_truncated })
+    -- full: every call's
+    r = records({ arguments = "full" })
+    assert.same({ '{"a":1,"b":2}', "{}", args }, { r[1].arguments, r[2].arguments, r[3].arguments })
+    -- redact: the values at the pointers replaced, the approval's too; a pointer that is not there is not listed
+    r = records({ arguments = "redact", redact = { "/text", "/nowhere" } })
+    local red = '{"text":"[redacted]"}'
+    assert.same({ red, red, red }, { r[3].arguments, r[4].approval.arguments, r[5].arguments })
+    assert.same({ "/text" }, r[3].arguments_redacted)
+    assert.same({ '{"a":1,"b":2}', #args }, { r[1].arguments, r[3].arguments_bytes })
+    -- digest: no arguments anywhere, their digest and size
+    local held
+    r, held = records({ arguments = "digest" })
+    for _, x in ipairs(r) do
+      assert.is_nil(x.arguments)
+      assert.is_nil(x.approval and x.approval.arguments)
+    end
+    assert.same({ held.decision:get("args_digest"), #args }, { r[3].arguments_digest, r[3].arguments_bytes })
+    assert.equals(held.decision:get("args_digest"), r[4].approval.args_digest)
+    -- past MAX_ARGUMENTS_BYTES: full keeps the first of them, redact redacts the whole text first
+    local max = audit.MAX_ARGUMENTS_BYTES
+    local long = '{"password":"p","text":"' .. string.rep("x", max) .. '"}'
+    local c = '{"server":"s","name":"t","arguments":' .. long .. "}"
+    local d = decision.from_table({ verdict = "accept", server = "s", tool = "t", args_digest = "ab" })
+    local ev = { phase = "call", server = "s", decision = d, call = c }
+    local full = json(audit.decision(ev, T, { source = "cli", audit = assert(audit.settings({ arguments = "full" })) }))
+    assert.same({ long:sub(1, max), #long, true }, { full.arguments, full.arguments_bytes, full.arguments_truncated })
+    local cut = json(audit.decision(ev, T, { source = "cli",
+      audit = assert(audit.settings({ arguments = "redact", redact = { "/password" } })) }))
+    local start = '{"password":"[redacted]","text":"xxx'
+    assert.same({ start, true, { "/password" } },
+      { cut.arguments:sub(1, #start), cut.arguments_truncated, cut.arguments_redacted })
+    assert.equals(max, #cut.arguments)
+    -- an array index and an escaped name (RFC 6901)
+    c = '{"server":"s","name":"t","arguments":{"a/b":[{"k":1},{"k":2}],"m~n":3}}'
+    ev.call = c
+    local both = json(audit.decision(ev, T, { source = "cli",
+      audit = assert(audit.settings({ arguments = "redact", redact = { "/a~1b/1/k", "/m~0n", "/a~1b/7/k" } })) }))
+    assert.equals('{"a/b":[{"k":1},{"k":"[redacted]"}],"m~n":"[redacted]"}', both.arguments)
+    assert.same({ "/a~1b/1/k", "/m~0n" }, both.arguments_redacted)
+  end)
+
+  it("refuses an audit section it cannot follow when the policy loads, naming it", function()
+    local policy = require "toolgate.policy"
+    local function load(section)
+      local p = dofile(root .. "/policies/gateway.lua")
+      p.audit = section
+      local ok, err, code = policy.load(p)
+      return ok and "ok" or (code .. " " .. err)
+    end
+    assert.equals("ok", load({ arguments = "redact", redact = { "/password" } }))
+    assert.matches("POLICY_INVALID policy audit: arguments must be one of approval, full, redact, digest",
+      load({ arguments = "everything" }), 1, true)
+    assert.matches("needs redact", load({ arguments = "redact" }), 1, true)
+    assert.matches("redact is read only with", load({ arguments = "full", redact = { "/a" } }), 1, true)
+    assert.matches('must be a JSON pointer ("/password"), not password', load({ arguments = "redact",
+      redact = { "password" } }), 1, true)
+    assert.matches("unknown setting argument", load({ argument = "full" }), 1, true)
+  end)
+
+  it("writes only records the schema takes, by ajv and toolgate validate alike, and both refuse a drifted one",
+    function()
+    if not h.npm_peer("ajv", pending) then return end
+    local all = {}
+    for _, section in ipairs({ false, { arguments = "full" }, { arguments = "redact", redact = { "/text" } },
+      { arguments = "digest" } }) do
+      for _, l in ipairs(session(section or nil, GATEWAY)) do all[#all + 1] = l end
+    end
+    for _, l in ipairs(session(nil, { source = "mcp-proxy" })) do all[#all + 1] = audit.with_seq(l, #all + 1) end
+    assert_valid(all, "toolgate.audit")
+    local good = json(all[3])
+    assert.equals("held", good.outcome)
+    local function drifted(change)
+      local r = json(all[3])
+      change(r)
+      return assert(value.encode(r))
+    end
+    local bad = {
+      drifted(function(r) r.verdict = "defer" end),                   -- a member the shape has not
+      drifted(function(r) r.outcome = "passed"; r.approved = true; r.approval_id = value.null end),
+      drifted(function(r) r.approval_id = value.null end),             -- held, and nothing to approve
+      drifted(function(r) r.enforced = false end),                     -- not enforced, yet held, in enforce mode
+      drifted(function(r) r.kind = "approval" end),
+      drifted(function(r) r.source = "sidecar" end),
+      drifted(function(r) r.arguments_digest = "ab" end),               -- both the text and the digest
+      drifted(function(r) r.time = nil end),
+    }
+    local ajv, tg = validators(bad)
+    for i, l in ipairs(bad) do
+      assert.is_false(ajv[i].valid, "ajv takes " .. l)
+      assert.is_false(tg[i].valid, "toolgate validate takes " .. l)
+    end
+  end)
+
+  it("sends a record per datagram to the syslog socket, framed as syslog(3) frames it", function()
+    assert.equals("<110>Nov 14 22:13:20 toolgate: {}", audit_log.frame("{}", 1700000000):gsub("%a%a%a %d%d? ",
+      "Nov 14 ", 1):gsub("%d%d:%d%d:%d%d", "22:13:20", 1))
+    assert.matches("^<110>%a%a%a [ %d]%d %d%d:%d%d:%d%d toolgate: {}$", audit_log.frame("{}", 1700000000))
+    local dir = h.tmpname(".syslog")
+    assert(os.execute("mkdir -p " .. q(dir)))
+    local sock, got = dir .. "/log", dir .. "/got"
+    -- a syslog socket bound by the test: it writes each datagram on a line of its own
+    local p = assert(io.popen("python3 -c " .. q([[
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(10)
+with open(sys.argv[2], "wb") as out:
+    for _ in range(int(sys.argv[3])):
+        out.write(s.recv(1 << 20) + b"\n")
+]]) .. " " .. q(sock) .. " " .. q(got) .. " 2 & echo $!"))
+    local pid = tonumber(p:read("*l"))
+    p:close()
+    for _ = 1, 100 do
+      if h.run("test -S " .. q(sock)) == 0 then break end
+      os.execute("sleep 0.05")
+    end
+    local log = assert(audit_log.open("syslog:" .. sock))
+    local lines = session(nil, { source = "mcp-proxy" })
+    assert.is_true(log:write({ lines[1], lines[4] }))
+    for _ = 1, 100 do
+      if h.run("kill -0 " .. pid .. " 2>/dev/null") ~= 0 then break end
+      os.execute("sleep 0.05")
+    end
+    local datagrams = h.lines_of(h.read_file(got) or "")
+    assert.equals(2, #datagrams)
+    assert.equals(audit_log.frame(lines[1]):sub(-#lines[1] - 11), datagrams[1]:sub(-#lines[1] - 11))
+    assert.equals(lines[4], datagrams[2]:match("^<110>%a%a%a [ %d]%d %d%d:%d%d:%d%d toolgate: (.*)$"))
+    -- nobody listening: said, never raised
+    os.remove(sock)
+    local ok, err = log:write({ lines[1] })
+    assert.is_nil(ok)
+    assert.matches("1 record%(s%) not taken by the syslog socket", err)
+    assert.same({ nil, "syslog:PATH needs the socket's path" }, { audit_log.open("syslog:") })
+    os.execute("rm -rf " .. q(dir))
+  end)
+
+  it("appends to a file by its name each batch: after a logrotate move the next batch is in a new file", function()
+    local path = h.tmpname(".audit.jsonl")
+    local log = assert(audit_log.open(path))
+    assert.is_true(log:write({ "{\"n\":1}", "{\"n\":2}" }))
+    assert(os.rename(path, path .. ".1"))
+    assert.is_true(log:write({ "{\"n\":3}" }))
+    assert.equals('{"n":1}\n{"n":2}\n', h.read_file(path .. ".1"))
+    assert.equals('{"n":3}\n', h.read_file(path))
+    log:close()
+    os.remove(path)
+    os.remove(path .. ".1")
+    assert.is_nil((audit_log.open("/nonexistent-dir/audit.jsonl")))
+  end)
+end)
