@@ -2,7 +2,7 @@
 -- checks of them, and the stage in the engine (in memory, as toolgate
 -- check counts): a call past its limit is QUOTA with limit, window and
 -- retry_after; a refused or deferred call spends nothing.  The stores'
--- counts are spec/state_contract.lua's; the gateway's, spec/quota_nginx_spec.lua.
+-- counts are spec/state_contract.lua's; the gateway's, spec/quota_e2e_spec.lua.
 local h = require "helpers"
 local core = require "toolgate.core"
 local json = require "toolgate.json"
