@@ -314,3 +314,67 @@ with open(sys.argv[2], "wb") as out:
     assert.is_nil((audit_log.open("/nonexistent-dir/audit.jsonl")))
   end)
 end)
+
+describe("toolgate mcp-proxy --audit-log and toolgate log", function()
+  it("write a file the proxy moves on from after a logrotate move and SIGHUP (which its server never gets), and "
+    .. "toolgate log shows the proxy's records and the CLI's approval, all of them valid records", function()
+    if not h.npm_peer("ajv", pending) then return end
+    local dir = h.tmpname(".proxy")
+    assert(os.execute("mkdir -p " .. q(dir) .. " && mkdir -m 700 " .. q(dir .. "/st") .. " && mkfifo "
+      .. q(dir .. "/in")))
+    h.write_file(dir .. "/ctx", '{"scopes":["counter:read","counter:write"]}')
+    local file, hup = dir .. "/audit.jsonl", dir .. "/server-got-hup"
+    -- the server swallows its input, and says so if a SIGHUP reaches it
+    local server = "sh -c " .. q("trap 'echo HUP > " .. hup .. "' HUP; cat > /dev/null")
+    local p = assert(io.popen("( exec " .. h.lua .. " " .. q(root .. "/bin/toolgate") .. " mcp-proxy --policy gateway"
+      .. " --state " .. q(dir .. "/st") .. " --context " .. q(dir .. "/ctx") .. " --registry " .. q("counter=" .. REGISTRY)
+      .. " --audit-log " .. q(file) .. " -- " .. server .. " ) < " .. q(dir .. "/in") .. " > " .. q(dir .. "/out")
+      .. " 2> " .. q(dir .. "/err") .. " & echo $!"))
+    local pid = tonumber(p:read("*l"))
+    p:close()
+    local input = assert(io.open(dir .. "/in", "w"))
+    local function send(c)
+      input:write(c, "\n")
+      input:flush()
+    end
+    local function records(path, n)
+      for _ = 1, 100 do
+        local got = h.lines_of(h.read_file(path) or "")
+        if #got >= n then return got end
+        os.execute("sleep 0.05")
+      end
+      error("no " .. n .. " records in " .. path .. ":\n" .. (h.read_file(dir .. "/err") or ""))
+    end
+    send(call(1, "nope", "{}"))
+    assert.equals("refused", json(records(file, 1)[1]).outcome)
+    -- logrotate: the file moved, then SIGHUP
+    assert(os.rename(file, file .. ".1"))
+    assert.equals(0, (h.run("kill -HUP " .. pid)))
+    send(call(2, "write_note", '{"text":"a note"}'))
+    local held = json(records(file, 1)[1])
+    assert.same({ "held", "mcp-proxy" }, { held.outcome, held.source })
+    local code, _, err = h.toolgate("approvals grant " .. held.approval_id .. " --state " .. q(dir .. "/st"))
+    assert.equals(0, code, err)
+    send(call(3, "write_note", '{"text":"a note"}'))
+    local passed = json(records(file, 2)[2])
+    assert.same({ "passed", true, held.approval_id }, { passed.outcome, passed.approved, passed.approval_id })
+    input:close()
+    for _ = 1, 100 do
+      if h.run("kill -0 " .. pid .. " 2>/dev/null") ~= 0 then break end
+      os.execute("sleep 0.05")
+    end
+    assert.is_nil(h.read_file(hup), "the server got the SIGHUP")
+    assert.equals(1, #h.lines_of(h.read_file(file .. ".1")))
+    -- the state's log: the same decisions, and the CLI's grant
+    local lcode, out = h.toolgate("log --json --state " .. q(dir .. "/st"))
+    assert.equals(0, lcode)
+    local logged, kinds = h.lines_of(out), {}
+    for _, l in ipairs(logged) do kinds[#kinds + 1] = json(l).kind .. "/" .. json(l).source end
+    assert.same({ "decision/mcp-proxy", "decision/mcp-proxy", "approval/cli", "decision/mcp-proxy" }, kinds)
+    local all = {}
+    for _, l in ipairs(h.lines_of(h.read_file(file .. ".1") .. h.read_file(file))) do all[#all + 1] = l end
+    for _, l in ipairs(logged) do all[#all + 1] = l end
+    assert_valid(all, "the stdio proxy and the CLI")
+    os.execute("rm -rf " .. q(dir))
+  end)
+end)
