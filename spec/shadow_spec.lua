@@ -96,6 +96,20 @@ describe("toolgate.shadow", function()
     end)
   end)
 
+  it("warns of a modes entry that names a server or tool the registry does not hold (a typo stays in shadow)", function()
+    local e = assert(toolgate.new{ policy = gateway_policy({ mode = "shadow", modes = { ["counter/delte_all"] = "enforce",
+      counter = "shadow", countr = "enforce" } }), registry = { REGISTRY } })
+    local w = {}
+    for _, x in ipairs(e:warnings()) do
+      if x:find("^modes") then w[#w + 1] = x end
+    end
+    assert.same({
+      'modes["counter/delte_all"]: no tool "delte_all" on server "counter" in the registry (did you mean "delete_all"?); '
+        .. "the entry decides nothing",
+      'modes["countr"]: no server "countr" in the registry (did you mean "counter"?); the entry decides nothing',
+    }, w)
+  end)
+
   describe("which decisions are shadowed", function()
     local r = assert(policy.load(base({ mode = "shadow" }))).shadow
     local function d(t) return decision.from_table(t) end

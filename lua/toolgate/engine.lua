@@ -251,6 +251,7 @@ local function build(opts)
                  deciders = {}, accepted_results = {} }
   snap.warnings = merge(pol.warnings)
   for _, w in ipairs(contract_warnings(pol, reg, snap.context_table)) do snap.warnings[#snap.warnings + 1] = w end
+  for _, w in ipairs(shadow.warnings(pol.shadow, reg.tools)) do snap.warnings[#snap.warnings + 1] = w end
   snap.context, err, code = compile_context(snap, snap.context_table)
   if not snap.context then return nil, "context: " .. tostring(err), code end
   return snap

@@ -23,6 +23,7 @@
 -- @module toolgate.shadow
 
 local decision = require "toolgate.decision"
+local suggest = require "toolgate.suggest"
 
 local M = {}
 
@@ -68,6 +69,41 @@ function M.shadows(rules, server, tool, d)
     return false
   end
   return M.mode(rules, server, tool) == "shadow"
+end
+
+--- warnings(rules, tools) -> a list of messages: each entry of modes that
+-- names a server or tool the registry does not hold (tools: the loaded
+-- tools, {server =, name =}), which decides nothing: a typo there would
+-- leave in shadow a tool meant to be enforced.
+function M.warnings(rules, tools)
+  if not rules then return {} end
+  local servers, names, by_server = {}, {}, {}
+  for _, t in ipairs(tools) do
+    if not servers[t.server] then
+      servers[t.server], by_server[t.server] = true, {}
+      names[#names + 1] = t.server
+    end
+    by_server[t.server][#by_server[t.server] + 1] = t.name
+    by_server[t.server][t.name] = true
+  end
+  local keys = {}
+  for k in pairs(rules.modes) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local out = {}
+  for _, k in ipairs(keys) do
+    local server, tool = k:match("^([^/]+)/(.+)$")
+    server = server or k
+    local why
+    if not servers[server] then
+      why = string.format("no server %q in the registry", server) .. suggest.hint(server, names)
+    elseif tool and not by_server[server][tool] then
+      why = string.format("no tool %q on server %q in the registry", tool, server) .. suggest.hint(tool, by_server[server])
+    end
+    if why then
+      out[#out + 1] = string.format("modes[%q]: %s; the entry decides nothing", k, why)
+    end
+  end
+  return out
 end
 
 --- mark(d) -> a new decision: d's fields and "enforced": false (d is left
