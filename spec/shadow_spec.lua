@@ -186,6 +186,21 @@ describe("toolgate.shadow", function()
       assert.is_true(json(plan.reply).result.isError)
     end)
 
+    it("passes a shadowed task's completed result that breaks its outputSchema (tasks/get), recorded", function()
+      local gw, route, events = gateway({ modes = { ["counter/add"] = "shadow" } })
+      local meta = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+      local plan = gw:request(route, '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add",'
+        .. '"arguments":{"a":1,"b":2},' .. meta .. "}}")
+      local created = '{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","taskId":"t1","status":"working"}}'
+      assert.equals(created, gw:response(route, plan, created))
+      plan = gw:request(route, '{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{' .. meta .. ',"taskId":"t1"}}')
+      local done = '{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","taskId":"t1","status":"completed",'
+        .. '"result":{"content":[],"structuredContent":{"sum":"three"}}}}'
+      assert.equals(done, gw:response(route, plan, done))
+      local ev = last_decision(events)
+      assert.same({ "result", "CONTRACT_OUTPUT", false, "shadow" }, { ev.phase, ev.decision.code, ev.enforced, ev.mode })
+    end)
+
     it("never takes shadow from a context or a call: only the policy file switches it on", function()
       local gw, route, events = gateway(nil, { scopes = { "counter:read" }, mode = "shadow",
         modes = { counter = "shadow" } })
