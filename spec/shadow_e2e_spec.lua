@@ -135,6 +135,11 @@ describe("shadow mode through the nginx gateway", function()
     local strict = of_tool(recs, "strict", "delete_all")[1]
     assert.same({ true, "refused" }, { strict.enforced, strict.outcome })
 
+    -- every record, shadowed or not, is one the audit schema takes
+    local vcode, vout = h.toolgate("validate --schema " .. q(root .. "/docs/schemas/decision-record.schema.json")
+      .. " --lines " .. q(log))
+    assert.equals(0, vcode, vout)
+
     -- the metrics carry the mode
     local m = wait_for("the metrics", function()
       local text = fx.curl(q("http://" .. env.listen .. "/metrics"))

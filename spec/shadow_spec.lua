@@ -253,6 +253,9 @@ describe("toolgate.shadow", function()
       for l in out:gmatch("[^\n]+") do groups[#groups + 1] = json(l) end
       assert.same({ "write_file", 3, 2 }, { groups[1].tool, groups[1].count, #groups[1].examples })
       assert.equals(3, #groups) -- the accept and the H1 are no group
+      -- the example is a log the gateway writes today: every record one the audit schema takes
+      assert.equals(0, (h.toolgate("validate --schema " .. h.shell_quote(root .. "/docs/schemas/decision-record.schema.json")
+        .. " --lines " .. h.shell_quote(root .. "/examples/shadow/decisions.jsonl"))))
       for _, args in ipairs({ "--shadow --follow", "--file x", "--shadow --file x --state y" }) do
         assert.equals(2, (h.toolgate("log " .. args)))
       end
