@@ -378,3 +378,115 @@ describe("toolgate mcp-proxy --audit-log and toolgate log", function()
     os.execute("rm -rf " .. q(dir))
   end)
 end)
+
+-- The nginx gateway's records (once: nginx runs its own LuaJIT whichever interpreter runs the specs).
+if h.is_luajit then return end
+
+describe("toolgate gateway --audit-log", function()
+  local fx = require "gateway_fixture"
+  local env, pids, why = {}, {}, nil
+
+  setup(function()
+    why = fx.not_ready("@modelcontextprotocol/sdk")
+    if why then return end
+    local dir = fx.tempdir("toolgate-audit-spec")
+    env.dir = dir
+    -- (nginx's workers, nobody when the spec runs as root, make the new file after a move)
+    assert(os.execute("mkdir -m 777 " .. q(dir .. "/audit")))
+    env.file = dir .. "/audit/audit.jsonl"
+    local ports = fx.ports(3)
+    env.listen, env.admin = "127.0.0.1:" .. ports[1], "127.0.0.1:" .. ports[2]
+    pids.counter = fx.spawn("PORT=" .. ports[3] .. " JSON_RESPONSE=1 exec node upstream.mjs", dir .. "/counter.log")
+    local port = fx.upstream_port(dir .. "/counter.log")
+    -- a registry without echo: the gateway's tools/list reports it added
+    fx.record("counter", port, dir .. "/counter.json", "echo")
+    h.write_file(dir .. "/counter.ctx", '{"scopes":["counter:read","counter:write"]}')
+    env.token = "spec-token-" .. tostring(math.random(1e9)) .. "-0123456789"
+    h.write_file(dir .. "/token", env.token .. "\n")
+    pids.gateway = fx.spawn(table.concat({ "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", env.listen,
+      "--admin", env.admin, "--admin-token-file", q(dir .. "/token"), "--workers 2", "--prefix", q(dir .. "/prefix"),
+      "--policy gateway", "--audit-log", q(env.file), "--upstream", "counter=http://127.0.0.1:" .. port .. "/mcp",
+      "--registry", q("counter=" .. dir .. "/counter.json"), "--context", q("counter=" .. dir .. "/counter.ctx") },
+      " "), dir .. "/gateway.log")
+    fx.wait_for("the gateway's /healthz", function()
+      local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))
+      return c == 0 and health:find('"ok"')
+    end, dir .. "/gateway.log")
+    env.ready = true
+  end)
+
+  teardown(function()
+    fx.stop(pids.gateway)
+    if env.dir then
+      local pid = tonumber(h.read_file(env.dir .. "/prefix/nginx.pid") or "")
+      if pid then fx.wait_for("nginx to stop", function() return not fx.alive(pid) end) end
+    end
+    fx.stop(pids.counter)
+    if env.dir then os.execute("rm -rf " .. q(env.dir)) end
+  end)
+
+  -- the records in path once there are n (the workers write every 0.1 s)
+  local function records(path, n)
+    local got
+    fx.wait_for(n .. " records in " .. path, function()
+      got = {}
+      for _, l in ipairs(h.lines_of(h.read_file(path) or "")) do got[#got + 1] = l end
+      return #got >= n
+    end, env.dir .. "/gateway.log")
+    return got
+  end
+
+  it("records every outcome, an approval granted and a pin change, all valid records; after a logrotate move and "
+    .. "USR1 to nginx's master the next record is in the new file", function()
+    if not env.ready then return pending(why or "the gateway did not start") end
+    if not h.npm_peer("ajv", pending) then return end
+    local url = "http://" .. env.listen .. "/mcp/counter"
+    local note = '{"op":"call","name":"write_note","arguments":{"text":"a note"}}'
+    fx.client(url, '[{"op":"list"},{"op":"call","name":"add","arguments":{"a":1,"b":2}},'
+      .. '{"op":"call","name":"nope","arguments":{}},' .. note .. "]")
+    local function find(lines, pred)
+      for _, l in ipairs(lines) do
+        local r = json(l)
+        if pred(r) then return r end
+      end
+    end
+    local held
+    fx.wait_for("the held call's record", function()
+      held = find(h.lines_of(h.read_file(env.file) or ""), function(r) return r.outcome == "held" end)
+      return held
+    end)
+    local granted = json(fx.curl("-X POST -H " .. q("Authorization: Bearer " .. env.token) .. " "
+      .. q("http://" .. env.admin .. "/v1/approvals/" .. held.approval_id .. "/grant")))
+    assert.equals("granted", granted.status)
+    fx.client(url, "[" .. note .. "]")
+    local lines
+    fx.wait_for("the approved call's record", function()
+      lines = h.lines_of(h.read_file(env.file) or "")
+      return find(lines, function(r) return r.approved == true end)
+    end)
+    local seen = {}
+    for _, l in ipairs(lines) do
+      local r = json(l)
+      assert.same({ "gateway", "counter" }, { r.source, r.route })
+      assert.is_number(r.worker)
+      seen[#seen + 1] = r.kind .. "/" .. (r.outcome or r.event or r.pin_change.change)
+        .. (r.decision and ("/" .. r.phase .. "/" .. r.decision.verdict .. "/" .. tostring(r.decision.tool)) or "")
+    end
+    table.sort(seen)
+    assert.same({ "approval/granted", "decision/held/call/defer/write_note", "decision/passed/call/accept/add",
+      "decision/passed/call/defer/write_note", "decision/passed/result/accept/add",
+      "decision/passed/result/accept/write_note", "decision/refused/call/reject/nope", "pin_change/added" }, seen)
+    -- logrotate: move the file, then tell nginx's master to reopen its logs
+    local master = assert(tonumber(h.read_file(env.dir .. "/prefix/nginx.pid") or ""))
+    assert(os.rename(env.file, env.file .. ".1"))
+    assert.equals(0, (h.run("kill -USR1 " .. master)))
+    fx.client(url, '[{"op":"call","name":"add","arguments":{"a":2,"b":3}}]')
+    local after = records(env.file, 1)
+    assert.equals("passed", json(after[1]).outcome)
+    assert.equals(#lines, #h.lines_of(h.read_file(env.file .. ".1")))
+    local all = {}
+    for _, l in ipairs(lines) do all[#all + 1] = l end
+    for _, l in ipairs(after) do all[#all + 1] = l end
+    assert_valid(all, "the gateway")
+  end)
+end)

@@ -214,12 +214,15 @@ end
 -- metrics' additions (toolgate.metrics).
 local FLUSH_SECONDS, LOG_FLUSH_LINES = 0.1, 256
 local pending_lines = {}
+local log_said -- the decision log's last problem said
 
 local function flush_log()
   if #pending_lines == 0 then return end
-  local _, err = log_file:write(pending_lines)
+  local ok, err = log_file:write(pending_lines)
   pending_lines = {}
-  if err then ngx.log(ngx.ERR, "toolgate: the decision log: ", err) end
+  -- (said once, not every batch, until the log is written by its name again)
+  if err and err ~= log_said then ngx.log(ok and ngx.WARN or ngx.ERR, "toolgate: the decision log: ", err) end
+  log_said = err
 end
 
 local function log_line(line)
