@@ -108,7 +108,7 @@ end
 function M.predicate(where)
   if type(where) ~= "string" then return nil, "must be a string \"POINTER OP LITERAL\", not a " .. type(where) end
   local pointer, op, lit = where:match("^%s*(%S+)%s*([=!<>]=?)%s*(.-)%s*$")
-  if not pointer or not OPS[op] then
+  if not pointer or not OPS[op] or lit == "" then
     return nil, string.format("%q is not \"POINTER OP LITERAL\" (OP one of == != < <= > >=)", where)
   end
   local path = tokens(pointer)
