@@ -97,7 +97,8 @@ end
 -- the interleaving happens on every run, not once in a million; a peer's
 -- write first moves Redis's version, so that the poll copies.
 M.REDIS_CASES = { "a poll between a quarantine's local write and its journal entry keeps it",
-  "a node restores its quarantines when Redis lost its data, however far the version moved since" }
+  "a node restores its quarantines when Redis lost its data, however far the version moved since",
+  "two nodes taking a quota's slots at once let exactly its limit through" }
 
 local function poll_race(st)
   local s = assert(st.open(real_clock(), {}))
@@ -145,6 +146,24 @@ local function data_loss(st, port)
   contract.check((newcomer:get("srv", "t") or {}).quarantined, "the quarantine is on Redis again")
 end
 
+-- Two nodes, 24 takes at once (light threads: each waits on its own
+-- Redis connection, so the takes interleave) of a limit of 7.
+local function quota_race(st)
+  local a = assert(st.open(real_clock(), {}))
+  local b = st.peer(a)
+  local take, threads, passed = { { key = "q1:race", limit = 7, window = 3600 } }, {}, 0
+  for i = 1, 24 do
+    local node = i % 2 == 0 and a or b
+    threads[i] = ngx.thread.spawn(function() return node:quota_take(take) end)
+  end
+  for i = 1, 24 do
+    local ran, took = ngx.thread.wait(threads[i])
+    assert(ran, took)
+    if took == true then passed = passed + 1 end
+  end
+  contract.check(passed == 7, "exactly 7 of 24 takes at once pass, not " .. passed)
+end
+
 function M.run()
   local args = ngx.req.get_uri_args()
   local st
@@ -158,7 +177,7 @@ function M.run()
   end
   local out = contract.run(st)
   if st.name == "redis" then
-    for i, run in ipairs({ poll_race, data_loss }) do
+    for i, run in ipairs({ poll_race, data_loss, quota_race }) do
       local ok, err = pcall(run, st, tonumber(args.port))
       out[#out + 1] = { name = M.REDIS_CASES[i], status = ok and "pass" or "fail", message = not ok and err or nil }
     end

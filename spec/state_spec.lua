@@ -145,4 +145,27 @@ describe("toolgate.state.sqlite", function()
     for _, suffix in ipairs({ "", "-wal", "-shm" }) do os.remove(path .. suffix) end
     os.remove(script)
   end)
+
+  it("lets exactly a quota's limit through when several processes (stdio proxies) take it at once", function()
+    local path = tmpdb()
+    assert(sqlite.open(path)):close()
+    -- 4 processes, 20 takes each, of a limit of 23 in an hour's window
+    local script = h.tmpname(".lua")
+    h.write_file(script, 'local s = assert(require("toolgate.state.sqlite").open(arg[1]))\n'
+      .. "local n = 0\nfor _ = 1, 20 do\n"
+      .. "  if s:quota_take({ { key = 'q1:shared', limit = 23, window = 3600 } }) == true then n = n + 1 end\n"
+      .. "end\nprint(n)\n")
+    local cmd = {}
+    for i = 1, 4 do
+      cmd[#cmd + 1] = h.lua .. " " .. q(script) .. " " .. q(path) .. " > " .. q(path .. ".out" .. i) .. " &"
+    end
+    cmd[#cmd + 1] = "wait"
+    assert.equal(0, (h.run("sh -c " .. q(table.concat(cmd, " ")))))
+    local total = 0
+    for i = 1, 4 do total = total + assert(tonumber(h.read_file(path .. ".out" .. i))) end
+    assert.equal(23, total)
+    for i = 1, 4 do os.remove(path .. ".out" .. i) end
+    for _, suffix in ipairs({ "", "-wal", "-shm" }) do os.remove(path .. suffix) end
+    os.remove(script)
+  end)
 end)
