@@ -120,6 +120,19 @@ describe("toolgate.quota rules", function()
   end)
 end)
 
+describe("the in-process store's quota counts", function()
+  it("drop the keys of ended windows as they go (a key per principal does not pile up)", function()
+    local now = 0
+    local s = state.memory({ clock = function() return now end })
+    for i = 1, 500 do assert.is_true(s:quota_take({ { key = "q1:p" .. i, limit = 1, window = 10 } })) end
+    now = 20
+    for _ = 1, 500 do assert.is_true(s:quota_take({ { key = "q1:fresh", limit = 1000, window = 10 } })) end
+    local n = 0
+    for _ in pairs(s.quotas) do n = n + 1 end
+    assert.equal(1, n)
+  end)
+end)
+
 describe("a policy's quota", function()
   local function load(p)
     p.name, p.version = p.name or "q", p.version or "1"

@@ -344,7 +344,10 @@ function M.quota_window(now, window)
 end
 
 -- Quotas: a count per key and window; a key of an earlier window counts
--- nothing, and is replaced by the next take.
+-- nothing, and is replaced by the next take.  Every QUOTA_SWEEP takes the
+-- keys whose window ended are dropped (a key per principal must not pile
+-- up in a long-lived process).
+local QUOTA_SWEEP = 1000
 function Memory:quota_take(takes)
   local counts, now = self.quotas, self.clock()
   for i, t in ipairs(takes) do
@@ -352,10 +355,16 @@ function Memory:quota_take(takes)
     local c = counts[t.key]
     if c and c.w == w and c.n >= t.limit then return false, i, left end
   end
+  self.quota_takes = (self.quota_takes or 0) + 1
+  if self.quota_takes % QUOTA_SWEEP == 0 then
+    for k, c in pairs(counts) do
+      if c.ends <= now then counts[k] = nil end
+    end
+  end
   for _, t in ipairs(takes) do
     local w = M.quota_window(now, t.window)
     local c = counts[t.key]
-    if c and c.w == w then c.n = c.n + 1 else counts[t.key] = { w = w, n = 1 } end
+    if c and c.w == w then c.n = c.n + 1 else counts[t.key] = { w = w, n = 1, ends = (w + 1) * t.window } end
   end
   return true
 end
