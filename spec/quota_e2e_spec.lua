@@ -4,8 +4,11 @@
 -- a principal header.  A call past its principal's limit gets the QUOTA
 -- refusal as a tool result whose text says the limit, the window and when
 -- to call again; calls the rung refused or the gate deferred spent
--- nothing; another principal has a count of its own.  Runs under Lua 5.4
--- only (nginx runs LuaJIT itself; the logic under both is spec/quota_spec.lua's).
+-- nothing; another principal has a count of its own.  And `toolgate
+-- mcp-proxy` in front of spec/stdio/pyserver.py, counting in its SQLite
+-- state: a second proxy finds the first's calls counted.  Runs under Lua
+-- 5.4 only (nginx runs LuaJIT itself; the logic under both is
+-- spec/quota_spec.lua's).
 local h = require "helpers"
 
 if h.is_luajit then return end
@@ -122,4 +125,54 @@ describe("quotas through the nginx gateway", function()
       assert.same({ { type = "text", text = "Echo: m" } }, r[6].ok.content)
       assert.equals("QUOTA", r[7].ok._meta["toolgate/decision"].code)
     end)
+end)
+
+describe("quotas through the stdio proxy", function()
+  it("counts in the proxy's SQLite state, so a second proxy on it finds the first's calls counted", function()
+    if not h.have("python3") then return pending("needs python3") end
+    local dir = fx.tempdir("toolgate-quota-stdio")
+    local state, reg, rec = dir .. "/state", dir .. "/notes.json", dir .. "/calls.jsonl"
+    local c, o, e = h.toolgate("registry record --server notes --output " .. q(reg) .. " -- python3 "
+      .. q(root .. "/spec/stdio/pyserver.py"))
+    assert(c == 0, o .. e)
+    local policy, n = h.read_file(root .. "/policies/gateway.lua"):gsub('stages = { "rung", "gate", "verifier" }',
+      'stages = { "rung", "gate", "verifier", "quota" },\n'
+      .. '  quota = { rules = { { server = "notes", tool = "read_note", limit = 2, window = 3600 } } }', 1)
+    assert(n == 1, "policies/gateway.lua has no stages line")
+    h.write_file(dir .. "/policy.lua", policy)
+    h.write_file(dir .. "/notes.ctx", '{"scopes":["notes:read","notes:write"]}')
+    local function proxy(...)
+      local lines = { '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        .. '"capabilities":{},"clientInfo":{"name":"spec","version":"1"}}}',
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}' }
+      for i, text in ipairs({ ... }) do
+        lines[#lines + 1] = '{"jsonrpc":"2.0","id":' .. (i + 1) .. ',"method":"tools/call","params":{"name":'
+          .. '"read_note","arguments":{"text":"' .. text .. '"}}}'
+      end
+      local code, out, err = h.run("timeout 60 " .. h.lua .. " " .. q(root .. "/bin/toolgate") .. " mcp-proxy --policy "
+        .. q(dir .. "/policy.lua") .. " --state " .. q(state) .. " --context " .. q(dir .. "/notes.ctx")
+        .. " --registry " .. q("notes=" .. reg) .. " -- env PYSERVER_RECORD=" .. q(rec) .. " python3 "
+        .. q(root .. "/spec/stdio/pyserver.py"), table.concat(lines, "\n") .. "\n")
+      assert.equals(0, code, err)
+      local answers = {}
+      for _, l in ipairs(h.lines_of(out)) do
+        local a = json(l)
+        answers[a.id] = a
+      end
+      return answers
+    end
+    local first = proxy("a")
+    assert.same({ content = { { type = "text", text = "a" } } }, first[2].result)
+    local second = proxy("b", "c")
+    assert.same({ content = { { type = "text", text = "b" } } }, second[2].result)
+    local refused = second[3].result
+    assert.is_true(refused.isError)
+    local d = refused._meta["toolgate/decision"]
+    assert.same({ "QUOTA", 2, 3600 }, { d.code, d.limit, d.window })
+    assert.truthy(refused.content[1].text:find("at most 2 calls per 3600 s", 1, true), refused.content[1].text)
+    local ran = {}
+    for _, x in ipairs(h.lines_of(h.read_file(rec) or "")) do ran[#ran + 1] = json(x).arguments.text end
+    assert.same({ "a", "b" }, ran)
+    os.execute("rm -rf " .. q(dir))
+  end)
 end)
