@@ -117,7 +117,9 @@ value failing its check; H4 outside the caller's scopes or risk; BAD_CALL,
 BAD_ARGUMENTS and the JSON error codes for lines that cannot be decoded;
 UNSUPPORTED_CALL for a call toolgate cannot gate (one the provider runs
 itself, such as Anthropic server_tool_use or an OpenAI web_search_call,
-or one without JSON arguments); POLICY_ERROR when a policy function fails.
+or one without JSON arguments); QUOTA past a policy's quota (with limit,
+window and retry_after: docs/quotas.md); POLICY_ERROR when a policy
+function fails.
 Nothing that cannot be checked is ever accepted.
 
 When the policy's gate will refuse tools only because they declare no risk,
