@@ -12,6 +12,7 @@ local state = require "toolgate.state"
 local toolgate = require "toolgate"
 local value = require "toolgate.value"
 local h = require "helpers"
+local records_check = require "audit_records"
 local unpack = table.unpack or unpack
 
 local q = h.shell_quote
@@ -19,7 +20,6 @@ local root = h.root
 local codec = decision.codec()
 local function json(text) return assert(require("toolgate.json").decode(codec, text)) end
 
-local SCHEMA = root .. "/docs/schemas/decision-record.schema.json"
 local REGISTRY = root .. "/spec/data/nginx/counter.json"
 local T = 1700000000.125 -- (a time whose 3 decimals a double holds exactly: canonical JSON writes it so)
 local GATEWAY = { source = "gateway", worker = 4242 }
@@ -44,34 +44,7 @@ local function last_decision(events)
   for i = #events, 1, -1 do if events[i].kind == "decision" then return events[i] end end
 end
 
--- validators(lines) -> ajv's and toolgate validate's verdicts, a list each ({valid =, errors =})
-local function validators(lines)
-  local file = h.tmpname(".jsonl")
-  h.write_file(file, table.concat(lines, "\n") .. "\n")
-  local code, out, err = h.run("node " .. q(root .. "/spec/audit/ajv_records.js") .. " " .. q(root),
-    table.concat(lines, "\n") .. "\n")
-  assert(code == 0, "ajv_records.js failed: " .. err)
-  local ajv = {}
-  for _, l in ipairs(h.lines_of(out)) do ajv[#ajv + 1] = json(l) end
-  local tcode, tout, terr = h.toolgate("validate --schema " .. q(SCHEMA) .. " --lines " .. q(file))
-  os.remove(file)
-  assert(tcode == 0, "toolgate validate failed: " .. terr)
-  local tg = {}
-  for _, l in ipairs(h.lines_of(tout)) do tg[#tg + 1] = json(l) end
-  assert.equals(#lines, #ajv)
-  assert.equals(#lines, #tg)
-  return ajv, tg
-end
-
--- every line a valid record, by both validators
-local function assert_valid(lines, what)
-  assert.is_true(#lines > 0, "no records from " .. what)
-  local ajv, tg = validators(lines)
-  for i, l in ipairs(lines) do
-    assert.is_true(ajv[i].valid, what .. ": ajv refuses " .. l .. "\n" .. tostring(value.encode(ajv[i].errors)))
-    assert.is_true(tg[i].valid, what .. ": toolgate validate refuses " .. l .. "\n" .. tostring(value.encode(tg[i].errors)))
-  end
-end
+local validators, assert_valid = records_check.verdicts, records_check.assert_valid
 
 -- the records of one gateway session: every outcome, an approval granted, pin changes
 local function session(audit_section, host)

@@ -843,10 +843,13 @@ describe("toolgate gateway (nginx)", function()
     assert.matches('toolgate_info{policy_version="gateway@1', m)
   end)
 
-  it("logs one JSON line per decision, from both workers", function()
+  it("logs one audit record per decision, from both workers, every record one the schema takes (ajv and toolgate "
+    .. "validate: docs/schemas/decision-record.schema.json)", function()
     if not need(pending) then return end
     local workers, n = {}, 0
-    for _, l in ipairs(h.lines_of(h.read_file(env.dir .. "/prefix/decisions.jsonl") or "")) do
+    local lines = h.lines_of(h.read_file(env.dir .. "/prefix/decisions.jsonl") or "")
+    if h.npm_peer("ajv", pending) then require("audit_records").assert_valid(lines, "nginx_spec's gateway") end
+    for _, l in ipairs(lines) do
       local r = json(l)
       if r.decision then
         n = n + 1

@@ -143,7 +143,8 @@ describe("toolgate mcp-proxy", function()
     assert.equal("granted", h.read_file(target))
   end)
 
-  it("defers a write; a grant from the terminal lets the identical retry pass after a restart, not another", function()
+  it("defers a write; a grant from the terminal lets the identical retry pass after a restart, not another; the log "
+    .. "has it held, the grant, then passed (audit records the schema takes)", function()
     if not need(pending) then return end
     local st = tmp .. "/state"
     h.write_file(tmp .. "/rw.ctx", '{"scopes":["filesystem:read","filesystem:write"]}')
@@ -181,9 +182,12 @@ describe("toolgate mcp-proxy", function()
     assert.equal(0, code)
     local seen = {}
     for _, l in ipairs(lines(out)) do
-      if l.phase == "call" then seen[#seen + 1] = l.decision.verdict .. (l.approved and "+approved" or "") end
+      if l.phase == "call" then seen[#seen + 1] = l.decision.verdict .. "/" .. l.outcome .. (l.approved and "+approved"
+        or "") end
+      if l.kind == "approval" then seen[#seen + 1] = l.event .. " by " .. l.source end
     end
-    assert.same({ "defer", "defer+approved", "defer", "defer" }, seen)
+    assert.same({ "defer/held", "granted by cli", "defer/passed+approved", "defer/held", "defer/held" }, seen)
+    if h.npm_peer("ajv", pending) then require("audit_records").assert_valid(h.lines_of(out), "the stdio proxy") end
     local all = lines(out)
     local _, tail = h.toolgate("log --after " .. string.format("%d", all[#all - 1].seq) .. " --state " .. q(st))
     assert.same({ all[#all] }, lines(tail))
