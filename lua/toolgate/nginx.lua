@@ -221,7 +221,7 @@ local function flush_log()
   local ok, err = log_file:write(pending_lines)
   pending_lines = {}
   -- (said once, not every batch, until the log is written by its name again)
-  if err and err ~= log_said then ngx.log(ok and ngx.WARN or ngx.ERR, "toolgate: the decision log: ", err) end
+  if err and not log_said then ngx.log(ok and ngx.WARN or ngx.ERR, "toolgate: the decision log: ", err) end
   log_said = err
 end
 

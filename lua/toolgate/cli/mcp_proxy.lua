@@ -271,7 +271,7 @@ function M.run(args)
   -- end (a commit per decision would cost more than the decision)
   local pending, retry_at, retry_in, dropped = {}, 0, M.LOG_RETRY, false
   -- (and to the audit log, each batch once: its own failures are said, never retried)
-  local audit_pending = {}
+  local audit_pending, audit_said = {}, nil
   local function record(line)
     pending[#pending + 1] = line
     if sink then audit_pending[#audit_pending + 1] = line end
@@ -280,7 +280,9 @@ function M.run(args)
     if #audit_pending == 0 then return end
     local _, aerr = sink:write(audit_pending)
     audit_pending = {}
-    if aerr and say[1] then say[1]("--audit-log: " .. aerr) end
+    -- (said once, not every batch, until the records are written again)
+    if aerr and not audit_said and say[1] then say[1]("--audit-log: " .. aerr) end
+    audit_said = aerr
   end
   local function write_log(now)
     if #pending == 0 or (now and now < retry_at) then return end
