@@ -177,8 +177,8 @@ describe("toolgate gateway --principal-header behind an auth layer (nginx auth_r
     assert.equals("used", admin("GET", "/v1/approvals/" .. a).status)
     -- every call's line in the decision log says who asked
     local seen = {}
-    for _, l in ipairs(call_lines(4)) do seen[#seen + 1] = l.principal .. (l.approved and "+approved" or "") end
-    assert.same({ "alice", "bob@example.com", "bob@example.com", "alice+approved" }, seen)
+    for _, l in ipairs(call_lines(4)) do seen[#seen + 1] = l.principal .. " " .. l.outcome end
+    assert.same({ "alice held", "bob@example.com held", "bob@example.com held", "alice passed" }, seen)
     -- no token: the auth layer refuses, nothing reaches the gateway
     local code = select(2, h.run("curl -s -o /dev/null -w '%{http_code}' -X POST -H 'X-Principal: alice' "
       .. q("http://" .. env.front .. "/mcp/counter")))
