@@ -228,6 +228,17 @@ describe("toolgate.audit", function()
       for _, l in ipairs(session(section or nil, GATEWAY)) do all[#all + 1] = l end
     end
     for _, l in ipairs(session(nil, { source = "mcp-proxy" })) do all[#all + 1] = audit.with_seq(l, #all + 1) end
+    -- a refusal shadow mode let run (a policy in shadow, a route without the scope)
+    local p = dofile(root .. "/policies/gateway.lua")
+    p.mode = "shadow"
+    local e = assert(toolgate.new{ policy = p, registry = { REGISTRY }, state = state.memory() })
+    local events = {}
+    local gw = assert(mcp.new{ engine = e, observe = function(ev) events[#events + 1] = ev end })
+    gw:request(gw:route("counter", { scopes = { "counter:read" } }), call(1, "write_note", '{"text":"x"}'))
+    local shadowed = audit.decision(last_decision(events), T, { source = "gateway", audit = e:snapshot().policy.audit })
+    assert.same({ false, "passed", "reject" }, { json(shadowed).enforced, json(shadowed).outcome,
+      json(shadowed).decision.verdict })
+    all[#all + 1] = shadowed
     assert_valid(all, "toolgate.audit")
     local good = json(all[3])
     assert.equals("held", good.outcome)
