@@ -350,6 +350,40 @@ describe("a fleet of toolgate gateways on Redis", function()
     assert.equals(before + 1, calls().total)
   end)
 
+  it("a quota counted on Redis holds across both nodes: of twelve calls at once, exactly its limit pass",
+    function()
+    if not need(pending) then return end
+    local stock = h.read_file(env.dir .. "/policy.lua")
+    local function reload(policy)
+      h.write_file(env.dir .. "/policy.lua", policy)
+      for _, n in ipairs({ "a", "b" }) do assert.equals("success", json(admin(n, "POST", "/v1/reload")).result) end
+    end
+    local quota, n = stock:gsub('stages = { "rung", "gate", "verifier" }', 'stages = { "rung", "gate", "verifier", '
+      .. '"quota" },\n  quota = { rules = { { server = "counter", tool = "add", where = "/a > 1000000", limit = 5, '
+      .. 'window = 3600 } } }', 1)
+    assert(n == 1, "the policy has no stages line")
+    reload(quota)
+    local body = fx.call_body(14, "add", '{"a":1000001,"b":' .. math.random(1e6) .. "}")
+    local before = calls().add or 0
+    local function race(node)
+      return fx.spawn("exec node http.mjs send " .. q(url(node, "counter")) .. " " .. q(body) .. " 6",
+        env.dir .. "/quota-" .. node)
+    end
+    local ra, rb = race("a"), race("b")
+    fx.wait_for("the calls", function() return not fx.alive(ra) and not fx.alive(rb) end)
+    reload(stock)
+    local passed, over = 0, 0
+    for _, node in ipairs({ "a", "b" }) do
+      for _, r in ipairs(fx.lines(h.read_file(env.dir .. "/quota-" .. node))) do
+        r.json = json(r.body)
+        if r.json.result then passed = passed + 1
+        elseif r.json.error.data.decision.code == "QUOTA" then over = over + 1 end
+      end
+    end
+    assert.same({ 5, 7 }, { passed, over })
+    assert.equals(before + 5, calls().add)
+  end)
+
   it("a pin change reported through A refuses the tool's calls on both nodes", function()
     if not need(pending) then return end
     local echo = fx.call_body(21, "echo", '{"message":"hi"}')
