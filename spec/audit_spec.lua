@@ -306,6 +306,24 @@ describe("toolgate.audit", function()
 end)
 
 describe("toolgate mcp-proxy --audit-log and toolgate log", function()
+  it("toolgate log still prints the lines an older toolgate wrote to the state (with their seq)", function()
+    local dir = h.tmpname(".oldstate")
+    assert(os.execute("mkdir -m 700 " .. q(dir)))
+    local store = assert(require("toolgate.state.sqlite").open(dir .. "/state.sqlite"))
+    local old = '{"approval_id":null,"approved":false,"decision":{"code":"H1","verdict":"reject"},"phase":"call",'
+      .. '"principal":null,"route":"counter","time":1765152000}'
+    store:log({ old, '{"pin_change":{"change":"added","tool":"x"},"route":"counter","time":1765152001}' })
+    store:close()
+    local code, out, err = h.toolgate("log --json --state " .. q(dir))
+    assert.equals(0, code, err)
+    assert.same({ old:gsub(',"time"', ',"seq":1,"time"'), ('{"pin_change":{"change":"added","tool":"x"},'
+      .. '"route":"counter","seq":2,"time":1765152001}') }, h.lines_of(out))
+    code, out = h.toolgate("log --human --state " .. q(dir))
+    assert.equals(0, code)
+    assert.matches("reject +counter/%- +H1", out)
+    os.execute("rm -rf " .. q(dir))
+  end)
+
   it("write a file the proxy moves on from after a logrotate move and SIGHUP (which its server never gets), and "
     .. "toolgate log shows the proxy's records and the CLI's approval, all of them valid records", function()
     if not h.npm_peer("ajv", pending) then return end

@@ -19,7 +19,6 @@
 --   local line = audit.decision(ev, time, opts)      -- an observe event's
 --   local line = audit.approval(rec, event, time, opts)
 --   local line = audit.pin_change(ev, time, opts)
---   local rec = audit.read(line)                     -- a record as a table
 -- opts = { source =, worker =, trace_id =, span_id =, audit = settings }
 -- (an event's own trace_id/span_id win over opts').
 -- @module toolgate.audit
@@ -263,21 +262,11 @@ function M.pin_change(ev, time, opts)
   return line(m)
 end
 
---- read(line) -> the record as a Lua table | nil, message: a line of any
--- kind (toolgate log, the inbox and the specs read them so).
-function M.read(text)
-  local r, err = json.decode(decision.codec(), text)
-  if type(r) ~= "table" then return nil, "not a JSON object: " .. tostring(err or text:sub(1, 80)) end
-  if r.kind ~= "decision" and r.kind ~= "approval" and r.kind ~= "pin_change" then
-    return nil, "not an audit record (kind " .. tostring(r.kind) .. ")"
-  end
-  return r
-end
-
 --- with_seq(line, seq) -> the record with the state log's sequence number
 -- seq among its members (toolgate log: "seq" sorts just before "source",
 -- whose last occurrence is the envelope's: only the span_id, time,
--- trace_id and worker members, plain values, come after it).
+-- trace_id and worker members, plain values, come after it).  A line an
+-- older toolgate wrote (no source; "time" last) gets it before "time".
 function M.with_seq(text, seq)
   local at
   local from = 1
@@ -286,8 +275,9 @@ function M.with_seq(text, seq)
     if not i then break end
     at, from = i, i + 1
   end
-  assert(at, "audit: a record without its source")
-  return text:sub(1, at) .. '"seq":' .. string.format("%d", seq) .. "," .. text:sub(at + 1)
+  local member = '"seq":' .. string.format("%d", seq) .. ","
+  if not at then return (text:gsub(',("time":[%d.]+})$', "," .. member .. "%1")) end
+  return text:sub(1, at) .. member .. text:sub(at + 1)
 end
 
 return M
