@@ -386,6 +386,14 @@ double tg_proc_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double tg_proc_time(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 const char *tg_proc_strerror(int errnum)
 {
     return strerror(errnum);

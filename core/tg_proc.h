@@ -110,6 +110,10 @@ TG_API int tg_proc_poll_bits(int which);
 TG_API double tg_proc_now(void);
 TG_API const char *tg_proc_strerror(int errnum);
 
+/* Seconds since the epoch (CLOCK_REALTIME), to the nanosecond: when an
+ * audit record was written. */
+TG_API double tg_proc_time(void);
+
 #ifdef __cplusplus
 }
 #endif

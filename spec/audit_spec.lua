@@ -383,6 +383,14 @@ describe("toolgate mcp-proxy --audit-log and toolgate log", function()
     for _, l in ipairs(h.lines_of(h.read_file(file .. ".1") .. h.read_file(file))) do all[#all + 1] = l end
     for _, l in ipairs(logged) do all[#all + 1] = l end
     assert_valid(all, "the stdio proxy and the CLI")
+    -- to the millisecond, as the gateway's (three records all on a whole second: one chance in a billion)
+    local whole = 0
+    for _, l in ipairs(all) do
+      local r = json(l)
+      assert.is_true(math.abs(r.time - os.time()) < 60)
+      if r.source == "mcp-proxy" and r.time == math.floor(r.time) then whole = whole + 1 end
+    end
+    assert.is_true(whole < 3, "the proxy's records are on whole seconds")
     os.execute("rm -rf " .. q(dir))
   end)
 end)

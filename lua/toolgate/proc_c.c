@@ -243,6 +243,12 @@ static int l_now(lua_State *L)
     return 1;
 }
 
+static int l_time(lua_State *L)
+{
+    lua_pushnumber(L, tg_proc_time());
+    return 1;
+}
+
 /* stat(path) -> {perm =, uid =, dir =} | nil, message, errno */
 static int l_stat(lua_State *L)
 {
@@ -314,7 +320,8 @@ static const luaL_Reg functions[] = {
     {"read", l_read},   {"write", l_write},     {"nonblock", l_nonblock},       {"wait", l_wait},
     {"kill", l_kill},   {"close", l_close},     {"signum", l_signum},           {"now", l_now},
     {"stat", l_stat},   {"euid", l_euid},       {"mkdir", l_mkdir},             {"chmod", l_chmod},
-    {"umask", l_umask}, {"connect", l_connect}, {"datagram", l_datagram}, {NULL, NULL}};
+    {"umask", l_umask}, {"connect", l_connect}, {"datagram", l_datagram}, {"time", l_time},
+    {NULL, NULL}};
 /* clang-format on */
 
 int luaopen_toolgate_proc_c(lua_State *L);

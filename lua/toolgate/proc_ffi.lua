@@ -24,6 +24,7 @@ int tg_proc_close(int fd);
 int tg_proc_signum(const char *name);
 int tg_proc_poll_bits(int which);
 double tg_proc_now(void);
+double tg_proc_time(void);
 const char *tg_proc_strerror(int errnum);
 int tg_proc_stat(const char *path, int *perm, int *uid, int *is_dir);
 int tg_proc_euid(void);
@@ -169,5 +170,7 @@ function M.umask(mask) return C.tg_proc_umask(mask) end
 function M.signum(name) return C.tg_proc_signum(name) end
 
 function M.now() return C.tg_proc_now() end
+
+function M.time() return C.tg_proc_time() end
 
 return M

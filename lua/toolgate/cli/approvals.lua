@@ -2,6 +2,7 @@
 -- stdio proxies share (toolgate.state.sqlite).
 local audit = require "toolgate.audit"
 local cli = require "toolgate.cli"
+local proc = require "toolgate.proc"
 local state = require "toolgate.state"
 
 local M = {}
@@ -192,7 +193,7 @@ function M.run(args)
   if r then
     -- the decision's audit record, in the state's log (toolgate log); without its arguments (the
     -- policy that says how they are recorded is the proxies', not known here: their digest is)
-    local ok, lerr = pcall(store.log, store, audit.approval(r, verb == "grant" and "granted" or "denied", os.time(),
+    local ok, lerr = pcall(store.log, store, audit.approval(r, verb == "grant" and "granted" or "denied", proc.time(),
       { source = "cli", audit = CLI_AUDIT }))
     if not ok then cli.diag("approvals", "the decision stands, but its audit record could not be written: "
       .. tostring(lerr)) end

@@ -188,11 +188,11 @@ local function observer(say, record, hook_noted, command, audit_opts)
   return function(ev)
     if hook_noted and ev.kind == "approval" and ev.event == "requested" then hook_noted(ev) end
     if ev.kind == "decision" then
-      record(audit.decision(ev, os.time(), audit_opts()))
+      record(audit.decision(ev, proc.time(), audit_opts()))
     elseif ev.kind == "pin_change" then
-      record(audit.pin_change(ev, os.time(), audit_opts()))
+      record(audit.pin_change(ev, proc.time(), audit_opts()))
     elseif ev.kind == "approval" and ev.record then
-      record(audit.approval(ev.record, ev.event, os.time(), audit_opts()))
+      record(audit.approval(ev.record, ev.event, proc.time(), audit_opts()))
     end
     local log = say[1]
     if not log then return end
