@@ -9,7 +9,8 @@
 --   write(fd, s[, from]) -> bytes written (0: the pipe is full) | nil, message
 --   connect(host, port, timeout_ms) -> fd (a non-blocking TCP socket; read and write it as a pipe) | nil, message
 --   nonblock(fd, on) -> was_on;  wait(pid, nohang) -> "exited"|"signaled", n | false
---   kill(pid, signo), close(fd), signum(name), now() (monotonic), time() (since the epoch); POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL
+--   kill(pid, signo), close(fd), signum(name), now() (monotonic), time() (since the epoch);
+--   POLLIN, POLLOUT, POLLERR, POLLHUP, POLLNVAL
 --   stat(path) -> {perm, uid, dir} | nil, message, errno;  euid();  umask(mask) -> the mask before
 --   mkdir(path, mode), chmod(path, mode) -> true | nil, message, errno  (the local state's directory)
 --   datagram(path, data) -> true | nil, message, errno  (one datagram to a unix socket: syslog's /dev/log)
