@@ -13,7 +13,9 @@
  *  7. a TCP connection (registry record --url): to an IPv4 literal,
  *     localhost and an IPv6 literal; a closed port is -ECONNREFUSED, a name
  *     is -EINVAL (no lookup); a write to a peer that closed is -EPIPE
- *     with SIGPIPE not blocked.
+ *     with SIGPIPE not blocked;
+ *  8. the audit log's syslog: a datagram each to a unix datagram socket
+ *     (none there: -ENOENT), and the time since the epoch.
  */
 #define _GNU_SOURCE
 #include "tap.h"
@@ -25,7 +27,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -264,6 +268,40 @@ int main(void)
         tap_ok(w == -EPIPE || w == -ECONNRESET,
                "a write to a peer that closed fails, without a SIGPIPE");
         tg_proc_close(fd);
+    }
+
+    /* 8 */
+    {
+        char dir[] = "/tmp/toolgate-test-proc.XXXXXX", path[64], got[64], longer[200];
+        struct sockaddr_un addr;
+        time_t before = time(NULL);
+        ssize_t got_n;
+        int rfd;
+
+        tap_ok(mkdtemp(dir) != NULL, "a temporary directory");
+        snprintf(path, sizeof path, "%s/log", dir);
+        tap_ok(tg_proc_datagram(path, "x", 1) == -ENOENT, "a datagram to no socket is -ENOENT");
+        rfd = socket(AF_UNIX, SOCK_DGRAM, 0);
+        memset(&addr, 0, sizeof addr);
+        addr.sun_family = AF_UNIX;
+        memcpy(addr.sun_path, path, strlen(path) + 1);
+        tap_ok(rfd >= 0 && bind(rfd, (struct sockaddr *)&addr, sizeof addr) == 0,
+               "a datagram socket bound");
+        tap_ok(tg_proc_datagram(path, "<110>one", 8) == 0 && tg_proc_datagram(path, "two", 3) == 0,
+               "two datagrams sent");
+        got_n = recv(rfd, got, sizeof got, 0);
+        tap_is_mem(got, got_n < 0 ? 0 : (size_t)got_n, "<110>one", "the first, whole");
+        got_n = recv(rfd, got, sizeof got, 0);
+        tap_is_mem(got, got_n < 0 ? 0 : (size_t)got_n, "two", "then the second: a datagram each");
+        memset(longer, 'a', sizeof longer - 1);
+        longer[sizeof longer - 1] = '\0';
+        tap_ok(tg_proc_datagram(longer, "x", 1) == -ENAMETOOLONG,
+               "a path too long is -ENAMETOOLONG");
+        close(rfd);
+        unlink(path);
+        rmdir(dir);
+        tap_ok(tg_proc_time() >= (double)before && tg_proc_time() < (double)before + 60,
+               "seconds since the epoch");
     }
     return tap_done();
 }
