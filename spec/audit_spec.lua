@@ -395,6 +395,27 @@ describe("toolgate mcp-proxy --audit-log and toolgate log", function()
   end)
 end)
 
+describe("toolgate gateway --audit-log in the conf", function()
+  it("names the file (absolute) or the syslog socket as the decision log, and refuses a file it cannot open", function()
+    local prefix = h.tmpname("-prefix")
+    local base = "gateway --conf-only --listen 127.0.0.1:8080 --upstream everything=http://127.0.0.1:3001/mcp"
+      .. " --registry " .. q("everything=" .. root .. "/examples/registries/mcp-everything.json") .. " --prefix "
+      .. q(prefix)
+    local code, _, err = h.run("cd " .. q(os.getenv("TMPDIR") or "/tmp") .. " && " .. h.lua .. " "
+      .. q(root .. "/bin/toolgate") .. " " .. base .. " --audit-log audit-spec.jsonl")
+    assert.equals(0, code, err)
+    assert.matches('decision_log = "/[^"]*/audit%-spec%.jsonl",', h.read_file(prefix .. "/nginx.conf"))
+    os.remove((os.getenv("TMPDIR") or "/tmp") .. "/audit-spec.jsonl")
+    code, _, err = h.toolgate(base .. " --audit-log syslog")
+    assert.equals(0, code, err)
+    assert.matches('decision_log = "syslog",', h.read_file(prefix .. "/nginx.conf"), 1, true)
+    code, _, err = h.toolgate(base .. " --audit-log /nonexistent-dir/audit.jsonl")
+    assert.equals(2, code)
+    assert.matches("--audit-log: cannot open /nonexistent-dir/audit.jsonl", err, 1, true)
+    os.execute("rm -rf " .. q(prefix))
+  end)
+end)
+
 -- The nginx gateway's records (once: nginx runs its own LuaJIT whichever interpreter runs the specs).
 if h.is_luajit then return end
 
