@@ -121,6 +121,8 @@ describe("toolgate.shadow", function()
       assert.is_false(shadow.shadows(r, "s", "t", d({ verdict = "reject", stage = "rung", code = "H1" })))
       assert.is_false(shadow.shadows(r, "s", "t", d({ verdict = "reject", stage = "pins", code = "PIN_CHANGED" })))
       assert.is_false(shadow.shadows(r, "s", "t", d({ verdict = "reject", stage = "policy", code = "POLICY_ERROR" })))
+      -- a quota store that could not count decided nothing either
+      assert.is_false(shadow.shadows(r, "s", "t", d({ verdict = "reject", stage = "quota", code = "QUOTA_UNAVAILABLE" })))
       assert.is_false(shadow.shadows(r, "s", "t", d({ verdict = "reject", stage = "decode", code = "BAD_CALL" })))
       assert.is_false(shadow.shadows(nil, "s", "t", d({ verdict = "reject", stage = "gate", code = "H4" })))
     end)

@@ -39,8 +39,10 @@ M.KNOWN_CODES = {
   "CONTEXT_IN_CALL", "UNSUPPORTED_CALL",
 }
 
--- toolgate's own failures: nothing was decided, so nothing may pass
-local FAILURES = { POLICY_ERROR = true, INTERNAL_ERROR = true, NOMEM = true, BAD_CONTEXT = true }
+-- toolgate's own failures (a quota store that could not count among
+-- them): nothing was decided, so nothing may pass
+local FAILURES = { POLICY_ERROR = true, INTERNAL_ERROR = true, NOMEM = true, BAD_CONTEXT = true,
+                   QUOTA_UNAVAILABLE = true }
 
 function M.compile(given, mode)
   mode = mode or given.mode or "enforce"
