@@ -44,6 +44,9 @@ static const char *const code_names[TG_E_CODE_COUNT] = {
     [TG_E_REGEX_BUDGET] = "REGEX_BUDGET",
     [TG_E_UNSUPPORTED_CALL] = "UNSUPPORTED_CALL",
     [TG_E_IO] = "IO_ERROR",
+    [TG_E_REGISTRY_TOO_LARGE] = "REGISTRY_TOO_LARGE",
+    [TG_E_IMAGE] = "BAD_REGISTRY_IMAGE",
+    [TG_E_IMAGE_STALE] = "STALE_REGISTRY_IMAGE",
 };
 
 const char *tg_code_name(int code)
@@ -137,6 +140,7 @@ void tg_limits_default(tg_limits_t *out)
     out->max_validation_steps = TG_DEFAULT_MAX_VALIDATION_STEPS;
     out->max_pattern_bytes = TG_DEFAULT_MAX_PATTERN_BYTES;
     out->max_regex_steps = TG_DEFAULT_MAX_REGEX_STEPS;
+    out->max_registry_bytes = TG_DEFAULT_MAX_REGISTRY_BYTES;
 }
 
 /* Lengths and counts are stored in 32 bits in the DOM; input size bounds
@@ -157,6 +161,7 @@ static int check_limits(const tg_limits_t *l, tg_error_t *err)
         {"max_validation_steps", l->max_validation_steps, (size_t)0xffffffff},
         {"max_pattern_bytes", l->max_pattern_bytes, TG_LIMIT_MAX_INPUT_BYTES},
         {"max_regex_steps", l->max_regex_steps, (size_t)0xffffffff},
+        {"max_registry_bytes", l->max_registry_bytes, TG_LIMIT_MAX_INPUT_BYTES},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].value < 1 || f[i].value > f[i].max)

@@ -385,6 +385,9 @@ int tg_utf8_check_fast(const char *s, size_t len);
  *   but the parse error's). */
 #define TG_PARSE_FAST_UTF8 1u
 #define TG_PARSE_SHARE_REPEATS 2u
+/* TG_PARSE_REGISTRY: a registry file, bounded by max_registry_bytes
+ *   (TG_E_REGISTRY_TOO_LARGE) instead of max_input_bytes. */
+#define TG_PARSE_REGISTRY 4u
 int tg_parse_with(tg_engine_t *e, const char *json, size_t len, unsigned options, tg_doc_t **out,
                   tg_error_t *err);
 

@@ -966,6 +966,11 @@ int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_er
     return tg_parse_with(e, json, len, TG_PARSE_FAST_UTF8, out, err);
 }
 
+int tg_parse_registry(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err)
+{
+    return tg_parse_with(e, json, len, TG_PARSE_FAST_UTF8 | TG_PARSE_REGISTRY, out, err);
+}
+
 int tg_parse_with(tg_engine_t *e, const char *json, size_t len, unsigned options, tg_doc_t **out,
                   tg_error_t *err)
 {
@@ -980,7 +985,12 @@ int tg_parse_with(tg_engine_t *e, const char *json, size_t len, unsigned options
     *out = NULL;
     if (!json && len)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "json is NULL");
-    if (len > e->limits.max_input_bytes)
+    if (options & TG_PARSE_REGISTRY) {
+        if (len > e->limits.max_registry_bytes)
+            return tg_fail(err, TG_E_REGISTRY_TOO_LARGE, 0,
+                           "registry of %zu bytes is larger than max_registry_bytes (%zu)", len,
+                           e->limits.max_registry_bytes);
+    } else if (len > e->limits.max_input_bytes)
         return tg_fail(err, TG_E_INPUT_TOO_LARGE, 0,
                        "input of %zu bytes is larger than max_input_bytes (%zu)", len,
                        e->limits.max_input_bytes);

@@ -112,6 +112,9 @@ enum tg_code {
     TG_E_REGEX_BUDGET,     /* "REGEX_BUDGET": the pattern matches of one validation would pass max_regex_steps */
     TG_E_UNSUPPORTED_CALL, /* "UNSUPPORTED_CALL": a call toolgate cannot gate (tg_calls_decode) */
     TG_E_IO,               /* "IO_ERROR": a read or write of a file descriptor failed (tg_reader_lines, tg_write_all) */
+    TG_E_REGISTRY_TOO_LARGE, /* "REGISTRY_TOO_LARGE": a registry file of more than max_registry_bytes */
+    TG_E_IMAGE,            /* "BAD_REGISTRY_IMAGE": a registry image that is corrupt, truncated or of another format */
+    TG_E_IMAGE_STALE,      /* "STALE_REGISTRY_IMAGE": a registry image whose sources changed since it was compiled */
     TG_E_CODE_COUNT        /* not a code: the number of codes */
 };
 /* clang-format on */
@@ -162,6 +165,9 @@ typedef struct tg_limits_t {
     size_t max_regex_steps;      /* PCRE2 match-limit units all pattern matches
                                   * of one validation may use (added last: the
                                   * fields above keep their offsets) */
+    size_t max_registry_bytes;   /* bytes of one registry file or image
+                                  * (tg_parse_registry, tg_image_open); calls
+                                  * keep max_input_bytes (added last too) */
 } tg_limits_t;
 
 #define TG_DEFAULT_MAX_INPUT_BYTES ((size_t)1 << 20) /* 1 MiB */
@@ -173,6 +179,7 @@ typedef struct tg_limits_t {
 #define TG_DEFAULT_MAX_VALIDATION_STEPS 1000000
 #define TG_DEFAULT_MAX_PATTERN_BYTES 4096
 #define TG_DEFAULT_MAX_REGEX_STEPS 10000000
+#define TG_DEFAULT_MAX_REGISTRY_BYTES ((size_t)1 << 28) /* 256 MiB */
 
 /* Ranges: every limit is at least 1.  Upper bounds keep offsets in 32 bits
  * and keep the recursive writers within a small, fixed C stack. */
@@ -228,6 +235,11 @@ enum tg_type {
  * document; it is released with the engine.)
  * On failure *out is NULL and err says what and where (byte offset). */
 TG_API int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err);
+/* tg_parse for a registry file: len is bounded by max_registry_bytes
+ * (TG_E_REGISTRY_TOO_LARGE) instead of max_input_bytes, so a registry of
+ * many tools loads without letting every call be that large. */
+TG_API int tg_parse_registry(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out,
+                             tg_error_t *err);
 TG_API void tg_doc_free(tg_doc_t *doc);
 
 /* The root value; valid as long as the document lives. */

@@ -52,7 +52,7 @@ Codec.__index = Codec
 -- codec([limits]) -> codec | nil, message, code
 -- @tparam[opt] table limits max_input_bytes, max_depth, max_string_bytes,
 -- max_members, max_items, regex_match_limit, max_validation_steps,
--- max_pattern_bytes, max_regex_steps
+-- max_pattern_bytes, max_regex_steps, max_registry_bytes
 -- @treturn Codec
 function M.codec(limits)
   local e, err, code = core.new_engine(limits)

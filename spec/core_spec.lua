@@ -43,7 +43,7 @@ describe("toolgate.core", function()
     assert.same({ max_input_bytes = 1048576, max_depth = 64, max_string_bytes = 262144,
                   max_members = 4096, max_items = 65536, regex_match_limit = 100000,
                   max_validation_steps = 1000000, max_pattern_bytes = 4096,
-                  max_regex_steps = 10000000 }, defaults)
+                  max_regex_steps = 10000000, max_registry_bytes = 268435456 }, defaults)
     local e = assert(core.new_engine({ max_depth = 2 }))
     assert.equal(2, e:limits().max_depth)
     assert.equal(1048576, e:limits().max_input_bytes)

@@ -224,10 +224,42 @@ describe("limits", function()
     assert.equal("INPUT_TOO_LARGE", d.code)
   end)
 
+  it("max_registry_bytes: a registry file of N bytes loads past max_input_bytes, N + 1 is REGISTRY_TOO_LARGE", function()
+    local p = { name = "limits", version = "1", stages = { "rung" } }
+    local function reg(n)
+      local head, tail = '{"toolgate": 1, "server": "t", "tools": [{"name": "echo", "description": "', '"}]}'
+      return head .. string.rep("d", n - #head - #tail) .. tail
+    end
+    local path = os.tmpname()
+    for _, source in ipairs({ "text", "path" }) do
+      local function load(n)
+        local text = reg(n)
+        if source == "text" then
+          return toolgate.new({ policy = p, registry = { { text = text } },
+            limits = { max_input_bytes = 1000, max_registry_bytes = 5000 } })
+        end
+        local f = assert(io.open(path, "wb"))
+        f:write(text)
+        f:close()
+        return toolgate.new({ policy = p, registry = { path }, limits = { max_input_bytes = 1000, max_registry_bytes = 5000 } })
+      end
+      local e = assert(load(5000))
+      -- calls keep their own limit
+      assert.equal("INPUT_TOO_LARGE", e:check(call_text('{"s":"' .. string.rep("x", 1000) .. '"}')).code)
+      local none, msg, code = load(5001)
+      assert.is_nil(none)
+      assert.equal("REGISTRY_TOO_LARGE", code)
+      assert.matches("max_registry_bytes (5000)", msg, 1, true)
+    end
+    os.remove(path)
+    assert.is_true(require("toolgate.core").default_limits().max_registry_bytes >= 256 * 1024 * 1024)
+  end)
+
   it("refuses limits outside their range, naming the limit", function()
     for _, bad in ipairs({ { max_depth = 0 }, { max_depth = 1001 }, { max_input_bytes = 2 ^ 31 },
         { regex_match_limit = 2 ^ 32 }, { max_pattern_bytes = 0 }, { max_validation_steps = 0 },
-        { max_regex_steps = 0 }, { max_regex_steps = 2 ^ 32 } }) do
+        { max_regex_steps = 0 }, { max_regex_steps = 2 ^ 32 }, { max_registry_bytes = 0 },
+        { max_registry_bytes = 2 ^ 31 } }) do
       local e, msg, code = engine(bad)
       assert.is_nil(e)
       assert.equal("BAD_ARGUMENT", code)

@@ -144,6 +144,7 @@ static const char *const limit_names[] = {
     "max_validation_steps",
     "max_pattern_bytes",
     "max_regex_steps",
+    "max_registry_bytes",
     NULL,
 };
 
@@ -151,7 +152,8 @@ static size_t *limit_field(tg_limits_t *l, int i)
 {
     size_t *f[] = {&l->max_input_bytes,      &l->max_depth,         &l->max_string_bytes,
                    &l->max_members,          &l->max_items,         &l->regex_match_limit,
-                   &l->max_validation_steps, &l->max_pattern_bytes, &l->max_regex_steps};
+                   &l->max_validation_steps, &l->max_pattern_bytes, &l->max_regex_steps,
+                   &l->max_registry_bytes};
     return f[i];
 }
 
@@ -363,6 +365,19 @@ static int l_engine_parse(lua_State *L)
     tg_error_t err;
     doc_ud *d = new_child(L, sizeof *d, DOC_MT, 1, 1);
     if (tg_parse(u->e, s, len, &d->d, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    return 1;
+}
+
+/* engine:parse_registry(text) -> doc | nil, message, code, offset */
+static int l_engine_parse_registry(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    size_t len;
+    const char *s = check_string(L, 2, &len);
+    tg_error_t err;
+    doc_ud *d = new_child(L, sizeof *d, DOC_MT, 1, 1);
+    if (tg_parse_registry(u->e, s, len, &d->d, &err) != TG_OK)
         return push_error(L, &err, 1);
     return 1;
 }
@@ -2629,6 +2644,7 @@ static const luaL_Reg engine_methods[] = {
     {"limits", l_engine_limits},
     {"set_limits", l_engine_set_limits},
     {"parse", l_engine_parse},
+    {"parse_registry", l_engine_parse_registry},
     {"decode_call", l_engine_decode_call},
     {"decode_calls", l_engine_decode_calls},
     {"compile_schema", l_engine_compile_schema},

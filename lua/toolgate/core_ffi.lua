@@ -34,6 +34,7 @@ typedef struct tg_limits_t {
     size_t max_validation_steps;
     size_t max_pattern_bytes;
     size_t max_regex_steps;
+    size_t max_registry_bytes;
 } tg_limits_t;
 typedef struct tg_engine_t tg_engine_t;
 typedef struct tg_doc_t tg_doc_t;
@@ -83,6 +84,7 @@ void tg_engine_free(tg_engine_t *e);
 void tg_engine_limits(const tg_engine_t *e, tg_limits_t *out);
 int tg_engine_set_limits(tg_engine_t *e, const tg_limits_t *limits, tg_error_t *err);
 int tg_parse(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err);
+int tg_parse_registry(tg_engine_t *e, const char *json, size_t len, tg_doc_t **out, tg_error_t *err);
 void tg_doc_free(tg_doc_t *doc);
 const tg_value_t *tg_doc_root(const tg_doc_t *doc);
 int tg_type_of(const tg_value_t *v);
@@ -372,7 +374,7 @@ end
 local TG_NO_OFFSET = ffi.cast("size_t", -1)
 local LIMIT_NAMES = {
   "max_input_bytes", "max_depth", "max_string_bytes", "max_members", "max_items",
-  "regex_match_limit", "max_validation_steps", "max_pattern_bytes", "max_regex_steps",
+  "regex_match_limit", "max_validation_steps", "max_pattern_bytes", "max_regex_steps", "max_registry_bytes",
 }
 local IS_LIMIT = {}
 for _, name in ipairs(LIMIT_NAMES) do IS_LIMIT[name] = true end
@@ -569,6 +571,14 @@ function Engine:parse(text)
   local st = check_engine(self)
   check_string(text, 1)
   if C.tg_parse(st.e, text, #text, doc_box, st.err) ~= 0 then return error_values(st.err, true) end
+  local d = ffi.gc(doc_box[0], C.tg_doc_free)
+  return setmetatable({ engine = self, d = d }, Doc)
+end
+
+function Engine:parse_registry(text)
+  local st = check_engine(self)
+  check_string(text, 1)
+  if C.tg_parse_registry(st.e, text, #text, doc_box, st.err) ~= 0 then return error_values(st.err, true) end
   local d = ffi.gc(doc_box[0], C.tg_doc_free)
   return setmetatable({ engine = self, d = d }, Doc)
 end

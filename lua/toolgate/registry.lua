@@ -351,10 +351,18 @@ local function read_source(engine, source, k, out)
   if not text then
     local f, err = io.open(source.path, "rb")
     if not f then return nil, "cannot read registry " .. tostring(err), "UNREADABLE" end
+    -- a file past the limit is refused before it is read into memory
+    local size, max = f:seek("end"), engine:limits().max_registry_bytes
+    if size and size > max then
+      f:close()
+      return nil, string.format("%s: registry of %d bytes is larger than max_registry_bytes (%d)", source.label,
+        size, max), "REGISTRY_TOO_LARGE"
+    end
+    f:seek("set")
     text = f:read("*a")
     f:close()
   end
-  local doc, err, code, offset = engine:parse(text)
+  local doc, err, code, offset = engine:parse_registry(text)
   if not doc then
     -- the code is the caller's to print, once
     return nil, source.label .. ": " .. (documents.looks_like_yaml(text) and "not JSON (YAML?): " or "")
