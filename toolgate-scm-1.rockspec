@@ -123,6 +123,7 @@ build = {
         "core/tg_engine.c",
         "core/tg_format.c",
         "core/tg_hash.c",
+        "core/tg_image.c",
         "core/tg_json.c",
         "core/tg_lines.c",
         "core/tg_mcp.c",

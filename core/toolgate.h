@@ -704,6 +704,65 @@ TG_API const tg_hash128_t *tg_registry_pin(const tg_registry_t *r, size_t i);
 TG_API const tg_schema_t *tg_registry_input_schema(const tg_registry_t *r, size_t i);
 TG_API const tg_schema_t *tg_registry_output_schema(const tg_registry_t *r, size_t i);
 
+/* ------------------------------------------------------------------------ */
+/* Registry images (core/tg_image.c has the design and the file layout)      */
+/* ------------------------------------------------------------------------ */
+
+/* A compiled registry image: one read-only file holding a registry's
+ * sources exactly as they were read, with their server, label, absolute
+ * path, format, trust and XXH3-128, checked whole (magic, format version,
+ * ABI, length, a checksum over every byte, every offset and length) before
+ * anything in it is used.  `toolgate registry compile` writes one; every
+ * place that takes a registry file takes an image, known by its magic. */
+#define TG_IMAGE_VERSION 1u
+#define TG_IMAGE_ABI 1u
+typedef struct tg_image_t tg_image_t;
+
+/* One source of an image.  Given to tg_image_write (hash ignored: it is
+ * computed) or filled by tg_image_source (pointers into the image, valid
+ * while it lives; server NULL when none was given; path "" (len 0) for a
+ * source compiled from a text).  format: 0 auto, 1 native, 2 openai,
+ * 3 anthropic, 4 mcp. */
+typedef struct tg_image_source_t {
+    const char *text;
+    size_t text_len;
+    const char *server;
+    size_t server_len;
+    const char *label;
+    size_t label_len;
+    const char *path;
+    size_t path_len;
+    int format;
+    int trusted;
+    tg_hash128_t hash;
+} tg_image_source_t;
+
+/* Appends the image of n sources to out (TG_E_ARG for a bad source,
+ * TG_E_NOMEM).  The caller writes the bytes where it wants them. */
+TG_API int tg_image_write(tg_engine_t *e, const tg_image_source_t *sources, size_t n, tg_buf_t *out,
+                          tg_error_t *err);
+/* Whether data starts with an image's magic (a registry file that is not
+ * JSON text). */
+TG_API int tg_image_is(const void *data, size_t len);
+/* Opens the image in data[0..len), which the caller keeps alive and
+ * unchanged while the image lives (nothing is copied).  TG_E_IMAGE for
+ * anything malformed (err says what and where), TG_E_REGISTRY_TOO_LARGE
+ * past max_registry_bytes, TG_E_NOMEM.  Free with tg_image_free. */
+TG_API int tg_image_open(tg_engine_t *e, const void *data, size_t len, tg_image_t **out,
+                         tg_error_t *err);
+/* Maps the file at path read-only (shared pages) and opens it as
+ * tg_image_open does; the mapping goes with tg_image_free.  TG_E_IO when
+ * the file cannot be opened or mapped. */
+TG_API int tg_image_map(tg_engine_t *e, const char *path, tg_image_t **out, tg_error_t *err);
+TG_API void tg_image_free(tg_image_t *img);
+/* The number of sources, and source i (TG_E_ARG out of range). */
+TG_API size_t tg_image_count(const tg_image_t *img);
+TG_API int tg_image_source(const tg_image_t *img, size_t i, tg_image_source_t *out);
+/* TG_E_IMAGE_STALE when a source file still at its recorded path no longer
+ * has the bytes the image holds (or cannot be read to tell); a path with
+ * no file there is no staleness: the image stands alone.  TG_OK. */
+TG_API int tg_image_check_sources(const tg_image_t *img, tg_error_t *err);
+
 /* How a call's (server, name) resolved. */
 enum tg_resolution {
     TG_RESOLVED = 0, /* exactly one tool */

@@ -36,6 +36,7 @@
 #define STORE_MT "toolgate.core.store"
 #define SWEEP_MT "toolgate.core.sweep"
 #define READER_MT "toolgate.core.reader"
+#define IMAGE_MT "toolgate.core.image"
 
 typedef struct {
     tg_engine_t *e;
@@ -69,6 +70,9 @@ typedef struct {
 typedef struct {
     tg_norm_t *n;
 } norm_ud;
+typedef struct {
+    tg_image_t *img;
+} image_ud;
 typedef struct {
     tg_policy_t *p;
 } policy_ud;
@@ -2153,6 +2157,170 @@ static int l_schema_validate_reader(lua_State *L)
     return push_reader_chunk(L, rc, end, &err, line);
 }
 
+/* ---- registry images ------------------------------------------------------------ */
+
+static const char *const image_formats[] = {"auto", "native", "openai", "anthropic", "mcp", NULL};
+
+/* engine:image_write({{text=, server=, label=, path=, format=, trusted=}, ...})
+ *   -> image bytes | nil, message, code */
+static int l_engine_image_write(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    size_t n, i;
+    tg_image_source_t *src;
+    tg_error_t err;
+    luaL_checktype(L, 2, LUA_TTABLE);
+    n = (size_t)luaL_len(L, 2);
+    src = lua_newuserdatauv(L, (n ? n : 1) * sizeof *src, 0); /* Lua-owned: a raise leaks nothing */
+    for (i = 0; i < n; i++) {
+        tg_image_source_t *s = &src[i];
+        memset(s, 0, sizeof *s);
+        lua_rawgeti(L, 2, (lua_Integer)i + 1);
+        luaL_checktype(L, -1, LUA_TTABLE);
+        lua_getfield(L, -1, "text");
+        s->text = check_string(L, -1, &s->text_len);
+        lua_getfield(L, -2, "server");
+        if (!lua_isnil(L, -1))
+            s->server = check_string(L, -1, &s->server_len);
+        lua_getfield(L, -3, "label");
+        if (!lua_isnil(L, -1))
+            s->label = check_string(L, -1, &s->label_len);
+        lua_getfield(L, -4, "path");
+        if (!lua_isnil(L, -1))
+            s->path = check_string(L, -1, &s->path_len);
+        lua_getfield(L, -5, "format");
+        s->format = luaL_checkoption(L, -1, "auto", image_formats);
+        lua_getfield(L, -6, "trusted");
+        s->trusted = lua_isnil(L, -1) || lua_toboolean(L, -1);
+        lua_pop(L, 6); /* the strings stay alive in the source table (index -1) */
+        lua_pop(L, 1);
+    }
+    tg_buf_reset(&u->out);
+    if (tg_image_write(u->e, src, n, &u->out, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushlstring(L, u->out.data, u->out.len);
+    return 1;
+}
+
+/* engine:image_map(path) -> image | nil, message, code */
+static int l_engine_image_map(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    const char *path = check_string(L, 2, NULL);
+    tg_error_t err;
+    image_ud *im = new_child(L, sizeof *im, IMAGE_MT, 1, 2);
+    if (tg_image_map(u->e, path, &im->img, &err) != TG_OK)
+        return push_error(L, &err, 0);
+    return 1;
+}
+
+/* engine:image_open(bytes) -> image | nil, message, code, offset; the
+ * image keeps the string alive (its second user value) */
+static int l_engine_image_open(lua_State *L)
+{
+    engine_ud *u = check_engine(L, 1);
+    size_t len;
+    const char *s = check_string(L, 2, &len);
+    tg_error_t err;
+    image_ud *im = new_child(L, sizeof *im, IMAGE_MT, 1, 2);
+    lua_pushvalue(L, 2);
+    lua_setiuservalue(L, -2, 2);
+    if (tg_image_open(u->e, s, len, &im->img, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    return 1;
+}
+
+static tg_image_t *check_image(lua_State *L)
+{
+    image_ud *im = luaL_checkudata(L, 1, IMAGE_MT);
+    if (!im->img)
+        luaL_error(L, "registry image used after free");
+    return im->img;
+}
+
+static int l_image_gc(lua_State *L)
+{
+    image_ud *im = luaL_checkudata(L, 1, IMAGE_MT);
+    tg_image_free(im->img);
+    im->img = NULL;
+    return 0;
+}
+
+static int l_image_count(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)tg_image_count(check_image(L)));
+    return 1;
+}
+
+/* image:source(i) -> {server=, label=, path=, format=, trusted=, hash=} (i from 1) */
+static int l_image_source(lua_State *L)
+{
+    tg_image_t *img = check_image(L);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    tg_image_source_t s;
+    char hex[TG_HASH_HEX];
+    if (i < 1 || (size_t)i > tg_image_count(img))
+        luaL_argerror(L, 2, "no such source");
+    tg_image_source(img, (size_t)i - 1, &s);
+    lua_createtable(L, 0, 6);
+    if (s.server) {
+        lua_pushlstring(L, s.server, s.server_len);
+        lua_setfield(L, -2, "server");
+    }
+    lua_pushlstring(L, s.label, s.label_len);
+    lua_setfield(L, -2, "label");
+    lua_pushlstring(L, s.path, s.path_len);
+    lua_setfield(L, -2, "path");
+    lua_pushstring(L, image_formats[s.format]);
+    lua_setfield(L, -2, "format");
+    lua_pushboolean(L, s.trusted);
+    lua_setfield(L, -2, "trusted");
+    tg_hash128_hex(&s.hash, hex);
+    lua_pushlstring(L, hex, 32);
+    lua_setfield(L, -2, "hash");
+    return 1;
+}
+
+/* image:parse(i) -> doc | nil, message, code, offset: source i's text,
+ * parsed straight from the image */
+static int l_image_parse(lua_State *L)
+{
+    tg_image_t *img = check_image(L);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    tg_image_source_t s;
+    tg_error_t err;
+    engine_ud *u;
+    doc_ud *d;
+    if (i < 1 || (size_t)i > tg_image_count(img))
+        luaL_argerror(L, 2, "no such source");
+    tg_image_source(img, (size_t)i - 1, &s);
+    u = engine_of(L, 1);
+    lua_getiuservalue(L, 1, 1); /* the engine, the doc's owner */
+    d = new_child(L, sizeof *d, DOC_MT, -1, 1);
+    if (tg_parse_registry(u->e, s.text, s.text_len, &d->d, &err) != TG_OK)
+        return push_error(L, &err, 1);
+    return 1;
+}
+
+/* image:check_sources() -> true | nil, message, code */
+static int l_image_check_sources(lua_State *L)
+{
+    tg_error_t err;
+    if (tg_image_check_sources(check_image(L), &err) != TG_OK)
+        return push_error(L, &err, 0);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* is_image(bytes) -> whether they start with a registry image's magic */
+static int l_is_image(lua_State *L)
+{
+    size_t len;
+    const char *s = check_string(L, 1, &len);
+    lua_pushboolean(L, tg_image_is(s, len));
+    return 1;
+}
+
 /* ---- registries ---------------------------------------------------------------- */
 
 static int l_engine_registry(lua_State *L)
@@ -2645,6 +2813,9 @@ static const luaL_Reg engine_methods[] = {
     {"set_limits", l_engine_set_limits},
     {"parse", l_engine_parse},
     {"parse_registry", l_engine_parse_registry},
+    {"image_write", l_engine_image_write},
+    {"image_map", l_engine_image_map},
+    {"image_open", l_engine_image_open},
     {"decode_call", l_engine_decode_call},
     {"decode_calls", l_engine_decode_calls},
     {"compile_schema", l_engine_compile_schema},
@@ -3056,6 +3227,12 @@ static const luaL_Reg store_methods[] = {{"get", l_store_get},
                                          {"records", l_store_records},
                                          {NULL, NULL}};
 
+static const luaL_Reg image_methods[] = {{"count", l_image_count},
+                                         {"source", l_image_source},
+                                         {"parse", l_image_parse},
+                                         {"check_sources", l_image_check_sources},
+                                         {"free", l_image_gc},
+                                         {NULL, NULL}};
 static const luaL_Reg no_methods[] = {{NULL, NULL}};
 
 static const luaL_Reg workers_methods[] = {{"count", l_workers_count}, {NULL, NULL}};
@@ -3069,6 +3246,7 @@ static const luaL_Reg functions[] = {
     {"format_number", l_format_number},
     {"hash_bytes", l_hash_bytes},
     {"default_limits", l_default_limits},
+    {"is_image", l_is_image},
     {"cpu_count", l_cpu_count},
     {"encoder", l_encoder},
     {NULL, NULL},
@@ -3109,6 +3287,7 @@ LUAMOD_API int luaopen_toolgate_core_c(lua_State *L)
     new_class(L, STORE_MT, store_methods, l_store_gc);
     new_class(L, SWEEP_MT, sweep_methods, l_sweep_gc);
     new_class(L, READER_MT, reader_methods, l_reader_gc);
+    new_class(L, IMAGE_MT, image_methods, l_image_gc);
     luaL_newlib(L, functions);
     lua_pushliteral(L, TG_VERSION);
     lua_setfield(L, -2, "VERSION");

@@ -136,6 +136,28 @@ const char *tg_registry_server(const tg_registry_t *r, size_t i, size_t *len);
 const char *tg_registry_name(const tg_registry_t *r, size_t i, size_t *len);
 const tg_hash128_t *tg_registry_pin(const tg_registry_t *r, size_t i);
 const tg_schema_t *tg_registry_output_schema(const tg_registry_t *r, size_t i);
+typedef struct tg_image_t tg_image_t;
+typedef struct tg_image_source_t {
+    const char *text;
+    size_t text_len;
+    const char *server;
+    size_t server_len;
+    const char *label;
+    size_t label_len;
+    const char *path;
+    size_t path_len;
+    int format;
+    int trusted;
+    tg_hash128_t hash;
+} tg_image_source_t;
+int tg_image_write(tg_engine_t *e, const tg_image_source_t *sources, size_t n, tg_buf_t *out, tg_error_t *err);
+int tg_image_is(const void *data, size_t len);
+int tg_image_open(tg_engine_t *e, const void *data, size_t len, tg_image_t **out, tg_error_t *err);
+int tg_image_map(tg_engine_t *e, const char *path, tg_image_t **out, tg_error_t *err);
+void tg_image_free(tg_image_t *img);
+size_t tg_image_count(const tg_image_t *img);
+int tg_image_source(const tg_image_t *img, size_t i, tg_image_source_t *out);
+int tg_image_check_sources(const tg_image_t *img, tg_error_t *err);
 int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const tg_value_t *args, int report_also, tg_rung_result_t *out, tg_error_t *err);
 void tg_hash128(const void *data, size_t len, tg_hash128_t *out);
 void tg_hash128_hex(const tg_hash128_t *h, char out[33]);
@@ -897,6 +919,108 @@ function Engine:registry()
   local r = C.tg_registry_new(st.e, st.err)
   if r == nil then return error_values(st.err, false) end
   return setmetatable({ engine = self, r = ffi.gc(r, C.tg_registry_free) }, Registry)
+end
+
+-- Registry images (core/tg_image.c) -----------------------------------------
+
+local Image = {}
+Image.__index = Image
+local IMAGE_FORMATS = { [0] = "auto", "native", "openai", "anthropic", "mcp" }
+local IMAGE_FORMAT_NUMBERS = { auto = 0, native = 1, openai = 2, anthropic = 3, mcp = 4 }
+local image_box = ffi.new("tg_image_t *[1]")
+local image_source = ffi.new("tg_image_source_t")
+
+-- image_write({{text=, server=, label=, path=, format=, trusted=}, ...}) -> bytes | nil, message, code
+function Engine:image_write(sources)
+  local st = check_engine(self)
+  if type(sources) ~= "table" then error("bad argument #1 (table expected, got " .. type(sources) .. ")", 2) end
+  local n = #sources
+  local src = ffi.new("tg_image_source_t[?]", n > 0 and n or 1)
+  for i, s in ipairs(sources) do
+    if type(s) ~= "table" then error("bad argument #1 (sources must be tables)", 2) end
+    check_string(s.text, 1)
+    opt_string(s.server, 1)
+    opt_string(s.label, 1)
+    opt_string(s.path, 1)
+    local format = IMAGE_FORMAT_NUMBERS[s.format or "auto"]
+    if not format then error("bad argument #1 (invalid option '" .. tostring(s.format) .. "')", 2) end
+    local d = src[i - 1]
+    d.text, d.text_len = s.text, #s.text
+    if s.server then d.server, d.server_len = s.server, #s.server end
+    if s.label then d.label, d.label_len = s.label, #s.label end
+    if s.path then d.path, d.path_len = s.path, #s.path end
+    d.format, d.trusted = format, (s.trusted == nil or s.trusted) and 1 or 0
+  end
+  C.tg_buf_reset(st.out)
+  -- (the strings the sources point to are held by the sources table until the call returns)
+  if C.tg_image_write(st.e, src, n, st.out, st.err) ~= 0 then return error_values(st.err, false) end
+  return ffi.string(st.out.data, st.out.len)
+end
+
+function Engine:image_map(path)
+  local st = check_engine(self)
+  check_string(path, 1)
+  if C.tg_image_map(st.e, path, image_box, st.err) ~= 0 then return error_values(st.err, false) end
+  return setmetatable({ engine = self, img = ffi.gc(image_box[0], C.tg_image_free) }, Image)
+end
+
+-- the image reads bytes in place: it holds the string while it lives
+function Engine:image_open(bytes)
+  local st = check_engine(self)
+  check_string(bytes, 1)
+  if C.tg_image_open(st.e, bytes, #bytes, image_box, st.err) ~= 0 then return error_values(st.err, true) end
+  return setmetatable({ engine = self, bytes = bytes, img = ffi.gc(image_box[0], C.tg_image_free) }, Image)
+end
+
+local function check_image(self)
+  if getmetatable(self) ~= Image then error("registry image expected", 3) end
+  if self.img == nil then error("registry image used after free", 3) end
+  return self.img
+end
+
+local function image_index(img, i)
+  if type(i) ~= "number" or i < 1 or i > tonumber(C.tg_image_count(img)) or i % 1 ~= 0 then
+    error("bad argument #1 (no such source)", 3)
+  end
+  C.tg_image_source(img, i - 1, image_source)
+  return image_source
+end
+
+function Image:count()
+  return tonumber(C.tg_image_count(check_image(self)))
+end
+
+function Image:source(i)
+  local s = image_index(check_image(self), i)
+  return {
+    server = s.server ~= nil and ffi.string(s.server, s.server_len) or nil,
+    label = ffi.string(s.label, s.label_len),
+    path = ffi.string(s.path, s.path_len),
+    format = IMAGE_FORMATS[s.format],
+    trusted = s.trusted ~= 0,
+    hash = hex_of(s.hash),
+  }
+end
+
+function Image:parse(i)
+  local s = image_index(check_image(self), i)
+  local st = self.engine.st
+  if C.tg_parse_registry(st.e, s.text, s.text_len, doc_box, st.err) ~= 0 then return error_values(st.err, true) end
+  return setmetatable({ engine = self.engine, d = ffi.gc(doc_box[0], C.tg_doc_free) }, Doc)
+end
+
+function Image:check_sources()
+  local img = check_image(self)
+  local st = self.engine.st
+  if C.tg_image_check_sources(img, st.err) ~= 0 then return error_values(st.err, false) end
+  return true
+end
+
+function Image:free()
+  if self.img ~= nil then
+    C.tg_image_free(ffi.gc(self.img, nil))
+    self.img = nil
+  end
 end
 
 -- add(server, name, description, input_node, output_node, opts)
@@ -1962,6 +2086,11 @@ function M.hash_bytes(s)
   check_string(s, 1)
   C.tg_hash128(s, #s, hash_buf)
   return hex_of(hash_buf)
+end
+
+function M.is_image(s)
+  check_string(s, 1)
+  return C.tg_image_is(s, #s) ~= 0
 end
 
 function M.default_limits()

@@ -27,6 +27,7 @@
 -- is only reported.  Schema problems always fail a load.
 -- @module toolgate.registry
 
+local core = require "toolgate.core"
 local documents = require "toolgate.documents"
 local json = require "toolgate.json"
 local mcp_headers = require "toolgate.mcp.headers"
@@ -346,26 +347,12 @@ end
 
 local READERS = { native = read_native, mcp = read_mcp, openai = read_openai, anthropic = read_anthropic }
 
-local function read_source(engine, source, k, out)
-  local text = source.text
-  if not text then
-    local f, err = io.open(source.path, "rb")
-    if not f then return nil, "cannot read registry " .. tostring(err), "UNREADABLE" end
-    -- a file past the limit is refused before it is read into memory
-    local size, max = f:seek("end"), engine:limits().max_registry_bytes
-    if size and size > max then
-      f:close()
-      return nil, string.format("%s: registry of %d bytes is larger than max_registry_bytes (%d)", source.label,
-        size, max), "REGISTRY_TOO_LARGE"
-    end
-    f:seek("set")
-    text = f:read("*a")
-    f:close()
-  end
-  local doc, err, code, offset = engine:parse_registry(text)
+-- The tools of one parsed source into out; doc, err, code, offset are what
+-- the parse gave, text the bytes it read (for saying a file is YAML).
+local function read_parsed(source, k, out, doc, err, code, offset, text)
   if not doc then
     -- the code is the caller's to print, once
-    return nil, source.label .. ": " .. (documents.looks_like_yaml(text) and "not JSON (YAML?): " or "")
+    return nil, source.label .. ": " .. (text and documents.looks_like_yaml(text) and "not JSON (YAML?): " or "")
       .. (offset and ("at byte " .. offset .. ": ") or "") .. err, code
   end
   local root = doc:root()
@@ -387,6 +374,65 @@ local function read_source(engine, source, k, out)
     t.trusted = source.trusted ~= false
   end
   return true
+end
+
+-- The sources a compiled registry image holds (core/tg_image.c), each read
+-- as the file it was compiled from: the same tools, labels and findings.
+-- A server given with the image names the server of the sources compiled
+-- without one; it cannot rename one compiled with another.
+local function read_image(source, k, out, img)
+  local ok, err, code = img:check_sources()
+  if not ok then return nil, source.label .. ": " .. err, code end
+  if source.format and source.format ~= "auto" then
+    return fail(source, "a registry image carries its sources' formats; give it without format")
+  end
+  for i = 1, img:count() do
+    local s = img:source(i)
+    if source.server and s.server and s.server ~= source.server then
+      return fail(source, string.format("its source %s was compiled for server %q, not %q", s.label, s.server,
+        source.server))
+    end
+    local sub = { label = s.label, server = s.server or source.server, format = s.format,
+                  trusted = s.trusted and source.trusted ~= false }
+    local doc, perr, pcode, offset = img:parse(i)
+    local good, msg, c = read_parsed(sub, k .. "." .. i, out, doc, perr, pcode, offset)
+    if not good then return nil, msg, c end
+  end
+  return true
+end
+
+local function read_source(engine, source, k, out)
+  local text = source.text
+  if not text then
+    local f, err = io.open(source.path, "rb")
+    if not f then return nil, "cannot read registry " .. tostring(err), "UNREADABLE" end
+    -- a file past the limit is refused before it is read into memory
+    local size, max = f:seek("end"), engine:limits().max_registry_bytes
+    if size and size > max then
+      f:close()
+      return nil, string.format("%s: registry of %d bytes is larger than max_registry_bytes (%d)", source.label,
+        size, max), "REGISTRY_TOO_LARGE"
+    end
+    f:seek("set")
+    -- an image is mapped, not read: its pages are shared by every process that maps it
+    if core.is_image(f:read(8) or "") then
+      f:close()
+      local img, ierr, icode = engine:image_map(source.path)
+      if not img then return nil, source.label .. ": " .. ierr, icode end
+      return read_image(source, k, out, img)
+    end
+    f:seek("set")
+    text = f:read("*a")
+    f:close()
+  elseif core.is_image(text) then
+    local img, ierr, icode, offset = engine:image_open(text)
+    if not img then
+      return nil, source.label .. ": " .. (offset and ("at byte " .. offset .. ": ") or "") .. ierr, icode
+    end
+    return read_image(source, k, out, img)
+  end
+  local doc, err, code, offset = engine:parse_registry(text)
+  return read_parsed(source, k, out, doc, err, code, offset, text)
 end
 
 -- split_source("SERVER=PATH" or "PATH") -> server | nil, path

@@ -1,4 +1,5 @@
--- toolgate registry lint: load-time findings about registries.
+-- toolgate registry lint, record and compile: load-time findings about
+-- registries, recording a live server's tools, compiling registry images.
 local cli = require "toolgate.cli"
 local core = require "toolgate.core"
 local registry = require "toolgate.registry"
@@ -11,6 +12,7 @@ usage: toolgate registry lint [--strict] [SERVER=]FILE...
        toolgate registry record [--server NAME] [--output FILE] [--timeout S] -- COMMAND [ARGS...]
        toolgate registry record [--server NAME] [--output FILE] [--timeout S] --url URL [--header-file F]
        toolgate registry record --check FILE [--server NAME] [--timeout S] (-- COMMAND [ARGS...] | --url URL ...)
+       toolgate registry compile --output IMAGE [--policy P] [SERVER=]FILE...
 
 Loads the registries together as one snapshot would, and writes one JSON
 line per finding:
@@ -76,6 +78,20 @@ its pin, that the registry lacks, or that the server no longer lists,
 "field":"annotations"),
 then {"summary":{"changed":N,"added":N,"removed":N,"registry_hash":"..."}};
 exit status 1 when anything changed, 0 when the server matches its pins.
+
+compile writes the registry files into one read-only image, IMAGE, that
+every place taking a registry file takes instead (--registry
+[SERVER=]IMAGE, the gateway's registry list, a policy's registry
+sources), known by its magic bytes: an engine maps it (its pages shared
+by every process that maps it) and gives the decisions, findings, pins
+and registry_hash the files give.  The image holds each file's bytes, its
+SERVER, its path and its hash; one whose files have changed since (a file
+still at its path with other bytes) is refused STALE_REGISTRY_IMAGE, a
+corrupt or truncated one BAD_REGISTRY_IMAGE.  The files must load under
+the policy P's registry settings (default: the default policy); IMAGE is
+written whole and renamed into place, so a process mapping the old one
+keeps it.  Writes {"summary":{"tools":N,"sources":N,"bytes":N,
+"registry_hash":"..."}}.  docs/registry-image.md has the format.
 ]]
 
 -- Headers that record writes itself, never taken from a --header-file
@@ -220,11 +236,72 @@ local function record(rest)
   return cli.EXIT_OK
 end
 
+local function absolute(path)
+  if path:sub(1, 1) == "/" then return path end
+  local p = io.popen("pwd")
+  local cwd = p and p:read("*l")
+  if p then p:close() end
+  return (cwd or ".") .. "/" .. path:gsub("^%./", "")
+end
+
+local function compile(rest)
+  local opts, pos = cli.parse(rest, { options = { output = true, policy = true } })
+  if not opts.output then cli.usage_error("--output IMAGE is missing") end
+  if #pos == 0 then cli.usage_error("give at least one registry FILE") end
+  local engine = assert(core.new_engine())
+  local max = engine:limits().max_registry_bytes
+  local sources, texts = {}, {}
+  for _, p in ipairs(pos) do
+    local server, path = registry.split_source(p)
+    local f = io.open(path, "rb")
+    local size = f and f:seek("end")
+    if size and size > max then
+      f:close()
+      cli.diag("registry", string.format("REGISTRY_TOO_LARGE: %s: registry of %d bytes is larger than "
+        .. "max_registry_bytes (%d)", path, size, max))
+      return cli.EXIT_FAILED
+    end
+    local text = f and f:seek("set") and f:read("*a")
+    if f then f:close() end
+    if not text then
+      cli.diag("registry", "cannot read " .. path)
+      return cli.EXIT_USAGE
+    end
+    if core.is_image(text) then
+      cli.diag("registry", path .. " is a compiled image already: compile the registry files it was made from")
+      return cli.EXIT_USAGE
+    end
+    sources[#sources + 1] = { text = text, server = server, label = path, path = absolute(path), format = "auto" }
+    texts[#texts + 1] = { text = text, server = server, label = path }
+  end
+  -- the files load as they will be used: under the policy's registry settings
+  local e, err, code = require("toolgate").new{ policy = opts.policy or "default", registry = texts }
+  if not e then
+    cli.diag("registry", tostring(code) .. ": " .. tostring(err))
+    return cli.EXIT_FAILED
+  end
+  local snap = e:snapshot()
+  local bytes = assert(engine:image_write(sources))
+  -- whole, then renamed over the old one: a process mapping that one keeps its pages
+  local tmp = opts.output .. ".tmp"
+  if not cli.write_file("registry", tmp, bytes) then return cli.EXIT_USAGE end
+  local moved, merr = os.rename(tmp, opts.output)
+  if not moved then
+    os.remove(tmp)
+    cli.diag("registry", "cannot write " .. opts.output .. ": " .. tostring(merr))
+    return cli.EXIT_USAGE
+  end
+  cli.out(cli.encode({ summary = { tools = #snap.registry.tools, sources = #sources, bytes = #bytes,
+    registry_hash = snap.hash } }), "\n")
+  return cli.EXIT_OK
+end
+
 function M.run(args)
   local rest = {}
   for i = 2, #args do rest[#rest + 1] = args[i] end
   if args[1] == "record" then return record(rest) end
-  if args[1] ~= "lint" then cli.usage_error("registry lint or registry record expected") end
+  if args[1] == "compile" then return compile(rest) end
+  if args[1] ~= "lint" then cli.usage_error("registry lint, registry record or registry compile expected") end
   local opts, pos = cli.parse(rest, { flags = { strict = true } })
   if #pos == 0 then cli.usage_error("give at least one registry FILE") end
   for _, p in ipairs(pos) do
