@@ -321,6 +321,12 @@ function Engine:reload()
   return true, snap.version
 end
 
+--- Makes store the engine's determinism store: an engine built before a
+-- fork (nginx's master) takes each worker's own.
+function Engine:use_state(store)
+  self.store = store
+end
+
 --- The snapshot in force: {policy, registry, core, version, hash}.
 function Engine:snapshot()
   return self.current

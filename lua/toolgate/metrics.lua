@@ -41,6 +41,8 @@ M.FAMILIES = {
   { "toolgate_webhook_deliveries_total", "counter", "Notifications of a pending approval to the webhooks, by result: "
       .. "delivered, retried (a try failed: tried again after a backoff), dropped (every try failed, or the queue was full)." },
   { "toolgate_reloads_total", "counter", "Reloads of the policy and registry, by result (success, failure)." },
+  { "toolgate_engine_builds_total", "counter", "Engines built from the policy and registry, by process: master (at "
+      .. "start and at nginx -s reload, before the workers fork: they share it), worker (a reload of the admin API)." },
   { "toolgate_otel_spans_exported_total", "counter", "Spans the OTLP collector took (docs/tracing.md)." },
   { "toolgate_otel_spans_dropped_total", "counter", "Spans never exported, by reason: queue_full (more waited than "
       .. "the worker's queue holds), export_failed (the collector could not be reached or refused the batch)." },

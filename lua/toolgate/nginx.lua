@@ -15,8 +15,11 @@
 --   admin server                         { content_by_lua_block { require("toolgate.nginx").admin() } }
 --
 -- init (in the master, before the workers fork) reads the options, the
--- admin token and opens the decision log; init_worker builds each worker's
--- engine and gateway (toolgate.mcp) from the policy and registry files.  A
+-- admin token, opens the decision log and builds the engine from the policy
+-- and registry files, once: the workers fork with it and use it, so its
+-- memory is shared, not copied per worker; init_worker gives each worker
+-- its gateway (toolgate.mcp) and stores.  A reload builds a new engine in
+-- each worker, which a request that started before it never sees.  A
 -- worker whose engine cannot be built answers every request with an error
 -- (503): it never forwards an unchecked call.
 --
@@ -113,6 +116,11 @@ end
 -- then per worker the engine, gateway, routes and stores.
 local opts, token, log_file, redis_opts, otlp
 local W = { routes = {} }
+-- The engine the master built before the workers forked, and the reload
+-- version it was built at: a worker starting at that version uses it (its
+-- pages stay shared with the master's and the other workers'), not a copy.
+local inherited, inherited_version
+local built
 
 local VERSION_KEY = "toolgate:reload_version"
 
@@ -189,14 +197,16 @@ function M.init(o)
     -- (here, in the master: workers that run as another user inherit the file)
     require("toolgate.state.redis").open_journal(redis_opts, ngx.shared[opts.dict])
   end
-  -- the policy and registry load here too, so a broken one stops nginx at start
+  -- the engine is built here, so a broken policy or registry stops nginx at start
   for i, w in ipairs(opts.webhooks or {}) do
     local hook, herr = webhooks.parse(type(w) == "table" and w.url, type(w) == "table" and w.kind or nil)
     if not hook then error("toolgate.nginx: webhooks[" .. i .. "]: " .. herr, 2) end
     opts.webhooks[i] = hook
   end
+  local t0 = now()
   local e, err, code = toolgate.new{ policy = opts.policy, registry = opts.registry, limits = opts.limits }
   if not e then error("toolgate.nginx: " .. tostring(code) .. ": " .. tostring(err), 2) end
+  built("master", e, t0)
   local ok
   ok, err = mcp.settings(e:snapshot().policy)
   if not ok then error("toolgate.nginx: " .. tostring(err), 2) end
@@ -204,6 +214,10 @@ function M.init(o)
   if ph ~= nil and (type(ph) ~= "string" or #ph > 64 or not ph:find("^[%w%-]+$")) then
     error("toolgate.nginx: principal_header: a header name (letters, digits, -) expected", 2)
   end
+  local dict = ngx.shared[opts.dict]
+  inherited, inherited_version = e, dict and dict:get(VERSION_KEY) or 0
+  -- the load's garbage goes now, not in each worker after the fork
+  collectgarbage()
 end
 
 -- Decisions: the log and the metrics ---------------------------------------
@@ -579,36 +593,57 @@ local function observe(ev)
   end
 end
 
--- Engines: built per worker, rebuilt on a reload -------------------------------
+-- Engines: built in the master, rebuilt on a reload -------------------------
 
+-- An engine built: said in the error log and counted, by process (the
+-- workers share the master's; a worker builds only for a reload).
+built = function(where, e, t0)
+  local snap = e:snapshot()
+  local mdict = ngx.shared[opts.metrics_dict]
+  if mdict then
+    local m = metrics_mod.new(mdict)
+    m:inc("toolgate_engine_builds_total", { process = where })
+    m:flush()
+  end
+  ngx.log(ngx.NOTICE, "toolgate: the ", where, " built the engine: ", #snap.registry.tools, " tools, registry_hash ",
+    snap.hash, ", policy_version ", tostring(snap.version), ", in ", string.format("%.3f", now() - t0), " s")
+end
+
+-- A new engine from the policy and registry files (a reload).
 local function build()
+  local t0 = now()
   local e, err, code = toolgate.new{ policy = opts.policy, registry = opts.registry, limits = opts.limits,
     state = W.store }
   if not e then return nil, err, code end
-  if W.gw then
-    local ok
-    ok, err, code = W.gw:adopt(e)
-    if not ok then return nil, err, code end
-  else
-    local gw
-    gw, err, code = mcp.new{ engine = e, state = W.store, observe = observe,
-      hints = { approval = "A person grants it on the gateway's admin API: POST /v1/approvals/%s/grant" } }
-    if not gw then return nil, err, code end
-    W.gw = gw
-  end
-  W.engine = e
-  W.api_ctx = assert(e:context(opts.api_context or {}))
+  built("worker", e, t0)
+  return e
+end
+
+-- Makes e this worker's engine, with a gateway of its own: a request keeps
+-- the gateway (and so the snapshot) it started with to its end, whatever
+-- a reload swaps in meanwhile (M.access).  What a gateway could not store
+-- (mcp.lua: keyed by registry hash) goes on to the next.
+local function adopt(e)
+  e:use_state(W.store)
+  local gw, err, code = mcp.new{ engine = e, state = W.store, observe = observe,
+    hints = { approval = "A person grants it on the gateway's admin API: POST /v1/approvals/%s/grant" } }
+  if not gw then return nil, err, code end
+  if W.gw then gw.unstored = W.gw.unstored end
+  local api_ctx = assert(e:context(opts.api_context or {}))
   -- the decision API decides a call naming a route's server in that route's
   -- context, as /mcp/SERVER does (one context rule for both); a context
   -- that does not compile is left to the engine, whose decision says why
-  W.route_ctx = {}
+  local route_ctx, routes = {}, {}
   for server, r in pairs(opts.routes) do
-    W.route_ctx[server] = e:context(r.context or {}) or (r.context or {})
+    route_ctx[server] = e:context(r.context or {}) or (r.context or {})
+    routes[server] = gw:route(server, r.context)
   end
+  -- (one step, nothing yields in it: a request sees the old set or the new)
+  W.engine, W.gw, W.api_ctx, W.route_ctx, W.routes = e, gw, api_ctx, route_ctx, routes
   return true
 end
 
---- init_worker(): in init_worker_by_lua.  Builds this worker's engine.
+--- init_worker(): in init_worker_by_lua.  This worker's gateway, on the master's engine.
 function M.init_worker()
   if not opts then error("toolgate.nginx.init_worker: toolgate.nginx.init did not run (init_by_lua_block)", 2) end
   local dict = ngx.shared[opts.dict]
@@ -642,13 +677,16 @@ function M.init_worker()
     W.metrics:flush()
   end)
   W.version = dict:get(VERSION_KEY) or 0
-  local ok, err, code = build()
+  -- the master's engine, unless a reload came since (a worker nginx started again)
+  local e, err, code = inherited, nil, nil
+  if W.version ~= inherited_version then e, err, code = build() end
+  inherited = nil
+  local ok = e
+  if e then ok, err, code = adopt(e) end
   if not ok then
     W.error = tostring(code) .. ": " .. tostring(err)
     ngx.log(ngx.ERR, "toolgate: the engine could not be built: ", W.error)
-    return
   end
-  for server, r in pairs(opts.routes) do W.routes[server] = W.gw:route(server, r.context) end
 end
 
 -- A reload another worker made: build the new snapshot here too.
@@ -657,6 +695,7 @@ local function follow_reload()
   if v == W.version then return end
   W.version = v
   local ok, err, code = build()
+  if ok then ok, err, code = adopt(ok) end
   W.metrics:inc("toolgate_reloads_total", { result = ok and "success" or "failure" })
   if not ok then ngx.log(ngx.ERR, "toolgate: reload failed in this worker, the old snapshot stays: ", code, ": ", err) end
 end
@@ -817,7 +856,7 @@ local function header_check(req, frame, text)
     local source = m and mcp_headers.NAME_SOURCE[m]
     if m == "tools/call" then
       msg.name = frame.name
-      local t = frame.name and W.engine:snapshot().registry.by_key[req.server .. "\0" .. frame.name]
+      local t = frame.name and req.gw.engine:snapshot().registry.by_key[req.server .. "\0" .. frame.name]
       if t and t.param_headers_error then
         msg.params, msg.params_error = false, t.param_headers_error
       else
@@ -843,7 +882,8 @@ end
 function M.access(server)
   if not W.gw then return unavailable() end
   follow_reload()
-  local route = W.routes[server]
+  -- this request's gateway, to its end (header and body filters too)
+  local gw, route = W.gw, W.routes[server]
   if not route then
     return send(500, '{"error":' .. enc("toolgate: no route for server " .. tostring(server)) .. "}")
   end
@@ -871,7 +911,7 @@ function M.access(server)
     end
     -- a GET stream carries the server's requests and notifications; an
     -- answer on it answers no request of this one's, and is dropped (body_filter)
-    if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route } end
+    if method == "GET" then ngx.ctx.toolgate = { plan = { pending = {} }, route = route, gw = gw } end
     return
   end
   -- (every header, not the first 100: a Content-Encoding past them is one all the same;
@@ -886,8 +926,8 @@ function M.access(server)
   if not body then return send(500, '{"error":"toolgate: the request body could not be read"}') end
   if span then meta_parent(span, body) end
   local t0 = now()
-  local req = { headers = headers, route = route, server = server, span = span }
-  local ok, plan = pcall(W.gw.request, W.gw, route, body, nil, header_check, req,
+  local req = { headers = headers, route = route, server = server, span = span, gw = gw }
+  local ok, plan = pcall(gw.request, gw, route, body, nil, header_check, req,
     principal and { principal = principal })
   if span then trace_message(span, req.frame, headers) end
   if not ok then
@@ -911,7 +951,7 @@ function M.access(server)
   if span then trace_upstream(span) end
   -- every answer is read: one to a request of another stream's would reach
   -- the client unread (clients match answers by id, whatever the stream)
-  ngx.ctx.toolgate = { plan = plan, route = route }
+  ngx.ctx.toolgate = { plan = plan, route = route, gw = gw }
 end
 
 --- header_filter(): in header_filter_by_lua of an MCP endpoint.
@@ -1175,7 +1215,7 @@ local function respond(c, text)
     span:set("gen_ai.tool.call.result", otel.cut(text, otlp.max_attribute_bytes))
   end
   local t0 = now()
-  local ok, out, why = pcall(W.gw.response, W.gw, c.route, c.plan, text)
+  local ok, out, why = pcall(c.gw.response, c.gw, c.route, c.plan, text)
   W.latency.response:observe(now() - t0)
   if ok then
     if not out then ngx.log(ngx.WARN, "toolgate: dropped a message from the server ", c.route.server, ": ", why) end
@@ -1488,6 +1528,7 @@ end
 
 local function reload()
   local ok, err, code = build()
+  if ok then ok, err, code = adopt(ok) end
   W.metrics:inc("toolgate_reloads_total", { result = ok and "success" or "failure" })
   if not ok then
     ngx.log(ngx.ERR, "toolgate: reload failed, the old snapshot stays: ", code, ": ", err)
