@@ -4,8 +4,10 @@
 #   make test     installs missing Debian packages, builds, runs every suite,
 #                 ends with one line "N passed, N failed"
 #   make demo     the main job on the shipped examples
-#   make bench    throughput next to the peers a user would pick instead
-#   make bench-nginx  the MCP gateway next to a plain nginx proxy (wrk)
+#   make bench    throughput next to the peers a user would pick instead,
+#                 registries of 1,000 and 10,000 tools (BENCH_50K=1: 50,000)
+#   make bench-nginx  the MCP gateway next to a plain nginx proxy (wrk), its
+#                 memory and reloads with 10,000 tools
 #
 # Knobs: CC, CFLAGS, LUA (Lua 5.4 interpreter), LUAJIT, BUILD, PREFIX.
 
@@ -94,17 +96,20 @@ bench:
 	@sh mk/deps.sh bench
 	@$(MAKE) --no-print-directory all $(BENCH_BIN) $(BUILD)/bench/simdjson_floor
 	@$(LUA_ENV) BUILD="$(BUILD)" sh bench/run.sh
+	@$(LUA_ENV) BUILD="$(BUILD)" LUA="$(LUA)" LUAJIT="$(LUAJIT)" sh bench/registry_scale.sh
 
 # The floor under the parse (simdjson has no C interface: C++, bench only).
 CXX ?= c++
 $(BUILD)/bench/simdjson_floor: bench/simdjson_floor.cc | $(BUILD)/bench
 	$(CXX) -O2 -std=c++17 $< -o $@ -lsimdjson
 
-# The MCP gateway next to a plain nginx proxy (wrk on loopback; bench/nginx.sh).
+# The MCP gateway next to a plain nginx proxy (wrk on loopback; bench/nginx.sh),
+# then its memory and reloads with 10,000 tools (bench/registry_nginx.sh).
 bench-nginx:
 	@sh mk/deps.sh bench-nginx
-	@$(MAKE) --no-print-directory all
-	@$(LUA_ENV) LUA="$(LUA)" sh bench/nginx.sh
+	@$(MAKE) --no-print-directory all $(BUILD)/bench/rate_load
+	@$(LUA_ENV) LUA="$(LUA)" BUILD="$(BUILD)" sh bench/nginx.sh
+	@$(LUA_ENV) LUA="$(LUA)" BUILD="$(BUILD)" sh bench/registry_nginx.sh
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) core/toolgate.h | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $< $(LIB_A) -o $@ $(LIBS)
@@ -207,7 +212,9 @@ lint:
 #   $(BUILD)/fuzz  the libFuzzer targets fuzz/fuzz_*.c, the core linked in (FUZZ_CC)
 # make fuzz [FUZZ_SECONDS=60]  every fuzz target for that long; a crash is
 #                              copied into fuzz/regressions/<target>/
-# make soak                    1,000,000 decisions in one process; RSS stays flat
+# make soak                    1,000,000 decisions in one process, then 1,000,000 MCP
+#                              calls through the nginx gateway; RSS stays flat
+#                              (bench/soak.lua, bench/soak_nginx.sh)
 
 ASAN_CC      ?= gcc
 ASAN_CFLAGS  ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -249,9 +256,11 @@ fuzz:
 	@BUILD="$(BUILD)" sh mk/hostile.sh fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 soak:
+	@sh mk/deps.sh bench-nginx
 	@$(MAKE) --no-print-directory all
 	@$(LUA_ENV) $(LUA) bench/soak.lua
 	@if command -v $(LUAJIT) >/dev/null; then $(LUA_ENV) $(LUAJIT) bench/soak.lua; fi
+	@$(LUA_ENV) sh bench/soak_nginx.sh
 
 clean:
 	rm -rf $(BUILD)
