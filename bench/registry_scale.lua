@@ -1,0 +1,50 @@
+-- bench/registry_scale.lua: one engine built from one registry source (a
+-- JSON registry or a compiled image), for bench/registry_scale.sh.
+--
+--   luajit bench/registry_scale.lua SERVER=SOURCE TOOL [MAX_INPUT_BYTES]
+--
+-- Prints one line:
+--   SCALE load_s=<CPU seconds of toolgate.new> rss_base_kb=<VmRSS before>
+--     rss_kb=<VmRSS after, garbage collected> decide_first_us=<the first call>
+--     decide_us=<a call, mean of 1,000> verdict=<...> code=<...> decision=<its JSON>
+-- CPU time (os.clock), not wall time: the machine is shared, and building
+-- an engine is one thread's work.  The call is TOOL with no arguments, in
+-- a context that allows any risk.  MAX_INPUT_BYTES raises max_input_bytes
+-- for code that has no max_registry_bytes of its own (issue 37's "before").
+local toolgate = require "toolgate"
+
+local source, tool, max_input = arg[1], arg[2], tonumber(arg[3])
+local server = source:match("^([^=]+)=")
+
+local function rss_kb()
+  local f = assert(io.open("/proc/self/status"))
+  local s = f:read("*a")
+  f:close()
+  return tonumber(s:match("VmRSS:%s*(%d+)"))
+end
+
+collectgarbage()
+local base = rss_kb()
+local t0 = os.clock()
+local e, err = toolgate.new({ registry = { source }, context = { max_risk = "critical" },
+  limits = max_input and { max_input_bytes = max_input } or nil })
+local load_s = os.clock() - t0
+if not e then
+  io.stderr:write("registry_scale: ", tostring(err), "\n")
+  os.exit(1)
+end
+collectgarbage()
+collectgarbage()
+local rss = rss_kb()
+
+local call = { server = server, name = tool, arguments = {} }
+t0 = os.clock()
+local d = e:check(call)
+local first_us = (os.clock() - t0) * 1e6
+local N = 1000
+t0 = os.clock()
+for _ = 1, N do e:check(call) end
+local each_us = (os.clock() - t0) * 1e6 / N
+
+print(string.format("SCALE load_s=%.3f rss_base_kb=%d rss_kb=%d decide_first_us=%.0f decide_us=%.1f verdict=%s"
+  .. " code=%s decision=%s", load_s, base, rss, first_us, each_us, d.verdict, tostring(d.code), d._json or "-"))
