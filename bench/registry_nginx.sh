@@ -185,8 +185,8 @@ memory "$TREE" after >>"$results"
 
 echo
 echo "== the gateway with $N generated tools ($(wc -c <"$reg_a" | awk '{ printf "%.1f MB", $1 / 1e6 }') of JSON; $(uptime | sed 's/^ *//'))"
-echo "   ${BEFORE:+before: $BEFORE; }after: $TREE"
-awk -v rate="$RATE" -v secs="$SECS" '
+echo "   ${BEFORE:+before: $BEFORE; after: }$TREE"
+awk -v rate="$RATE" -v secs="$SECS" -v both="${BEFORE:+1}" '
   function kv(s, k,   a, i, n) { n = split(s, a, " "); for (i = 1; i <= n; i++) if (index(a[i], k "=") == 1) return substr(a[i], length(k) + 2); return "" }
   function mb(k) { return sprintf("%.0f MB", k * 1024 / 1e6) }
   $2 == "w1" { w1[$1] = $0 }
@@ -198,7 +198,7 @@ awk -v rate="$RATE" -v secs="$SECS" '
     for (s = 1; s <= 2; s++) {
       t = s == 1 ? "before" : "after"
       if (!(t in w1)) continue
-      printf "%s\n", t
+      if (both) printf "%s\n", t
       split(kv(w1[t], "rss_kb"), r1, ","); n4 = split(kv(w4[t], "rss_kb"), r4, ",")
       line = ""; for (i = 1; i <= n4; i++) line = line (i > 1 ? ", " : "") mb(r4[i])
       printf "  %-34s %-36s %s\n", "worker RSS, 1 worker", mb(r1[1]), "(the issue: 478 MB at 10,000)"

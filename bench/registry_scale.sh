@@ -106,7 +106,7 @@ image() {
 
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 # row LABEL VALUE TARGET: one figure and its target
-row() { printf '  %-34s %-34s %s\n' "$1" "$2" "$3"; }
+row() { printf '  %-38s %-34s %s\n' "$1" "$2" "$3"; }
 # pair_row LABEL BEFORE AFTER UNIT TARGET (UNIT with its leading space): a figure before and after and their ratio
 pair_row() {
   if [ -z "$BEFORE" ]; then row "$1" "$3$4" "$5"; return; fi
@@ -143,22 +143,22 @@ for n in $counts; do
     img=$(image "$t" "$f")
     case "$img" in
       n/a)
-        row "compile image$tag" "n/a: not built" "(toolgate registry compile)"
-        row "map image$tag" "n/a: not built" "target <= 10 ms at 10,000"
+        row "image: compile$tag" "n/a: not built" "(toolgate registry compile)"
+        row "image: map$tag" "n/a: not built" "target <= 10 ms at 10,000"
         ;;
       failed)
-        row "compile image$tag" "failed: $(head -c 200 "$out/compile.out")" ""
+        row "image: compile$tag" "failed: $(head -c 200 "$out/compile.out")" ""
         ;;
       *)
-        row "compile image$tag" "$(field "$img" compile_s) s, image $(mb "$(field "$img" image_bytes)")" "(off the request path)"
+        row "image: compile$tag" "$(field "$img" compile_s) s, image $(mb "$(field "$img" image_bytes)")" "(off the request path)"
         m=$(engine "$t" "$out/tools.tgimg")
-        row "engine from the image (map)$tag" \
+        row "image: map (toolgate.new from it)$tag" \
           "$(awk -v s="$(field "$m" load_s)" 'BEGIN { printf "%.1f ms", s * 1000 }'), RSS $(mem "$m") MB" \
           "target <= 10 ms at 10,000 (includes toolgate.new's policy)"
         same=no
         [ "$(field "$m" decision)" = "$(field "$d" decision)" ] && same=yes
-        row "its decision = the JSON engine's$tag" "$same" "target: byte for byte"
-        row "check start-up from the image$tag" "$(check_startup "$t" "$out/tools.tgimg") s" "($LUA)"
+        row "image: its decision = JSON's$tag" "$same" "target: byte for byte"
+        row "image: check start-up$tag" "$(check_startup "$t" "$out/tools.tgimg") s" "($LUA)"
         ;;
     esac
     row "decide one call$tag" \
