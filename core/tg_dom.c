@@ -50,6 +50,19 @@ const char *tg_key_at(const tg_value_t *v, size_t i, size_t *len)
  * small, and their keys' lengths tell most of them apart). */
 #define SCAN_MEMBERS 8
 
+/* Recursion is bounded by the document's depth (max_depth, at most 1000). */
+int tg_has_key(const tg_value_t *v, const char *key, size_t len)
+{
+    if (!v || (v->type != TG_OBJECT && v->type != TG_ARRAY))
+        return 0;
+    if (v->type == TG_OBJECT && tg_get(v, key, len))
+        return 1;
+    for (uint32_t i = 0; i < v->len; i++)
+        if (tg_has_key(&v->p.items[i], key, len))
+            return 1;
+    return 0;
+}
+
 const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len)
 {
     size_t lo = 0, hi;

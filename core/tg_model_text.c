@@ -134,13 +134,13 @@ static void put_key(writer *w, const tg_schema_t *s, const tg_sname *key, int re
             first = 0;
         }
         if (n->has & TG_K_MINIMUM)
-            put_bound(w, &first, "at least ", &n->minimum.value);
+            put_bound(w, &first, "at least ", &n->num->minimum.value);
         if (n->has & TG_K_EXCLUSIVE_MINIMUM)
-            put_bound(w, &first, "above ", &n->exclusive_minimum.value);
+            put_bound(w, &first, "above ", &n->num->exclusive_minimum.value);
         if (n->has & TG_K_MAXIMUM)
-            put_bound(w, &first, "at most ", &n->maximum.value);
+            put_bound(w, &first, "at most ", &n->num->maximum.value);
         if (n->has & TG_K_EXCLUSIVE_MAXIMUM)
-            put_bound(w, &first, "below ", &n->exclusive_maximum.value);
+            put_bound(w, &first, "below ", &n->num->exclusive_maximum.value);
         if ((n->has & TG_K_FORMAT) && tg_format_name(n->format)) {
             puts_(w, first ? "format " : ", format ");
             puts_(w, tg_format_name(n->format));

@@ -218,6 +218,17 @@ static int nomem(compiler *C)
     return tg_fail(C->err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
 }
 
+/* The node's numeric keywords, made (zeroed, in the arena) at the first. */
+static tg_snumeric *numeric(compiler *C, tg_snode *n)
+{
+    tg_snumeric *num = n->num;
+    if (!num && (num = tg_arena_alloc(&C->s->arena, sizeof *num)) != NULL) {
+        memset(num, 0, sizeof *num);
+        n->num = num;
+    }
+    return num;
+}
+
 /* base + "/" + seg (RFC 6901 escaped) as a new NUL-terminated arena string. */
 static const char *ptr_child(compiler *C, const char *base, const char *seg, size_t seg_len)
 {
@@ -797,39 +808,51 @@ static int compile_members(compiler *C, tg_snode *n, const tg_value_t *v)
             n->has |= TG_K_CONST;
             break;
         case KW_MINIMUM:
-            rc = want_number(C, n, kw, m, &n->minimum);
+            if (!numeric(C, n))
+                return nomem(C);
+            rc = want_number(C, n, kw, m, &numeric(C, n)->minimum);
             n->has |= TG_K_MINIMUM;
             break;
         case KW_MAXIMUM:
-            rc = want_number(C, n, kw, m, &n->maximum);
+            if (!numeric(C, n))
+                return nomem(C);
+            rc = want_number(C, n, kw, m, &numeric(C, n)->maximum);
             n->has |= TG_K_MAXIMUM;
             break;
         case KW_EXCLUSIVE_MINIMUM:
-            rc = want_number(C, n, kw, m, &n->exclusive_minimum);
+            if (!numeric(C, n))
+                return nomem(C);
+            rc = want_number(C, n, kw, m, &numeric(C, n)->exclusive_minimum);
             n->has |= TG_K_EXCLUSIVE_MINIMUM;
             break;
         case KW_EXCLUSIVE_MAXIMUM:
-            rc = want_number(C, n, kw, m, &n->exclusive_maximum);
+            if (!numeric(C, n))
+                return nomem(C);
+            rc = want_number(C, n, kw, m, &numeric(C, n)->exclusive_maximum);
             n->has |= TG_K_EXCLUSIVE_MAXIMUM;
             break;
-        case KW_MULTIPLE_OF:
-            rc = want_number(C, n, kw, m, &n->multiple_of);
+        case KW_MULTIPLE_OF: {
+            tg_snumeric *num = numeric(C, n);
+            if (!num)
+                return nomem(C);
+            rc = want_number(C, n, kw, m, &num->multiple_of);
             if (rc != TG_OK)
                 break;
             /* > 0 as the decimal it spells: 1e-400 is a positive divisor */
-            tg_decimal_init(&n->multiple_of_decimal, n->multiple_of.value.p.text, m->len);
-            if (!n->multiple_of_decimal.first || n->multiple_of_decimal.negative)
+            tg_decimal_init(&num->multiple_of_decimal, num->multiple_of.value.p.text, m->len);
+            if (!num->multiple_of_decimal.first || num->multiple_of_decimal.negative)
                 return fail(C, TG_E_SCHEMA, n->ptr, kw, m,
                             "multipleOf must be a number greater than 0");
             /* Refused rather than decided in doubles, which cannot tell
              * multiples of such a divisor from near misses. */
-            if (n->multiple_of_decimal.n_digits > TG_DECIMAL_EXACT_DIGITS)
+            if (num->multiple_of_decimal.n_digits > TG_DECIMAL_EXACT_DIGITS)
                 return fail(C, TG_E_SCHEMA, n->ptr, kw, m,
                             "multipleOf %.*s has more than %d significant digits: toolgate "
                             "decides multipleOf exactly and cannot with a divisor this long",
                             excerpt_len(m->p.text, m->len), m->p.text, TG_DECIMAL_EXACT_DIGITS);
             n->has |= TG_K_MULTIPLE_OF;
             break;
+        }
         case KW_MIN_LENGTH:
             rc = want_count(C, n, kw, m, &n->min_length);
             n->has |= TG_K_MIN_LENGTH;
@@ -1270,7 +1293,7 @@ int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_optio
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     memset(s, 0, sizeof *s);
     s->engine = e;
-    tg_arena_init(&s->arena, e, 4096);
+    tg_arena_init(&s->arena, e, 1024);
     tg_engine_retain(e);
 
     C.e = e;
@@ -1298,6 +1321,18 @@ int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_optio
     if (rc != TG_OK) {
         tg_schema_free(s);
         return rc;
+    }
+    /* A registry holds thousands of schemas for as long as it lives: give
+     * back the array's growth room (its doubling leaves up to half unused). */
+    if (s->n_nodes < s->cap_nodes) {
+        tg_snode *nodes = tg_mem_realloc(e, s->nodes, s->cap_nodes * sizeof *nodes,
+                                         s->n_nodes * sizeof *nodes);
+        if (!nodes) { /* (an allocator that refuses even this: every failure is NOMEM) */
+            tg_schema_free(s);
+            return nomem(&C);
+        }
+        s->nodes = nodes;
+        s->cap_nodes = s->n_nodes;
     }
     *out = s;
     return TG_OK;

@@ -448,23 +448,23 @@ static inline int bound_order(const tg_value_t *v, const tg_sbound *b)
 static void check_number(vctx *c, const tg_snode *n, const tg_value_t *v, const vpath *at, int *ok)
 {
     if (n->has & TG_K_MINIMUM)
-        number_bound(c, n, v, at, bound_order(v, &n->minimum) < 0, "minimum",
-                     " is less than the minimum ", &n->minimum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->num->minimum) < 0, "minimum",
+                     " is less than the minimum ", &n->num->minimum, ok);
     if (n->has & TG_K_EXCLUSIVE_MINIMUM)
-        number_bound(c, n, v, at, bound_order(v, &n->exclusive_minimum) <= 0, "exclusiveMinimum",
-                     " is not greater than ", &n->exclusive_minimum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->num->exclusive_minimum) <= 0, "exclusiveMinimum",
+                     " is not greater than ", &n->num->exclusive_minimum, ok);
     if (n->has & TG_K_MAXIMUM)
-        number_bound(c, n, v, at, bound_order(v, &n->maximum) > 0, "maximum",
-                     " is greater than the maximum ", &n->maximum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->num->maximum) > 0, "maximum",
+                     " is greater than the maximum ", &n->num->maximum, ok);
     if (n->has & TG_K_EXCLUSIVE_MAXIMUM)
-        number_bound(c, n, v, at, bound_order(v, &n->exclusive_maximum) >= 0, "exclusiveMaximum",
-                     " is not less than ", &n->exclusive_maximum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->num->exclusive_maximum) >= 0, "exclusiveMaximum",
+                     " is not less than ", &n->num->exclusive_maximum, ok);
     if (n->has & TG_K_MULTIPLE_OF) {
         tg_decimal x;
         tg_decimal_init(&x, v->p.text, v->len);
         /* the compiler refused divisors too long to decide exactly */
-        number_bound(c, n, v, at, tg_decimal_multiple(&x, &n->multiple_of_decimal) != 1,
-                     "multipleOf", " is not a multiple of ", &n->multiple_of, ok);
+        number_bound(c, n, v, at, tg_decimal_multiple(&x, &n->num->multiple_of_decimal) != 1,
+                     "multipleOf", " is not a multiple of ", &n->num->multiple_of, ok);
     }
 }
 

@@ -260,6 +260,10 @@ TG_API const tg_value_t *tg_at(const tg_value_t *v, size_t i);
 TG_API const char *tg_key_at(const tg_value_t *v, size_t i, size_t *len);
 /* The member named key (len bytes) of an object, or NULL. */
 TG_API const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len);
+/* Whether v, or any value inside it at any depth, is an object with a
+ * member named key (len bytes): a schema walk that looks for one keyword
+ * need not run when this says no. */
+TG_API int tg_has_key(const tg_value_t *v, const char *key, size_t len);
 /* The decoded UTF-8 bytes of a string (*len bytes, may contain NUL), or NULL
  * when v is not a string. */
 TG_API const char *tg_str(const tg_value_t *v, size_t *len);

@@ -454,6 +454,16 @@ static int l_node_get(lua_State *L)
     return 1;
 }
 
+/* node:has_key(name) -> whether it or anything inside it has a member name */
+static int l_node_has_key(lua_State *L)
+{
+    node_ud *n = check_node(L, 1);
+    size_t len;
+    const char *k = check_string(L, 2, &len);
+    lua_pushboolean(L, tg_has_key(n->v, k, len));
+    return 1;
+}
+
 /* node:value() -> the Lua value of a scalar; nil for null and containers */
 static int l_node_value(lua_State *L)
 {
@@ -2845,7 +2855,8 @@ static const luaL_Reg node_methods[] = {
     {"value", l_node_value},   {"text", l_node_text},
     {"canon", l_node_canon},   {"hash", l_node_hash},
     {"digest", l_node_digest}, {"exact", l_node_exact},
-    {"mcp", l_node_mcp},       {NULL, NULL},
+    {"mcp", l_node_mcp},       {"has_key", l_node_has_key},
+    {NULL, NULL},
 };
 
 /* A view's free() only makes the view unusable: its set owns it. */

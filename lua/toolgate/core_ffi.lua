@@ -92,6 +92,7 @@ size_t tg_len(const tg_value_t *v);
 const tg_value_t *tg_at(const tg_value_t *v, size_t i);
 const char *tg_key_at(const tg_value_t *v, size_t i, size_t *len);
 const tg_value_t *tg_get(const tg_value_t *v, const char *key, size_t len);
+int tg_has_key(const tg_value_t *v, const char *key, size_t len);
 const char *tg_str(const tg_value_t *v, size_t *len);
 double tg_num(const tg_value_t *v);
 int tg_num_round_trips(const tg_value_t *v);
@@ -667,6 +668,11 @@ end
 function Node:get(key)
   check_string(key, 1)
   return node(self.owner, self.engine, C.tg_get(P(self), key, #key))
+end
+
+function Node:has_key(key)
+  check_string(key, 1)
+  return C.tg_has_key(P(self), key, #key) ~= 0
 end
 
 -- The Lua value of a scalar: nil for null and for containers.

@@ -604,7 +604,8 @@ end
 -- resolvers: the policy's resolvers, name -> {alias = canonical id} (compiled
 -- into the plan) or name -> function(id, tool) -> canonical id.
 local function norm_plan(engine, schema, resolvers)
-  if not schema then return nil end
+  -- (the core says whether the keyword is there at all: most schemas have none to walk for)
+  if not schema or not schema:has_key("x-toolgate-canonical") then return nil end
   local rules = {}
   local ok, err = collect_norm_rules(schema, "", schema, rules, {}, 0)
   if not ok then return nil, err end
@@ -902,7 +903,7 @@ function M.load(engine, sources, opts, collect)
       t.index = index
       t.has_output = t.output ~= nil
       -- the Mcp-Param-* headers its calls carry over Streamable HTTP (x-mcp-header: toolgate.nginx checks them)
-      if t.input and assert(t.input:canon(nil, "exact")):find("x-mcp-header", 1, true) then
+      if t.input and t.input:has_key("x-mcp-header") then
         t.param_headers, t.param_headers_error = mcp_headers.param_headers(json.to_lua(t.input))
       end
       t.input, t.output = nil, nil -- compiled into C
