@@ -5,7 +5,8 @@
 --
 -- Prints one line:
 --   SCALE load_s=<CPU seconds of toolgate.new> rss_base_kb=<VmRSS before>
---     rss_kb=<VmRSS after, garbage collected> decide_first_us=<the first call>
+--     rss_kb=<VmRSS after, garbage collected> lua_heap_kb=<the Lua heap then: the
+--     rest is C> decide_first_us=<the first call>
 --     decide_us=<a call, mean of 1,000> verdict=<...> code=<...> decision=<its JSON>
 -- CPU time (os.clock), not wall time: the machine is shared, and building
 -- an engine is one thread's work.  The call is TOOL with no arguments, in
@@ -36,6 +37,7 @@ end
 collectgarbage()
 collectgarbage()
 local rss = rss_kb()
+local lua_kb = collectgarbage("count")
 
 local call = { server = server, name = tool, arguments = {} }
 t0 = os.clock()
@@ -46,5 +48,6 @@ t0 = os.clock()
 for _ = 1, N do e:check(call) end
 local each_us = (os.clock() - t0) * 1e6 / N
 
-print(string.format("SCALE load_s=%.3f rss_base_kb=%d rss_kb=%d decide_first_us=%.0f decide_us=%.1f verdict=%s"
-  .. " code=%s decision=%s", load_s, base, rss, first_us, each_us, d.verdict, tostring(d.code), d._json or "-"))
+print(string.format("SCALE load_s=%.3f rss_base_kb=%d rss_kb=%d lua_heap_kb=%d decide_first_us=%.0f decide_us=%.1f"
+  .. " verdict=%s code=%s decision=%s", load_s, base, rss, lua_kb, first_us, each_us, d.verdict, tostring(d.code),
+  d._json or "-"))

@@ -135,6 +135,8 @@ for n in $counts; do
   mem() { [ -n "$1" ] && awk -v r="$(field "$1" rss_kb)" -v z="$(field "$1" rss_base_kb)" 'BEGIN { printf "%.0f", (r - z) * 1024 / 1e6 }'; }
   ratio() { [ -n "$1" ] && awk -v r="$(field "$1" rss_kb)" -v z="$(field "$1" rss_base_kb)" -v b="$bytes" 'BEGIN { printf "%.1f", (r - z) * 1024 / b }'; }
   pair_row "engine RSS (MB)" "$(mem "$b")" "$(mem "$a")" " MB" "(process RSS after the load, less before it)"
+  heap() { [ -n "$1" ] && awk -v k="$(field "$1" lua_heap_kb)" 'BEGIN { printf "%.0f", k * 1024 / 1e6 }'; }
+  pair_row "  of it the Lua heap (MB)" "$(heap "$b")" "$(heap "$a")" " MB" "(collectgarbage(\"count\"); the rest is C)"
   pair_row "engine RSS / JSON size" "$(ratio "$b")" "$(ratio "$a")" "x" "target <= 3x"
   for side in before after; do
     if [ "$side" = before ]; then [ -n "$BEFORE" ] || continue; t=$BEFORE d=$b; else t=$TREE d=$a; fi
@@ -152,7 +154,7 @@ for n in $counts; do
       *)
         row "image: compile$tag" "$(field "$img" compile_s) s, image $(mb "$(field "$img" image_bytes)")" "(off the request path)"
         m=$(engine "$t" "$out/tools.tgimg")
-        row "image: map (toolgate.new from it)$tag" \
+        row "image: map (toolgate.new)$tag" \
           "$(awk -v s="$(field "$m" load_s)" 'BEGIN { printf "%.1f ms", s * 1000 }'), RSS $(mem "$m") MB" \
           "target <= 10 ms at 10,000 (includes toolgate.new's policy)"
         same=no
