@@ -4,7 +4,8 @@
 --   luajit bench/registry_scale.lua SERVER=SOURCE TOOL [MAX_INPUT_BYTES]
 --
 -- Prints one line:
---   SCALE load_s=<CPU seconds of toolgate.new> rss_base_kb=<VmRSS before>
+--   SCALE parse_s=<CPU seconds to parse the JSON alone, -1 for an image>
+--     load_s=<CPU seconds of toolgate.new> rss_base_kb=<VmRSS before>
 --     rss_kb=<VmRSS after, garbage collected> lua_heap_kb=<the Lua heap then: the
 --     rest is C> decide_first_us=<the first call>
 --     decide_us=<a call, mean of 1,000> verdict=<...> code=<...> decision=<its JSON>
@@ -48,6 +49,18 @@ t0 = os.clock()
 for _ = 1, N do e:check(call) end
 local each_us = (os.clock() - t0) * 1e6 / N
 
-print(string.format("SCALE load_s=%.3f rss_base_kb=%d rss_kb=%d lua_heap_kb=%d decide_first_us=%.0f decide_us=%.1f"
-  .. " verdict=%s code=%s decision=%s", load_s, base, rss, lua_kb, first_us, each_us, d.verdict, tostring(d.code),
+-- The floor under a load from JSON: parsing the file's text once, nothing built.
+local parse_s = -1
+local f = io.open(source:match("=(.*)$"), "rb")
+local text = f:read("*a")
+f:close()
+if text:sub(1, 1) == "{" then
+  local codec = assert(toolgate.codec({ max_input_bytes = #text + 1 }))
+  t0 = os.clock()
+  assert(codec.engine:parse(text))
+  parse_s = os.clock() - t0
+end
+
+print(string.format("SCALE parse_s=%.3f  load_s=%.3f rss_base_kb=%d rss_kb=%d lua_heap_kb=%d decide_first_us=%.0f decide_us=%.1f"
+  .. " verdict=%s code=%s decision=%s", parse_s, load_s, base, rss, lua_kb, first_us, each_us, d.verdict, tostring(d.code),
   d._json or "-"))

@@ -128,6 +128,7 @@ for n in $counts; do
   [ -z "$BEFORE" ] || b=$(engine "$BEFORE" "$f")
   load_target=$(awk -v s="$scale" 'BEGIN { printf "target <= %.2f s (0.4 s at 10,000)", 0.4 * s }')
   pair_row "engine load from JSON" "$(field "$b" load_s)" "$(field "$a" load_s)" " s" "$load_target"
+  pair_row "  floor: parsing the JSON alone" "$(field "$b" parse_s)" "$(field "$a" parse_s)" " s" "(the core's parser, nothing built)"
   cb=""
   [ -z "$BEFORE" ] || cb=$(check_startup "$BEFORE" "$f")
   ca=$(check_startup "$TREE" "$f")
