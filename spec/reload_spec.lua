@@ -138,6 +138,20 @@ describe("the gateway's engine across workers and reloads", function()
     assert.is_true(checked >= r.answers.echo)
   end)
 
+  it("a reload answers once every worker decides with the new registry, each having built it once", function()
+    if not need() then return end
+    local builds = 'toolgate_engine_builds_total{process="worker"}'
+    local before = metric(metrics(), builds) or 0
+    h.write_file(env.registry, registry("echo_v3"))
+    local r = json(admin("POST", "/v1/reload"))
+    h.write_file(env.registry, registry("echo"))
+    assert.equals("success", r.result)
+    -- new connections, spread over both workers: each answers with the new registry at once
+    for _ = 1, 8 do assert.equals(r.registry_hash, json(fx.curl(q("http://" .. env.listen .. "/healthz"))).registry_hash) end
+    assert.equals(before + 2, metric(metrics(), builds))
+    assert.equals("success", json(admin("POST", "/v1/reload")).result)
+  end)
+
   it("a reload that fails keeps the old registry in every worker", function()
     if not need() then return end
     local before = json(fx.curl(q("http://" .. env.listen .. "/healthz"))).registry_hash

@@ -123,6 +123,10 @@ local inherited, inherited_version
 local built
 
 local VERSION_KEY = "toolgate:reload_version"
+-- Reloads: one worker builds at a time (this key, a lease of BUILD_LEASE
+-- seconds held by its pid: a worker that dies building does not stop the
+-- others), and each says in WORKER_KEY .. id which version it decides with.
+local BUILDING_KEY, BUILD_LEASE, WORKER_KEY = "toolgate:reload_building", 120, "toolgate:reload_worker:"
 
 local function enc(v) return (assert(value.encode(v))) end
 
@@ -643,6 +647,40 @@ local function adopt(e)
   return true
 end
 
+-- Builds an engine from the files and swaps it in, holding the build
+-- lease (false: another worker holds it).  -> true | false | nil, message, code
+local function rebuild()
+  local pid = ngx.worker.pid()
+  -- (a dict too full for the lease only loses the one-at-a-time)
+  local leased, why = W.dict:add(BUILDING_KEY, pid, BUILD_LEASE)
+  if not leased and why == "exists" then return false end
+  local ok, err, code = build()
+  if ok then ok, err, code = adopt(ok) end
+  if W.dict:get(BUILDING_KEY) == pid then W.dict:delete(BUILDING_KEY) end
+  W.metrics:inc("toolgate_reloads_total", { result = ok and "success" or "failure" })
+  return ok or nil, err, code
+end
+
+-- The reload version this worker decides with (or failed to build: then
+-- its old snapshot), for the admin API's answer to wait on.
+local function decides_with(v)
+  W.version = v
+  W.dict:set(WORKER_KEY .. ngx.worker.id(), v)
+end
+
+-- A reload another worker made: built here too, from the timer, never on a
+-- request's path, and by one worker at a time, so the others go on answering
+-- while one builds (a request keeps deciding with the snapshot in force
+-- until then: M.admin's reload answers when every worker has swapped).
+local function follow_reload()
+  local v = W.dict:get(VERSION_KEY) or 0
+  if v == W.version then return end
+  local ok, err, code = rebuild()
+  if ok == false then return end -- (the next tick)
+  decides_with(v)
+  if not ok then ngx.log(ngx.ERR, "toolgate: reload failed in this worker, the old snapshot stays: ", code, ": ", err) end
+end
+
 --- init_worker(): in init_worker_by_lua.  This worker's gateway, on the master's engine.
 function M.init_worker()
   if not opts then error("toolgate.nginx.init_worker: toolgate.nginx.init did not run (init_by_lua_block)", 2) end
@@ -667,14 +705,16 @@ function M.init_worker()
     W.latency[phase] = W.metrics:histogram("toolgate_decision_seconds", { phase = phase })
   end
   -- what waits in this worker (log lines, metric additions) is written out
-  -- every FLUSH_SECONDS, and when the worker exits (the timer's last run)
+  -- every FLUSH_SECONDS, and when the worker exits (the timer's last run);
+  -- a reload another worker made is followed then too
   if otlp then
     tracer = otel.tracer{ service_name = otlp.service_name, max_queue = otlp.max_queue, random = otel.urandom() }
     ngx.timer.every(otlp.interval, export_spans)
   end
-  ngx.timer.every(FLUSH_SECONDS, function()
+  ngx.timer.every(FLUSH_SECONDS, function(premature)
     if log_file then flush_log() end
     W.metrics:flush()
+    if not premature then follow_reload() end
   end)
   W.version = dict:get(VERSION_KEY) or 0
   -- the master's engine, unless a reload came since (a worker nginx started again)
@@ -687,17 +727,7 @@ function M.init_worker()
     W.error = tostring(code) .. ": " .. tostring(err)
     ngx.log(ngx.ERR, "toolgate: the engine could not be built: ", W.error)
   end
-end
-
--- A reload another worker made: build the new snapshot here too.
-local function follow_reload()
-  local v = W.dict:get(VERSION_KEY) or 0
-  if v == W.version then return end
-  W.version = v
-  local ok, err, code = build()
-  if ok then ok, err, code = adopt(ok) end
-  W.metrics:inc("toolgate_reloads_total", { result = ok and "success" or "failure" })
-  if not ok then ngx.log(ngx.ERR, "toolgate: reload failed in this worker, the old snapshot stays: ", code, ": ", err) end
+  decides_with(W.version)
 end
 
 local function send(status, body, ctype)
@@ -881,7 +911,6 @@ end
 --- access(server): in access_by_lua of the location of server's MCP endpoint.
 function M.access(server)
   if not W.gw then return unavailable() end
-  follow_reload()
   -- this request's gateway, to its end (header and body filters too)
   local gw, route = W.gw, W.routes[server]
   if not route then
@@ -1465,7 +1494,6 @@ function M.api()
     end
     return unavailable()
   end
-  follow_reload()
   local uri, method = ngx.var.uri, ngx.req.get_method()
   if uri == "/healthz" then
     local snap = W.engine:snapshot()
@@ -1526,20 +1554,43 @@ local function authorized()
   return inbox.authorized(W.dict)
 end
 
+-- How long POST /v1/reload waits, in all, for the build lease and then for
+-- every worker to swap (each builds in turn: seconds each for 10,000 tools).
+local RELOAD_WAIT = 600
+
+-- Whether every worker decides with reload version v (or failed to build it).
+local function all_at(v)
+  for id = 0, ngx.worker.count() - 1 do
+    if (W.dict:get(WORKER_KEY .. id) or 0) < v then return false end
+  end
+  return true
+end
+
 local function reload()
-  local ok, err, code = build()
-  if ok then ok, err, code = adopt(ok) end
-  W.metrics:inc("toolgate_reloads_total", { result = ok and "success" or "failure" })
+  local deadline = ngx.now() + RELOAD_WAIT
+  local ok, err, code = rebuild()
+  while ok == false and ngx.now() < deadline do -- (a worker still builds an earlier reload)
+    ngx.sleep(0.05)
+    ok, err, code = rebuild()
+  end
+  if ok == false then ok, err, code = nil, "another reload is still being built", "RELOAD_BUSY" end
   if not ok then
     ngx.log(ngx.ERR, "toolgate: reload failed, the old snapshot stays: ", code, ": ", err)
     local snap = W.engine:snapshot()
     return send(422, enc({ result = "failure", code = code, error = err, policy_version = snap.version,
       registry_hash = snap.hash }))
   end
-  W.version = W.dict:incr(VERSION_KEY, 1, 0)
+  local v = W.dict:incr(VERSION_KEY, 1, 0)
+  decides_with(v)
+  -- the other workers swap from their timers, one at a time; the answer
+  -- says the reload is done when every one decides with it
+  while not all_at(v) and ngx.now() < deadline do ngx.sleep(0.05) end
+  if not all_at(v) then
+    ngx.log(ngx.WARN, "toolgate: reload ", v, ": not every worker swapped within ", RELOAD_WAIT, " s")
+  end
   local snap = W.engine:snapshot()
   return send(200, enc({ result = "success", policy_version = snap.version, registry_hash = snap.hash,
-    reload_version = W.version }))
+    reload_version = v }))
 end
 
 local function list(t) return setmetatable(t, value.array_mt) end
@@ -1582,7 +1633,6 @@ function M.admin()
     return api_error(refused, why)
   end
   if not W.engine then return unavailable() end
-  follow_reload()
   local uri, method = ngx.var.uri, ngx.req.get_method()
   if uri == "/v1/reload" and method == "POST" then return reload() end
   if uri == "/v1/approvals" and method == "GET" then
