@@ -84,17 +84,6 @@ in_tree() {
   LUA_PATH="$t/lua/?.lua;;" LUA_CPATH="$t/$BUILD/lua54/?.so;$t/$BUILD/?.so;;" TOOLGATE_LIB="$t/$BUILD/libtoolgate.so" "$@"
 }
 
-# until_answers SECONDS CMD...: run CMD every 0.2 s until it succeeds, at most SECONDS
-until_answers() {
-  limit=$(($1 * 5))
-  shift
-  i=0
-  until "$@" >/dev/null 2>&1; do
-    i=$((i + 1))
-    [ "$i" -lt "$limit" ] || return 1
-    sleep 0.2
-  done
-}
 call_ok() { curl -sf --max-time 5 -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
   --data-binary "@$out/call.body" "http://127.0.0.1:$gw_port/mcp/gen" | grep -q '"result"'; }
 hash_now() { curl -s --max-time 30 -H 'Content-Type: application/json' --data-binary "@$out/check.body" \
@@ -111,11 +100,18 @@ gateway() {
   in_tree "$1" "$LUA" "$1/bin/toolgate" gateway --conf-only --listen "127.0.0.1:$gw_port" --workers "$3" \
     --prefix "$root/$2" --upstream "gen=http://127.0.0.1:$up_port/mcp" --registry "gen=$root/$out/registry.json" \
     --context "gen=$root/$out/context.json" --admin "127.0.0.1:$admin_port" --admin-token-file "$root/$out/token" \
-    $policy >/dev/null 2>&1
+    $policy >"$root/$2.conf.log" 2>&1 || { echo "registry-nginx: toolgate gateway failed: $(cat "$root/$2.conf.log")" >&2; exit 1; }
   /usr/sbin/nginx -p "$root/$2" -c "$root/$2/nginx.conf" -e "$root/$2/error.log" 2>"$root/$2/stderr.log" &
   gw_pid=$!
   pids="$pids $gw_pid"
-  until_answers 600 call_ok || { echo "registry-nginx: the gateway in $2 never answered a call" >&2; exit 1; }
+  # ready when it answers a call (at most 600 s; a gateway that exited ends the wait)
+  i=0
+  until call_ok; do
+    kill -0 "$gw_pid" 2>/dev/null || { echo "registry-nginx: the gateway exited (see $2/stderr.log)" >&2; exit 1; }
+    i=$((i + 1))
+    [ "$i" -lt 3000 ] || { echo "registry-nginx: the gateway in $2 never answered a call" >&2; exit 1; }
+    sleep 0.2
+  done
   # every worker answers some calls (each builds what it builds lazily)
   i=0
   while [ "$i" -lt 200 ]; do call_ok || true; i=$((i + 1)); done
