@@ -136,6 +136,16 @@ static tg_hash128_t checksum(const unsigned char *data, size_t len)
     return out;
 }
 
+void tg_image_seal(unsigned char *data, size_t len)
+{
+    tg_hash128_t sum;
+    if (len < HEADER_BYTES)
+        return;
+    put64(data + 16, len);
+    sum = checksum(data, len);
+    put_hash(data + CHECKSUM_AT, &sum);
+}
+
 int tg_image_is(const void *data, size_t len)
 {
     return len >= sizeof MAGIC && memcmp(data, MAGIC, sizeof MAGIC) == 0;
@@ -148,7 +158,6 @@ int tg_image_write(tg_engine_t *e, const tg_image_source_t *src, size_t n, tg_bu
 {
     size_t start = out->len, at, total;
     unsigned char head[HEADER_BYTES];
-    tg_hash128_t sum;
 
     tg_error_clear(err);
     (void)e;
@@ -201,8 +210,7 @@ int tg_image_write(tg_engine_t *e, const tg_image_source_t *src, size_t n, tg_bu
         put64(h + 16, total);
         put32(h + 24, (uint32_t)n);
         put64(h + 32, HEADER_BYTES);
-        sum = checksum(h, total);
-        put_hash(h + CHECKSUM_AT, &sum);
+        tg_image_seal(h, total);
     }
     return TG_OK;
 }
@@ -311,7 +319,7 @@ int tg_image_map(tg_engine_t *e, const char *path, tg_image_t **out, tg_error_t 
     if (!out || !path)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "image_map: no path or no out");
     *out = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
     if (fd < 0)
         return tg_fail(err, TG_E_IO, TG_NO_OFFSET, "cannot open registry image: %s", strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -383,7 +391,7 @@ static int hash_file(tg_engine_t *e, const char *path, tg_hash128_t *h)
 {
     struct stat st;
     void *map;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

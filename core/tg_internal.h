@@ -391,6 +391,10 @@ int tg_utf8_check_fast(const char *s, size_t len);
 int tg_parse_with(tg_engine_t *e, const char *json, size_t len, unsigned options, tg_doc_t **out,
                   tg_error_t *err);
 
+/* Writes an image's length field (len) and checksum, so a test or fuzzer
+ * can reach the checks behind them with bytes of its own (tg_image.c). */
+void tg_image_seal(unsigned char *data, size_t len);
+
 /* Frees the engine's PCRE2 contexts and match data (tg_regex.c); called
  * when the engine itself goes. */
 void tg_regex_cache_free(tg_engine_t *e);

@@ -59,14 +59,35 @@
  * call the engine's allocator.  PCRE2's free gets no size, and the engine's
  * allocator wants one, so every block carries its size in a header.  The
  * contexts and the match data are made once per engine, on first use.
+ *
+ * Sharing: a registry's schemas repeat their patterns (one identifier rule
+ * in every tool), and a compiled pattern with its JIT code costs far more
+ * than its text.  tg_regex_compile hands out one compiled pattern per
+ * distinct text per engine, counted; tg_regex_free gives back one count.
+ * The table is engine state: schemas are compiled and freed under the
+ * engine's one-thread rule (validations only read a pattern).
  */
 #include "tg_schema.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+/* A compiled pattern, shared by every schema of one engine that has its
+ * text (chained in the engine's table by the text's hash). */
+struct tg_regex {
+    pcre2_code *code;
+    struct tg_regex_cache *owner;
+    tg_regex *next;
+    uint64_t hash;
+    size_t refs;
+    size_t len;
+    char pattern[]; /* the text it was compiled from, len bytes */
+};
+
 struct tg_regex_cache {
     tg_engine_t *engine;
+    tg_regex **shared; /* n_slots chains (a power of two, or 0) */
+    size_t n_slots, n_shared;
     pcre2_general_context *general;
     pcre2_compile_context *compile;
     pcre2_match_context *match;
@@ -115,6 +136,8 @@ void tg_regex_cache_free(tg_engine_t *e)
     pcre2_match_context_free(c->match);
     pcre2_compile_context_free(c->compile);
     pcre2_general_context_free(c->general);
+    /* (empty by now: every schema holding a pattern holds the engine too) */
+    tg_mem_free(e, c->shared, c->n_slots * sizeof *c->shared);
     tg_mem_free(e, c, sizeof *c);
     e->regex = NULL;
 }
@@ -655,25 +678,87 @@ static int compile_code(tg_engine_t *e, const char *pat, size_t len, pcre2_code 
     return TG_OK;
 }
 
+static uint64_t pattern_hash(const char *pat, size_t len)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a: patterns are short */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)pat[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Doubles the table (16 chains first); TG_OK or TG_E_NOMEM, the table as
+ * it was. */
+static int grow_shared(tg_engine_t *e, struct tg_regex_cache *c, tg_error_t *err)
+{
+    size_t n = c->n_slots ? c->n_slots * 2 : 16;
+    tg_regex **slots = tg_mem_realloc(e, NULL, 0, n * sizeof *slots);
+    if (!slots)
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    memset(slots, 0, n * sizeof *slots);
+    for (size_t i = 0; i < c->n_slots; i++)
+        for (tg_regex *r = c->shared[i], *next; r; r = next) {
+            next = r->next;
+            r->next = slots[r->hash & (n - 1)];
+            slots[r->hash & (n - 1)] = r;
+        }
+    tg_mem_free(e, c->shared, c->n_slots * sizeof *c->shared);
+    c->shared = slots;
+    c->n_slots = n;
+    return TG_OK;
+}
+
 int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out, tg_error_t *err)
 {
     struct tg_regex_cache *c;
     pcre2_code *code;
+    tg_regex *re;
+    uint64_t h = pattern_hash(pat, len);
     int rc;
 
     *out = NULL;
-    if ((rc = compile_code(e, pat, len, &code, err)) != TG_OK)
+    /* the limit holds for a pattern met before too (limits may have changed) */
+    if (len > e->limits.max_pattern_bytes)
+        return tg_fail(err, TG_E_PATTERN_TOO_LONG, TG_NO_OFFSET,
+                       "pattern of %zu bytes is longer than max_pattern_bytes (%zu)", len,
+                       e->limits.max_pattern_bytes);
+    if ((rc = cache_get(e, &c, err)) != TG_OK)
         return rc;
-    c = e->regex;
+    if (c->n_slots)
+        for (re = c->shared[h & (c->n_slots - 1)]; re; re = re->next)
+            if (re->hash == h && re->len == len && memcmp(re->pattern, pat, len) == 0) {
+                re->refs++;
+                *out = re;
+                return TG_OK;
+            }
+    if (2 * (c->n_shared + 1) > c->n_slots && (rc = grow_shared(e, c, err)) != TG_OK)
+        return rc;
+    if (len > SIZE_MAX - sizeof *re ||
+        !(re = tg_mem_realloc(e, NULL, 0, sizeof *re + len)))
+        return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
+    if ((rc = compile_code(e, pat, len, &code, err)) != TG_OK) {
+        tg_mem_free(e, re, sizeof *re + len);
+        return rc;
+    }
     c->alloc_failed = 0;
     rc = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
     if (rc == PCRE2_ERROR_NOMEMORY && c->alloc_failed) {
         pcre2_code_free(code);
+        tg_mem_free(e, re, sizeof *re + len);
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     }
     /* Any other JIT failure (no JIT in this build, no executable memory)
      * leaves the interpreter, which gives the same answers. */
-    *out = (tg_regex *)(void *)code;
+    re->code = code;
+    re->owner = c;
+    re->hash = h;
+    re->refs = 1;
+    re->len = len;
+    if (len)
+        memcpy(re->pattern, pat, len);
+    re->next = c->shared[h & (c->n_slots - 1)];
+    c->shared[h & (c->n_slots - 1)] = re;
+    c->n_shared++;
+    *out = re;
     return TG_OK;
 }
 
@@ -698,7 +783,17 @@ int tg_regex_valid(tg_engine_t *e, const char *pat, size_t len, int *valid, tg_e
 
 void tg_regex_free(tg_regex *re)
 {
-    pcre2_code_free((pcre2_code *)(void *)re);
+    struct tg_regex_cache *c;
+    tg_regex **at;
+    if (!re || --re->refs > 0)
+        return;
+    c = re->owner;
+    for (at = &c->shared[re->hash & (c->n_slots - 1)]; *at != re; at = &(*at)->next)
+        ;
+    *at = re->next;
+    c->n_shared--;
+    pcre2_code_free(re->code);
+    tg_mem_free(c->engine, re, sizeof *re + re->len);
 }
 
 /* A match's first limit: what ordinary patterns on ordinary strings need
@@ -709,7 +804,7 @@ int tg_regex_search(tg_engine_t *e, const tg_regex *re, const char *s, size_t le
                     int *matched, tg_error_t *err)
 {
     struct tg_regex_cache *c;
-    const pcre2_code *code = (const pcre2_code *)(const void *)re;
+    const pcre2_code *code = re->code;
     size_t cap = e->limits.regex_match_limit;
     size_t limit = cap < FIRST_LIMIT ? cap : FIRST_LIMIT;
     int rc = cache_get(e, &c, err);

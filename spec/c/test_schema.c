@@ -1223,6 +1223,31 @@ static void allocation_failures(void)
     tg_doc_free(idoc);
 }
 
+/* Schemas of one engine with one pattern text share its compiled code: one
+ * freed, the others still match with it; every pattern goes with the last. */
+static void shared_patterns(void)
+{
+    const char *a = "{\"properties\":{\"id\":{\"pattern\":\"^[a-z]+$\"}},"
+                    "\"patternProperties\":{\"^[a-z]+$\":{\"type\":[\"integer\",\"string\"]}}}";
+    const char *b = "{\"properties\":{\"id\":{\"pattern\":\"^[0-9]+$\"}}}";
+    tg_schema_t *s1, *s2, *s3;
+    tg_error_t err;
+    tg_finding_t f[2];
+    size_t count;
+    int ok = compile(a, NULL, &s1, &err) == TG_OK && compile(a, NULL, &s2, &err) == TG_OK &&
+             compile(b, NULL, &s3, &err) == TG_OK;
+    tg_schema_free(s1);
+    tap_ok(ok && validate(s2, "{\"id\":\"abc\",\"x\":1}", f, 2, &count) == TG_OK && count == 0 &&
+               validate(s2, "{\"id\":\"ab1\"}", f, 2, &count) == TG_OK && count == 1 &&
+               validate(s2, "{\"x\":true}", f, 2, &count) == TG_OK && count == 1,
+           "a pattern shared by two schemas still matches after the first is freed");
+    tap_ok(ok && validate(s3, "{\"id\":\"123\"}", f, 2, &count) == TG_OK && count == 0 &&
+               validate(s3, "{\"id\":\"abc\"}", f, 2, &count) == TG_OK && count == 1,
+           "another text is another pattern");
+    tg_schema_free(s2);
+    tg_schema_free(s3);
+}
+
 int main(void)
 {
     tg_schema_options_t std = standard(), closed;
@@ -1261,6 +1286,7 @@ int main(void)
     limits();
     hostile_costs();
     allocation_failures();
+    shared_patterns();
     tg_engine_free(E);
     return tap_done();
 }
