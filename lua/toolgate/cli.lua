@@ -24,7 +24,8 @@ local COMMANDS = {
   { name = "policy", summary = "policy lint: load errors, then what is legal but likely wrong, with lines" },
   { name = "probe", summary = "verify tools' determinism declarations by running a dry run twice" },
   { name = "validate", summary = "JSON Schema validation of instances (standard or closed world)" },
-  { name = "registry", summary = "registry lint (collisions, shadowing, names, schemas), registry record (a live server)" },
+  { name = "registry", summary = "registry lint (collisions, shadowing, names, schemas), registry record (a live server), "
+    .. "registry compile (an image every engine maps)" },
   { name = "gateway", summary = "an MCP gateway on nginx: approvals, tool pins, metrics, reload" },
   { name = "mcp-proxy", module = "mcp_proxy", summary = "a stdio MCP gateway around a local server" },
   { name = "approvals", summary = "the person's side of a defer: list, grant or deny (the local state)" },
