@@ -405,6 +405,25 @@ def lines_seeds():
     return seeds
 
 
+# Registry images (fuzz_image.c), compiled by `toolgate registry compile`
+# (the build's Lua 5.4 module) from the small registries, one and two to
+# an image; a registry that does not load under the default policy is left out.
+def image_seeds():
+    small = [f for f, _ in registries() if os.path.getsize(f) < MAX_SEED // 2]
+    sets = [[f] for f in small] + [[small[i], small[i + 1]] for i in range(0, len(small) - 1, 3)]
+    seeds = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "seed.tgimg")
+        for files in sets:
+            args = ["lua5.4", rel("bin/toolgate"), "registry", "compile", "--output", out]
+            args += ["s%d=%s" % (i, os.path.relpath(f, ROOT)) for i, f in enumerate(files)]
+            done = subprocess.run(args, cwd=ROOT, capture_output=True)
+            if done.returncode == 0:
+                with open(out, "rb") as f:
+                    seeds.append(f.read())
+    return seeds
+
+
 def main():
     write("fuzz_json", json_seeds())
     write("fuzz_schema_compile", schema_seeds())
@@ -413,6 +432,7 @@ def main():
     write("fuzz_classify", classify_seeds())
     write("fuzz_mcp", mcp_seeds())
     write("fuzz_lines", lines_seeds())
+    write("fuzz_image", image_seeds())
 
 
 if __name__ == "__main__":
