@@ -152,6 +152,9 @@ static const struct {
 
 static int same(const char *a, size_t alen, const char *b)
 {
+    /* the first byte first: keyword_of tries every keyword in turn */
+    if (alen ? b[0] != a[0] : b[0] != '\0')
+        return 0;
     return strlen(b) == alen && memcmp(a, b, alen) == 0;
 }
 
