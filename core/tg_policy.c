@@ -436,7 +436,9 @@ int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size
     if (!e || !r || !json)
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET,
                        "engine, registry and description are required");
-    if ((rc = tg_parse(e, json, len, &doc, err)) != TG_OK)
+    /* one entry per tool: as large as a registry, bounded as one */
+    if ((rc = tg_parse_with(e, json, len, TG_PARSE_FAST_UTF8 | TG_PARSE_REGISTRY, &doc, err)) !=
+        TG_OK)
         return rc;
     if (!(p = tg_mem_realloc(e, NULL, 0, sizeof *p))) {
         tg_doc_free(doc);

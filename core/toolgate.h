@@ -1059,9 +1059,11 @@ TG_API int tg_plan_summarize(tg_engine_t *e, const tg_registry_t *r, long tool,
  * JSON Pointer, "*" for any member or element), the operations applied
  * before the lookup ("trim", "lower", "path"), and the resolver's name.
  * A gate with "custom": true (the policy's own admissible function) and
- * every custom stage are run by the host (see tg_check).  Errors:
- * TG_E_ARG for a description that does not say what the core needs (err
- * names the field), the JSON codes, TG_E_NOMEM. */
+ * every custom stage are run by the host (see tg_check).  The description
+ * holds an entry per tool, so it is bounded by max_registry_bytes, as a
+ * registry file is, not by max_input_bytes.  Errors: TG_E_ARG for a
+ * description that does not say what the core needs (err names the
+ * field), the JSON codes, TG_E_NOMEM. */
 typedef struct tg_policy_t tg_policy_t;
 TG_API int tg_policy_new(tg_engine_t *e, const tg_registry_t *r, const char *json, size_t len,
                          tg_policy_t **out, tg_error_t *err);
@@ -1793,6 +1795,42 @@ TG_API int tg_sweep_plan(const tg_sweep_t *s, size_t i, tg_sweep_plan_t *out, tg
 TG_API int tg_sweep_run_with(const tg_sweep_t *s, const unsigned char *table,
                              tg_sweep_counts_t *out, unsigned char *verdicts, const char **codes,
                              tg_error_t *err);
+
+/* ------------------------------------------------------------------------ */
+/* Decision records (the audit log, docs/audit.md)                           */
+/* ------------------------------------------------------------------------ */
+
+/* A piece of text: p NULL means absent (its member is left out, or null
+ * where the record always has it). */
+typedef struct tg_text_t {
+    const char *p;
+    size_t n;
+} tg_text_t;
+
+/* What a record of kind "decision" holds (docs/schemas/decision-record.
+ * schema.json).  Strings are written as JSON strings; decision and
+ * arguments_redacted are JSON texts written as they are. */
+typedef struct tg_decision_record_t {
+    tg_text_t route, source, trace_id, span_id; /* the envelope (route: "" when absent) */
+    double time;                                /* seconds since the epoch: 3 decimals */
+    long long worker;                           /* < 0: none */
+    tg_text_t phase, decision, outcome, mode;   /* phase absent: null */
+    int enforced, approved;                     /* booleans */
+    tg_text_t approval_id, principal;           /* absent: null */
+    tg_text_t arguments;                        /* absent: no member */
+    long long arguments_bytes;                  /* < 0: no member */
+    tg_text_t arguments_digest;                 /* absent: no member */
+    tg_text_t arguments_redacted;               /* a JSON array; absent: no member */
+    int arguments_truncated;                    /* < 0: no member */
+} tg_decision_record_t;
+
+/* Writes the record's line (one JSON object, members in sorted order, no
+ * newline) into out, at most cap bytes, and returns its whole length: a
+ * return above cap means out holds only its first cap bytes (call again
+ * with room for it).  Strings are escaped as toolgate.value.encode escapes
+ * them: '"', '\\', \b \f \n \r \t, other bytes below 0x20 as \u00xx;
+ * every other byte as it is. */
+TG_API size_t tg_decision_record(const tg_decision_record_t *r, char *out, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -255,6 +255,22 @@ describe("limits", function()
     assert.is_true(require("toolgate.core").default_limits().max_registry_bytes >= 256 * 1024 * 1024)
   end)
 
+  it("max_input_bytes bounds calls, not what a registry's load builds from its tools (registry_hash, the policy)",
+    function()
+      local tools = {}
+      for i = 1, 200 do
+        tools[i] = string.format('{"name":"t%d","risk":"low","input_schema":{"type":"object","properties":{"a":'
+          .. '{"type":"string"}}}}', i)
+      end
+      local text = '{"toolgate":1,"server":"s","tools":[' .. table.concat(tools, ",") .. "]}"
+      local small = assert(toolgate.new({ policy = "default", registry = { { text = text } },
+        limits = { max_input_bytes = 2000 } }))
+      local big = assert(toolgate.new({ policy = "default", registry = { { text = text } } }))
+      assert.equal(big:snapshot().hash, small:snapshot().hash)
+      local call = '{"server":"s","name":"t7","arguments":{"a":"x"}}'
+      assert.equal(big:check(call).verdict, small:check(call).verdict)
+    end)
+
   it("refuses limits outside their range, naming the limit", function()
     for _, bad in ipairs({ { max_depth = 0 }, { max_depth = 1001 }, { max_input_bytes = 2 ^ 31 },
         { regex_match_limit = 2 ^ 32 }, { max_pattern_bytes = 0 }, { max_validation_steps = 0 },

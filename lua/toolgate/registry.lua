@@ -767,7 +767,8 @@ local function snapshot_hash(engine, tools, settings)
     table.sort(copy)
     return setmetatable(copy, value.array_mt)
   end
-  return assert(engine:hash(assert(value.encode({
+  -- (read as a registry is: a registry of 50,000 tools makes a text past max_input_bytes)
+  local doc = assert(engine:parse_registry(assert(value.encode({
     tools = setmetatable(list, value.array_mt),
     settings = {
       closed = settings.closed, assert_formats = settings.assert_formats,
@@ -775,6 +776,9 @@ local function snapshot_hash(engine, tools, settings)
       annotation_formats = sorted(settings.annotation_formats),
     },
   }))))
+  local hash = assert(doc:root():hash())
+  doc:free()
+  return hash
 end
 
 -- What the policy's registry.tools gives each tool it names: annotations
