@@ -70,6 +70,8 @@ cli_commands() {
 0 sweep --no-progress --policy $work/plans/policy.lua --baseline naive --grid arg_reject=0.05:0.5:0.15,quarantine=on|off --csv $work/sweep.csv $work/plans/plans.jsonl
 0 registry lint examples/registries/mcp-filesystem.json examples/registries/mcp-everything.json examples/registries/mcp-memory.json
 0 registry lint web=spec/data/registries/openai.json spec/data/registries/anthropic.json spec/data/registries/bad_names.json spec/data/registries/native.json
+0 registry compile --output $work/mcp.tgimg examples/registries/mcp-filesystem.json examples/registries/mcp-everything.json examples/registries/mcp-memory.json
+0 check --policy rung --registry $work/mcp.tgimg examples/calls/mcp-calls.jsonl
 EOF
 }
 
