@@ -23,6 +23,7 @@
 -- (an event's own trace_id/span_id win over opts').
 -- @module toolgate.audit
 
+local core = require "toolgate.core"
 local decision = require "toolgate.decision"
 local json = require "toolgate.json"
 local value = require "toolgate.value"
@@ -142,22 +143,20 @@ local function redacted(text, pointers)
   return canon(args), done
 end
 
--- The arguments members of a record (a list of {key, JSON text}) as the
--- settings choose: shown (call_arguments') the arguments the event carries,
--- call the call text (every call's, for full and redact), digest the
--- decision's args_digest.
+-- The arguments members of a record as the settings choose, as values:
+-- { arguments = text, arguments_bytes =, arguments_truncated =,
+-- arguments_digest =, arguments_redacted = the pointers replaced } (only
+-- those the mode writes; none: nil).  shown (call_arguments') the
+-- arguments the event carries, call the call text (every call's, for full
+-- and redact), digest the decision's args_digest.
 local function arguments_members(s, shown, call, digest)
   local mode = s.arguments
   if mode == "approval" then call = nil end
   if not shown and call then shown = M.call_arguments(call) end
-  if not shown then return {} end
-  if mode == "digest" then
-    local out = { { "arguments_bytes", string.format("%d", shown.arguments_bytes) } }
-    if digest then out[2] = { "arguments_digest", enc(digest) } end
-    return out
-  end
+  if not shown then return nil end
+  if mode == "digest" then return { arguments_bytes = shown.arguments_bytes, arguments_digest = digest } end
   local text, truncated = shown.arguments, shown.arguments_truncated
-  local out = {}
+  local out = { arguments_bytes = shown.arguments_bytes }
   if mode == "redact" then
     -- the whole text is redacted, then bounded; a cut text (no call text) is left out
     local whole = call and call:sub(assert(call:find(',"arguments":', 1, true)) + 13, -2)
@@ -167,21 +166,22 @@ local function arguments_members(s, shown, call, digest)
     if not red then
       text = nil
     else
-      out[#out + 1] = { "arguments_redacted", enc(#done > 0 and done or value.empty_array) }
+      out.arguments_redacted = #done > 0 and done or value.empty_array
       text = red
       truncated = #red > M.MAX_ARGUMENTS_BYTES
       if truncated then text = M.call_arguments(',"arguments":' .. red .. "}").arguments end
     end
   end
-  if text then out[#out + 1] = { "arguments", enc(text) } end
-  out[#out + 1] = { "arguments_bytes", string.format("%d", shown.arguments_bytes) }
-  out[#out + 1] = { "arguments_truncated", tostring(truncated) }
+  out.arguments, out.arguments_truncated = text, truncated
   return out
 end
 
+-- (a function of the module, not a closure made per record: LuaJIT does not compile FNEW)
+local function by_key(a, b) return a[1] < b[1] end
+
 -- The record's line: members (a list of {key, JSON text}) sorted by key.
 local function line(members)
-  table.sort(members, function(a, b) return a[1] < b[1] end)
+  table.sort(members, by_key)
   local parts = {}
   for i, m in ipairs(members) do parts[i] = enc(m[1]) .. ":" .. m[2] end
   return "{" .. table.concat(parts, ",") .. "}"
@@ -217,18 +217,18 @@ end
 function M.decision(ev, time, opts)
   local s = opts.audit or DEFAULTS
   local enforced = ev.enforced ~= false
-  local m = envelope("decision", ev.server, time, opts, ev)
   local d = ev.decision
-  local rest = {
-    { "phase", enc(ev.phase) }, { "decision", d:json() }, { "outcome", enc(M.outcome(ev)) },
-    { "enforced", tostring(enforced) }, { "mode", enc(ev.mode or (enforced and "enforce" or "shadow")) },
-    { "approval_id", ev.approval_id and enc(ev.approval_id) or "null" }, { "approved", tostring(ev.approved == true) },
-    { "principal", ev.principal and enc(ev.principal) or "null" },
-  }
-  for _, x in ipairs(rest) do m[#m + 1] = x end
-  local digest = ev.phase == "call" and (ev.arguments or ev.call) and d:get("args_digest")
-  for _, x in ipairs(arguments_members(s, ev.arguments, ev.call, digest)) do m[#m + 1] = x end
-  return line(m)
+  local digest = s.arguments == "digest" and ev.phase == "call" and (ev.arguments or ev.call) and d:get("args_digest")
+  local args = arguments_members(s, ev.arguments, ev.call, digest)
+  -- the core writes the line (tg_decision_record): members sorted, strings escaped as enc's
+  local record = core.decision_record({ route = ev.server or "", source = assert(opts.source, "audit: opts.source is required"),
+    time = time, worker = opts.worker, trace_id = ev.trace_id or opts.trace_id, span_id = ev.span_id or opts.span_id,
+    phase = ev.phase, decision = d:json(), outcome = M.outcome(ev), enforced = enforced,
+    mode = ev.mode or (enforced and "enforce" or "shadow"), approval_id = ev.approval_id, approved = ev.approved == true,
+    principal = ev.principal, arguments = args and args.arguments, arguments_bytes = args and args.arguments_bytes,
+    arguments_truncated = args and args.arguments_truncated, arguments_digest = args and args.arguments_digest,
+    arguments_redacted = args and args.arguments_redacted and enc(args.arguments_redacted) })
+  return record -- (not a tail call: LuaJIT records a return into a Lua frame, not from a tail call's)
 end
 
 --- approval(rec, event, time, opts) -> the record of an approval decided
@@ -242,11 +242,8 @@ function M.approval(rec, event, time, opts)
   if r.arguments ~= nil and s.arguments ~= "approval" and s.arguments ~= "full" then
     local shown = { arguments = r.arguments, arguments_bytes = r.arguments_bytes or #r.arguments,
       arguments_truncated = r.arguments_truncated == true }
-    r.arguments, r.arguments_redacted = nil, nil
-    for _, x in ipairs(arguments_members(s, shown, nil, nil)) do
-      if x[1] == "arguments" then r.arguments = assert(json.decode(decision.codec(), x[2]))
-      elseif x[1] == "arguments_redacted" then r.arguments_redacted = assert(json.decode(decision.codec(), x[2])) end
-    end
+    local args = arguments_members(s, shown, nil, nil)
+    r.arguments, r.arguments_redacted = args.arguments, args.arguments_redacted
   end
   local m = envelope("approval", rec.server, time, opts)
   m[#m + 1] = { "approval", canon(r) }

@@ -2808,6 +2808,76 @@ static int l_hash_bytes(lua_State *L)
     return 1;
 }
 
+/* A string field of the record's table: absent when nil or false. */
+static tg_text_t record_text(lua_State *L, const char *field)
+{
+    tg_text_t t = {NULL, 0};
+    if (lua_getfield(L, 1, field) == LUA_TSTRING) t.p = lua_tolstring(L, -1, &t.n);
+    else if (!lua_isnil(L, -1) && !(lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
+        luaL_error(L, "decision_record: %s must be a string", field);
+    lua_pop(L, 1); /* (the string stays alive: the table holds it) */
+    return t;
+}
+
+/* An integer field: -1 when nil. */
+static long long record_integer(lua_State *L, const char *field)
+{
+    long long v = -1;
+    if (lua_getfield(L, 1, field) != LUA_TNIL) {
+        int ok;
+        v = (long long)lua_tointegerx(L, -1, &ok);
+        if (!ok || v < 0) luaL_error(L, "decision_record: %s must be a whole number >= 0", field);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+static int record_bool(lua_State *L, const char *field)
+{
+    int b = (lua_getfield(L, 1, field), lua_toboolean(L, -1));
+    lua_pop(L, 1);
+    return b;
+}
+
+/* decision_record(t) -> the line of a decision's record (tg_decision_record):
+ * t's fields as the struct's, strings (nil: absent), enforced, approved
+ * and arguments_truncated booleans (arguments_truncated nil: no member),
+ * time a number, worker and arguments_bytes integers (nil: none). */
+static int l_decision_record(lua_State *L)
+{
+    tg_decision_record_t r;
+    char buf[4096];
+    luaL_checktype(L, 1, LUA_TTABLE);
+    r.route = record_text(L, "route"), r.source = record_text(L, "source");
+    r.trace_id = record_text(L, "trace_id"), r.span_id = record_text(L, "span_id");
+    lua_getfield(L, 1, "time");
+    r.time = luaL_checknumber(L, -1);
+    lua_pop(L, 1);
+    r.worker = record_integer(L, "worker");
+    r.phase = record_text(L, "phase"), r.decision = record_text(L, "decision");
+    r.outcome = record_text(L, "outcome"), r.mode = record_text(L, "mode");
+    r.enforced = record_bool(L, "enforced"), r.approved = record_bool(L, "approved");
+    r.approval_id = record_text(L, "approval_id"), r.principal = record_text(L, "principal");
+    r.arguments = record_text(L, "arguments"), r.arguments_bytes = record_integer(L, "arguments_bytes");
+    r.arguments_digest = record_text(L, "arguments_digest");
+    r.arguments_redacted = record_text(L, "arguments_redacted");
+    lua_getfield(L, 1, "arguments_truncated");
+    r.arguments_truncated = lua_isnil(L, -1) ? -1 : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (!r.source.p || !r.decision.p || !r.outcome.p || !r.mode.p)
+        return luaL_error(L, "decision_record: source, decision, outcome and mode are required");
+    size_t n = tg_decision_record(&r, buf, sizeof buf);
+    if (n <= sizeof buf) {
+        lua_pushlstring(L, buf, n);
+        return 1;
+    }
+    luaL_Buffer b;
+    char *big = luaL_buffinitsize(L, &b, n);
+    tg_decision_record(&r, big, n);
+    luaL_pushresultsize(&b, n);
+    return 1;
+}
+
 static int l_default_limits(lua_State *L)
 {
     tg_limits_t lim;
@@ -3256,6 +3326,7 @@ static const luaL_Reg functions[] = {
     {"new_engine", l_new_engine},
     {"format_number", l_format_number},
     {"hash_bytes", l_hash_bytes},
+    {"decision_record", l_decision_record},
     {"default_limits", l_default_limits},
     {"is_image", l_is_image},
     {"cpu_count", l_cpu_count},

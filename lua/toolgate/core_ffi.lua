@@ -162,6 +162,21 @@ int tg_image_check_sources(const tg_image_t *img, tg_error_t *err);
 int tg_rung_check(tg_engine_t *e, const tg_registry_t *r, const char *server, size_t server_len, const char *name, size_t name_len, const tg_value_t *args, int report_also, tg_rung_result_t *out, tg_error_t *err);
 void tg_hash128(const void *data, size_t len, tg_hash128_t *out);
 void tg_hash128_hex(const tg_hash128_t *h, char out[33]);
+typedef struct tg_text_t { const char *p; size_t n; } tg_text_t;
+typedef struct tg_decision_record_t {
+  tg_text_t route, source, trace_id, span_id;
+  double time;
+  long long worker;
+  tg_text_t phase, decision, outcome, mode;
+  int enforced, approved;
+  tg_text_t approval_id, principal;
+  tg_text_t arguments;
+  long long arguments_bytes;
+  tg_text_t arguments_digest;
+  tg_text_t arguments_redacted;
+  int arguments_truncated;
+} tg_decision_record_t;
+size_t tg_decision_record(const tg_decision_record_t *r, char *out, size_t cap);
 typedef struct tg_norm_t tg_norm_t;
 tg_norm_t *tg_norm_new(tg_engine_t *e, tg_error_t *err);
 void tg_norm_free(tg_norm_t *n);
@@ -2092,6 +2107,62 @@ function M.hash_bytes(s)
   check_string(s, 1)
   C.tg_hash128(s, #s, hash_buf)
   return hex_of(hash_buf)
+end
+
+-- decision_record(t) -> the line of a decision's record (tg_decision_record;
+-- t as core_c's decision_record takes it).  One struct and buffer reused:
+-- the strings t holds stay alive through the call.
+local record = ffi.new("tg_decision_record_t")
+local RECORD_BYTES = 4096
+local record_buf = ffi.new("char[?]", RECORD_BYTES)
+
+-- (a field each, by its name: LuaJIT compiles a constant cdata key, not a variable one)
+local function record_text(field, v, name)
+  if v then
+    if type(v) ~= "string" then error("decision_record: " .. name .. " must be a string", 3) end
+    field.p, field.n = v, #v
+  else
+    field.p, field.n = nil, 0
+  end
+end
+
+function M.decision_record(t)
+  local r = record
+  record_text(r.route, t.route, "route")
+  record_text(r.source, t.source, "source")
+  record_text(r.trace_id, t.trace_id, "trace_id")
+  record_text(r.span_id, t.span_id, "span_id")
+  record_text(r.phase, t.phase, "phase")
+  record_text(r.decision, t.decision, "decision")
+  record_text(r.outcome, t.outcome, "outcome")
+  record_text(r.mode, t.mode, "mode")
+  record_text(r.approval_id, t.approval_id, "approval_id")
+  record_text(r.principal, t.principal, "principal")
+  record_text(r.arguments, t.arguments, "arguments")
+  record_text(r.arguments_digest, t.arguments_digest, "arguments_digest")
+  record_text(r.arguments_redacted, t.arguments_redacted, "arguments_redacted")
+  if not (t.source and t.decision and t.outcome and t.mode) then
+    error("decision_record: source, decision, outcome and mode are required", 2)
+  end
+  if type(t.time) ~= "number" then error("decision_record: time must be a number", 2) end
+  r.time = t.time
+  r.worker = t.worker or -1
+  r.arguments_bytes = t.arguments_bytes or -1
+  r.enforced, r.approved = t.enforced and 1 or 0, t.approved and 1 or 0
+  if t.arguments_truncated == nil then r.arguments_truncated = -1
+  else r.arguments_truncated = t.arguments_truncated and 1 or 0 end
+  local n = tonumber(C.tg_decision_record(r, record_buf, RECORD_BYTES))
+  -- (the line in a local, not a tail call of ffi.string: LuaJIT cannot
+  -- record a return to a lower frame from one, and the caller's trace aborts)
+  local line
+  if n <= RECORD_BYTES then
+    line = ffi.string(record_buf, n)
+  else
+    local big = ffi.new("char[?]", n)
+    C.tg_decision_record(r, big, n)
+    line = ffi.string(big, n)
+  end
+  return line
 end
 
 function M.is_image(s)
