@@ -82,6 +82,13 @@ describe("registry images", function()
       assert.equal(1, code)
       assert.matches("UNSUPPORTED_KEYWORD", err, 1, true)
       assert.is_nil(io.open(tmp .. "/no.tgimg"))
+      -- an image never replaces the file it is compiled from
+      local src = tmp .. "/self.json"
+      h.write_file(src, assert(h.read_file(root .. "/policies/tests/ops.json")))
+      code, _, err = run("registry compile --output " .. q(src) .. " " .. q(src))
+      assert.equal(2, code)
+      assert.matches("is one of the registry files", err, 1, true)
+      assert.equal(h.read_file(root .. "/policies/tests/ops.json"), h.read_file(src))
     end)
 
   it("an image is known by its magic, whatever its name, and takes SERVER= only for its own server", function()

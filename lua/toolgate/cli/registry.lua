@@ -251,6 +251,7 @@ local function compile(rest)
   local engine = assert(core.new_engine())
   local max = engine:limits().max_registry_bytes
   local sources, texts = {}, {}
+  local output = absolute(opts.output)
   for _, p in ipairs(pos) do
     local server, path = registry.split_source(p)
     local f = io.open(path, "rb")
@@ -265,6 +266,10 @@ local function compile(rest)
     if f then f:close() end
     if not text then
       cli.diag("registry", "cannot read " .. path)
+      return cli.EXIT_USAGE
+    end
+    if absolute(path) == output then
+      cli.diag("registry", "--output " .. opts.output .. " is one of the registry files: the image would replace it")
       return cli.EXIT_USAGE
     end
     if core.is_image(text) then
