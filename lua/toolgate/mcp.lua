@@ -503,6 +503,14 @@ end
 -- frames below are that reading.
 local MAX_ID = "9007199254740991" -- the core's bound, for the messages (text: LuaJIT would print 9.007199254741e+15)
 
+-- A round refused (check_round): the message read again freed, the
+-- refusal's decision.  (A function of the module, not a closure made per
+-- call: LuaJIT does not compile FNEW.)
+local function round_refusal(doc, snap, route, name, code, message)
+  if doc then doc:free() end
+  return gateway_decision(snap, "rounds", code, message, route.server, name)
+end
+
 -- A later round of a multi round-trip request (params carry requestState
 -- or inputResponses) is held to the round that asked for it
 -- (toolgate.mcp.rounds): nil (not a retry), or the refusal's decision, or
@@ -511,11 +519,9 @@ local MAX_ID = "9007199254740991" -- the core's bound, for the messages (text: L
 -- and {approval_id =, answer =, stripped = the message to forward}.
 local function check_round(self, snap, route, frame, text, name)
   local params, doc = rounds.params(snap, frame, false)
-  local function refuse(code, message)
-    if doc then doc:free() end
-    return gateway_decision(snap, "rounds", code, message, route.server, name)
+  if params == false then
+    return round_refusal(doc, snap, route, name, "ROUND_INVALID", "the message cannot be read again")
   end
-  if params == false then return refuse("ROUND_INVALID", "the message cannot be read again") end
   local state_node = params and params:type() == "object" and params:get("requestState")
   local responses = params and params:type() == "object" and params:get("inputResponses")
   if not state_node and not responses then
@@ -523,22 +529,27 @@ local function check_round(self, snap, route, frame, text, name)
     return nil
   end
   local request_state = rounds.string_of(state_node)
-  if state_node and not request_state then return refuse("ROUND_INVALID", "requestState must be a string") end
+  if state_node and not request_state then
+    return round_refusal(doc, snap, route, name, "ROUND_INVALID", "requestState must be a string")
+  end
   local digest = rounds.call_digest(text)
   local ok, rec = pcall(rounds.recall, self.state, "round", route.server, rounds.round_key(request_state, digest))
-  if not ok then return refuse("ROUND_UNKNOWN", "the state store cannot be read: " .. tostring(rec)) end
+  if not ok then
+    return round_refusal(doc, snap, route, name, "ROUND_UNKNOWN", "the state store cannot be read: " .. tostring(rec))
+  end
   if not rec then
-    return refuse("ROUND_UNKNOWN", request_state and "no round of this route issued that requestState (or it "
-      .. "expired): start the call again without it" or "no round of this route asked this call for input (or it "
-      .. "expired): start the call again without inputResponses")
+    return round_refusal(doc, snap, route, name, "ROUND_UNKNOWN", request_state
+      and "no round of this route issued that requestState (or it expired): start the call again without it"
+      or "no round of this route asked this call for input (or it expired): start the call again without "
+      .. "inputResponses")
   end
   if rec.call_digest ~= digest then
-    return refuse("ROUND_MISMATCH", string.format("a retry repeats its first round's call: tool %q with the same "
-      .. "arguments", tostring(rec.tool)))
+    return round_refusal(doc, snap, route, name, "ROUND_MISMATCH", string.format("a retry repeats its first "
+      .. "round's call: tool %q with the same arguments", tostring(rec.tool)))
   end
   if responses then
     local fine, why = rounds.check_responses(snap, snap.registry.settings, rec.asked or {}, responses)
-    if not fine then return refuse("INPUT_RESPONSE_INVALID", why) end
+    if not fine then return round_refusal(doc, snap, route, name, "INPUT_RESPONSE_INVALID", why) end
   end
   local mine
   if rec.toolgate then

@@ -868,6 +868,14 @@ local function param_string(text, member)
   return v
 end
 
+-- A call's arguments (a Lua table) read from its call text when asked for
+-- (toolgate.mcp.headers' msg.arguments()): a table called, not a closure
+-- made per message (LuaJIT does not compile FNEW).
+local ARGUMENTS_MT = { __call = function(self)
+  local call = self.call and json.decode(decision.codec(), self.call)
+  return type(call) == "table" and call.arguments or {}
+end }
+
 -- Whether a POST's MCP headers agree with its body (toolgate.mcp.headers),
 -- read from the frame the core read: the body is read again only for an
 -- Mcp-Name the frame does not carry, and a call's arguments only when its
@@ -892,10 +900,7 @@ local function header_check(req, frame, text)
       else
         msg.params = t and t.param_headers
       end
-      msg.arguments = function()
-        local call = frame.call and json.decode(decision.codec(), frame.call)
-        return type(call) == "table" and call.arguments or {}
-      end
+      msg.arguments = setmetatable({ call = frame.call }, ARGUMENTS_MT)
     elseif source and (req.headers["mcp-name"] ~= nil or msg.request and msg.protocol_version) then
       msg.name = param_string(text, source)
     end
@@ -906,6 +911,21 @@ local function header_check(req, frame, text)
   if not why then return nil end
   return mcp.error_reply(frame.id or "null", mcp.CODES.HEADER_MISMATCH, "toolgate: the request's headers and body "
     .. "disagree: " .. why, refused_unread(req.route, "method", "HEADER_MISMATCH", why))
+end
+
+-- Gateway:request and Gateway:response called from a Lua frame, not
+-- straight from pcall's: LuaJIT ends a trace at a return into a Lua frame,
+-- but aborts one returning into pcall ("NYI: return to lower frame"), and
+-- the request path would then run interpreted.  (No tail calls: they would
+-- return into pcall again.)
+local function decide_request(gw, route, body, req, caller)
+  local plan = gw:request(route, body, nil, header_check, req, caller)
+  return plan
+end
+
+local function decide_response(gw, route, plan, text)
+  local out, why = gw:response(route, plan, text)
+  return out, why
 end
 
 --- access(server): in access_by_lua of the location of server's MCP endpoint.
@@ -956,8 +976,7 @@ function M.access(server)
   if span then meta_parent(span, body) end
   local t0 = now()
   local req = { headers = headers, route = route, server = server, span = span, gw = gw }
-  local ok, plan = pcall(gw.request, gw, route, body, nil, header_check, req,
-    principal and { principal = principal })
+  local ok, plan = pcall(decide_request, gw, route, body, req, principal and { principal = principal })
   if span then trace_message(span, req.frame, headers) end
   if not ok then
     ngx.log(ngx.ERR, "toolgate: deciding failed: ", plan)
@@ -1244,7 +1263,7 @@ local function respond(c, text)
     span:set("gen_ai.tool.call.result", otel.cut(text, otlp.max_attribute_bytes))
   end
   local t0 = now()
-  local ok, out, why = pcall(c.gw.response, c.gw, c.route, c.plan, text)
+  local ok, out, why = pcall(decide_response, c.gw, c.route, c.plan, text)
   W.latency.response:observe(now() - t0)
   if ok then
     if not out then ngx.log(ngx.WARN, "toolgate: dropped a message from the server ", c.route.server, ": ", why) end
