@@ -669,6 +669,21 @@ describe("toolgate gateway (nginx)", function()
     assert.is_true(changed < r.closed)
   end)
 
+  it("passes a tools/call's SSE answer event by event (POSTs are proxied buffered): each progress when sent", function()
+    if not need(pending) then return end
+    -- a 2025 server (SDK) answering with an event stream: a progress every 300 ms, the result after the fourth
+    local code, out, err = fx.node("progress.mjs " .. q("http://" .. env.listen .. "/mcp/everything")
+      .. " trigger-long-running-operation '{\"duration\":1.2,\"steps\":4}'")
+    assert.equals(0, code, tostring(err) .. out)
+    local r = json(out)
+    assert.matches("completed", r.result.content[1].text)
+    assert.equals(4, #r.progress, out)
+    -- each came when the server sent it, spread over the call, the first long before the result
+    assert.is_true(r.progress[1] < 800, out)
+    assert.is_true(r.progress[4] - r.progress[1] >= 600, out)
+    assert.is_true(r.result_ms - r.progress[1] >= 600, out)
+  end)
+
   it("lists the tools again itself on list_changed: a rug pull is refused before any client lists again", function()
     if not need(pending) then return end
     local function ran() return #json(curl(q("http://127.0.0.1:" .. env.rug26 .. "/calls"))) end
