@@ -14,6 +14,9 @@
 # state) next to two on the Redis store (toolgate.state.redis, one
 # redis-server), wrk against both nodes of a pair at once on the accept
 # path; target: the Redis pair within 15% of the shared-dict pair's throughput.
+# Issue 37 adds the rows of the accept and reject paths as ratios, the floor
+# with proxy_buffering on (as the gateway proxies), and the added latency at
+# half the plain proxy's saturation, open loop (bench/rate_load.c).
 # Called by `make bench-nginx` with LUA_PATH/LUA_CPATH/TOOLGATE_LIB set;
 # every process it starts is stopped by its PID when it ends.
 set -eu
@@ -22,12 +25,12 @@ LUA=${LUA:-lua5.4}
 SECONDS_PER=${BENCH_SECONDS:-5}
 out=bench/out/nginx
 rm -rf "$out"
-mkdir -p "$out/up/tmp" "$out/proxy/tmp" "$out/floor/tmp"
+mkdir -p "$out/up/tmp" "$out/proxy/tmp" "$out/floor/tmp" "$out/floor-buf/tmp"
 root=$PWD
 
-set -- $(node nginx/test/http.mjs port 10)
+set -- $(node nginx/test/http.mjs port 11)
 up_port=$1 proxy_port=$2 gw_port=$3 admin_port=$4 floor_port=$5 redis_port=$6
-fleet_ports="$7 $8 $9 ${10}"
+fleet_ports="$7 $8 $9 ${10}" floor_buf_port=${11}
 pids="" redis_pid=""
 cleanup() {
   for p in $pids; do kill -QUIT "$p" 2>/dev/null || true; done
@@ -93,9 +96,11 @@ nginx_conf "$out/proxy" 2 "    upstream up { server 127.0.0.1:$up_port; keepaliv
 # does and nothing else (the body read in access, the answer buffered to its
 # end in body_filter, Content-Length dropped in header_filter).
 mods=$("$LUA" -e 'print(require("toolgate.cli.gateway").MODULE_DIR)')
-nginx_conf "$out/floor" 2 "    upstream up { server 127.0.0.1:$up_port; keepalive 64; }
+# floor_conf DIR PORT BUFFERING: the floor, its answers proxied with buffering BUFFERING
+floor_conf() {
+  nginx_conf "$1" 2 "    upstream up { server 127.0.0.1:$up_port; keepalive 64; }
     server {
-        listen 127.0.0.1:$floor_port;
+        listen 127.0.0.1:$2;
         location = /mcp/bench {
             access_by_lua_block { ngx.req.read_body() }
             header_filter_by_lua_block { ngx.header[\"Content-Length\"] = nil }
@@ -109,10 +114,14 @@ nginx_conf "$out/floor" 2 "    upstream up { server 127.0.0.1:$up_port; keepaliv
             proxy_pass http://up/mcp;
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
-            proxy_buffering off;
+            proxy_buffering $3;
         }
     }" "load_module $mods/ndk_http_module.so;
 load_module $mods/ngx_http_lua_module.so;"
+}
+# (the gateway proxies a POST's answer with buffering on: the floor of that too)
+floor_conf "$out/floor" "$floor_port" off
+floor_conf "$out/floor-buf" "$floor_buf_port" on
 cat >"$out/registry.json" <<'EOF'
 {"server":"bench","tools":[{"name":"echo","description":"Echoes back the message",
  "inputSchema":{"type":"object","properties":{"message":{"type":"string","maxLength":100}},"required":["message"]},
@@ -127,9 +136,11 @@ start_nginx "$out/up"
 start_nginx "$out/proxy"
 start_nginx "$out/gw"
 start_nginx "$out/floor"
+start_nginx "$out/floor-buf"
 wait_port "$up_port" /mcp
 wait_port "$proxy_port" /mcp/bench
 wait_port "$floor_port" /mcp/bench
+wait_port "$floor_buf_port" /mcp/bench
 wait_port "$gw_port" /healthz
 
 accept='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}'
@@ -180,6 +191,7 @@ results="$out/results.txt"
 {
   run proxy-64 "http://127.0.0.1:$proxy_port/mcp/bench" "$accept" 64
   run lua-floor-64 "http://127.0.0.1:$floor_port/mcp/bench" "$accept" 64
+  run lua-floor-buf-64 "http://127.0.0.1:$floor_buf_port/mcp/bench" "$accept" 64
   run accept-64 "http://127.0.0.1:$gw_port/mcp/bench" "$accept" 64
   run reject-64 "http://127.0.0.1:$gw_port/mcp/bench" "$reject" 64
   run check-64 "http://127.0.0.1:$gw_port/v1/check" "$check" 64
@@ -222,6 +234,27 @@ redis_pair() {
   pair redis-256 "http://127.0.0.1:$port_redis_a/mcp/bench" "http://127.0.0.1:$port_redis_b/mcp/bench" "$accept" 256
 } >"$fleet"
 
+# The added latency, open loop (bench/rate_load: a fixed rate, each request
+# timed from when it was due, so a stall counts for every request it held up)
+# at half the plain proxy's saturation rate (proxy-64's throughput); each
+# row against the plain proxy at the same rate, taken just before it.
+half=$(awk '$1 == "proxy-64" { printf "%d", $2 / 2 }' "$results")
+latency="$out/latency.txt"
+rate_run() { # NAME PORT BODY
+  printf '%s' "$3" >"$out/$1.rate.body"
+  echo "$1 $("${BUILD:-build}/bench/rate_load" 127.0.0.1 "$2" /mcp/bench "$out/$1.rate.body" "$half" "$SECONDS_PER" 64 |
+    awk '/^RATE_RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      print v["rate"], v["p50"], v["p99"], v["non2xx"], v["errors"] }')"
+}
+{
+  rate_run proxy-a "$proxy_port" "$accept"
+  rate_run lua-floor-buf "$floor_buf_port" "$accept"
+  rate_run proxy-b "$proxy_port" "$accept"
+  rate_run accept "$gw_port" "$accept"
+  rate_run proxy-c "$proxy_port" "$accept"
+  rate_run reject "$gw_port" "$reject"
+} >"$latency"
+
 echo "== the MCP gateway under wrk (loopback, ${SECONDS_PER}s a run, 2 threads; $(uptime | sed 's/.*load/load/'))"
 awk '
   { rps[$1] = $2; p50[$1] = $3; p99[$1] = $4; non2xx[$1] = $5; err[$1] = $6; order[++n] = $1 }
@@ -237,7 +270,30 @@ awk '
     printf "the accept path at %.0f%% of that floor\n", 100 * rps["accept-64"] / rps["lua-floor-64"]
     printf "at 256 connections: %d non-2xx, %d socket errors (target 0)\n", non2xx["accept-256"], err["accept-256"]
     printf "POST /v1/check: %.0f decisions/s (target >= 40000)\n", rps["check-64"]
+    printf "\nissue 37: the accept path at %.2fx the plain proxy (target >= 0.8), the reject path at %.2fx (target >= 0.9);\n",
+      rps["accept-64"] / rps["proxy-64"], rps["reject-64"] / rps["proxy-64"]
+    printf "the floors: %.2fx (answers unbuffered), %.2fx (proxy_buffering on, as the gateway proxies a POST)\n",
+      rps["lua-floor-64"] / rps["proxy-64"], rps["lua-floor-buf-64"] / rps["proxy-64"]
   }' "$results"
+
+echo
+echo "== added latency, open loop at half the plain proxy's saturation ($half req/s, 64 connections,"
+echo "   bench/rate_load: timed from each request's due time; $(uptime | sed 's/.*load/load/'))"
+awk '
+  { rate[$1] = $2; p50[$1] = $3; p99[$1] = $4; non2xx[$1] = $5; err[$1] = $6; order[++n] = $1 }
+  END {
+    printf "%-14s %10s %9s %9s %8s %7s %13s %13s\n", "", "req/s", "p50 us", "p99 us", "non-2xx", "errors", "p50 added", "p99 added"
+    base["lua-floor-buf"] = "proxy-a"; base["accept"] = "proxy-b"; base["reject"] = "proxy-c"
+    for (i = 1; i <= n; i++) {
+      k = order[i]; b = base[k]
+      if (b) printf "%-14s %10.0f %9.0f %9.0f %8d %7d %13.0f %13.0f\n", k, rate[k], p50[k], p99[k], non2xx[k], err[k],
+        p50[k] - p50[b], p99[k] - p99[b]
+      else printf "%-14s %10.0f %9.0f %9.0f %8d %7d\n", k, rate[k], p50[k], p99[k], non2xx[k], err[k]
+    }
+    printf "\nthe accept path adds %.0f us at p50 (target <= 100) and %.0f us at p99 (target <= 300); the floor %.0f and %.0f\n",
+      p50["accept"] - p50["proxy-b"], p99["accept"] - p99["proxy-b"], p50["lua-floor-buf"] - p50["proxy-a"],
+      p99["lua-floor-buf"] - p99["proxy-a"]
+  }' "$latency"
 
 echo
 echo "== a fleet of two nodes (1 worker each), wrk against both at once, accept path ($(uptime | sed 's/.*load/load/'))"
