@@ -80,74 +80,77 @@ enum keyword {
     /* clang-format on */
 };
 
+/* Every keyword toolgate knows, sorted by their bytes (keyword_of searches
+ * by halves: every member of every schema object is looked up).  The
+ * standard keywords with no implementation here are KW_UNSUPPORTED, named
+ * as such in the error, so a reader tells them from a typo. */
 static const struct {
     const char *name;
+    size_t len;
     enum keyword kw;
 } keywords[] = {
-    {"type", KW_TYPE},
-    {"enum", KW_ENUM},
-    {"const", KW_CONST},
-    {"minimum", KW_MINIMUM},
-    {"maximum", KW_MAXIMUM},
-    {"exclusiveMinimum", KW_EXCLUSIVE_MINIMUM},
-    {"exclusiveMaximum", KW_EXCLUSIVE_MAXIMUM},
-    {"multipleOf", KW_MULTIPLE_OF},
-    {"minLength", KW_MIN_LENGTH},
-    {"maxLength", KW_MAX_LENGTH},
-    {"pattern", KW_PATTERN},
-    {"format", KW_FORMAT},
-    {"items", KW_ITEMS},
-    {"prefixItems", KW_PREFIX_ITEMS},
-    {"additionalItems", KW_ADDITIONAL_ITEMS},
-    {"minItems", KW_MIN_ITEMS},
-    {"maxItems", KW_MAX_ITEMS},
-    {"uniqueItems", KW_UNIQUE_ITEMS},
-    {"properties", KW_PROPERTIES},
-    {"patternProperties", KW_PATTERN_PROPERTIES},
-    {"additionalProperties", KW_ADDITIONAL_PROPERTIES},
-    {"propertyNames", KW_PROPERTY_NAMES},
-    {"required", KW_REQUIRED},
-    {"dependentRequired", KW_DEPENDENT_REQUIRED},
-    {"minProperties", KW_MIN_PROPERTIES},
-    {"maxProperties", KW_MAX_PROPERTIES},
-    {"allOf", KW_ALL_OF},
-    {"anyOf", KW_ANY_OF},
-    {"oneOf", KW_ONE_OF},
-    {"not", KW_NOT},
-    {"$ref", KW_REF},
-    {"$defs", KW_DEFS},
-    {"definitions", KW_DEFS},
-    {"title", KW_ANNOTATION},
-    {"description", KW_ANNOTATION},
-    {"default", KW_ANNOTATION},
-    {"examples", KW_ANNOTATION},
-    {"$schema", KW_ANNOTATION},
-    {"$id", KW_ANNOTATION},
-    {"$comment", KW_ANNOTATION},
-    {"deprecated", KW_ANNOTATION},
-    {"readOnly", KW_ANNOTATION},
-    {"writeOnly", KW_ANNOTATION},
-    {"contentMediaType", KW_ANNOTATION},
-    {"contentEncoding", KW_ANNOTATION},
-    /* Standard keywords with no implementation here: named as such in the
-     * error, so a reader tells them from a typo. */
-    {"if", KW_UNSUPPORTED},
-    {"then", KW_UNSUPPORTED},
-    {"else", KW_UNSUPPORTED},
-    {"contains", KW_UNSUPPORTED},
-    {"minContains", KW_UNSUPPORTED},
-    {"maxContains", KW_UNSUPPORTED},
-    {"dependentSchemas", KW_UNSUPPORTED},
-    {"dependencies", KW_UNSUPPORTED},
-    {"unevaluatedProperties", KW_UNSUPPORTED},
-    {"unevaluatedItems", KW_UNSUPPORTED},
-    {"contentSchema", KW_UNSUPPORTED},
-    {"$anchor", KW_UNSUPPORTED},
-    {"$dynamicRef", KW_UNSUPPORTED},
-    {"$dynamicAnchor", KW_UNSUPPORTED},
-    {"$recursiveRef", KW_UNSUPPORTED},
-    {"$recursiveAnchor", KW_UNSUPPORTED},
-    {"$vocabulary", KW_UNSUPPORTED},
+    {"$anchor", sizeof "$anchor" - 1, KW_UNSUPPORTED},
+    {"$comment", sizeof "$comment" - 1, KW_ANNOTATION},
+    {"$defs", sizeof "$defs" - 1, KW_DEFS},
+    {"$dynamicAnchor", sizeof "$dynamicAnchor" - 1, KW_UNSUPPORTED},
+    {"$dynamicRef", sizeof "$dynamicRef" - 1, KW_UNSUPPORTED},
+    {"$id", sizeof "$id" - 1, KW_ANNOTATION},
+    {"$recursiveAnchor", sizeof "$recursiveAnchor" - 1, KW_UNSUPPORTED},
+    {"$recursiveRef", sizeof "$recursiveRef" - 1, KW_UNSUPPORTED},
+    {"$ref", sizeof "$ref" - 1, KW_REF},
+    {"$schema", sizeof "$schema" - 1, KW_ANNOTATION},
+    {"$vocabulary", sizeof "$vocabulary" - 1, KW_UNSUPPORTED},
+    {"additionalItems", sizeof "additionalItems" - 1, KW_ADDITIONAL_ITEMS},
+    {"additionalProperties", sizeof "additionalProperties" - 1, KW_ADDITIONAL_PROPERTIES},
+    {"allOf", sizeof "allOf" - 1, KW_ALL_OF},
+    {"anyOf", sizeof "anyOf" - 1, KW_ANY_OF},
+    {"const", sizeof "const" - 1, KW_CONST},
+    {"contains", sizeof "contains" - 1, KW_UNSUPPORTED},
+    {"contentEncoding", sizeof "contentEncoding" - 1, KW_ANNOTATION},
+    {"contentMediaType", sizeof "contentMediaType" - 1, KW_ANNOTATION},
+    {"contentSchema", sizeof "contentSchema" - 1, KW_UNSUPPORTED},
+    {"default", sizeof "default" - 1, KW_ANNOTATION},
+    {"definitions", sizeof "definitions" - 1, KW_DEFS},
+    {"dependencies", sizeof "dependencies" - 1, KW_UNSUPPORTED},
+    {"dependentRequired", sizeof "dependentRequired" - 1, KW_DEPENDENT_REQUIRED},
+    {"dependentSchemas", sizeof "dependentSchemas" - 1, KW_UNSUPPORTED},
+    {"deprecated", sizeof "deprecated" - 1, KW_ANNOTATION},
+    {"description", sizeof "description" - 1, KW_ANNOTATION},
+    {"else", sizeof "else" - 1, KW_UNSUPPORTED},
+    {"enum", sizeof "enum" - 1, KW_ENUM},
+    {"examples", sizeof "examples" - 1, KW_ANNOTATION},
+    {"exclusiveMaximum", sizeof "exclusiveMaximum" - 1, KW_EXCLUSIVE_MAXIMUM},
+    {"exclusiveMinimum", sizeof "exclusiveMinimum" - 1, KW_EXCLUSIVE_MINIMUM},
+    {"format", sizeof "format" - 1, KW_FORMAT},
+    {"if", sizeof "if" - 1, KW_UNSUPPORTED},
+    {"items", sizeof "items" - 1, KW_ITEMS},
+    {"maxContains", sizeof "maxContains" - 1, KW_UNSUPPORTED},
+    {"maxItems", sizeof "maxItems" - 1, KW_MAX_ITEMS},
+    {"maxLength", sizeof "maxLength" - 1, KW_MAX_LENGTH},
+    {"maxProperties", sizeof "maxProperties" - 1, KW_MAX_PROPERTIES},
+    {"maximum", sizeof "maximum" - 1, KW_MAXIMUM},
+    {"minContains", sizeof "minContains" - 1, KW_UNSUPPORTED},
+    {"minItems", sizeof "minItems" - 1, KW_MIN_ITEMS},
+    {"minLength", sizeof "minLength" - 1, KW_MIN_LENGTH},
+    {"minProperties", sizeof "minProperties" - 1, KW_MIN_PROPERTIES},
+    {"minimum", sizeof "minimum" - 1, KW_MINIMUM},
+    {"multipleOf", sizeof "multipleOf" - 1, KW_MULTIPLE_OF},
+    {"not", sizeof "not" - 1, KW_NOT},
+    {"oneOf", sizeof "oneOf" - 1, KW_ONE_OF},
+    {"pattern", sizeof "pattern" - 1, KW_PATTERN},
+    {"patternProperties", sizeof "patternProperties" - 1, KW_PATTERN_PROPERTIES},
+    {"prefixItems", sizeof "prefixItems" - 1, KW_PREFIX_ITEMS},
+    {"properties", sizeof "properties" - 1, KW_PROPERTIES},
+    {"propertyNames", sizeof "propertyNames" - 1, KW_PROPERTY_NAMES},
+    {"readOnly", sizeof "readOnly" - 1, KW_ANNOTATION},
+    {"required", sizeof "required" - 1, KW_REQUIRED},
+    {"then", sizeof "then" - 1, KW_UNSUPPORTED},
+    {"title", sizeof "title" - 1, KW_ANNOTATION},
+    {"type", sizeof "type" - 1, KW_TYPE},
+    {"unevaluatedItems", sizeof "unevaluatedItems" - 1, KW_UNSUPPORTED},
+    {"unevaluatedProperties", sizeof "unevaluatedProperties" - 1, KW_UNSUPPORTED},
+    {"uniqueItems", sizeof "uniqueItems" - 1, KW_UNIQUE_ITEMS},
+    {"writeOnly", sizeof "writeOnly" - 1, KW_ANNOTATION},
 };
 
 static int same(const char *a, size_t alen, const char *b)
@@ -174,13 +177,23 @@ static int listed(const char *const *list, const char *k, size_t len)
 static enum keyword keyword_of(const compiler *C, const char *k, size_t len, const char **name)
 {
     enum keyword kw = KW_UNKNOWN;
+    size_t lo = 0, hi = sizeof keywords / sizeof keywords[0];
     *name = "";
-    for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-        if (same(k, len, keywords[i].name)) {
-            *name = keywords[i].name;
-            kw = keywords[i].kw;
+    while (len && lo < hi) { /* (no keyword is empty) */
+        size_t mid = lo + (hi - lo) / 2, n = keywords[mid].len;
+        int c = memcmp(k, keywords[mid].name, len < n ? len : n);
+        if (c == 0)
+            c = len < n ? -1 : len > n;
+        if (c == 0) {
+            *name = keywords[mid].name;
+            kw = keywords[mid].kw;
             break;
         }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
     if (kw != KW_UNKNOWN && kw != KW_UNSUPPORTED)
         return kw;
     if (len >= 2 && k[0] == 'x' && k[1] == '-')
