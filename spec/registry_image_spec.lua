@@ -64,6 +64,59 @@ describe("registry images", function()
     end
   end)
 
+  it("the generated registry of 1,000 MCP tools: check's decisions, lint's findings and registry_hash from the image "
+    .. "are the file's", function()
+    local gen = tmp .. "/gen"
+    local code, _, err = h.run("cd " .. q(root) .. " && python3 bench/gen_tools.py --seed 1 --count 1000 --out-dir "
+      .. q(gen))
+    assert(code == 0, err)
+    local reg = "gen=" .. q(gen .. "/gen-01.json")
+    -- per tool, a call with no arguments and one with a value of each property's type: every schema is walked
+    h.write_file(tmp .. "/calls.py", [[
+import json, sys
+def value(s, depth=0):
+    if not isinstance(s, dict) or depth > 4: return "x"
+    if "const" in s: return s["const"]
+    if s.get("enum"): return s["enum"][0]
+    t = s.get("type")
+    if isinstance(t, list): t = t[0] if t else None
+    if t == "integer": return s.get("minimum", 1)
+    if t == "number": return s.get("minimum", 1.5)
+    if t == "boolean": return True
+    if t == "null": return None
+    if t == "array": return [value(s["items"], depth + 1)] if isinstance(s.get("items"), dict) else []
+    if t == "object": return {k: value(v, depth + 1) for k, v in sorted(s.get("properties", {}).items())}
+    return "x" * max(1, s.get("minLength", 1))
+for t in json.load(open(sys.argv[1]))["tools"]:
+    for args in ({}, value(t.get("inputSchema"))):
+        print(json.dumps({"server": "gen", "name": t["name"], "arguments": args}, sort_keys=True))
+]])
+    local calls = tmp .. "/gen-calls.jsonl"
+    local text
+    code, text, err = h.run("python3 " .. q(tmp .. "/calls.py") .. " " .. q(gen .. "/gen-01.json"))
+    assert(code == 0, err)
+    h.write_file(calls, text)
+    local image = tmp .. "/gen.tgimg"
+    local summary = compile(image, reg)
+    local verdicts = {}
+    for _, policy in ipairs({ "rung", "mcp" }) do
+      local c1, from_file, e1 = run("check --policy " .. policy .. " --registry " .. reg .. " " .. q(calls))
+      local c2, from_image, e2 = run("check --policy " .. policy .. " --registry gen=" .. q(image) .. " " .. q(calls))
+      assert.equal(c1, c2, e2)
+      assert.equal(e1, e2)
+      assert.equal(from_file, from_image, policy)
+      for v in from_image:gmatch('"verdict":"(%a+)"') do verdicts[v] = (verdicts[v] or 0) + 1 end
+    end
+    -- both verdicts are there: the calls reach the schemas' keywords, not only the tool lookup
+    assert.is_true((verdicts.accept or 0) > 500 and (verdicts.reject or 0) > 500)
+    local c1, from_file = run("registry lint " .. reg)
+    local c2, from_image = run("registry lint gen=" .. q(image))
+    assert.equal(c1, c2)
+    assert.equal(from_file, from_image)
+    assert.truthy(summary:match('"registry_hash":"(%x+)"'))
+    assert.equal(from_file:match('"registry_hash":"(%x+)"'), summary:match('"registry_hash":"(%x+)"'))
+  end)
+
   it("registry lint gives the same findings and registry_hash; compile fails on a registry that does not load",
     function()
       for _, reg in ipairs({ "spec/data/registries/bad_names.json", "spec/data/registries/contracts.json",
