@@ -240,9 +240,9 @@ redis_pair() {
 # row against the plain proxy at the same rate, taken just before it.
 half=$(awk '$1 == "proxy-64" { printf "%d", $2 / 2 }' "$results")
 latency="$out/latency.txt"
-rate_run() { # NAME PORT BODY
+rate_run() { # NAME PORT BODY [RATE]
   printf '%s' "$3" >"$out/$1.rate.body"
-  echo "$1 $("${BUILD:-build}/bench/rate_load" 127.0.0.1 "$2" /mcp/bench "$out/$1.rate.body" "$half" "$SECONDS_PER" 64 |
+  echo "$1 $("${BUILD:-build}/bench/rate_load" 127.0.0.1 "$2" /mcp/bench "$out/$1.rate.body" "${4:-$half}" "$SECONDS_PER" 64 |
     awk '/^RATE_RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
       print v["rate"], v["p50"], v["p99"], v["non2xx"], v["errors"] }')"
 }
@@ -253,6 +253,11 @@ rate_run() { # NAME PORT BODY
   rate_run accept "$gw_port" "$accept"
   rate_run proxy-c "$proxy_port" "$accept"
   rate_run reject "$gw_port" "$reject"
+  # (while the gateway saturates below the proxy's half, the rows above
+  # measure its queue: the same at half the gateway's own saturation)
+  half_gw=$(awk '$1 == "accept-64" { printf "%d", $2 / 2 }' "$results")
+  rate_run proxy-e "$proxy_port" "$accept" "$half_gw"
+  rate_run accept-half-gw "$gw_port" "$accept" "$half_gw"
 } >"$latency"
 
 echo "== the MCP gateway under wrk (loopback, ${SECONDS_PER}s a run, 2 threads; $(uptime | sed 's/.*load/load/'))"
@@ -284,6 +289,7 @@ awk '
   END {
     printf "%-14s %10s %9s %9s %8s %7s %13s %13s\n", "", "req/s", "p50 us", "p99 us", "non-2xx", "errors", "p50 added", "p99 added"
     base["lua-floor-buf"] = "proxy-a"; base["accept"] = "proxy-b"; base["reject"] = "proxy-c"
+    base["accept-half-gw"] = "proxy-e"
     for (i = 1; i <= n; i++) {
       k = order[i]; b = base[k]
       if (b) printf "%-14s %10.0f %9.0f %9.0f %8d %7d %13.0f %13.0f\n", k, rate[k], p50[k], p99[k], non2xx[k], err[k],
@@ -293,6 +299,8 @@ awk '
     printf "\nthe accept path adds %.0f us at p50 (target <= 100) and %.0f us at p99 (target <= 300); the floor %.0f and %.0f\n",
       p50["accept"] - p50["proxy-b"], p99["accept"] - p99["proxy-b"], p50["lua-floor-buf"] - p50["proxy-a"],
       p99["lua-floor-buf"] - p99["proxy-a"]
+    printf "at half the gateway'"'"'s own saturation (%.0f req/s): %.0f us added at p50, %.0f us at p99\n", rate["accept-half-gw"],
+      p50["accept-half-gw"] - p50["proxy-e"], p99["accept-half-gw"] - p99["proxy-e"]
   }' "$latency"
 
 echo
