@@ -913,21 +913,6 @@ local function header_check(req, frame, text)
     .. "disagree: " .. why, refused_unread(req.route, "method", "HEADER_MISMATCH", why))
 end
 
--- Gateway:request and Gateway:response called from a Lua frame, not
--- straight from pcall's: LuaJIT ends a trace at a return into a Lua frame,
--- but aborts one returning into pcall ("NYI: return to lower frame"), and
--- the request path would then run interpreted.  (No tail calls: they would
--- return into pcall again.)
-local function decide_request(gw, route, body, req, caller)
-  local plan = gw:request(route, body, nil, header_check, req, caller)
-  return plan
-end
-
-local function decide_response(gw, route, plan, text)
-  local out, why = gw:response(route, plan, text)
-  return out, why
-end
-
 --- access(server): in access_by_lua of the location of server's MCP endpoint.
 function M.access(server)
   if not W.gw then return unavailable() end
@@ -976,7 +961,8 @@ function M.access(server)
   if span then meta_parent(span, body) end
   local t0 = now()
   local req = { headers = headers, route = route, server = server, span = span, gw = gw }
-  local ok, plan = pcall(decide_request, gw, route, body, req, principal and { principal = principal })
+  local ok, plan = pcall(gw.request, gw, route, body, nil, header_check, req,
+    principal and { principal = principal })
   if span then trace_message(span, req.frame, headers) end
   if not ok then
     ngx.log(ngx.ERR, "toolgate: deciding failed: ", plan)
@@ -1263,7 +1249,7 @@ local function respond(c, text)
     span:set("gen_ai.tool.call.result", otel.cut(text, otlp.max_attribute_bytes))
   end
   local t0 = now()
-  local ok, out, why = pcall(decide_response, c.gw, c.route, c.plan, text)
+  local ok, out, why = pcall(c.gw.response, c.gw, c.route, c.plan, text)
   W.latency.response:observe(now() - t0)
   if ok then
     if not out then ngx.log(ngx.WARN, "toolgate: dropped a message from the server ", c.route.server, ": ", why) end
