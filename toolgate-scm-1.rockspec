@@ -134,6 +134,7 @@ build = {
         "core/tg_policy.c",
         "core/tg_pointer.c",
         "core/tg_reader.c",
+        "core/tg_record.c",
         "core/tg_regex.c",
         "core/tg_registry.c",
         "core/tg_rung.c",
