@@ -10,13 +10,12 @@
  *   rate_load HOST PORT PATH BODY_FILE RATE SECONDS CONNECTIONS
  *
  * One thread, epoll, woken at each due time by a timerfd (no spinning: the
- * generator shares the machine with what it measures); a request goes out on an idle connection as soon as it
- * is due (one in flight per connection: no pipelining); a due request that
- * finds none idle waits in line, its clock running.  The first second is a
- * warm-up, not counted.  Prints one line:
- *   RATE_RESULT sent=<n> done=<n> rate=<achieved/s> p50=<us> p90=<us>
- *     p99=<us> p999=<us> max=<us> non2xx=<n> errors=<n> late=<n>
- * (late: requests still unanswered when the run ended, counted as errors.)
+ * generator shares the machine with what it measures); a request goes out on an idle connection as
+ * soon as it is due (one in flight per connection: no pipelining); a due request that finds none
+ * idle waits in line, its clock running.  The first second is a warm-up, not counted.  Prints one
+ * line: RATE_RESULT sent=<n> done=<n> rate=<achieved/s> p50=<us> p90=<us> p99=<us> p999=<us>
+ * max=<us> non2xx=<n> errors=<n> late=<n> (late: requests still unanswered when the run ended,
+ * counted as errors.)
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
@@ -37,9 +36,9 @@
 
 typedef struct {
     int fd;
-    int busy;          /* a request in flight */
-    double due;        /* its due time */
-    char *in;          /* the answer read so far */
+    int busy;   /* a request in flight */
+    double due; /* its due time */
+    char *in;   /* the answer read so far */
     size_t in_len, in_cap;
 } conn_t;
 
@@ -67,8 +66,12 @@ static long answer_length(const char *buf, size_t len, int *status)
 {
     const char *end = NULL;
     for (size_t i = 3; i < len; i++)
-        if (memcmp(buf + i - 3, "\r\n\r\n", 4) == 0) { end = buf + i + 1; break; }
-    if (!end) return 0;
+        if (memcmp(buf + i - 3, "\r\n\r\n", 4) == 0) {
+            end = buf + i + 1;
+            break;
+        }
+    if (!end)
+        return 0;
     *status = atoi(buf + 9);
     size_t head = (size_t)(end - buf);
     for (const char *p = buf; p < end; p = strchr(p, '\n') + 1) {
@@ -81,11 +84,14 @@ static long answer_length(const char *buf, size_t len, int *status)
             for (;;) { /* chunk-size CRLF data CRLF ... 0 CRLF CRLF */
                 char *stop;
                 const char *crlf = memchr(buf + at, '\n', len - at);
-                if (!crlf) return 0;
+                if (!crlf)
+                    return 0;
                 size_t n = (size_t)strtoul(buf + at, &stop, 16);
                 at = (size_t)(crlf - buf) + 1 + n + 2;
-                if (at > len) return 0;
-                if (n == 0) return (long)at;
+                if (at > len)
+                    return 0;
+                if (n == 0)
+                    return (long)at;
             }
         }
     }
@@ -97,8 +103,12 @@ static void send_request(conn_t *c, double due)
     size_t off = 0;
     while (off < request_len) {
         ssize_t n = write(c->fd, request + off, request_len - off);
-        if (n < 0 && errno == EAGAIN) continue; /* (a small request: the socket buffer has room) */
-        if (n <= 0) { errors++; return; }
+        if (n < 0 && errno == EAGAIN)
+            continue; /* (a small request: the socket buffer has room) */
+        if (n <= 0) {
+            errors++;
+            return;
+        }
         off += (size_t)n;
     }
     c->busy = 1, c->due = due, c->in_len = 0;
@@ -109,7 +119,10 @@ static void record(double latency)
     if (lat_n == lat_cap) {
         lat_cap = lat_cap ? lat_cap * 2 : 65536;
         lat = realloc(lat, (size_t)lat_cap * sizeof *lat);
-        if (!lat) { perror("rate_load"); exit(1); }
+        if (!lat) {
+            perror("rate_load");
+            exit(1);
+        }
     }
     lat[lat_n++] = latency;
 }
@@ -120,7 +133,10 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double pct(double p) { return lat_n ? lat[(long)(p * (double)(lat_n - 1))] * 1e6 : 0; }
+static double pct(double p)
+{
+    return lat_n ? lat[(long)(p * (double)(lat_n - 1))] * 1e6 : 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -138,11 +154,16 @@ int main(int argc, char **argv)
     }
     addr.sin_family = AF_INET;
     addr.sin_port = htons((unsigned short)atoi(argv[2]));
-    if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1) { fprintf(stderr, "rate_load: HOST: an IPv4 address\n"); return 2; }
+    if (inet_pton(AF_INET, argv[1], &addr.sin_addr) != 1) {
+        fprintf(stderr, "rate_load: HOST: an IPv4 address\n");
+        return 2;
+    }
     request = malloc(body_len + 512);
-    request_len = (size_t)sprintf(request, "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
-                                  "Accept: application/json, text/event-stream\r\nContent-Length: %zu\r\n\r\n",
-                                  argv[3], argv[1], argv[2], body_len);
+    request_len = (size_t)sprintf(
+        request,
+        "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Length: %zu\r\n\r\n",
+        argv[3], argv[1], argv[2], body_len);
     memcpy(request + request_len, body, body_len);
     request_len += body_len;
 
@@ -162,28 +183,39 @@ int main(int argc, char **argv)
     int idle_hint = 0;
     for (;;) {
         double now = bench_now();
-        if (now >= stop + 1.0) break; /* a second's grace for the last answers */
+        if (now >= stop + 1.0)
+            break; /* a second's grace for the last answers */
         /* every due request goes out on an idle connection while there is one */
         while (now < stop && start + (double)next * interval <= now) {
             int found = -1;
             for (int k = 0; k < nconn; k++) {
                 int i = (idle_hint + k) % nconn;
-                if (!conns[i].busy) { found = i; break; }
+                if (!conns[i].busy) {
+                    found = i;
+                    break;
+                }
             }
-            if (found < 0) break; /* it waits in line; its due time stands */
+            if (found < 0)
+                break; /* it waits in line; its due time stands */
             idle_hint = found + 1;
             double due = start + (double)next * interval;
             send_request(&conns[found], due);
             next++;
-            if (due >= warm) counted_sent++;
+            if (due >= warm)
+                counted_sent++;
         }
         int busy = 0;
-        for (int i = 0; i < nconn; i++) busy += conns[i].busy;
-        if (now >= stop && busy == 0) break;
+        for (int i = 0; i < nconn; i++)
+            busy += conns[i].busy;
+        if (now >= stop && busy == 0)
+            break;
         /* woken at the next due time (or by an answer; at the latest in 10 ms) */
         double wake = start + (double)next * interval;
-        if (wake <= now) wake = now + 10e-3; /* (none idle: an answer wakes it) */
-        struct itimerspec at = {.it_value = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)}};
+        if (wake <= now)
+            wake = now + 10e-3; /* (none idle: an answer wakes it) */
+        struct itimerspec at = {
+            .it_value = {.tv_sec = (time_t)wake,
+                         .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)}};
         timerfd_settime(tfd, TFD_TIMER_ABSTIME, &at, NULL);
         struct epoll_event evs[64];
         int n = epoll_wait(ep, evs, 64, 20);
@@ -192,15 +224,20 @@ int main(int argc, char **argv)
             conn_t *c = evs[e].data.ptr;
             if (!c) { /* the timer */
                 uint64_t ticks;
-                if (read(tfd, &ticks, sizeof ticks) < 0) { /* (EAGAIN: re-armed before it was read) */ }
+                if (read(tfd, &ticks, sizeof ticks) <
+                    0) { /* (EAGAIN: re-armed before it was read) */
+                }
                 continue;
             }
             for (;;) {
-                if (c->in_cap - c->in_len < 4096) c->in = realloc(c->in, c->in_cap *= 2);
+                if (c->in_cap - c->in_len < 4096)
+                    c->in = realloc(c->in, c->in_cap *= 2);
                 ssize_t r = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
-                if (r < 0 && errno == EAGAIN) break;
+                if (r < 0 && errno == EAGAIN)
+                    break;
                 if (r <= 0) { /* the server closed: count it, dial again */
-                    if (c->busy) errors++;
+                    if (c->busy)
+                        errors++;
                     epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
                     close(c->fd);
                     c->fd = dial(), c->busy = 0, c->in_len = 0;
@@ -212,20 +249,28 @@ int main(int argc, char **argv)
             }
             int status = 0;
             long whole = c->busy ? answer_length(c->in, c->in_len, &status) : 0;
-            if (whole < 0) { errors++, c->busy = 0; continue; }
-            if (whole == 0) continue;
+            if (whole < 0) {
+                errors++, c->busy = 0;
+                continue;
+            }
+            if (whole == 0)
+                continue;
             if (c->due >= warm) {
                 record(got - c->due);
-                if (status < 200 || status > 299) non2xx++;
+                if (status < 200 || status > 299)
+                    non2xx++;
             }
             c->busy = 0, c->in_len = 0;
         }
     }
     long late = 0;
-    for (int i = 0; i < nconn; i++) late += conns[i].busy && conns[i].due >= warm;
+    for (int i = 0; i < nconn; i++)
+        late += conns[i].busy && conns[i].due >= warm;
     qsort(lat, (size_t)lat_n, sizeof *lat, by_value);
-    printf("RATE_RESULT sent=%ld done=%ld rate=%.0f p50=%.0f p90=%.0f p99=%.0f p999=%.0f max=%.0f non2xx=%ld "
-           "errors=%ld late=%ld\n", counted_sent, lat_n, (double)lat_n / (seconds - 1.0), pct(0.5), pct(0.9), pct(0.99),
-           pct(0.999), lat_n ? lat[lat_n - 1] * 1e6 : 0, non2xx, errors + late, late);
+    printf(
+        "RATE_RESULT sent=%ld done=%ld rate=%.0f p50=%.0f p90=%.0f p99=%.0f p999=%.0f max=%.0f non2xx=%ld "
+        "errors=%ld late=%ld\n",
+        counted_sent, lat_n, (double)lat_n / (seconds - 1.0), pct(0.5), pct(0.9), pct(0.99),
+        pct(0.999), lat_n ? lat[lat_n - 1] * 1e6 : 0, non2xx, errors + late, late);
     return 0;
 }
