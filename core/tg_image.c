@@ -165,7 +165,8 @@ int tg_image_write(tg_engine_t *e, const tg_image_source_t *src, size_t n, tg_bu
         return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "too many sources for one image");
     for (size_t i = 0; i < n; i++)
         if ((!src[i].text && src[i].text_len) || src[i].format < 0 || src[i].format > FORMAT_MAX)
-            return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "source %zu: no text or an unknown format", i);
+            return tg_fail(err, TG_E_ARG, TG_NO_OFFSET, "source %zu: no text or an unknown format",
+                           i);
 
     /* header and directory first, filled in once the offsets are known */
     memset(head, 0, sizeof head);
@@ -233,7 +234,8 @@ static int check(const tg_image_t *img, tg_error_t *err)
     if (len < HEADER_BYTES || !tg_image_is(d, len))
         return tg_fail(err, TG_E_IMAGE, 0, "not a toolgate registry image (no magic)");
     if (get32(d + 8) != TG_IMAGE_VERSION)
-        return tg_fail(err, TG_E_IMAGE, 8, "registry image of format version %u; this toolgate reads %u",
+        return tg_fail(err, TG_E_IMAGE, 8,
+                       "registry image of format version %u; this toolgate reads %u",
                        (unsigned)get32(d + 8), (unsigned)TG_IMAGE_VERSION);
     if (get32(d + 12) != TG_IMAGE_ABI)
         return tg_fail(err, TG_E_IMAGE, 12, "registry image of ABI %u; this toolgate reads %u",
@@ -251,7 +253,8 @@ static int check(const tg_image_t *img, tg_error_t *err)
 
     n = get32(d + 24);
     dir = get64(d + 32);
-    if (dir < HEADER_BYTES || n > (len - HEADER_BYTES) / ENTRY_BYTES || !inside(dir, n * ENTRY_BYTES, len))
+    if (dir < HEADER_BYTES || n > (len - HEADER_BYTES) / ENTRY_BYTES ||
+        !inside(dir, n * ENTRY_BYTES, len))
         return tg_fail(err, TG_E_IMAGE, 32, "registry image source directory out of bounds");
     for (uint64_t i = 0; i < n; i++) {
         const unsigned char *en = d + dir + i * ENTRY_BYTES;
@@ -321,7 +324,8 @@ int tg_image_map(tg_engine_t *e, const char *path, tg_image_t **out, tg_error_t 
     *out = NULL;
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
     if (fd < 0)
-        return tg_fail(err, TG_E_IO, TG_NO_OFFSET, "cannot open registry image: %s", strerror(errno));
+        return tg_fail(err, TG_E_IO, TG_NO_OFFSET, "cannot open registry image: %s",
+                       strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return tg_fail(err, TG_E_IO, TG_NO_OFFSET, "registry image is not a regular file");
@@ -339,7 +343,8 @@ int tg_image_map(tg_engine_t *e, const char *path, tg_image_t **out, tg_error_t 
     map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED)
-        return tg_fail(err, TG_E_IO, TG_NO_OFFSET, "cannot map registry image: %s", strerror(errno));
+        return tg_fail(err, TG_E_IO, TG_NO_OFFSET, "cannot map registry image: %s",
+                       strerror(errno));
     rc = open_image(e, map, (size_t)st.st_size, map, out, err);
     if (rc != TG_OK)
         munmap(map, (size_t)st.st_size);

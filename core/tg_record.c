@@ -24,7 +24,10 @@ static void put(writer_t *w, const char *s, size_t n)
     w->len += n;
 }
 
-static void put_lit(writer_t *w, const char *s) { put(w, s, strlen(s)); }
+static void put_lit(writer_t *w, const char *s)
+{
+    put(w, s, strlen(s));
+}
 
 /* s as a JSON string, escaped as toolgate.value's quote escapes it */
 static void put_string(writer_t *w, const char *s, size_t n)
@@ -36,18 +39,33 @@ static void put_string(writer_t *w, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         char esc[6];
         size_t k = 2;
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
         put(w, s + from, i - from);
         from = i + 1;
         esc[0] = '\\';
         switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
         default:
             esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
             k = 6;
@@ -75,8 +93,10 @@ static void member_string(writer_t *w, const char *k, tg_text_t t)
 static void member_string_or_null(writer_t *w, const char *k, tg_text_t t)
 {
     key(w, k);
-    if (t.p) put_string(w, t.p, t.n);
-    else put(w, "null", 4);
+    if (t.p)
+        put_string(w, t.p, t.n);
+    else
+        put(w, "null", 4);
 }
 
 static void member_bool(writer_t *w, const char *k, int b)
@@ -100,14 +120,18 @@ size_t tg_decision_record(const tg_decision_record_t *r, char *out, size_t cap)
     /* the members in sorted order (byte order of their keys) */
     member_string_or_null(&w, "approval_id", r->approval_id);
     member_bool(&w, "approved", r->approved);
-    if (r->arguments.p) member_string(&w, "arguments", r->arguments);
-    if (r->arguments_bytes >= 0) member_integer(&w, "arguments_bytes", r->arguments_bytes);
-    if (r->arguments_digest.p) member_string(&w, "arguments_digest", r->arguments_digest);
+    if (r->arguments.p)
+        member_string(&w, "arguments", r->arguments);
+    if (r->arguments_bytes >= 0)
+        member_integer(&w, "arguments_bytes", r->arguments_bytes);
+    if (r->arguments_digest.p)
+        member_string(&w, "arguments_digest", r->arguments_digest);
     if (r->arguments_redacted.p) {
         key(&w, "arguments_redacted");
         put(&w, r->arguments_redacted.p, r->arguments_redacted.n);
     }
-    if (r->arguments_truncated >= 0) member_bool(&w, "arguments_truncated", r->arguments_truncated);
+    if (r->arguments_truncated >= 0)
+        member_bool(&w, "arguments_truncated", r->arguments_truncated);
     key(&w, "decision");
     put(&w, r->decision.p ? r->decision.p : "null", r->decision.p ? r->decision.n : 4);
     member_bool(&w, "enforced", r->enforced);
@@ -118,11 +142,14 @@ size_t tg_decision_record(const tg_decision_record_t *r, char *out, size_t cap)
     member_string_or_null(&w, "principal", r->principal);
     member_string(&w, "route", r->route.p ? r->route : (tg_text_t){"", 0});
     member_string(&w, "source", r->source);
-    if (r->span_id.p) member_string(&w, "span_id", r->span_id);
+    if (r->span_id.p)
+        member_string(&w, "span_id", r->span_id);
     key(&w, "time");
     put(&w, time, (size_t)snprintf(time, sizeof time, "%.3f", r->time));
-    if (r->trace_id.p) member_string(&w, "trace_id", r->trace_id);
-    if (r->worker >= 0) member_integer(&w, "worker", r->worker);
+    if (r->trace_id.p)
+        member_string(&w, "trace_id", r->trace_id);
+    if (r->worker >= 0)
+        member_integer(&w, "worker", r->worker);
     put(&w, "}", 1);
     return w.len;
 }

@@ -732,8 +732,7 @@ int tg_regex_compile(tg_engine_t *e, const char *pat, size_t len, tg_regex **out
             }
     if (2 * (c->n_shared + 1) > c->n_slots && (rc = grow_shared(e, c, err)) != TG_OK)
         return rc;
-    if (len > SIZE_MAX - sizeof *re ||
-        !(re = tg_mem_realloc(e, NULL, 0, sizeof *re + len)))
+    if (len > SIZE_MAX - sizeof *re || !(re = tg_mem_realloc(e, NULL, 0, sizeof *re + len)))
         return tg_fail(err, TG_E_NOMEM, TG_NO_OFFSET, "out of memory");
     if ((rc = compile_code(e, pat, len, &code, err)) != TG_OK) {
         tg_mem_free(e, re, sizeof *re + len);

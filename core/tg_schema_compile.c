@@ -1341,8 +1341,8 @@ int tg_schema_compile(tg_engine_t *e, const tg_value_t *v, const tg_schema_optio
     /* A registry holds thousands of schemas for as long as it lives: give
      * back the array's growth room (its doubling leaves up to half unused). */
     if (s->n_nodes < s->cap_nodes) {
-        tg_snode *nodes = tg_mem_realloc(e, s->nodes, s->cap_nodes * sizeof *nodes,
-                                         s->n_nodes * sizeof *nodes);
+        tg_snode *nodes =
+            tg_mem_realloc(e, s->nodes, s->cap_nodes * sizeof *nodes, s->n_nodes * sizeof *nodes);
         if (!nodes) { /* (an allocator that refuses even this: every failure is NOMEM) */
             tg_schema_free(s);
             return nomem(&C);

@@ -451,14 +451,14 @@ static void check_number(vctx *c, const tg_snode *n, const tg_value_t *v, const 
         number_bound(c, n, v, at, bound_order(v, &n->num->minimum) < 0, "minimum",
                      " is less than the minimum ", &n->num->minimum, ok);
     if (n->has & TG_K_EXCLUSIVE_MINIMUM)
-        number_bound(c, n, v, at, bound_order(v, &n->num->exclusive_minimum) <= 0, "exclusiveMinimum",
-                     " is not greater than ", &n->num->exclusive_minimum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->num->exclusive_minimum) <= 0,
+                     "exclusiveMinimum", " is not greater than ", &n->num->exclusive_minimum, ok);
     if (n->has & TG_K_MAXIMUM)
         number_bound(c, n, v, at, bound_order(v, &n->num->maximum) > 0, "maximum",
                      " is greater than the maximum ", &n->num->maximum, ok);
     if (n->has & TG_K_EXCLUSIVE_MAXIMUM)
-        number_bound(c, n, v, at, bound_order(v, &n->num->exclusive_maximum) >= 0, "exclusiveMaximum",
-                     " is not less than ", &n->num->exclusive_maximum, ok);
+        number_bound(c, n, v, at, bound_order(v, &n->num->exclusive_maximum) >= 0,
+                     "exclusiveMaximum", " is not less than ", &n->num->exclusive_maximum, ok);
     if (n->has & TG_K_MULTIPLE_OF) {
         tg_decimal x;
         tg_decimal_init(&x, v->p.text, v->len);

@@ -2812,7 +2812,8 @@ static int l_hash_bytes(lua_State *L)
 static tg_text_t record_text(lua_State *L, const char *field)
 {
     tg_text_t t = {NULL, 0};
-    if (lua_getfield(L, 1, field) == LUA_TSTRING) t.p = lua_tolstring(L, -1, &t.n);
+    if (lua_getfield(L, 1, field) == LUA_TSTRING)
+        t.p = lua_tolstring(L, -1, &t.n);
     else if (!lua_isnil(L, -1) && !(lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
         luaL_error(L, "decision_record: %s must be a string", field);
     lua_pop(L, 1); /* (the string stays alive: the table holds it) */
@@ -2826,7 +2827,8 @@ static long long record_integer(lua_State *L, const char *field)
     if (lua_getfield(L, 1, field) != LUA_TNIL) {
         int ok;
         v = (long long)lua_tointegerx(L, -1, &ok);
-        if (!ok || v < 0) luaL_error(L, "decision_record: %s must be a whole number >= 0", field);
+        if (!ok || v < 0)
+            luaL_error(L, "decision_record: %s must be a whole number >= 0", field);
     }
     lua_pop(L, 1);
     return v;
@@ -2858,7 +2860,8 @@ static int l_decision_record(lua_State *L)
     r.outcome = record_text(L, "outcome"), r.mode = record_text(L, "mode");
     r.enforced = record_bool(L, "enforced"), r.approved = record_bool(L, "approved");
     r.approval_id = record_text(L, "approval_id"), r.principal = record_text(L, "principal");
-    r.arguments = record_text(L, "arguments"), r.arguments_bytes = record_integer(L, "arguments_bytes");
+    r.arguments = record_text(L, "arguments"),
+    r.arguments_bytes = record_integer(L, "arguments_bytes");
     r.arguments_digest = record_text(L, "arguments_digest");
     r.arguments_redacted = record_text(L, "arguments_redacted");
     lua_getfield(L, 1, "arguments_truncated");
@@ -2919,14 +2922,11 @@ static const luaL_Reg engine_methods[] = {
 static const luaL_Reg doc_methods[] = {{"root", l_doc_root}, {"free", l_doc_gc}, {NULL, NULL}};
 
 static const luaL_Reg node_methods[] = {
-    {"type", l_node_type},     {"len", l_node_len},
-    {"offset", l_node_offset}, {"at", l_node_at},
-    {"key", l_node_key},       {"get", l_node_get},
-    {"value", l_node_value},   {"text", l_node_text},
-    {"canon", l_node_canon},   {"hash", l_node_hash},
-    {"digest", l_node_digest}, {"exact", l_node_exact},
-    {"mcp", l_node_mcp},       {"has_key", l_node_has_key},
-    {NULL, NULL},
+    {"type", l_node_type},   {"len", l_node_len},         {"offset", l_node_offset},
+    {"at", l_node_at},       {"key", l_node_key},         {"get", l_node_get},
+    {"value", l_node_value}, {"text", l_node_text},       {"canon", l_node_canon},
+    {"hash", l_node_hash},   {"digest", l_node_digest},   {"exact", l_node_exact},
+    {"mcp", l_node_mcp},     {"has_key", l_node_has_key}, {NULL, NULL},
 };
 
 /* A view's free() only makes the view unusable: its set owns it. */
@@ -3308,12 +3308,10 @@ static const luaL_Reg store_methods[] = {{"get", l_store_get},
                                          {"records", l_store_records},
                                          {NULL, NULL}};
 
-static const luaL_Reg image_methods[] = {{"count", l_image_count},
-                                         {"source", l_image_source},
-                                         {"parse", l_image_parse},
-                                         {"check_sources", l_image_check_sources},
-                                         {"free", l_image_gc},
-                                         {NULL, NULL}};
+static const luaL_Reg image_methods[] = {
+    {"count", l_image_count}, {"source", l_image_source},
+    {"parse", l_image_parse}, {"check_sources", l_image_check_sources},
+    {"free", l_image_gc},     {NULL, NULL}};
 static const luaL_Reg no_methods[] = {{NULL, NULL}};
 
 static const luaL_Reg workers_methods[] = {{"count", l_workers_count}, {NULL, NULL}};

@@ -14,7 +14,8 @@
 #include "tap.h"
 #include "tg_internal.h" /* tg_image_seal */
 
-static const char REG_A[] = "{\"server\":\"fs\",\"tools\":[{\"name\":\"read\",\"inputSchema\":{}}]}";
+static const char REG_A[] =
+    "{\"server\":\"fs\",\"tools\":[{\"name\":\"read\",\"inputSchema\":{}}]}";
 static const char REG_B[] = "[]";
 
 static void sources(tg_image_source_t s[2])
@@ -75,7 +76,8 @@ int main(void)
         tap_ok(got.server == NULL && got.format == 0 && !got.trusted && got.text_len == 2,
                "source 2: no server, untrusted, auto");
         tap_ok(tg_image_source(img, 2, &got) == TG_E_ARG, "a source past the last is TG_E_ARG");
-        tap_ok(tg_image_check_sources(img, &err) == TG_OK, "sources compiled from texts are never stale");
+        tap_ok(tg_image_check_sources(img, &err) == TG_OK,
+               "sources compiled from texts are never stale");
         tg_image_free(img);
     }
 
@@ -186,7 +188,8 @@ int main(void)
         tap_ok(ok && tg_image_check_sources(img, &err) == TG_E_IMAGE_STALE,
                "its source changed: TG_E_IMAGE_STALE");
         unlink(source);
-        tap_ok(ok && tg_image_check_sources(img, &err) == TG_OK, "its source gone: the image stands alone");
+        tap_ok(ok && tg_image_check_sources(img, &err) == TG_OK,
+               "its source gone: the image stands alone");
         tg_image_free(img);
         img = NULL;
         tap_ok(tg_image_map(e, source, &img, &err) == TG_E_IO && img == NULL, "no file: TG_E_IO");
