@@ -426,23 +426,11 @@ describe("toolgate gateway --audit-log", function()
   -- a gateway in front of the counter upstream (prefix under env.dir), its records to dest; -> its pid
   local function start_gateway(prefix, listen, admin, dest)
     local dir = env.dir
-    local pid = fx.spawn(table.concat({ "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", listen,
+    return fx.start_gateway(table.concat({ "exec", h.lua, q(root .. "/bin/toolgate"), "gateway", "--listen", listen,
       "--admin", admin, "--admin-token-file", q(dir .. "/token"), "--workers 2", "--prefix", q(dir .. "/" .. prefix),
       "--policy gateway", "--audit-log", q(dest), "--upstream", "counter=http://127.0.0.1:" .. env.port .. "/mcp",
       "--registry", q("counter=" .. dir .. "/counter.json"), "--context", q("counter=" .. dir .. "/counter.ctx") },
-      " "), dir .. "/" .. prefix .. ".log")
-    fx.wait_for("the gateway's /healthz", function()
-      local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. listen .. "/healthz"))
-      return c == 0 and health:find('"ok"')
-    end, dir .. "/" .. prefix .. ".log")
-    return pid
-  end
-
-  -- stops a gateway started by start_gateway, and waits for its nginx
-  local function stop_gateway(pid, prefix)
-    fx.stop(pid)
-    local master = tonumber(h.read_file(env.dir .. "/" .. prefix .. "/nginx.pid") or "")
-    if master then fx.wait_for("nginx to stop", function() return not fx.alive(master) end) end
+      " "), listen, dir .. "/" .. prefix .. ".log")
   end
 
   setup(function()
@@ -469,8 +457,8 @@ describe("toolgate gateway --audit-log", function()
 
   teardown(function()
     if env.dir then
-      stop_gateway(pids.gateway, "prefix")
-      stop_gateway(pids.syslog, "prefix-syslog")
+      fx.stop_gateway(pids.gateway, env.dir .. "/prefix")
+      fx.stop_gateway(pids.syslog, env.dir .. "/prefix-syslog")
     end
     fx.stop(pids.counter)
     if env.dir then os.execute("rm -rf " .. q(env.dir)) end

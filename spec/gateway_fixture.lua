@@ -77,6 +77,25 @@ function M.wait_for(what, fn, log, seconds)
   error("timed out (" .. (seconds or 10) .. " s) waiting for " .. what .. (tail ~= "" and (":\n" .. tail) or ""))
 end
 
+-- start_gateway(cmd, listen, log) -> pid: a `toolgate gateway` command
+-- started in the background, once its /healthz on listen says ok
+function M.start_gateway(cmd, listen, log)
+  local pid = M.spawn(cmd, log)
+  M.wait_for("the gateway's /healthz", function()
+    local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. listen .. "/healthz"))
+    return c == 0 and health:find('"ok"')
+  end, log)
+  return pid
+end
+
+-- stop_gateway(pid, prefix): stops a gateway start_gateway started (its
+-- --prefix given) and waits until its nginx master is gone too
+function M.stop_gateway(pid, prefix)
+  M.stop(pid)
+  local master = tonumber(h.read_file(prefix .. "/nginx.pid") or "")
+  if master then M.wait_for("nginx to stop", function() return not M.alive(master) end) end
+end
+
 -- A new directory (tmpname repeats across runs that share a random seed),
 -- readable by nginx's workers (nobody).
 function M.tempdir(name)

@@ -10,7 +10,7 @@ local h = require "helpers"
 if h.is_luajit then return end
 
 local fx = require "gateway_fixture"
-local json, spawn, alive, stop, wait_for = fx.json, fx.spawn, fx.alive, fx.stop, fx.wait_for
+local json, spawn, stop, wait_for = fx.json, fx.spawn, fx.stop, fx.wait_for
 local q = h.shell_quote
 local root = h.root
 
@@ -68,20 +68,12 @@ describe("shadow mode through the nginx gateway", function()
       cmd[#cmd + 1] = "--upstream " .. s .. "=http://127.0.0.1:" .. env.counter .. "/mcp --registry "
         .. q(s .. "=" .. dir .. "/" .. s .. ".json") .. " --context " .. q(s .. "=" .. dir .. "/" .. s .. ".ctx")
     end
-    pids.gateway = spawn(table.concat(cmd, " "), dir .. "/gateway.log")
-    wait_for("the gateway's /healthz", function()
-      local c, health = h.run("curl -s --max-time 1 " .. q("http://" .. env.listen .. "/healthz"))
-      return c == 0 and health:find('"ok"')
-    end, dir .. "/gateway.log")
+    pids.gateway = fx.start_gateway(table.concat(cmd, " "), env.listen, dir .. "/gateway.log")
     ready = true
   end)
 
   teardown(function()
-    stop(pids.gateway)
-    if env.dir then
-      local pid = tonumber(h.read_file(env.dir .. "/prefix/nginx.pid") or "")
-      if pid then wait_for("nginx to stop", function() return not alive(pid) end) end
-    end
+    if env.dir then fx.stop_gateway(pids.gateway, env.dir .. "/prefix") end
     stop(pids.counter)
     if env.dir then os.execute("rm -rf " .. q(env.dir)) end
   end)
